@@ -1,0 +1,275 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+)
+
+// Query selects events. Zero fields do not filter.
+type Query struct {
+	Stream  string
+	RunID   string
+	Types   []string
+	FromSeq int64 // first seq, inclusive
+	ToSeq   int64 // last seq, inclusive; 0 means the head
+	Limit   int   // 0 means no limit
+}
+
+// Head is the last event of the log: its seq and hash. Kept elsewhere, it
+// lets Verify detect truncation.
+type Head struct {
+	Seq  int64  `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+func (h Head) String() string { return fmt.Sprintf("%d:%s", h.Seq, h.Hash) }
+
+// ParseHead parses "SEQ:HASH".
+func ParseHead(s string) (Head, error) {
+	seqText, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
+	var h Head
+	if !ok || hash == "" {
+		return h, fmt.Errorf("events: head %q: want SEQ:HASH", s)
+	}
+	if _, err := fmt.Sscanf(seqText, "%d", &h.Seq); err != nil || h.Seq <= 0 {
+		return h, fmt.Errorf("events: head %q: seq must be a positive integer", s)
+	}
+	h.Hash = hash
+	return h, nil
+}
+
+const scanPage = 2000
+
+type row struct {
+	Seq         int64          `db:"seq"`
+	Stream      string         `db:"stream"`
+	Version     int64          `db:"version"`
+	Type        string         `db:"type"`
+	TypeVersion int            `db:"type_version"`
+	RunID       sql.NullString `db:"run_id"`
+	Payload     string         `db:"payload"`
+	At          int64          `db:"at"`
+	Hash        string         `db:"hash"`
+}
+
+const selectEvents = `SELECT seq, stream, version, type, type_version, run_id, payload, at, hash FROM events`
+
+func (q Query) where(after int64) (string, []any) {
+	conds := []string{"seq > ?"}
+	args := []any{after}
+	if q.ToSeq > 0 {
+		conds = append(conds, "seq <= ?")
+		args = append(args, q.ToSeq)
+	}
+	if q.Stream != "" {
+		conds = append(conds, "stream = ?")
+		args = append(args, q.Stream)
+	}
+	if q.RunID != "" {
+		conds = append(conds, "run_id = ?")
+		args = append(args, q.RunID)
+	}
+	if len(q.Types) > 0 {
+		conds = append(conds, "type IN (?"+strings.Repeat(",?", len(q.Types)-1)+")")
+		for _, t := range q.Types {
+			args = append(args, t)
+		}
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// rows reads one page of stored rows after seq `after`.
+func (s *Store) rows(ctx context.Context, q Query, after int64, limit int) ([]row, error) {
+	where, args := q.where(after)
+	args = append(args, limit)
+	var rs []row
+	if err := s.rdb.SelectContext(ctx, &rs, selectEvents+where+" ORDER BY seq LIMIT ?", args...); err != nil {
+		return nil, fmt.Errorf("events: read: %w", err)
+	}
+	return rs, nil
+}
+
+// Scan yields the events matching q in seq order, reading in pages so no
+// read transaction is held for long.
+func (s *Store) Scan(ctx context.Context, q Query) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		after := q.FromSeq - 1
+		if after < 0 {
+			after = 0
+		}
+		left := q.Limit
+		for {
+			page := scanPage
+			if q.Limit > 0 && left < page {
+				page = left
+			}
+			if q.Limit > 0 && page == 0 {
+				return
+			}
+			rs, err := s.rows(ctx, q, after, page)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, r := range rs {
+				ev, err := s.toEvent(ctx, r)
+				if !yield(ev, err) || err != nil {
+					return
+				}
+				after = r.Seq
+			}
+			left -= len(rs)
+			if len(rs) < page {
+				return
+			}
+		}
+	}
+}
+
+// Read returns the events matching q.
+func (s *Store) Read(ctx context.Context, q Query) ([]Event, error) {
+	var out []Event
+	for ev, err := range s.Scan(ctx, q) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// ReadStream returns a stream's events with version >= fromVersion.
+func (s *Store) ReadStream(ctx context.Context, stream string, fromVersion int64) ([]Event, error) {
+	var rs []row
+	if err := s.rdb.SelectContext(ctx, &rs, selectEvents+` WHERE stream = ? AND version >= ? ORDER BY version`, stream, fromVersion); err != nil {
+		return nil, fmt.Errorf("events: read stream %q: %w", stream, err)
+	}
+	out := make([]Event, 0, len(rs))
+	for _, r := range rs {
+		ev, err := s.toEvent(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// ReadRun returns the events produced by a run, in seq order.
+func (s *Store) ReadRun(ctx context.Context, runID string) ([]Event, error) {
+	return s.Read(ctx, Query{RunID: runID})
+}
+
+// Get returns the event at seq, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, seq int64) (Event, error) {
+	var r row
+	err := s.rdb.GetContext(ctx, &r, selectEvents+` WHERE seq = ?`, seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Event{}, fmt.Errorf("%w: seq %d", ErrNotFound, seq)
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("events: get %d: %w", seq, err)
+	}
+	return s.toEvent(ctx, r)
+}
+
+// Head returns the last event's seq and hash (zero for an empty log).
+func (s *Store) Head(ctx context.Context) (Head, error) {
+	var h Head
+	err := s.rdb.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&h.Seq, &h.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Head{}, nil
+	}
+	if err != nil {
+		return Head{}, fmt.Errorf("events: head: %w", err)
+	}
+	return h, nil
+}
+
+// StreamVersion returns the stream's current version (0 if it has no events).
+func (s *Store) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	var v int64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = ?`, stream).Scan(&v); err != nil {
+		return 0, fmt.Errorf("events: stream version: %w", err)
+	}
+	return v, nil
+}
+
+// GetBlob returns the bytes stored under hash, or ErrBlobNotFound.
+func (s *Store) GetBlob(ctx context.Context, hash string) ([]byte, error) {
+	var b []byte
+	err := s.rdb.QueryRowContext(ctx, `SELECT bytes FROM blobs WHERE hash = ?`, hash).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", ErrBlobNotFound, hash)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events: get blob: %w", err)
+	}
+	return b, nil
+}
+
+// Subscribe yields the events matching q from q.FromSeq on, then waits for
+// new ones until ctx is done. It never blocks the writer: it wakes on
+// Notify and re-reads from its own position.
+func (s *Store) Subscribe(ctx context.Context, q Query) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		next := q.FromSeq
+		for {
+			wake := s.Notify()
+			sub := q
+			sub.FromSeq = next
+			for ev, err := range s.Scan(ctx, sub) {
+				if err != nil {
+					if ctx.Err() == nil {
+						yield(Event{}, err)
+					}
+					return
+				}
+				if !yield(ev, nil) {
+					return
+				}
+				next = ev.Seq + 1
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.stop:
+				return
+			case <-wake:
+			case <-time.After(time.Second):
+				// Another process may have appended; poll now and then.
+			}
+		}
+	}
+}
+
+type blobPointer struct {
+	Blob string `json:"$blob"`
+	Size int    `json:"size"`
+}
+
+var blobPrefix = []byte(`{"$blob":"`)
+
+func (s *Store) toEvent(ctx context.Context, r row) (Event, error) {
+	ev := Event{Seq: r.Seq, Stream: r.Stream, Version: r.Version, Type: r.Type, TypeVersion: r.TypeVersion,
+		RunID: r.RunID.String, Payload: json.RawMessage(r.Payload), At: time.Unix(0, r.At).UTC(), Hash: r.Hash}
+	if bytes.HasPrefix(ev.Payload, blobPrefix) {
+		var bp blobPointer
+		if err := json.Unmarshal(ev.Payload, &bp); err != nil {
+			return Event{}, fmt.Errorf("events: seq %d: bad blob reference: %w", r.Seq, err)
+		}
+		b, err := s.GetBlob(ctx, bp.Blob)
+		if err != nil {
+			return Event{}, fmt.Errorf("events: seq %d payload: %w", r.Seq, err)
+		}
+		ev.Payload = b
+	}
+	return ev, nil
+}

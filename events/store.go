@@ -1,0 +1,370 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultBlobThreshold is the payload size in bytes above which a
+	// payload is stored in blobs and referenced by hash.
+	DefaultBlobThreshold = 16 << 10
+	// DefaultMaxBatch is the most events one group commit takes.
+	DefaultMaxBatch = 1024
+	// DefaultReadConns is the size of the read pool.
+	DefaultReadConns = 4
+)
+
+// Expected stream versions with special meaning.
+const (
+	// AnyVersion skips the optimistic concurrency check.
+	AnyVersion int64 = -1
+	// NoStream expects the stream not to exist yet.
+	NoStream int64 = 0
+)
+
+// Options configure a Store.
+type Options struct {
+	// Path is the SQLite database file. Its schema must already be migrated
+	// (package migrations); Open does not create tables.
+	Path string
+	// HMACKey, if set, keys the hash chain with HMAC-SHA256, so only holders
+	// of the key can produce a chain that verifies. Zero means plain SHA-256.
+	HMACKey []byte
+	// BlobThreshold is the payload size in bytes above which a payload goes
+	// to blobs. Zero means DefaultBlobThreshold; negative disables blobs.
+	BlobThreshold int
+	// MaxBatch caps the events per group commit. Zero means DefaultMaxBatch.
+	MaxBatch int
+	// ReadConns is the read pool size. Zero means DefaultReadConns.
+	ReadConns int
+	// Synchronous is SQLite's synchronous mode for the writer: "FULL" (the
+	// default: every commit is fsynced, so a returned Append survives power
+	// loss) or "NORMAL" (survives a process crash, not power loss).
+	Synchronous string
+	// Clock stamps the at column. Nil means time.Now. The time is recorded,
+	// never used for ordering.
+	Clock func() time.Time
+	// Projectors are run for every appended event inside the append's
+	// transaction, in order.
+	Projectors []Projector
+}
+
+// Projector updates a read model from events. It runs on the writer
+// goroutine inside the transaction that appends the event, so a read after
+// Append returns sees its effect; an error rolls back the whole Append.
+type Projector interface {
+	// Project applies one event. p is the decoded payload.
+	Project(ctx context.Context, tx *Tx, ev *Event, p Payload) error
+}
+
+// Write is a set of events for one stream, appended at an expected version.
+type Write struct {
+	Stream   string
+	Expected int64
+	Events   []Payload
+	// Blobs are stored in the same transaction, so events can reference
+	// them by BlobHash.
+	Blobs [][]byte
+}
+
+// Store is the event log. It is safe for concurrent use.
+type Store struct {
+	opts   Options
+	wdb    *sql.DB  // one connection, used only by the writer goroutine
+	rdb    *sqlx.DB // read pool
+	reqs   chan *request
+	stop   chan struct{}
+	done   chan struct{}
+	closed sync.Once
+
+	notifyMu sync.Mutex // protects notifyCh
+	notifyCh chan struct{}
+
+	// Owned by the writer goroutine.
+	w writerState
+}
+
+type item struct {
+	typ     string
+	version int
+	payload []byte
+	p       Payload
+}
+
+type pendingWrite struct {
+	stream   string
+	expected int64
+	items    []item
+	blobs    [][]byte
+}
+
+type request struct {
+	ctx    context.Context
+	runID  string
+	writes []pendingWrite
+	fn     func(context.Context, *Tx) error
+	n      int
+	reply  chan result
+}
+
+type result struct {
+	events []Event
+	err    error
+}
+
+func dsn(path string, pragmas []string, extra string) string {
+	v := url.Values{}
+	for _, p := range pragmas {
+		v.Add("_pragma", p)
+	}
+	q := v.Encode()
+	if extra != "" {
+		q += "&" + extra
+	}
+	return "file:" + path + "?" + q
+}
+
+// Open opens the log in an already migrated database and starts the writer.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, errors.New("events: open: Options.Path is required")
+	}
+	if opts.BlobThreshold == 0 {
+		opts.BlobThreshold = DefaultBlobThreshold
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = DefaultReadConns
+	}
+	switch strings.ToUpper(opts.Synchronous) {
+	case "":
+		opts.Synchronous = "FULL"
+	case "FULL", "NORMAL":
+		opts.Synchronous = strings.ToUpper(opts.Synchronous)
+	default:
+		return nil, fmt.Errorf("events: open: Synchronous %q: want FULL or NORMAL", opts.Synchronous)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	base := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)"}
+	wdb, err := sql.Open("sqlite", dsn(opts.Path, append(base, "synchronous("+opts.Synchronous+")"), ""))
+	if err != nil {
+		return nil, fmt.Errorf("events: open writer: %w", err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	rdb, err := sqlx.Open("sqlite", dsn(opts.Path, append(base, "query_only(1)"), ""))
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("events: open readers: %w", err)
+	}
+	rdb.SetMaxOpenConns(opts.ReadConns)
+	rdb.SetMaxIdleConns(opts.ReadConns)
+	s := &Store{
+		opts:     opts,
+		wdb:      wdb,
+		rdb:      rdb,
+		reqs:     make(chan *request),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		notifyCh: make(chan struct{}),
+	}
+	if err := s.w.init(ctx, s); err != nil {
+		wdb.Close()
+		rdb.Close()
+		return nil, err
+	}
+	go s.loop()
+	return s, nil
+}
+
+// Close stops the writer after the commit in progress and closes the
+// database. Appends waiting to be written fail with ErrClosed.
+func (s *Store) Close() error {
+	var err error
+	s.closed.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.w.closeStmts()
+		err = errors.Join(s.wdb.Close(), s.rdb.Close())
+	})
+	return err
+}
+
+// DB returns the read-only connection pool, for read models to query.
+func (s *Store) DB() *sqlx.DB { return s.rdb }
+
+// Notify returns a channel that is closed at the next commit. Call it again
+// after each wake-up: every commit closes the channel and makes a new one,
+// so a slow reader never blocks the writer.
+func (s *Store) Notify() <-chan struct{} {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	return s.notifyCh
+}
+
+func (s *Store) broadcast() {
+	s.notifyMu.Lock()
+	close(s.notifyCh)
+	s.notifyCh = make(chan struct{})
+	s.notifyMu.Unlock()
+}
+
+// Append appends events to one stream. expected is the version the stream
+// must be at (NoStream for a new stream, AnyVersion to skip the check).
+// It returns the stored events once they are durable. Errors: a
+// *ConflictError (matching ErrConflict), ErrInvalid for a payload that fails
+// validation, ErrClosed, a projector's error, or the context's error (in
+// which case the events may or may not have been written).
+func (s *Store) Append(ctx context.Context, stream string, expected int64, evs ...Payload) ([]Event, error) {
+	return s.AppendWrites(ctx, Write{Stream: stream, Expected: expected, Events: evs})
+}
+
+// AppendWrites appends to several streams atomically: all writes commit or
+// none does.
+func (s *Store) AppendWrites(ctx context.Context, writes ...Write) ([]Event, error) {
+	req := &request{ctx: ctx, reply: make(chan result, 1)}
+	if r, ok := RunFromContext(ctx); ok {
+		req.runID = r.ID
+	}
+	for _, w := range writes {
+		if w.Stream == "" {
+			return nil, invalid("append: empty stream")
+		}
+		if w.Expected < AnyVersion {
+			return nil, invalid("append: expected version %d", w.Expected)
+		}
+		pw := pendingWrite{stream: w.Stream, expected: w.Expected, blobs: w.Blobs, items: make([]item, 0, len(w.Events))}
+		for _, p := range w.Events {
+			it, err := prepare(w.Stream, p)
+			if err != nil {
+				return nil, err
+			}
+			pw.items = append(pw.items, it)
+		}
+		req.n += len(pw.items)
+		req.writes = append(req.writes, pw)
+	}
+	return s.send(ctx, req)
+}
+
+func prepare(stream string, p Payload) (item, error) {
+	if p == nil {
+		return item{}, invalid("append: nil payload")
+	}
+	typ := p.EventType()
+	if typ == "" {
+		return item{}, invalid("append: payload %T has an empty type", p)
+	}
+	if sp, ok := p.(StreamPayload); ok && sp.StreamID() != stream {
+		return item{}, invalid("append: %s for stream %q appended to stream %q", typ, sp.StreamID(), stream)
+	}
+	if v, ok := p.(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return item{}, fmt.Errorf("append %s: %w", typ, err)
+		}
+	}
+	raw, err := Canonical(p)
+	if err != nil {
+		return item{}, fmt.Errorf("append %s: %w", typ, err)
+	}
+	return item{typ: typ, version: p.EventVersion(), payload: raw, p: p}, nil
+}
+
+// PutBlob stores b content-addressed and returns its hash. Storing the same
+// bytes twice stores them once.
+func (s *Store) PutBlob(ctx context.Context, b []byte) (string, error) {
+	req := &request{ctx: ctx, reply: make(chan result, 1), writes: []pendingWrite{{blobs: [][]byte{b}}}}
+	if _, err := s.send(ctx, req); err != nil {
+		return "", err
+	}
+	return BlobHash(b), nil
+}
+
+// Exclusive runs fn on the writer goroutine in a transaction of its own,
+// with no appends interleaved, and commits if fn returns nil. Rebuilds use
+// it. Events must not be inserted through tx.
+func (s *Store) Exclusive(ctx context.Context, fn func(context.Context, *Tx) error) error {
+	req := &request{ctx: ctx, reply: make(chan result, 1), fn: fn}
+	_, err := s.send(ctx, req)
+	return err
+}
+
+func (s *Store) send(ctx context.Context, req *request) ([]Event, error) {
+	select {
+	case <-s.stop:
+		return nil, ErrClosed
+	default:
+	}
+	select {
+	case s.reqs <- req:
+	case <-s.stop:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case res := <-req.reply:
+		return res.events, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Store) loop() {
+	defer close(s.done)
+	batch := make([]*request, 0, 64)
+	var pending *request
+	for {
+		var first *request
+		if pending != nil {
+			first, pending = pending, nil
+		} else {
+			select {
+			case first = <-s.reqs:
+			case <-s.stop:
+				return
+			}
+		}
+		if first.fn != nil {
+			s.w.exclusive(first)
+			continue
+		}
+		batch = append(batch[:0], first)
+		n := first.n
+	drain:
+		for n < s.opts.MaxBatch {
+			select {
+			case r := <-s.reqs:
+				if r.fn != nil {
+					pending = r
+					break drain
+				}
+				batch = append(batch, r)
+				n += r.n
+			default:
+				break drain
+			}
+		}
+		s.w.commit(batch)
+		for i := range batch {
+			batch[i] = nil
+		}
+	}
+}

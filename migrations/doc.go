@@ -1,0 +1,11 @@
+// Package migrations owns rath's SQLite schema: goose SQL migrations embedded
+// with embed.FS and the helpers that apply and list them.
+//
+// The schema has two halves. The events and blobs tables are the source of
+// truth and are append-only (triggers refuse UPDATE and DELETE on events).
+// Everything else (sessions, session_edges, chunks, usage, runs, id_counters,
+// projection_checkpoints) is a projection that package projections can drop and
+// rebuild from the log at any time.
+//
+// This package imports no other rath package.
+package migrations
