@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -64,7 +65,8 @@ type Options struct {
 // goroutine inside the transaction that appends the event, so a read after
 // Append returns sees its effect; an error rolls back the whole Append.
 type Projector interface {
-	// Project applies one event. p is the decoded payload.
+	// Project applies one event. p is the decoded payload, always a
+	// pointer to its struct.
 	Project(ctx context.Context, tx *Tx, ev *Event, p Payload) error
 }
 
@@ -284,7 +286,23 @@ func prepare(stream string, p Payload) (item, error) {
 	if err != nil {
 		return item{}, fmt.Errorf("append %s: %w", typ, err)
 	}
-	return item{typ: typ, version: p.EventVersion(), payload: raw, p: p}, nil
+	return item{typ: typ, version: p.EventVersion(), payload: raw, p: asPointer(p)}, nil
+}
+
+// asPointer returns p as a pointer to its struct, so projectors see one
+// shape whether the caller appended a value or a pointer (Decode returns
+// pointers too).
+func asPointer(p Payload) Payload {
+	v := reflect.ValueOf(p)
+	if v.Kind() == reflect.Pointer {
+		return p
+	}
+	ptr := reflect.New(v.Type())
+	ptr.Elem().Set(v)
+	if q, ok := ptr.Interface().(Payload); ok {
+		return q
+	}
+	return p
 }
 
 // PutBlob stores b content-addressed and returns its hash. Storing the same

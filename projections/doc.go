@@ -1,0 +1,18 @@
+// Package projections owns rath's SQL read models: sessions, session_edges,
+// chunks, usage, runs and id_counters, all derived from the event log.
+//
+// [Projector] is registered with the events store and updates the tables in
+// the same transaction as the events it consumes, so a read after an Append
+// sees its effect. [Rebuild] drops every row and replays the log; a rebuilt
+// database equals the incrementally built one, row for row. [Reader] answers
+// the queries the session package and the CLI need.
+//
+// # Structural sharing
+//
+// A fork stores no chunk copies: its row names a base session and base_len,
+// the length of the prefix it shares, and the chunks table holds only the
+// chunks a session wrote itself. Reading a session walks the base chain, so
+// fork cost and storage are O(1) in the number of chunks.
+//
+// This package imports events and migrations, nothing else from rath.
+package projections

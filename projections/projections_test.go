@@ -1,0 +1,148 @@
+package projections_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
+	"github.com/gorath/rath/session"
+)
+
+func MustOpen(tb testing.TB) *rath.Runtime {
+	tb.Helper()
+	rt, err := rath.Open(context.Background(), tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// populate drives a random but reproducible mix of every session operation.
+func populate(tb testing.TB, rt *rath.Runtime, steps int) {
+	tb.Helper()
+	ctx := events.ContextWithRun(context.Background(), events.Run{ID: "r1", Seed: "s"})
+	if _, err := rt.Store().Append(ctx, "r1", events.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	root, err := rt.NewUserSession(ctx, "root")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	heads := []*session.Session{root}
+	for i := range steps {
+		k := rng.IntN(len(heads))
+		s := heads[k]
+		var next *session.Session
+		switch op := rng.IntN(10); {
+		case op < 5:
+			next, err = s.Append(ctx, session.Chunk{Role: "assistant", Content: fmt.Sprintf("c%d", i), Author: "root.agent",
+				ToolCalls: []session.ToolCall{{ID: fmt.Sprint("t", i), Name: "run_shell_command", Arguments: `{"cmd":"ls"}`}}})
+		case op < 6:
+			next, err = s.To(ctx, "local", fmt.Sprint("/w", i))
+		case op < 7:
+			next, err = s.Emit(ctx, [][]byte{[]byte(fmt.Sprint("req", i))}, events.ProviderCalled{Session: s.ID(), Model: "m",
+				RequestRef: events.BlobHash([]byte(fmt.Sprint("req", i))), Usage: events.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, LatencyMS: 7})
+		case op < 8:
+			var f *session.Session
+			f, err = s.Fork(ctx)
+			heads = append(heads, f)
+			next = s
+		case op < 9:
+			var d *session.Session
+			d, err = s.Detach(ctx)
+			heads = append(heads, d)
+			next = s
+		default:
+			o := heads[rng.IntN(len(heads))]
+			if o.ID() == s.ID() {
+				next = s
+				break
+			}
+			var m *session.Session
+			m, err = s.Merge(ctx, o)
+			heads = append(heads, m)
+			next = s
+		}
+		if err != nil {
+			tb.Fatalf("step %d: %v", i, err)
+		}
+		heads[k] = next
+	}
+	if _, err := rt.Store().Append(ctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok", OutputSession: heads[0].ID()}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func TestRebuild_EqualsIncremental(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	populate(t, rt, 400)
+	before, err := projections.Dump(ctx, rt.Store().DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range projections.Tables {
+		if len(before[table]) == 0 {
+			t.Fatalf("table %s is empty: the scenario does not cover it", table)
+		}
+	}
+	stats, err := rt.Rebuild(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := rt.Store().Head(ctx)
+	if stats.Events != head.Seq {
+		t.Fatalf("rebuilt %d events, log has %d", stats.Events, head.Seq)
+	}
+	after, err := projections.Dump(ctx, rt.Store().DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range projections.Tables {
+		b, a := before[table], after[table]
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d rows incrementally, %d rebuilt", table, len(b), len(a))
+		}
+		for i := range b {
+			if a[i] != b[i] {
+				t.Fatalf("%s row %d differs:\nincremental: %s\nrebuilt:     %s", table, i, b[i], a[i])
+			}
+		}
+	}
+}
+
+func TestProjector_RefusesInconsistentEvents(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	s, _ := rt.NewUserSession(ctx, "x")
+	tests := []struct {
+		name   string
+		stream string
+		p      events.Payload
+	}{
+		{"chunk for unknown session", "nope", events.ChunkAppended{Session: "nope", Chunk: events.Chunk{Role: "user"}}},
+		{"chunk index gap", s.ID(), events.ChunkAppended{Session: s.ID(), Index: 5, Chunk: events.Chunk{Role: "user"}}},
+		{"fork of unknown", "f", events.SessionForked{Session: "f", Source: "nope"}},
+		{"fork past the end", "f", events.SessionForked{Session: "f", Source: s.ID(), BaseLen: 9}},
+		{"run finished without start", "r", events.RunFinished{Run: "r", Status: "ok"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := rt.Store().Append(ctx, tt.stream, events.AnyVersion, tt.p)
+			if !errors.Is(err, projections.ErrInconsistent) {
+				t.Fatalf("err = %v, want ErrInconsistent", err)
+			}
+		})
+	}
+	head, _ := rt.Store().Head(ctx)
+	if head.Seq != 1 {
+		t.Fatalf("log has %d events, want 1: a refused event was written", head.Seq)
+	}
+}

@@ -1,0 +1,265 @@
+package projections
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gorath/rath/events"
+	"github.com/jmoiron/sqlx"
+)
+
+// ErrNotFound is returned for an unknown session or run.
+var ErrNotFound = errors.New("projections: not found")
+
+// SessionRow is a session's row in the read model.
+type SessionRow struct {
+	ID         string         `db:"id" json:"id"`
+	Version    int64          `db:"version" json:"version"`
+	Kind       string         `db:"kind" json:"kind"`
+	Origin     string         `db:"origin" json:"origin,omitempty"`
+	Source     sql.NullString `db:"source" json:"-"`
+	Base       sql.NullString `db:"base" json:"-"`
+	BaseLen    int64          `db:"base_len" json:"base_len"`
+	Length     int64          `db:"length" json:"length"`
+	Backend    string         `db:"backend" json:"backend,omitempty"`
+	Spec       string         `db:"spec" json:"spec,omitempty"`
+	Prompt     int64          `db:"prompt_tokens" json:"prompt_tokens"`
+	Completion int64          `db:"completion_tokens" json:"completion_tokens"`
+	Total      int64          `db:"total_tokens" json:"total_tokens"`
+	Calls      int64          `db:"calls" json:"calls"`
+	Children   int64          `db:"children" json:"children"`
+	Incomplete bool           `db:"incomplete" json:"incomplete,omitempty"`
+	RunID      sql.NullString `db:"run_id" json:"-"`
+	CreatedSeq int64          `db:"created_seq" json:"created_seq"`
+	UpdatedSeq int64          `db:"updated_seq" json:"updated_seq"`
+}
+
+// Usage returns the session's cumulative usage.
+func (r SessionRow) Usage() events.Usage {
+	return events.Usage{PromptTokens: r.Prompt, CompletionTokens: r.Completion, TotalTokens: r.Total, Calls: r.Calls}
+}
+
+// StoredChunk is a chunk with where it is physically stored.
+type StoredChunk struct {
+	events.Chunk
+	Home  string // the session whose row holds it
+	Index int64
+	Seq   int64 // the event that wrote it
+}
+
+// Edge is one lineage edge of the session graph.
+type Edge struct {
+	Child    string `db:"child" json:"child"`
+	Parent   string `db:"parent" json:"parent"`
+	Kind     string `db:"kind" json:"kind"`
+	Position int    `db:"position" json:"position"`
+	Seq      int64  `db:"seq" json:"seq"`
+}
+
+// RunRow is a run's row in the read model.
+type RunRow struct {
+	ID            string        `db:"id" json:"id"`
+	Workflow      string        `db:"workflow" json:"workflow"`
+	InputSession  string        `db:"input_session" json:"input_session,omitempty"`
+	OutputSession string        `db:"output_session" json:"output_session,omitempty"`
+	Seed          string        `db:"seed" json:"seed"`
+	CodeVersion   string        `db:"code_version" json:"code_version,omitempty"`
+	Status        string        `db:"status" json:"status"`
+	Error         string        `db:"error" json:"error,omitempty"`
+	ParentRun     string        `db:"parent_run" json:"parent_run,omitempty"`
+	StartedSeq    int64         `db:"started_seq" json:"started_seq"`
+	FinishedSeq   sql.NullInt64 `db:"finished_seq" json:"-"`
+	StartedAt     int64         `db:"started_at" json:"started_at"`
+	FinishedAt    sql.NullInt64 `db:"finished_at" json:"-"`
+}
+
+// Reader queries the read model. It is safe for concurrent use.
+type Reader struct {
+	db *sqlx.DB
+}
+
+// NewReader returns a Reader over db (the store's read pool).
+func NewReader(db *sqlx.DB) *Reader { return &Reader{db: db} }
+
+const sessionCols = `id, version, kind, origin, source, base, base_len, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls, children, incomplete, run_id, created_seq, updated_seq`
+
+// Session returns one session's row, or ErrNotFound.
+func (r *Reader) Session(ctx context.Context, id string) (SessionRow, error) {
+	var row SessionRow
+	err := r.db.GetContext(ctx, &row, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row, fmt.Errorf("%w: session %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return row, fmt.Errorf("projections: session %q: %w", id, err)
+	}
+	return row, nil
+}
+
+// Sessions lists every session in creation order.
+func (r *Reader) Sessions(ctx context.Context) ([]SessionRow, error) {
+	var rows []SessionRow
+	if err := r.db.SelectContext(ctx, &rows, `SELECT `+sessionCols+` FROM sessions ORDER BY created_seq`); err != nil {
+		return nil, fmt.Errorf("projections: sessions: %w", err)
+	}
+	return rows, nil
+}
+
+// Chunks returns the first n chunks of a session, walking the base chain
+// of structurally shared prefixes.
+func (r *Reader) Chunks(ctx context.Context, id string, n int64) ([]StoredChunk, error) {
+	type span struct {
+		session string
+		lo, hi  int64
+	}
+	var spans []span
+	cur, hi := id, n
+	for hi > 0 {
+		var baseLen int64
+		var base sql.NullString
+		err := r.db.QueryRowContext(ctx, `SELECT base_len, base FROM sessions WHERE id = ?`, cur).Scan(&baseLen, &base)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("%w: session %q", ErrNotFound, cur)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
+		}
+		if hi > baseLen {
+			spans = append(spans, span{cur, baseLen, hi})
+			hi = baseLen
+		}
+		if !base.Valid {
+			break
+		}
+		cur = base.String
+	}
+	out := make([]StoredChunk, 0, n)
+	for i := len(spans) - 1; i >= 0; i-- {
+		sp := spans[i]
+		rows, err := r.db.QueryContext(ctx, `SELECT idx, role, author, name, tool_call_id, content, tool_calls, meta, seq FROM chunks WHERE session = ? AND idx >= ? AND idx < ? ORDER BY idx`, sp.session, sp.lo, sp.hi)
+		if err != nil {
+			return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
+		}
+		for rows.Next() {
+			c := StoredChunk{Home: sp.session}
+			var calls, meta string
+			if err := rows.Scan(&c.Index, &c.Role, &c.Author, &c.Name, &c.ToolCallID, &c.Content, &calls, &meta, &c.Seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
+			}
+			if calls != "" {
+				if err := json.Unmarshal([]byte(calls), &c.ToolCalls); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("projections: chunk %s[%d] tool calls: %w", sp.session, c.Index, err)
+				}
+			}
+			if meta != "" {
+				if err := json.Unmarshal([]byte(meta), &c.Meta); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("projections: chunk %s[%d] meta: %w", sp.session, c.Index, err)
+				}
+			}
+			out = append(out, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(out)) != n {
+		return nil, fmt.Errorf("%w: session %q should have %d chunks, found %d", ErrInconsistent, id, n, len(out))
+	}
+	return out, nil
+}
+
+// Parents returns a session's lineage parents in order.
+func (r *Reader) Parents(ctx context.Context, id string) ([]Edge, error) {
+	var es []Edge
+	if err := r.db.SelectContext(ctx, &es, `SELECT child, parent, kind, position, seq FROM session_edges WHERE child = ? ORDER BY position`, id); err != nil {
+		return nil, fmt.Errorf("projections: parents of %q: %w", id, err)
+	}
+	return es, nil
+}
+
+// Edges returns the whole session graph.
+func (r *Reader) Edges(ctx context.Context) ([]Edge, error) {
+	var es []Edge
+	if err := r.db.SelectContext(ctx, &es, `SELECT child, parent, kind, position, seq FROM session_edges ORDER BY seq, position`); err != nil {
+		return nil, fmt.Errorf("projections: edges: %w", err)
+	}
+	return es, nil
+}
+
+// Runs lists runs in start order.
+func (r *Reader) Runs(ctx context.Context) ([]RunRow, error) {
+	var rs []RunRow
+	if err := r.db.SelectContext(ctx, &rs, `SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs ORDER BY started_seq`); err != nil {
+		return nil, fmt.Errorf("projections: runs: %w", err)
+	}
+	return rs, nil
+}
+
+// Run returns one run, or ErrNotFound.
+func (r *Reader) Run(ctx context.Context, id string) (RunRow, error) {
+	var rr RunRow
+	err := r.db.GetContext(ctx, &rr, `SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rr, fmt.Errorf("%w: run %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return rr, fmt.Errorf("projections: run %q: %w", id, err)
+	}
+	return rr, nil
+}
+
+// NextCounter returns the next free id counter in a scope (see CounterScope).
+func (r *Reader) NextCounter(ctx context.Context, scope string) (int64, error) {
+	var n int64
+	err := r.db.QueryRowContext(ctx, `SELECT n FROM id_counters WHERE scope = ?`, scope).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("projections: id counter: %w", err)
+	}
+	return n, nil
+}
+
+// Dump renders every row of every SQL projection as text, sorted within
+// each table. Two databases with equal dumps have equal projections; the
+// rebuild test and `rath rebuild --check` compare them.
+func Dump(ctx context.Context, db *sqlx.DB) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, t := range Tables {
+		rows, err := db.QueryxContext(ctx, `SELECT * FROM `+t)
+		if err != nil {
+			return nil, fmt.Errorf("projections: dump %s: %w", t, err)
+		}
+		cols, _ := rows.Columns()
+		var lines []string
+		for rows.Next() {
+			vals, err := rows.SliceScan()
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			parts := make([]string, len(vals))
+			for i, v := range vals {
+				if b, ok := v.([]byte); ok {
+					v = string(b)
+				}
+				parts[i] = fmt.Sprintf("%s=%v", cols[i], v)
+			}
+			lines = append(lines, strings.Join(parts, " "))
+		}
+		rows.Close()
+		sort.Strings(lines)
+		out[t] = lines
+	}
+	return out, nil
+}

@@ -1,0 +1,162 @@
+// Package rath is the entry point of the rath runtime: Open wires the event
+// log, the projections and the session manager over one embedded SQLite
+// database, and Runtime creates and loads sessions.
+//
+// A Session is the value that flows through a rath program; see package
+// session for its semantics and package events for the log beneath it.
+package rath
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/migrations"
+	"github.com/gorath/rath/projections"
+	"github.com/gorath/rath/session"
+)
+
+// DBFile is the database file name inside a runtime directory.
+const DBFile = "rath.db"
+
+// Options configure a Runtime.
+type Options struct {
+	// Dir holds the database (Dir/rath.db) and anything else the runtime
+	// keeps on disk. It is created if missing. Required.
+	Dir string
+	// HMACKey keys the event hash chain (see events.Options.HMACKey).
+	HMACKey []byte
+	// Synchronous is the SQLite synchronous mode: "FULL" (default) or
+	// "NORMAL" (see events.Options.Synchronous).
+	Synchronous string
+	// Clock stamps events. Nil means time.Now.
+	Clock func() time.Time
+}
+
+// Runtime is an open rath store. It is safe for concurrent use.
+type Runtime struct {
+	dir      string
+	store    *events.Store
+	reader   *projections.Reader
+	sessions *session.Manager
+}
+
+// Open opens (creating if needed) the runtime in dir, applying any pending
+// schema migrations.
+func Open(ctx context.Context, dir string) (*Runtime, error) {
+	return OpenWith(ctx, Options{Dir: dir})
+}
+
+// OpenWith opens the runtime with options.
+func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("rath: open: a directory is required")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("rath: open: %w", err)
+	}
+	path := filepath.Join(opts.Dir, DBFile)
+	if err := Migrate(ctx, path); err != nil {
+		return nil, err
+	}
+	store, err := events.Open(ctx, events.Options{
+		Path:        path,
+		HMACKey:     opts.HMACKey,
+		Synchronous: opts.Synchronous,
+		Clock:       opts.Clock,
+		Projectors:  []events.Projector{projections.Projector{}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rath: open: %w", err)
+	}
+	reader := projections.NewReader(store.DB())
+	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader)}, nil
+}
+
+// Migrate applies pending migrations to the database at path.
+func Migrate(ctx context.Context, path string) error {
+	db, err := openMigrationDB(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := migrations.Up(ctx, db); err != nil {
+		return fmt.Errorf("rath: migrate %s: %w", path, err)
+	}
+	return nil
+}
+
+// MigrationStatus lists the schema migrations of the database at path.
+func MigrationStatus(ctx context.Context, path string) ([]migrations.Migration, error) {
+	db, err := openMigrationDB(path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return migrations.Status(ctx, db)
+}
+
+func openMigrationDB(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("rath: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// Close stops the writer and closes the database. Cleanup runs even if
+// called with appends in flight; those fail with events.ErrClosed.
+func (rt *Runtime) Close() error { return rt.store.Close() }
+
+// Dir returns the runtime directory.
+func (rt *Runtime) Dir() string { return rt.dir }
+
+// Store returns the event log.
+func (rt *Runtime) Store() *events.Store { return rt.store }
+
+// Reader returns the SQL read model.
+func (rt *Runtime) Reader() *projections.Reader { return rt.reader }
+
+// Sessions returns the session manager.
+func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
+
+// NewUserSession creates a root session holding one user message.
+func (rt *Runtime) NewUserSession(ctx context.Context, text string) (*session.Session, error) {
+	return rt.sessions.New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: text})
+}
+
+// NewAgentSession creates a root session holding an agent's system prompt.
+func (rt *Runtime) NewAgentSession(ctx context.Context, prompt string) (*session.Session, error) {
+	return rt.sessions.New(ctx, session.OriginAgentPrompt, session.Chunk{Role: events.RoleSystem, Content: prompt})
+}
+
+// NewSession creates an empty root session.
+func (rt *Runtime) NewSession(ctx context.Context) (*session.Session, error) {
+	return rt.sessions.New(ctx, session.OriginEmpty)
+}
+
+// Session loads the head of a session (session.ErrNotFound if unknown).
+func (rt *Runtime) Session(ctx context.Context, id string) (*session.Session, error) {
+	return rt.sessions.Load(ctx, id)
+}
+
+// SessionAt loads a session as it was right after the event at seq.
+func (rt *Runtime) SessionAt(ctx context.Context, id string, seq int64) (*session.Session, error) {
+	return rt.sessions.LoadAt(ctx, id, seq)
+}
+
+// Verify checks the hash chain (see events.Store.Verify).
+func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*events.VerifyReport, error) {
+	return rt.store.Verify(ctx, opts)
+}
+
+// Rebuild drops and replays the SQL projections (see projections.Rebuild).
+func (rt *Runtime) Rebuild(ctx context.Context, progress func(done, total int64)) (projections.RebuildStats, error) {
+	return projections.Rebuild(ctx, rt.store, progress)
+}

@@ -1,0 +1,228 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
+)
+
+// Origins of root sessions.
+const (
+	OriginUser        = "user"
+	OriginAgentPrompt = "agent_prompt"
+	OriginEmpty       = "empty"
+)
+
+// maxIDAttempts bounds retries when a derived id is already taken (another
+// process derived in the same scope at the same moment).
+const maxIDAttempts = 16
+
+// Manager creates and loads sessions. It is safe for concurrent use.
+type Manager struct {
+	store  *events.Store
+	reader *projections.Reader
+}
+
+// NewManager returns a Manager over a store whose projector set includes
+// projections.Projector.
+func NewManager(store *events.Store, reader *projections.Reader) *Manager {
+	return &Manager{store: store, reader: reader}
+}
+
+// Store returns the event store.
+func (m *Manager) Store() *events.Store { return m.store }
+
+// Reader returns the read model.
+func (m *Manager) Reader() *projections.Reader { return m.reader }
+
+// DeriveID returns the id of the counter-th session derived by op in scope
+// (a parent session id, or empty for roots) under seed.
+func DeriveID(seed, scope, op string, counter int64) string {
+	h := sha256.New()
+	for _, part := range []string{seed, scope, op} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	var c [8]byte
+	binary.BigEndian.PutUint64(c[:], uint64(counter))
+	h.Write(c[:])
+	return "s-" + hex.EncodeToString(h.Sum(nil))[:20]
+}
+
+func seedOf(ctx context.Context) string {
+	if r, ok := events.RunFromContext(ctx); ok {
+		return r.Seed
+	}
+	return ""
+}
+
+// derive appends the creation event of a new session with a deterministic
+// id and returns the id.
+func (m *Manager) derive(ctx context.Context, scope, op string, build func(id string, d events.Derivation) events.Payload) (string, error) {
+	seed := seedOf(ctx)
+	counter, err := m.reader.NextCounter(ctx, projections.CounterScope(seed, scope))
+	if err != nil {
+		return "", err
+	}
+	for range maxIDAttempts {
+		d := events.Derivation{Seed: seed, Scope: scope, Op: op, Counter: counter}
+		id := DeriveID(seed, scope, op, counter)
+		_, err := m.store.Append(ctx, id, events.NoStream, build(id, d))
+		var ce *events.ConflictError
+		if errors.As(err, &ce) && ce.Stream == id {
+			counter++
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return id, nil
+	}
+	return "", fmt.Errorf("session: no free id in scope %q after %d attempts", scope, maxIDAttempts)
+}
+
+// New creates a root session with the given origin and initial chunks.
+func (m *Manager) New(ctx context.Context, origin string, chunks ...Chunk) (*Session, error) {
+	for i, c := range chunks {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("session: new: chunk %d: %w", i, err)
+		}
+	}
+	id, err := m.derive(ctx, "", "new", func(id string, d events.Derivation) events.Payload {
+		return events.SessionCreated{Session: id, Origin: origin, Chunks: chunks, Derivation: d}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session: new: %w", err)
+	}
+	add := make([]entry, len(chunks))
+	for i, c := range chunks {
+		add[i] = entry{chunk: c, home: id, idx: int64(i)}
+	}
+	return &Session{m: m, id: id, version: 1, log: &chunkLog{items: add}, n: len(add), lineage: Lineage{Kind: KindRoot}}, nil
+}
+
+func (m *Manager) handle(ctx context.Context, id string, n int64) (*Session, error) {
+	stored, err := m.reader.Chunks(ctx, id, n)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]entry, len(stored))
+	for i, c := range stored {
+		items[i] = entry{chunk: c.Chunk, home: c.Home, idx: c.Index}
+	}
+	return &Session{m: m, id: id, log: &chunkLog{items: items}, n: len(items)}, nil
+}
+
+func (m *Manager) lineage(ctx context.Context, row projections.SessionRow) (Lineage, error) {
+	l := Lineage{Kind: row.Kind, Source: row.Source.String}
+	edges, err := m.reader.Parents(ctx, row.ID)
+	if err != nil {
+		return l, err
+	}
+	for _, e := range edges {
+		l.Parents = append(l.Parents, e.Parent)
+	}
+	return l, nil
+}
+
+// Load returns a handle on the session's head, or ErrNotFound.
+func (m *Manager) Load(ctx context.Context, id string) (*Session, error) {
+	row, err := m.reader.Session(ctx, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, err := m.handle(ctx, id, row.Length)
+	if err != nil {
+		return nil, fmt.Errorf("session: load %s: %w", id, err)
+	}
+	s.version = row.Version
+	s.placement = Placement{Backend: row.Backend, Spec: row.Spec}
+	s.usage = row.Usage()
+	if s.lineage, err = m.lineage(ctx, row); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// LoadAt returns a handle on the session as it was after the event at seq
+// (time travel). The handle is stale unless nothing happened to the session
+// since; fork it to continue from there. ErrNotFound if the session did not
+// exist yet at seq.
+func (m *Manager) LoadAt(ctx context.Context, id string, seq int64) (*Session, error) {
+	row, err := m.reader.Session(ctx, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	evs, err := m.store.Read(ctx, events.Query{Stream: id, ToSeq: seq})
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("%w: %s did not exist yet at seq %d", ErrNotFound, id, seq)
+	}
+	st := state{}
+	for _, ev := range evs {
+		p, err := ev.Decode()
+		if errors.Is(err, events.ErrUnknownType) {
+			st.version = ev.Version
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("session: time travel %s: %w", id, err)
+		}
+		st.apply(p)
+		st.version = ev.Version
+	}
+	s, err := m.handle(ctx, id, st.length)
+	if err != nil {
+		return nil, fmt.Errorf("session: time travel %s: %w", id, err)
+	}
+	s.version, s.placement, s.usage = st.version, st.placement, st.usage
+	if s.lineage, err = m.lineage(ctx, row); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// state folds a session's own stream.
+type state struct {
+	version   int64
+	length    int64
+	placement Placement
+	usage     Usage
+}
+
+func (st *state) apply(p events.Payload) {
+	switch e := p.(type) {
+	case *events.SessionCreated:
+		st.length = int64(len(e.Chunks))
+	case *events.SessionForked:
+		st.length, st.placement, st.usage = e.BaseLen, e.Placement, e.Usage
+	case *events.SessionDetached:
+		st.length, st.placement = e.BaseLen, e.Placement
+	case *events.SessionMerged:
+		st.length, st.placement, st.usage = e.Parents[0].Len+int64(len(e.Chunks)), e.Placement, e.Usage
+	case *events.SessionImported:
+		st.placement, st.usage = e.Placement, e.Usage
+	case *events.ChunkAppended:
+		st.length = e.Index + 1
+	case *events.SessionPlaced:
+		st.placement = Placement{Backend: e.Backend, Spec: e.Spec}
+	case *events.ProviderCalled:
+		st.usage = st.usage.Add(callUsage(e.Usage))
+	}
+}

@@ -1,0 +1,326 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gorath/rath/events"
+)
+
+// Aliases for the event-level types a Session exposes.
+type (
+	Chunk     = events.Chunk
+	ToolCall  = events.ToolCall
+	Usage     = events.Usage
+	Placement = events.Placement
+)
+
+// Lineage kinds.
+const (
+	KindRoot   = "root"
+	KindFork   = "fork"
+	KindDetach = "detach"
+	KindMerge  = "merge"
+	KindImport = "import"
+)
+
+// Lineage says how a session came to be.
+type Lineage struct {
+	Kind    string   `json:"kind"`
+	Parents []string `json:"parents,omitempty"`
+	// Source is the session it was derived from, kept for detached sessions
+	// too, which have no parents.
+	Source string `json:"source,omitempty"`
+}
+
+// entry is a chunk with the place that physically holds it, which is its
+// identity when merging.
+type entry struct {
+	chunk Chunk
+	home  string
+	idx   int64
+}
+
+// chunkLog is an append-only array shared by handles. A handle sees the
+// first n entries; entries below any handle's n never change, so handles
+// share them without copying.
+type chunkLog struct {
+	mu    sync.Mutex // protects items' header
+	items []entry
+}
+
+func (l *chunkLog) view(n int) []entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.items[:n:n]
+}
+
+// extend returns a log whose first n+len(add) entries are the first n of l
+// followed by add. It appends in place when l has exactly n entries, and
+// copies otherwise (another handle already extended l past n).
+func (l *chunkLog) extend(n int, add []entry) *chunkLog {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.items) == n {
+		l.items = append(l.items, add...)
+		return l
+	}
+	items := make([]entry, n, n+len(add)+8)
+	copy(items, l.items[:n])
+	return &chunkLog{items: append(items, add...)}
+}
+
+// Session is an immutable handle on one version of a session. It is safe
+// for concurrent reads; writes through it follow the rule in the package
+// doc.
+type Session struct {
+	m         *Manager
+	id        string
+	version   int64
+	log       *chunkLog
+	n         int
+	placement Placement
+	lineage   Lineage
+	usage     Usage
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Version returns the stream version this handle reflects.
+func (s *Session) Version() int64 { return s.version }
+
+// Len returns the number of chunks.
+func (s *Session) Len() int { return s.n }
+
+// Chunks returns a copy of the chunks.
+func (s *Session) Chunks() []Chunk {
+	es := s.log.view(s.n)
+	out := make([]Chunk, len(es))
+	for i := range es {
+		out[i] = es[i].chunk
+	}
+	return out
+}
+
+// Chunk returns chunk i.
+func (s *Session) Chunk(i int) Chunk { return s.log.view(s.n)[i].chunk }
+
+// Last returns the last chunk and false if the session is empty.
+func (s *Session) Last() (Chunk, bool) {
+	if s.n == 0 {
+		return Chunk{}, false
+	}
+	return s.Chunk(s.n - 1), true
+}
+
+// Parents returns the lineage parents (none for roots and detached sessions).
+func (s *Session) Parents() []string { return append([]string(nil), s.lineage.Parents...) }
+
+// Lineage returns how the session came to be.
+func (s *Session) Lineage() Lineage {
+	l := s.lineage
+	l.Parents = s.Parents()
+	return l
+}
+
+// Placement returns where the session's tools run.
+func (s *Session) Placement() Placement { return s.placement }
+
+// Usage returns the usage accumulated along the session's lineage.
+func (s *Session) Usage() Usage { return s.usage }
+
+// Manager returns the manager that made the handle.
+func (s *Session) Manager() *Manager { return s.m }
+
+func (s *Session) String() string { return fmt.Sprintf("Session(%s v%d, %d chunks)", s.id, s.version, s.n) }
+
+func (s *Session) with(f func(*Session)) *Session {
+	c := *s
+	f(&c)
+	return &c
+}
+
+// stale converts a conflict on the session's own stream into a StaleError.
+func (s *Session) stale(err error) error {
+	var ce *events.ConflictError
+	if errors.As(err, &ce) && ce.Stream == s.id {
+		return &StaleError{ID: s.id, Have: s.version, Head: ce.Actual}
+	}
+	return err
+}
+
+// Append adds chunks at the end and returns the new handle. It fails with a
+// *StaleError if the handle is not the session's head.
+func (s *Session) Append(ctx context.Context, chunks ...Chunk) (*Session, error) {
+	if len(chunks) == 0 {
+		return s, nil
+	}
+	evs := make([]events.Payload, len(chunks))
+	add := make([]entry, len(chunks))
+	for i, c := range chunks {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("session: append to %s: %w", s.id, err)
+		}
+		idx := int64(s.n + i)
+		evs[i] = events.ChunkAppended{Session: s.id, Index: idx, Chunk: c}
+		add[i] = entry{chunk: c, home: s.id, idx: idx}
+	}
+	stored, err := s.m.store.Append(ctx, s.id, s.version, evs...)
+	if err != nil {
+		return nil, fmt.Errorf("session: append to %s: %w", s.id, s.stale(err))
+	}
+	return s.with(func(c *Session) {
+		c.version = stored[len(stored)-1].Version
+		c.log = s.log.extend(s.n, add)
+		c.n = s.n + len(add)
+	}), nil
+}
+
+// To places the session on a sandbox backend ("local", "bwrap",
+// "opensandbox", ...) with a backend-specific spec (a directory, a JSON
+// spec). Tools run where the session is placed, and derived sessions
+// inherit the placement. The name is resolved when a tool first runs.
+func (s *Session) To(ctx context.Context, backend, spec string) (*Session, error) {
+	if backend == "" {
+		return nil, invalidf("To needs a backend name")
+	}
+	stored, err := s.m.store.Append(ctx, s.id, s.version, events.SessionPlaced{Session: s.id, Backend: backend, Spec: spec})
+	if err != nil {
+		return nil, fmt.Errorf("session: place %s: %w", s.id, s.stale(err))
+	}
+	return s.with(func(c *Session) {
+		c.version = stored[0].Version
+		c.placement = Placement{Backend: backend, Spec: spec}
+	}), nil
+}
+
+// Emit records other events on the session's stream (provider calls, tool
+// evidence) at this handle's version and returns the new handle. blobs are
+// stored in the same transaction so the events can reference them.
+func (s *Session) Emit(ctx context.Context, blobs [][]byte, evs ...events.Payload) (*Session, error) {
+	for _, p := range evs {
+		if _, ok := p.(events.ChunkAppended); ok {
+			return nil, invalidf("Emit cannot append chunks; use Append")
+		}
+		if _, ok := p.(*events.ChunkAppended); ok {
+			return nil, invalidf("Emit cannot append chunks; use Append")
+		}
+	}
+	stored, err := s.m.store.AppendWrites(ctx, events.Write{Stream: s.id, Expected: s.version, Events: evs, Blobs: blobs})
+	if err != nil {
+		return nil, fmt.Errorf("session: record on %s: %w", s.id, s.stale(err))
+	}
+	c := *s
+	c.version = stored[len(stored)-1].Version
+	for _, p := range evs {
+		applyEffect(&c, p)
+	}
+	return &c, nil
+}
+
+// applyEffect applies what an emitted event changes on the handle.
+func applyEffect(s *Session, p events.Payload) {
+	switch e := p.(type) {
+	case events.ProviderCalled:
+		s.usage = s.usage.Add(callUsage(e.Usage))
+	case *events.ProviderCalled:
+		s.usage = s.usage.Add(callUsage(e.Usage))
+	case events.SessionPlaced:
+		s.placement = Placement{Backend: e.Backend, Spec: e.Spec}
+	case *events.SessionPlaced:
+		s.placement = Placement{Backend: e.Backend, Spec: e.Spec}
+	}
+}
+
+// callUsage is the usage one provider call adds: its tokens and one call.
+func callUsage(u Usage) Usage {
+	u.Calls = 1
+	return u
+}
+
+// Fork returns a new session sharing this handle's chunks and placement,
+// with this session as its lineage parent. It works on any handle, stale or
+// not: forking is how to branch from history.
+func (s *Session) Fork(ctx context.Context) (*Session, error) {
+	id, err := s.m.derive(ctx, s.id, "fork", func(id string, d events.Derivation) events.Payload {
+		return events.SessionForked{Session: id, Source: s.id, SourceVersion: s.version, BaseLen: int64(s.n), Placement: s.placement, Usage: s.usage, Derivation: d}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session: fork %s: %w", s.id, err)
+	}
+	return s.derived(id, Lineage{Kind: KindFork, Parents: []string{s.id}, Source: s.id}, s.usage), nil
+}
+
+// Detach returns a new session with this handle's chunks and placement but
+// no lineage parent: the graph shows no edge, while the log keeps where it
+// came from. Usage starts from zero, as usage accumulates along lineage.
+func (s *Session) Detach(ctx context.Context) (*Session, error) {
+	id, err := s.m.derive(ctx, s.id, "detach", func(id string, d events.Derivation) events.Payload {
+		return events.SessionDetached{Session: id, Source: s.id, SourceVersion: s.version, BaseLen: int64(s.n), Placement: s.placement, Derivation: d}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session: detach %s: %w", s.id, err)
+	}
+	return s.derived(id, Lineage{Kind: KindDetach, Source: s.id}, Usage{}), nil
+}
+
+func (s *Session) derived(id string, l Lineage, u Usage) *Session {
+	return &Session{m: s.m, id: id, version: 1, log: s.log, n: s.n, placement: s.placement, lineage: l, usage: u}
+}
+
+// MergeStrategy is the only merge strategy: the first session's chunks,
+// then each other session's chunks after its common prefix with the first.
+const MergeStrategy = "append-suffixes"
+
+// Merge returns a new session whose chunks are this session's, followed by
+// each other session's chunks after its common prefix with this one. Its
+// parents are this session and the others, in order; placement comes from
+// this session and usage is summed.
+func (s *Session) Merge(ctx context.Context, others ...*Session) (*Session, error) {
+	if len(others) == 0 {
+		return nil, invalidf("merge %s with nothing", s.id)
+	}
+	parents := []events.ParentRef{{ID: s.id, Version: s.version, Len: int64(s.n)}}
+	ids := []string{s.id}
+	usage := s.usage
+	mine := s.log.view(s.n)
+	var add []entry
+	for _, o := range others {
+		if o == nil || o.m != s.m {
+			return nil, invalidf("merge %s: handle from another runtime", s.id)
+		}
+		for _, id := range ids {
+			if o.id == id {
+				return nil, invalidf("merge %s: session %s named twice", s.id, o.id)
+			}
+		}
+		theirs := o.log.view(o.n)
+		cp := 0
+		for cp < len(mine) && cp < len(theirs) && mine[cp].home == theirs[cp].home && mine[cp].idx == theirs[cp].idx {
+			cp++
+		}
+		add = append(add, theirs[cp:]...)
+		parents = append(parents, events.ParentRef{ID: o.id, Version: o.version, Len: int64(o.n)})
+		ids = append(ids, o.id)
+		usage = usage.Add(o.usage)
+	}
+	chunks := make([]Chunk, len(add))
+	for i := range add {
+		chunks[i] = add[i].chunk
+	}
+	id, err := s.m.derive(ctx, s.id, "merge", func(id string, d events.Derivation) events.Payload {
+		return events.SessionMerged{Session: id, Parents: parents, Strategy: MergeStrategy, Chunks: chunks, Placement: s.placement, Usage: usage, Derivation: d}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session: merge %s: %w", s.id, err)
+	}
+	rehomed := make([]entry, len(add))
+	for i := range add {
+		rehomed[i] = entry{chunk: add[i].chunk, home: id, idx: int64(s.n + i)}
+	}
+	return &Session{m: s.m, id: id, version: 1, log: s.log.extend(s.n, rehomed), n: s.n + len(rehomed),
+		placement: s.placement, lineage: Lineage{Kind: KindMerge, Parents: ids, Source: s.id}, usage: usage}, nil
+}

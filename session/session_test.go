@@ -1,0 +1,289 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/session"
+)
+
+func MustOpen(tb testing.TB) *rath.Runtime {
+	tb.Helper()
+	rt, err := rath.Open(context.Background(), tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func user(text string) session.Chunk      { return session.Chunk{Role: events.RoleUser, Content: text} }
+func assistant(text string) session.Chunk { return session.Chunk{Role: events.RoleAssistant, Content: text} }
+
+func contents(s *session.Session) []string {
+	var out []string
+	for _, c := range s.Chunks() {
+		out = append(out, c.Content)
+	}
+	return out
+}
+
+func equal(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+func TestSession_AppendIsImmutable(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	s0, err := rt.NewUserSession(ctx, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := s0.Append(ctx, assistant("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(s0); !equal(got, []string{"hi"}) {
+		t.Fatalf("old handle changed: %v", got)
+	}
+	if got := contents(s1); !equal(got, []string{"hi", "hello"}) {
+		t.Fatalf("new handle = %v", got)
+	}
+	if s0.ID() != s1.ID() || s1.Version() != s0.Version()+1 {
+		t.Fatalf("ids %s/%s versions %d/%d", s0.ID(), s1.ID(), s0.Version(), s1.Version())
+	}
+	// Appending through the old handle is a stale write.
+	_, err = s0.Append(ctx, assistant("again"))
+	var se *session.StaleError
+	if !errors.As(err, &se) || !errors.Is(err, session.ErrStale) {
+		t.Fatalf("err = %v, want StaleError", err)
+	}
+	if se.Have != 1 || se.Head != 2 || se.ID != s0.ID() {
+		t.Fatalf("stale = %+v", se)
+	}
+	loaded, err := rt.Session(ctx, s0.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(contents(loaded), []string{"hi", "hello"}) || loaded.Version() != 2 {
+		t.Fatalf("loaded = %v v%d", contents(loaded), loaded.Version())
+	}
+}
+
+func TestSession_ForkSharesAndDiverges(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	root, _ := rt.NewUserSession(ctx, "task")
+	root, _ = root.To(ctx, "local", "./work")
+	a, err := root.Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := root.Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID() == b.ID() || a.ID() == root.ID() {
+		t.Fatalf("fork ids not distinct: %s %s %s", root.ID(), a.ID(), b.ID())
+	}
+	a, _ = a.Append(ctx, assistant("plan A"))
+	b, _ = b.Append(ctx, assistant("plan B"))
+	root, err = root.Append(ctx, user("more"))
+	if err != nil {
+		t.Fatalf("source stays writable after forks: %v", err)
+	}
+	for _, tc := range []struct {
+		s    *session.Session
+		want []string
+	}{{a, []string{"task", "plan A"}}, {b, []string{"task", "plan B"}}, {root, []string{"task", "more"}}} {
+		if !equal(contents(tc.s), tc.want) {
+			t.Fatalf("%s in memory = %v, want %v", tc.s.ID(), contents(tc.s), tc.want)
+		}
+		loaded, err := rt.Session(ctx, tc.s.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equal(contents(loaded), tc.want) {
+			t.Fatalf("%s loaded = %v, want %v", tc.s.ID(), contents(loaded), tc.want)
+		}
+	}
+	if got := a.Parents(); len(got) != 1 || got[0] != root.ID() {
+		t.Fatalf("parents = %v", got)
+	}
+	if a.Placement().Backend != "local" || a.Lineage().Kind != session.KindFork {
+		t.Fatalf("fork placement %v lineage %v", a.Placement(), a.Lineage())
+	}
+	// A fork of a fork of a stale handle still reads right.
+	aa, _ := a.Fork(ctx)
+	aa, _ = aa.Append(ctx, assistant("deeper"))
+	loaded, _ := rt.Session(ctx, aa.ID())
+	if !equal(contents(loaded), []string{"task", "plan A", "deeper"}) {
+		t.Fatalf("fork of fork = %v", contents(loaded))
+	}
+}
+
+func TestSession_DetachKeepsProvenanceButNoEdge(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	root, _ := rt.NewUserSession(ctx, "x")
+	d, err := root.Detach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Parents()) != 0 || d.Lineage().Source != root.ID() || d.Lineage().Kind != session.KindDetach {
+		t.Fatalf("detached lineage = %+v", d.Lineage())
+	}
+	edges, _ := rt.Reader().Edges(ctx)
+	if len(edges) != 0 {
+		t.Fatalf("edges = %v, want none", edges)
+	}
+	evs, _ := rt.Store().ReadStream(ctx, d.ID(), 1)
+	if len(evs) != 1 || evs[0].Type != events.TypeSessionDetached {
+		t.Fatalf("provenance event = %+v", evs)
+	}
+	p, _ := evs[0].Decode()
+	if p.(*events.SessionDetached).Source != root.ID() {
+		t.Fatal("the log lost the detach source")
+	}
+	if !equal(contents(d), []string{"x"}) {
+		t.Fatalf("detached chunks = %v", contents(d))
+	}
+}
+
+func TestSession_Merge(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	root, _ := rt.NewUserSession(ctx, "q")
+	a, _ := root.Fork(ctx)
+	b, _ := root.Fork(ctx)
+	a, _ = a.Append(ctx, assistant("a1"))
+	b, _ = b.Append(ctx, assistant("b1"), assistant("b2"))
+	m, err := a.Merge(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"q", "a1", "b1", "b2"}
+	if !equal(contents(m), want) {
+		t.Fatalf("merged = %v, want %v", contents(m), want)
+	}
+	loaded, _ := rt.Session(ctx, m.ID())
+	if !equal(contents(loaded), want) {
+		t.Fatalf("merged loaded = %v", contents(loaded))
+	}
+	if got := loaded.Parents(); !equal(got, []string{a.ID(), b.ID()}) {
+		t.Fatalf("merge parents = %v", got)
+	}
+	if _, err := a.Merge(ctx); !errors.Is(err, session.ErrInvalid) {
+		t.Fatalf("empty merge err = %v", err)
+	}
+	m2, _ := m.Append(ctx, user("next"))
+	if !equal(contents(m2), append(want, "next")) {
+		t.Fatalf("append after merge = %v", contents(m2))
+	}
+}
+
+func TestSession_IDsAreDeterministic(t *testing.T) {
+	ids := func() []string {
+		ctx := events.ContextWithRun(t.Context(), events.Run{ID: "run-1", Seed: "seed-42"})
+		rt := MustOpen(t)
+		root, _ := rt.NewUserSession(ctx, "x")
+		f1, _ := root.Fork(ctx)
+		f2, _ := root.Fork(ctx)
+		d, _ := f1.Detach(ctx)
+		m, _ := f1.Merge(ctx, f2)
+		return []string{root.ID(), f1.ID(), f2.ID(), d.ID(), m.ID()}
+	}
+	first, second := ids(), ids()
+	if !equal(first, second) {
+		t.Fatalf("ids differ between identical runs:\n%v\n%v", first, second)
+	}
+	other := func() string {
+		ctx := events.ContextWithRun(t.Context(), events.Run{ID: "run-2", Seed: "seed-43"})
+		rt := MustOpen(t)
+		root, _ := rt.NewUserSession(ctx, "x")
+		return root.ID()
+	}()
+	if other == first[0] {
+		t.Fatal("a different seed gave the same id")
+	}
+}
+
+func TestSession_TimeTravel(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	s, _ := rt.NewUserSession(ctx, "one")
+	s, _ = s.Append(ctx, assistant("two"))
+	mid, _ := rt.Store().Head(ctx)
+	s, _ = s.To(ctx, "bwrap", "/w")
+	s, _ = s.Append(ctx, user("three"))
+	past, err := rt.SessionAt(ctx, s.ID(), mid.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(contents(past), []string{"one", "two"}) || past.Version() != 2 || past.Placement().Backend != "" {
+		t.Fatalf("past = %v v%d %v", contents(past), past.Version(), past.Placement())
+	}
+	if _, err := past.Append(ctx, user("x")); !errors.Is(err, session.ErrStale) {
+		t.Fatalf("append to the past = %v, want stale", err)
+	}
+	branch, err := past.Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	branch, _ = branch.Append(ctx, user("alt"))
+	loaded, _ := rt.Session(ctx, branch.ID())
+	if !equal(contents(loaded), []string{"one", "two", "alt"}) {
+		t.Fatalf("branch from the past = %v", contents(loaded))
+	}
+	if _, err := rt.SessionAt(ctx, branch.ID(), mid.Seq); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("session before it existed: err = %v", err)
+	}
+}
+
+func TestSession_UsageIsCumulativeAlongLineage(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	s, _ := rt.NewUserSession(ctx, "q")
+	call := events.ProviderCalled{Session: s.ID(), Model: "m", Usage: events.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}}
+	s, err := s.Emit(ctx, nil, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := s.Fork(ctx)
+	call.Session = f.ID()
+	f, _ = f.Emit(ctx, nil, call)
+	if got := f.Usage(); got.TotalTokens != 30 || got.Calls != 2 {
+		t.Fatalf("fork usage = %+v, want 30 tokens over 2 calls", got)
+	}
+	loaded, _ := rt.Session(ctx, f.ID())
+	if loaded.Usage() != f.Usage() {
+		t.Fatalf("loaded usage %+v != handle usage %+v", loaded.Usage(), f.Usage())
+	}
+	if s.Usage().TotalTokens != 15 {
+		t.Fatalf("parent usage changed: %+v", s.Usage())
+	}
+	d, _ := f.Detach(ctx)
+	if d.Usage() != (events.Usage{}) {
+		t.Fatalf("detached usage = %+v, want zero", d.Usage())
+	}
+}
+
+func TestSession_BadInput(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	s, _ := rt.NewUserSession(ctx, "q")
+	if _, err := s.Append(ctx, session.Chunk{Role: "wizard"}); !errors.Is(err, events.ErrInvalid) {
+		t.Fatalf("bad role err = %v", err)
+	}
+	if _, err := rt.Session(ctx, "s-nope"); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("unknown session err = %v", err)
+	}
+	if _, err := s.To(ctx, "", ""); !errors.Is(err, session.ErrInvalid) {
+		t.Fatalf("empty backend err = %v", err)
+	}
+	if h, _ := rt.Session(ctx, s.ID()); h.Len() != 1 {
+		t.Fatal("bad input changed the session")
+	}
+}
