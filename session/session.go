@@ -135,7 +135,9 @@ func (s *Session) Usage() Usage { return s.usage }
 // Manager returns the manager that made the handle.
 func (s *Session) Manager() *Manager { return s.m }
 
-func (s *Session) String() string { return fmt.Sprintf("Session(%s v%d, %d chunks)", s.id, s.version, s.n) }
+func (s *Session) String() string {
+	return fmt.Sprintf("Session(%s v%d, %d chunks)", s.id, s.version, s.n)
+}
 
 func (s *Session) with(f func(*Session)) *Session {
 	c := *s

@@ -21,8 +21,10 @@ func MustOpen(tb testing.TB) *rath.Runtime {
 	return rt
 }
 
-func user(text string) session.Chunk      { return session.Chunk{Role: events.RoleUser, Content: text} }
-func assistant(text string) session.Chunk { return session.Chunk{Role: events.RoleAssistant, Content: text} }
+func user(text string) session.Chunk { return session.Chunk{Role: events.RoleUser, Content: text} }
+func assistant(text string) session.Chunk {
+	return session.Chunk{Role: events.RoleAssistant, Content: text}
+}
 
 func contents(s *session.Session) []string {
 	var out []string
