@@ -368,5 +368,9 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &ProviderFailed{} })
 	add(func() Payload { return &RunStarted{} })
 	add(func() Payload { return &RunFinished{} })
+	add(func() Payload { return &MemoryRemembered{} })
+	add(func() Payload { return &MemoryForgotten{} })
+	add(func() Payload { return &MemoryRecalled{} })
+	add(func() Payload { return &MemoryCommitted{} })
 	return c
 }
