@@ -56,18 +56,24 @@ func (e Event) Decode() (Payload, error) {
 	return p, nil
 }
 
-// Canonical returns the canonical JSON encoding of v: object keys sorted,
-// no insignificant white space, numbers as written. Equal values give equal
-// bytes, which is what the hash chain and replay comparisons rely on.
+// Canonical returns the canonical JSON encoding of a payload: encoding/json
+// output without HTML escaping and without a trailing newline. For the
+// catalogue's structs this is deterministic (fields in declaration order,
+// map keys sorted), which is what the hash chain and replay comparisons
+// rely on. A payload type must not hold json.RawMessage or interface values
+// whose text could vary; normalize those with CanonicalizeJSON first.
 func Canonical(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("events: canonical json: %w", err)
 	}
-	return CanonicalizeJSON(raw)
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// CanonicalizeJSON rewrites JSON text into its canonical form.
+// CanonicalizeJSON rewrites arbitrary JSON text into a canonical form:
+// object keys sorted, no insignificant white space, numbers as written.
 func CanonicalizeJSON(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

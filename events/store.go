@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -182,7 +183,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts:     opts,
 		wdb:      wdb,
 		rdb:      rdb,
-		reqs:     make(chan *request),
+		reqs:     make(chan *request, 4096),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		notifyCh: make(chan struct{}),
@@ -340,8 +341,74 @@ func (s *Store) send(ctx context.Context, req *request) ([]Event, error) {
 	select {
 	case res := <-req.reply:
 		return res.events, res.err
+	case <-s.done:
+		// The writer stopped; it answers every request it took before
+		// stopping, so a reply may still be waiting.
+		select {
+		case res := <-req.reply:
+			return res.events, res.err
+		default:
+			return nil, ErrClosed
+		}
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// gather moves queued requests into batch until it is full, the queue is
+// empty, or an exclusive request comes up (returned as pending).
+func (s *Store) gather(batch *[]*request, n int) (int, *request) {
+	for n < s.opts.MaxBatch {
+		select {
+		case r := <-s.reqs:
+			if r.fn != nil {
+				return n, r
+			}
+			*batch = append(*batch, r)
+			n += r.n
+		default:
+			return n, nil
+		}
+	}
+	return n, nil
+}
+
+// lingerMax caps how long the writer lingers for more requests.
+const (
+	lingerMax = 300 * time.Microsecond
+)
+
+// linger gathers more requests until the batch reaches target, nothing
+// arrived in a few yields, or lingerMax has passed. The request channel is
+// buffered, so callers queue without waking the writer; yielding lets them
+// run.
+func (s *Store) linger(batch *[]*request, n, target int) (int, *request) {
+	deadline := time.Now().Add(lingerMax)
+	var pending *request
+	for still := 0; len(*batch) < target && n < s.opts.MaxBatch && still < 8 && time.Now().Before(deadline); {
+		runtime.Gosched()
+		before := len(*batch)
+		if n, pending = s.gather(batch, n); pending != nil {
+			return n, pending
+		}
+		if len(*batch) == before {
+			still++
+		} else {
+			still = 0
+		}
+	}
+	return n, nil
+}
+
+// refuseQueued answers every queued request with ErrClosed.
+func (s *Store) refuseQueued() {
+	for {
+		select {
+		case r := <-s.reqs:
+			r.reply <- result{err: ErrClosed}
+		default:
+			return
+		}
 	}
 }
 
@@ -349,6 +416,7 @@ func (s *Store) loop() {
 	defer close(s.done)
 	batch := make([]*request, 0, 64)
 	var pending *request
+	lastLen := 0
 	for {
 		var first *request
 		if pending != nil {
@@ -357,6 +425,7 @@ func (s *Store) loop() {
 			select {
 			case first = <-s.reqs:
 			case <-s.stop:
+				s.refuseQueued()
 				return
 			}
 		}
@@ -366,20 +435,16 @@ func (s *Store) loop() {
 		}
 		batch = append(batch[:0], first)
 		n := first.n
-	drain:
-		for n < s.opts.MaxBatch {
-			select {
-			case r := <-s.reqs:
-				if r.fn != nil {
-					pending = r
-					break drain
-				}
-				batch = append(batch, r)
-				n += r.n
-			default:
-				break drain
-			}
+		// Gather what is queued. Callers released by the previous commit
+		// are often about to queue their next append; when the last batch
+		// showed several concurrent callers, linger briefly for them, so
+		// one fsync serves more appends.
+		n, pending = s.gather(&batch, n)
+		if pending == nil && lastLen > 1 {
+			target := len(batch) + lastLen
+			n, pending = s.linger(&batch, n, target)
 		}
+		lastLen = len(batch)
 		s.w.commit(batch)
 		for i := range batch {
 			batch[i] = nil

@@ -404,3 +404,55 @@ func TestStore_ClosedStore(t *testing.T) {
 		t.Fatalf("err = %v, want ErrClosed", err)
 	}
 }
+
+// refuseBad is a projector that refuses placements on backend "bad", as a
+// read model refuses an inconsistent event.
+type refuseBad struct{}
+
+func (refuseBad) Project(ctx context.Context, tx *events.Tx, ev *events.Event, p events.Payload) error {
+	if sp, ok := p.(*events.SessionPlaced); ok && sp.Backend == "bad" {
+		return errors.New("refused by projector")
+	}
+	return nil
+}
+
+// A request refused by a projector after it wrote must be rolled back
+// alone; the others in its group commit land.
+func TestStore_ProjectorFailureIsIsolated(t *testing.T) {
+	ctx := t.Context()
+	s := MustOpenStore(t, events.Options{Projectors: []events.Projector{refuseBad{}}})
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			stream := fmt.Sprintf("s%d", i)
+			backend := "good"
+			if i%3 == 0 {
+				backend = "bad"
+			}
+			_, errs[i] = s.Append(ctx, stream, events.NoStream, placed(stream, "x"), placed(stream, backend))
+		})
+	}
+	wg.Wait()
+	good := 0
+	for i, err := range errs {
+		if i%3 == 0 {
+			if err == nil || !strings.Contains(err.Error(), "refused by projector") {
+				t.Fatalf("request %d: err = %v, want the projector's refusal", i, err)
+			}
+			if v, _ := s.StreamVersion(ctx, fmt.Sprintf("s%d", i)); v != 0 {
+				t.Fatalf("refused request %d left %d events", i, v)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("request %d failed with its batch-mate: %v", i, err)
+		}
+		good++
+	}
+	rep, err := s.Verify(ctx, events.VerifyOptions{})
+	if err != nil || !rep.OK() || rep.Events != int64(2*good) {
+		t.Fatalf("verify = %+v, %v; want %d events", rep, err, 2*good)
+	}
+}

@@ -176,17 +176,58 @@ type undo struct {
 	heads    map[string]int64 // previous value, -1 for "not cached"
 }
 
+// commit writes a batch of requests in one transaction. The fast path
+// runs them back to back; if one fails after it may have written (a
+// projector refusing an event, a failed insert), the transaction is rolled
+// back and the batch is redone with a savepoint around each request, so
+// one bad request never takes its batch-mates down. Version conflicts are
+// detected before a request writes anything and need no rollback.
 func (w *writerState) commit(batch []*request) {
+	results, ok, dirty := w.run(batch, false)
+	if dirty {
+		results, ok, _ = w.run(batch, true)
+	}
+	if ok == 0 {
+		w.replyAll(batch, results)
+		return
+	}
+	if _, err := w.conn.ExecContext(context.Background(), `COMMIT`); err != nil {
+		w.rollback()
+		err = fmt.Errorf("events: commit: %w", err)
+		for i := range results {
+			if results[i].err == nil {
+				results[i] = result{err: err}
+			}
+		}
+		w.forceReload()
+		w.replyAll(batch, results)
+		return
+	}
+	w.replyAll(batch, results)
+	w.s.broadcast()
+}
+
+// forceReload makes the next begin re-read the chain tail and forget the
+// cached heads, after a failure left the in-memory state uncertain.
+func (w *writerState) forceReload() {
+	w.dataVersion = -1
+	w.heads = map[string]int64{}
+}
+
+// run applies the batch inside a new transaction. It returns the results,
+// how many requests succeeded, and whether the batch must be redone with
+// savepoints (the transaction was then rolled back). When no request
+// succeeded the transaction is rolled back too.
+func (w *writerState) run(batch []*request, savepoints bool) ([]result, int, bool) {
 	ctx := context.Background()
 	results := make([]result, len(batch))
 	if err := w.begin(ctx); err != nil {
 		for i := range results {
 			results[i].err = err
 		}
-		w.replyAll(batch, results)
-		return
+		return results, 0, false
 	}
-	useSavepoints := len(batch) > 1
+	start := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
 	ok := 0
 	for i, req := range batch {
 		if req.ctx.Err() != nil {
@@ -195,33 +236,40 @@ func (w *writerState) commit(batch []*request) {
 			continue
 		}
 		u := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
-		if useSavepoints {
+		if savepoints {
 			if err := w.exec(ctx, `SAVEPOINT req`); err != nil {
 				results[i].err = fmt.Errorf("events: savepoint: %w", err)
 				continue
 			}
 		}
-		evs, err := w.apply(ctx, req, &u)
-		if err != nil {
-			w.lastSeq, w.lastHash = u.lastSeq, u.lastHash
-			for k, v := range u.heads {
-				if v < 0 {
-					delete(w.heads, k)
-				} else {
-					w.heads[k] = v
-				}
+		evs, wrote, err := w.apply(ctx, req, &u)
+		for k, v := range u.heads {
+			if _, seen := start.heads[k]; !seen {
+				start.heads[k] = v
 			}
-			if useSavepoints {
+		}
+		if err != nil {
+			w.restore(u)
+			if wrote && !savepoints {
+				w.rollback()
+				w.restore(start)
+				return nil, 0, true
+			}
+			if savepoints {
 				w.exec(ctx, `ROLLBACK TO req`)
 				w.exec(ctx, `RELEASE req`)
 			}
 			results[i].err = err
 			continue
 		}
-		if useSavepoints {
+		if savepoints {
 			if err := w.exec(ctx, `RELEASE req`); err != nil {
-				results[i].err = fmt.Errorf("events: release: %w", err)
-				continue
+				w.rollback()
+				w.forceReload()
+				for j := range results {
+					results[j] = result{err: fmt.Errorf("events: release: %w", err)}
+				}
+				return results, 0, false
 			}
 		}
 		results[i].events = evs
@@ -229,25 +277,19 @@ func (w *writerState) commit(batch []*request) {
 	}
 	if ok == 0 {
 		w.rollback()
-		w.replyAll(batch, results)
-		return
 	}
-	if _, err := w.conn.ExecContext(ctx, `COMMIT`); err != nil {
-		w.rollback()
-		err = fmt.Errorf("events: commit: %w", err)
-		for i := range results {
-			if results[i].err == nil {
-				results[i] = result{err: err}
-			}
+	return results, ok, false
+}
+
+func (w *writerState) restore(u undo) {
+	w.lastSeq, w.lastHash = u.lastSeq, u.lastHash
+	for k, v := range u.heads {
+		if v < 0 {
+			delete(w.heads, k)
+		} else {
+			w.heads[k] = v
 		}
-		if rerr := w.reload(ctx); rerr != nil {
-			w.dataVersion = -1 // force a reload at the next begin
-		}
-		w.replyAll(batch, results)
-		return
 	}
-	w.replyAll(batch, results)
-	w.s.broadcast()
 }
 
 func (w *writerState) replyAll(batch []*request, results []result) {
@@ -258,25 +300,42 @@ func (w *writerState) replyAll(batch []*request, results []result) {
 
 const insertEvent = `INSERT INTO events (seq, stream, version, type, type_version, run_id, payload, at, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-func (w *writerState) apply(ctx context.Context, req *request, u *undo) ([]Event, error) {
+// apply writes one request. wrote reports whether it may have written
+// anything before failing.
+func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []Event, wrote bool, err error) {
+	// Check every expected version first, so a conflict writes nothing.
+	heads := make([]int64, len(req.writes))
+	for i, pw := range req.writes {
+		if len(pw.items) == 0 {
+			continue
+		}
+		for j := range i {
+			if req.writes[j].stream == pw.stream && len(req.writes[j].items) > 0 {
+				return nil, false, invalid("append: stream %q named twice in one atomic write", pw.stream)
+			}
+		}
+		head, err := w.head(ctx, pw.stream)
+		if err != nil {
+			return nil, false, err
+		}
+		if pw.expected != AnyVersion && pw.expected != head {
+			return nil, false, &ConflictError{Stream: pw.stream, Expected: pw.expected, Actual: head}
+		}
+		heads[i] = head
+	}
 	out := make([]Event, 0, req.n)
 	tx := &Tx{ctx: ctx, w: w}
-	for _, pw := range req.writes {
+	for i, pw := range req.writes {
 		for _, b := range pw.blobs {
+			wrote = true
 			if err := w.putBlob(ctx, b); err != nil {
-				return nil, err
+				return nil, wrote, err
 			}
 		}
 		if len(pw.items) == 0 {
 			continue
 		}
-		head, err := w.head(ctx, pw.stream)
-		if err != nil {
-			return nil, err
-		}
-		if pw.expected != AnyVersion && pw.expected != head {
-			return nil, &ConflictError{Stream: pw.stream, Expected: pw.expected, Actual: head}
-		}
+		head := heads[i]
 		if _, seen := u.heads[pw.stream]; !seen {
 			u.heads[pw.stream] = head
 		}
@@ -285,9 +344,10 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) ([]Event
 			seq := w.lastSeq + 1
 			at := w.s.opts.Clock().UTC()
 			stored := it.payload
+			wrote = true
 			if t := w.s.opts.BlobThreshold; t > 0 && len(stored) > t {
 				if err := w.putBlob(ctx, stored); err != nil {
-					return nil, err
+					return nil, wrote, err
 				}
 				stored = blobRef(stored)
 			}
@@ -297,13 +357,13 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) ([]Event
 			}
 			hash := w.hasher.eventHash(w.lastHash, seq, pw.stream, head, it.typ, it.version, req.runID, stored, at.UnixNano())
 			if err := w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), hash); err != nil {
-				return nil, fmt.Errorf("events: insert %s seq %d: %w", it.typ, seq, err)
+				return nil, wrote, fmt.Errorf("events: insert %s seq %d: %w", it.typ, seq, err)
 			}
 			ev := Event{Seq: seq, Stream: pw.stream, Version: head, Type: it.typ, TypeVersion: it.version,
 				RunID: req.runID, Payload: it.payload, At: at, Hash: hash}
 			for _, p := range w.s.opts.Projectors {
 				if err := p.Project(ctx, tx, &ev, it.p); err != nil {
-					return nil, fmt.Errorf("project %s seq %d: %w", it.typ, seq, err)
+					return nil, wrote, fmt.Errorf("project %s seq %d: %w", it.typ, seq, err)
 				}
 			}
 			w.lastSeq, w.lastHash = seq, hash
@@ -311,7 +371,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) ([]Event
 		}
 		w.heads[pw.stream] = head
 	}
-	return out, nil
+	return out, wrote, nil
 }
 
 func (w *writerState) putBlob(ctx context.Context, b []byte) error {
