@@ -89,11 +89,23 @@ func (q Query) where(after int64) (string, []any) {
 func (s *Store) rows(ctx context.Context, q Query, after int64, limit int) ([]row, error) {
 	where, args := q.where(after)
 	args = append(args, limit)
-	var rs []row
-	if err := s.rdb.SelectContext(ctx, &rs, selectEvents+where+" ORDER BY seq LIMIT ?", args...); err != nil {
+	rs, err := s.rdb.QueryContext(ctx, selectEvents+where+" ORDER BY seq LIMIT ?", args...)
+	if err != nil {
 		return nil, fmt.Errorf("events: read: %w", err)
 	}
-	return rs, nil
+	defer rs.Close()
+	out := make([]row, 0, min(limit, scanPage))
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.Seq, &r.Stream, &r.Version, &r.Type, &r.TypeVersion, &r.RunID, &r.Payload, &r.At, &r.Hash); err != nil {
+			return nil, fmt.Errorf("events: read: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("events: read: %w", err)
+	}
+	return out, nil
 }
 
 // Scan yields the events matching q in seq order, reading in pages so no

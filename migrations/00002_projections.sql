@@ -38,17 +38,16 @@ CREATE TABLE session_edges (
 CREATE INDEX session_edges_parent ON session_edges (parent);
 
 -- Chunks physically stored by a session (its own, not the shared prefix).
+-- The rarely set fields (name, tool_call_id, tool_calls, meta) share one
+-- JSON column: reading a 10,000-chunk session costs per column read.
 CREATE TABLE chunks (
-    session      TEXT    NOT NULL,
-    idx          INTEGER NOT NULL,
-    role         TEXT    NOT NULL,
-    author       TEXT    NOT NULL DEFAULT '',
-    name         TEXT    NOT NULL DEFAULT '',
-    tool_call_id TEXT    NOT NULL DEFAULT '',
-    content      TEXT    NOT NULL DEFAULT '',
-    tool_calls   TEXT    NOT NULL DEFAULT '',
-    meta         TEXT    NOT NULL DEFAULT '',
-    seq          INTEGER NOT NULL,
+    session TEXT    NOT NULL,
+    idx     INTEGER NOT NULL,
+    role    TEXT    NOT NULL,
+    author  TEXT    NOT NULL DEFAULT '',
+    content TEXT    NOT NULL DEFAULT '',
+    extra   TEXT    NOT NULL DEFAULT '',
+    seq     INTEGER NOT NULL,
     PRIMARY KEY (session, idx)
 ) WITHOUT ROWID;
 

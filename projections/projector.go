@@ -27,30 +27,58 @@ var _ events.Projector = Projector{}
 
 // Project applies one event. The store hands payloads over as pointers.
 func (Projector) Project(ctx context.Context, tx *events.Tx, ev *events.Event, p events.Payload) error {
+	return (&applier{tx: tx}).project(ev, p)
+}
+
+// applier applies events in one transaction. With a cache (rebuilds, which
+// hold the writer exclusively), session lengths and versions are kept in
+// memory and written once by flush, instead of a SELECT and an UPDATE per
+// chunk.
+type applier struct {
+	tx    *events.Tx
+	cache map[string]*sessionInfo // nil: read and write the table directly
+}
+
+func (a *applier) project(ev *events.Event, p events.Payload) error {
+	tx := a.tx
 	switch e := p.(type) {
 	case *events.SessionCreated:
-		return sessionCreated(tx, ev, e)
+		return a.sessionCreated(ev, e)
 	case *events.ChunkAppended:
-		return chunkAppended(tx, ev, e)
+		return a.chunkAppended(ev, e)
 	case *events.SessionForked:
-		return sessionForked(tx, ev, e)
+		return a.sessionForked(ev, e)
 	case *events.SessionDetached:
-		return sessionDetached(tx, ev, e)
+		return a.sessionDetached(ev, e)
 	case *events.SessionMerged:
-		return sessionMerged(tx, ev, e)
+		return a.sessionMerged(ev, e)
 	case *events.SessionPlaced:
-		return sessionPlaced(tx, ev, e)
+		return a.sessionPlaced(ev, e)
 	case *events.SessionImported:
-		return sessionImported(tx, ev, e)
+		return a.sessionImported(ev, e)
 	case *events.ProviderCalled:
-		return providerCalled(tx, ev, e)
+		return a.providerCalled(ev, e)
 	case *events.RunStarted:
 		return runStarted(tx, ev, e)
 	case *events.RunFinished:
 		return runFinished(tx, ev, e)
 	}
 	// Any other event on a session stream still moves its version.
-	return touch(tx, ev)
+	return a.touch(ev)
+}
+
+// flush writes the cached lengths and versions.
+func (a *applier) flush() error {
+	for id, si := range a.cache {
+		if !si.dirty {
+			continue
+		}
+		if _, err := a.tx.Exec(`UPDATE sessions SET length = ?, version = ?, updated_seq = ? WHERE id = ?`, si.length, si.version, si.updatedSeq, id); err != nil {
+			return fmt.Errorf("projections: flush session %q: %w", id, err)
+		}
+		si.dirty = false
+	}
+	return nil
 }
 
 func nullable(s string) any {
@@ -60,19 +88,41 @@ func nullable(s string) any {
 	return s
 }
 
-func touch(tx *events.Tx, ev *events.Event) error {
-	_, err := tx.Exec(`UPDATE sessions SET version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, ev.Stream)
+func (a *applier) touch(ev *events.Event) error {
+	if a.cache != nil {
+		if si, ok := a.cache[ev.Stream]; ok {
+			si.version, si.updatedSeq, si.dirty = ev.Version, ev.Seq, true
+		}
+		return nil
+	}
+	_, err := a.tx.Exec(`UPDATE sessions SET version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, ev.Stream)
 	return err
 }
 
-type sessionInfo struct {
-	length, baseLen, version int64
-	base                     sql.NullString
+// noteVersion records, in cache mode, a version that an UPDATE already
+// wrote, so flush does not write an older one over it.
+func (a *applier) noteVersion(id string, ev *events.Event) {
+	if si, ok := a.cache[id]; ok {
+		si.version, si.updatedSeq, si.dirty = ev.Version, ev.Seq, true
+	}
 }
 
-func lookup(tx *events.Tx, id string) (sessionInfo, bool, error) {
+type sessionInfo struct {
+	length, baseLen, version, updatedSeq int64
+	base                                 sql.NullString
+	dirty                                bool
+}
+
+func (a *applier) lookup(id string) (sessionInfo, bool, error) {
+	if a.cache != nil {
+		si, ok := a.cache[id]
+		if !ok {
+			return sessionInfo{}, false, nil
+		}
+		return *si, true, nil
+	}
 	var si sessionInfo
-	err := tx.QueryRow(`SELECT length, base_len, base, version FROM sessions WHERE id = ?`, id).Scan(&si.length, &si.baseLen, &si.base, &si.version)
+	err := a.tx.QueryRow(`SELECT length, base_len, base, version FROM sessions WHERE id = ?`, id).Scan(&si.length, &si.baseLen, &si.base, &si.version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return si, false, nil
 	}
@@ -82,8 +132,8 @@ func lookup(tx *events.Tx, id string) (sessionInfo, bool, error) {
 	return si, true, nil
 }
 
-func mustNotExist(tx *events.Tx, id string) error {
-	if _, ok, err := lookup(tx, id); err != nil {
+func (a *applier) mustNotExist(id string) error {
+	if _, ok, err := a.lookup(id); err != nil {
 		return err
 	} else if ok {
 		return inconsistent("session %q already exists", id)
@@ -103,39 +153,43 @@ type newSession struct {
 	incomplete                     bool
 }
 
-func insert(tx *events.Tx, ev *events.Event, s newSession) error {
+func (a *applier) insert(ev *events.Event, s newSession) error {
 	inc := 0
 	if s.incomplete {
 		inc = 1
 	}
-	_, err := tx.Exec(insertSession, s.id, ev.Version, s.kind, s.origin, nullable(s.source), nullable(s.base), s.baseLen, s.length,
+	_, err := a.tx.Exec(insertSession, s.id, ev.Version, s.kind, s.origin, nullable(s.source), nullable(s.base), s.baseLen, s.length,
 		s.placement.Backend, s.placement.Spec, s.usage.PromptTokens, s.usage.CompletionTokens, s.usage.TotalTokens, s.usage.Calls,
 		inc, nullable(ev.RunID), ev.Seq, ev.Seq)
 	if err != nil {
 		return fmt.Errorf("projections: insert session %q: %w", s.id, err)
 	}
+	if a.cache != nil {
+		a.cache[s.id] = &sessionInfo{length: s.length, baseLen: s.baseLen, base: sql.NullString{String: s.base, Valid: s.base != ""}, version: ev.Version, updatedSeq: ev.Seq}
+	}
 	return nil
 }
 
-const insertChunk = `INSERT INTO chunks (session, idx, role, author, name, tool_call_id, content, tool_calls, meta, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertChunk = `INSERT INTO chunks (session, idx, role, author, content, extra, seq) VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+// chunkExtra holds a chunk's rarely set fields, stored as one JSON column.
+type chunkExtra struct {
+	Name       string            `json:"name,omitempty"`
+	ToolCallID string            `json:"tool_call_id,omitempty"`
+	ToolCalls  []events.ToolCall `json:"tool_calls,omitempty"`
+	Meta       map[string]string `json:"meta,omitempty"`
+}
 
 func putChunk(tx *events.Tx, session string, idx int64, c *events.Chunk, seq int64) error {
-	var calls, meta string
-	if len(c.ToolCalls) > 0 {
-		b, err := json.Marshal(c.ToolCalls)
+	var extra string
+	if c.Name != "" || c.ToolCallID != "" || len(c.ToolCalls) > 0 || len(c.Meta) > 0 {
+		b, err := json.Marshal(chunkExtra{Name: c.Name, ToolCallID: c.ToolCallID, ToolCalls: c.ToolCalls, Meta: c.Meta})
 		if err != nil {
 			return err
 		}
-		calls = string(b)
+		extra = string(b)
 	}
-	if len(c.Meta) > 0 {
-		b, err := json.Marshal(c.Meta)
-		if err != nil {
-			return err
-		}
-		meta = string(b)
-	}
-	if _, err := tx.Exec(insertChunk, session, idx, c.Role, c.Author, c.Name, c.ToolCallID, c.Content, calls, meta, seq); err != nil {
+	if _, err := tx.Exec(insertChunk, session, idx, c.Role, c.Author, c.Content, extra, seq); err != nil {
 		return fmt.Errorf("projections: insert chunk %s[%d]: %w", session, idx, err)
 	}
 	return nil
@@ -151,23 +205,23 @@ func counted(tx *events.Tx, d events.Derivation) error {
 // CounterScope is the id_counters key for ids derived from parent under seed.
 func CounterScope(seed, parent string) string { return seed + "/" + parent }
 
-func sessionCreated(tx *events.Tx, ev *events.Event, e *events.SessionCreated) error {
-	if err := mustNotExist(tx, e.Session); err != nil {
+func (a *applier) sessionCreated(ev *events.Event, e *events.SessionCreated) error {
+	if err := a.mustNotExist(e.Session); err != nil {
 		return err
 	}
-	if err := insert(tx, ev, newSession{id: e.Session, kind: "root", origin: e.Origin, length: int64(len(e.Chunks))}); err != nil {
+	if err := a.insert(ev, newSession{id: e.Session, kind: "root", origin: e.Origin, length: int64(len(e.Chunks))}); err != nil {
 		return err
 	}
 	for i := range e.Chunks {
-		if err := putChunk(tx, e.Session, int64(i), &e.Chunks[i], ev.Seq); err != nil {
+		if err := putChunk(a.tx, e.Session, int64(i), &e.Chunks[i], ev.Seq); err != nil {
 			return err
 		}
 	}
-	return counted(tx, e.Derivation)
+	return counted(a.tx, e.Derivation)
 }
 
-func chunkAppended(tx *events.Tx, ev *events.Event, e *events.ChunkAppended) error {
-	si, ok, err := lookup(tx, e.Session)
+func (a *applier) chunkAppended(ev *events.Event, e *events.ChunkAppended) error {
+	si, ok, err := a.lookup(e.Session)
 	if err != nil {
 		return err
 	}
@@ -177,20 +231,25 @@ func chunkAppended(tx *events.Tx, ev *events.Event, e *events.ChunkAppended) err
 	if e.Index != si.length {
 		return inconsistent("chunk index %d for session %q, which has %d chunks", e.Index, e.Session, si.length)
 	}
-	if err := putChunk(tx, e.Session, e.Index, &e.Chunk, ev.Seq); err != nil {
+	if err := putChunk(a.tx, e.Session, e.Index, &e.Chunk, ev.Seq); err != nil {
 		return err
 	}
-	_, err = tx.Exec(`UPDATE sessions SET length = length + 1, version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, e.Session)
+	if a.cache != nil {
+		c := a.cache[e.Session]
+		c.length, c.version, c.updatedSeq, c.dirty = c.length+1, ev.Version, ev.Seq, true
+		return nil
+	}
+	_, err = a.tx.Exec(`UPDATE sessions SET length = length + 1, version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, e.Session)
 	return err
 }
 
 // shareBase returns the shallowest session that physically holds the first
 // n chunks of src's prefix: a fork of a fork that wrote nothing points at
 // the original, which keeps base chains short.
-func shareBase(tx *events.Tx, src string, n int64) (string, error) {
+func (a *applier) shareBase(src string, n int64) (string, error) {
 	cur := src
 	for {
-		si, ok, err := lookup(tx, cur)
+		si, ok, err := a.lookup(cur)
 		if err != nil {
 			return "", err
 		}
@@ -204,11 +263,11 @@ func shareBase(tx *events.Tx, src string, n int64) (string, error) {
 	}
 }
 
-func derive(tx *events.Tx, ev *events.Event, id, kind, source string, baseLen int64, pl events.Placement, u events.Usage, d events.Derivation) error {
-	if err := mustNotExist(tx, id); err != nil {
+func (a *applier) derive(ev *events.Event, id, kind, source string, baseLen int64, pl events.Placement, u events.Usage, d events.Derivation) error {
+	if err := a.mustNotExist(id); err != nil {
 		return err
 	}
-	si, ok, err := lookup(tx, source)
+	si, ok, err := a.lookup(source)
 	if err != nil {
 		return err
 	}
@@ -218,17 +277,17 @@ func derive(tx *events.Tx, ev *events.Event, id, kind, source string, baseLen in
 	if baseLen > si.length {
 		return inconsistent("%s of %q shares %d chunks, but it has %d", kind, source, baseLen, si.length)
 	}
-	base, err := shareBase(tx, source, baseLen)
+	base, err := a.shareBase(source, baseLen)
 	if err != nil {
 		return err
 	}
-	if err := insert(tx, ev, newSession{id: id, kind: kind, source: source, base: base, baseLen: baseLen, length: baseLen, placement: pl, usage: u}); err != nil {
+	if err := a.insert(ev, newSession{id: id, kind: kind, source: source, base: base, baseLen: baseLen, length: baseLen, placement: pl, usage: u}); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, source); err != nil {
+	if _, err := a.tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, source); err != nil {
 		return err
 	}
-	return counted(tx, d)
+	return counted(a.tx, d)
 }
 
 func edge(tx *events.Tx, child, parent, kind string, pos int, seq int64) error {
@@ -238,66 +297,70 @@ func edge(tx *events.Tx, child, parent, kind string, pos int, seq int64) error {
 	return nil
 }
 
-func sessionForked(tx *events.Tx, ev *events.Event, e *events.SessionForked) error {
-	if err := derive(tx, ev, e.Session, "fork", e.Source, e.BaseLen, e.Placement, e.Usage, e.Derivation); err != nil {
+func (a *applier) sessionForked(ev *events.Event, e *events.SessionForked) error {
+	if err := a.derive(ev, e.Session, "fork", e.Source, e.BaseLen, e.Placement, e.Usage, e.Derivation); err != nil {
 		return err
 	}
-	return edge(tx, e.Session, e.Source, "fork", 0, ev.Seq)
+	return edge(a.tx, e.Session, e.Source, "fork", 0, ev.Seq)
 }
 
-func sessionDetached(tx *events.Tx, ev *events.Event, e *events.SessionDetached) error {
+func (a *applier) sessionDetached(ev *events.Event, e *events.SessionDetached) error {
 	// No edge: a detached session has no lineage parent. The source column
 	// and the event keep the provenance.
-	return derive(tx, ev, e.Session, "detach", e.Source, e.BaseLen, e.Placement, events.Usage{}, e.Derivation)
+	return a.derive(ev, e.Session, "detach", e.Source, e.BaseLen, e.Placement, events.Usage{}, e.Derivation)
 }
 
-func sessionMerged(tx *events.Tx, ev *events.Event, e *events.SessionMerged) error {
+func (a *applier) sessionMerged(ev *events.Event, e *events.SessionMerged) error {
 	first := e.Parents[0]
-	if err := derive(tx, ev, e.Session, "merge", first.ID, first.Len, e.Placement, e.Usage, e.Derivation); err != nil {
+	if err := a.derive(ev, e.Session, "merge", first.ID, first.Len, e.Placement, e.Usage, e.Derivation); err != nil {
 		return err
 	}
 	for i := range e.Chunks {
-		if err := putChunk(tx, e.Session, first.Len+int64(i), &e.Chunks[i], ev.Seq); err != nil {
+		if err := putChunk(a.tx, e.Session, first.Len+int64(i), &e.Chunks[i], ev.Seq); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.Exec(`UPDATE sessions SET length = ? WHERE id = ?`, first.Len+int64(len(e.Chunks)), e.Session); err != nil {
+	if _, err := a.tx.Exec(`UPDATE sessions SET length = ? WHERE id = ?`, first.Len+int64(len(e.Chunks)), e.Session); err != nil {
 		return err
+	}
+	if c, ok := a.cache[e.Session]; ok {
+		c.length = first.Len + int64(len(e.Chunks))
 	}
 	for i, p := range e.Parents {
 		if i > 0 {
-			if _, ok, err := lookup(tx, p.ID); err != nil {
+			if _, ok, err := a.lookup(p.ID); err != nil {
 				return err
 			} else if !ok {
 				return inconsistent("merge of unknown session %q", p.ID)
 			}
-			if _, err := tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, p.ID); err != nil {
+			if _, err := a.tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, p.ID); err != nil {
 				return err
 			}
 		}
-		if err := edge(tx, e.Session, p.ID, "merge", i, ev.Seq); err != nil {
+		if err := edge(a.tx, e.Session, p.ID, "merge", i, ev.Seq); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func sessionPlaced(tx *events.Tx, ev *events.Event, e *events.SessionPlaced) error {
-	res, err := tx.Exec(`UPDATE sessions SET backend = ?, spec = ?, version = ?, updated_seq = ? WHERE id = ?`, e.Backend, e.Spec, ev.Version, ev.Seq, e.Session)
+func (a *applier) sessionPlaced(ev *events.Event, e *events.SessionPlaced) error {
+	res, err := a.tx.Exec(`UPDATE sessions SET backend = ?, spec = ?, version = ?, updated_seq = ? WHERE id = ?`, e.Backend, e.Spec, ev.Version, ev.Seq, e.Session)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return inconsistent("placement of unknown session %q", e.Session)
 	}
+	a.noteVersion(e.Session, ev)
 	return nil
 }
 
-func sessionImported(tx *events.Tx, ev *events.Event, e *events.SessionImported) error {
-	if err := mustNotExist(tx, e.Session); err != nil {
+func (a *applier) sessionImported(ev *events.Event, e *events.SessionImported) error {
+	if err := a.mustNotExist(e.Session); err != nil {
 		return err
 	}
-	if err := insert(tx, ev, newSession{id: e.Session, kind: "import", origin: e.Format, placement: e.Placement, usage: e.Usage, incomplete: e.Incomplete}); err != nil {
+	if err := a.insert(ev, newSession{id: e.Session, kind: "import", origin: e.Format, placement: e.Placement, usage: e.Usage, incomplete: e.Incomplete}); err != nil {
 		return err
 	}
 	kind := e.LineageKind
@@ -305,25 +368,25 @@ func sessionImported(tx *events.Tx, ev *events.Event, e *events.SessionImported)
 		kind = "import"
 	}
 	for i, p := range e.Parents {
-		if _, ok, err := lookup(tx, p); err != nil {
+		if _, ok, err := a.lookup(p); err != nil {
 			return err
 		} else if !ok {
 			return inconsistent("imported session %q names parent %q, which is not in the store", e.Session, p)
 		}
-		if err := edge(tx, e.Session, p, kind, i, ev.Seq); err != nil {
+		if err := edge(a.tx, e.Session, p, kind, i, ev.Seq); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func providerCalled(tx *events.Tx, ev *events.Event, e *events.ProviderCalled) error {
+func (a *applier) providerCalled(ev *events.Event, e *events.ProviderCalled) error {
 	u := e.Usage
-	if _, err := tx.Exec(`INSERT INTO usage (seq, session, run_id, agent, model, prompt_tokens, completion_tokens, total_tokens, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := a.tx.Exec(`INSERT INTO usage (seq, session, run_id, agent, model, prompt_tokens, completion_tokens, total_tokens, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ev.Seq, e.Session, nullable(ev.RunID), e.Agent, e.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, e.LatencyMS); err != nil {
 		return err
 	}
-	res, err := tx.Exec(`UPDATE sessions SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?, total_tokens = total_tokens + ?, calls = calls + 1, version = ?, updated_seq = ? WHERE id = ?`,
+	res, err := a.tx.Exec(`UPDATE sessions SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?, total_tokens = total_tokens + ?, calls = calls + 1, version = ?, updated_seq = ? WHERE id = ?`,
 		u.PromptTokens, u.CompletionTokens, u.TotalTokens, ev.Version, ev.Seq, e.Session)
 	if err != nil {
 		return err
@@ -331,6 +394,7 @@ func providerCalled(tx *events.Tx, ev *events.Event, e *events.ProviderCalled) e
 	if n, _ := res.RowsAffected(); n == 0 {
 		return inconsistent("provider call for unknown session %q", e.Session)
 	}
+	a.noteVersion(e.Session, ev)
 	return nil
 }
 

@@ -48,8 +48,7 @@ func (r SessionRow) Usage() events.Usage {
 type StoredChunk struct {
 	events.Chunk
 	Home  string // the session whose row holds it
-	Index int64
-	Seq   int64 // the event that wrote it
+	Index int64  // its index in Home
 }
 
 // Edge is one lineage edge of the session graph.
@@ -141,28 +140,24 @@ func (r *Reader) Chunks(ctx context.Context, id string, n int64) ([]StoredChunk,
 	out := make([]StoredChunk, 0, n)
 	for i := len(spans) - 1; i >= 0; i-- {
 		sp := spans[i]
-		rows, err := r.db.QueryContext(ctx, `SELECT idx, role, author, name, tool_call_id, content, tool_calls, meta, seq FROM chunks WHERE session = ? AND idx >= ? AND idx < ? ORDER BY idx`, sp.session, sp.lo, sp.hi)
+		rows, err := r.db.QueryContext(ctx, `SELECT role, author, content, extra FROM chunks WHERE session = ? AND idx >= ? AND idx < ? ORDER BY idx`, sp.session, sp.lo, sp.hi)
 		if err != nil {
 			return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
 		}
-		for rows.Next() {
-			c := StoredChunk{Home: sp.session}
-			var calls, meta string
-			if err := rows.Scan(&c.Index, &c.Role, &c.Author, &c.Name, &c.ToolCallID, &c.Content, &calls, &meta, &c.Seq); err != nil {
+		for idx := sp.lo; rows.Next(); idx++ {
+			c := StoredChunk{Home: sp.session, Index: idx}
+			var extra string
+			if err := rows.Scan(&c.Role, &c.Author, &c.Content, &extra); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
 			}
-			if calls != "" {
-				if err := json.Unmarshal([]byte(calls), &c.ToolCalls); err != nil {
+			if extra != "" {
+				var x chunkExtra
+				if err := json.Unmarshal([]byte(extra), &x); err != nil {
 					rows.Close()
-					return nil, fmt.Errorf("projections: chunk %s[%d] tool calls: %w", sp.session, c.Index, err)
+					return nil, fmt.Errorf("projections: chunk %s[%d]: %w", sp.session, idx, err)
 				}
-			}
-			if meta != "" {
-				if err := json.Unmarshal([]byte(meta), &c.Meta); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("projections: chunk %s[%d] meta: %w", sp.session, c.Index, err)
-				}
+				c.Name, c.ToolCallID, c.ToolCalls, c.Meta = x.Name, x.ToolCallID, x.ToolCalls, x.Meta
 			}
 			out = append(out, c)
 		}

@@ -34,35 +34,36 @@ func Rebuild(ctx context.Context, store *events.Store, progress func(done, total
 				return fmt.Errorf("projections: clear %s: %w", t, err)
 			}
 		}
-		var p Projector
-		for ev, err := range store.Scan(ctx, events.Query{ToSeq: head.Seq}) {
-			if err != nil {
-				return fmt.Errorf("projections: rebuild: %w", err)
+		a := &applier{tx: tx, cache: map[string]*sessionInfo{}}
+		// Read and decode on another goroutine while this one writes:
+		// the two halves cost about the same.
+		readCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		decoded := make(chan decodedEvent, 1024)
+		go decodeLog(readCtx, store, head.Seq, decoded)
+		for d := range decoded {
+			if d.err != nil {
+				return fmt.Errorf("projections: rebuild: %w", d.err)
 			}
-			payload, err := ev.Decode()
-			if errors.Is(err, events.ErrUnknownType) {
+			var err error
+			if d.payload == nil {
 				// A type this build does not know: it still moves its stream's version.
-				if err := touch(tx, &ev); err != nil {
-					return err
-				}
-				stats.Events++
-				continue
+				err = a.touch(&d.ev)
+			} else {
+				err = a.project(&d.ev, d.payload)
 			}
 			if err != nil {
-				return fmt.Errorf("projections: rebuild: %w", err)
-			}
-			if err := p.Project(ctx, tx, &ev, payload); err != nil {
-				return fmt.Errorf("projections: rebuild at seq %d: %w", ev.Seq, err)
+				return fmt.Errorf("projections: rebuild at seq %d: %w", d.ev.Seq, err)
 			}
 			stats.Events++
 			if progress != nil && stats.Events%5000 == 0 {
 				progress(stats.Events, head.Seq)
 			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
 		}
-		return nil
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return a.flush()
 	})
 	if err != nil {
 		return RebuildStats{}, err
@@ -71,4 +72,41 @@ func Rebuild(ctx context.Context, store *events.Store, progress func(done, total
 		progress(stats.Events, head.Seq)
 	}
 	return stats, nil
+}
+
+type decodedEvent struct {
+	ev      events.Event
+	payload events.Payload // nil for a type this build does not know
+	err     error
+}
+
+// decodeLog sends the log up to seq `to`, decoded, and closes out. It
+// stops at the first error, which it sends.
+func decodeLog(ctx context.Context, store *events.Store, to int64, out chan<- decodedEvent) {
+	defer close(out)
+	send := func(d decodedEvent) bool {
+		select {
+		case out <- d:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for ev, err := range store.Scan(ctx, events.Query{ToSeq: to}) {
+		if err != nil {
+			send(decodedEvent{err: err})
+			return
+		}
+		p, err := ev.Decode()
+		if errors.Is(err, events.ErrUnknownType) {
+			err = nil
+		}
+		if err != nil {
+			send(decodedEvent{err: err})
+			return
+		}
+		if !send(decodedEvent{ev: ev, payload: p}) {
+			return
+		}
+	}
 }
