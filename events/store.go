@@ -442,7 +442,7 @@ func (s *Store) loop() {
 		n, pending = s.gather(&batch, n)
 		if pending == nil && lastLen > 1 {
 			target := len(batch) + lastLen
-			n, pending = s.linger(&batch, n, target)
+			_, pending = s.linger(&batch, n, target)
 		}
 		lastLen = len(batch)
 		s.w.commit(batch)

@@ -1,0 +1,47 @@
+# rath: the two commands a new user needs are `make demo` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+TOOLS := $(CURDIR)/.tools
+STATICCHECK_VERSION := v0.8.2
+# Integration tests (bubblewrap, the npm MCP server, Chromium) sit behind
+# this tag; `make test` always sets it so nothing real is skipped.
+TAGS := integration
+
+.PHONY: all build test deps vet lint bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o bin/rath ./cmd/rath
+
+# deps installs what the integration tests need on a fresh machine.
+deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "installing bubblewrap (apt-get)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap >/dev/null; }
+
+vet:
+	$(GO) vet -tags $(TAGS) ./...
+
+test: deps vet
+	$(GO) test -race -tags $(TAGS) -timeout 20m ./...
+
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+lint: vet $(TOOLS)/staticcheck
+	@out=$$(gofmt -l . | grep -v '^node_modules/'); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(TOOLS)/staticcheck -tags $(TAGS) ./...
+
+# bench runs every benchmark once over a fixed count; the README's
+# Performance section quotes its output.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./...
+
+# fuzz runs each fuzz target for a short while.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./events
+
+clean:
+	rm -rf bin .tools
