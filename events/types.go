@@ -372,5 +372,12 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &MemoryForgotten{} })
 	add(func() Payload { return &MemoryRecalled{} })
 	add(func() Payload { return &MemoryCommitted{} })
+	add(func() Payload { return &WorkflowEntered{} })
+	add(func() Payload { return &WorkflowExited{} })
+	add(func() Payload { return &ToolCalled{} })
+	add(func() Payload { return &ToolReturned{} })
+	add(func() Payload { return &SelectorDecided{} })
+	add(func() Payload { return &AgentCapped{} })
+	add(func() Payload { return &SessionCompressed{} })
 	return c
 }

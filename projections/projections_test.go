@@ -54,10 +54,15 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 			f, err = s.Fork(ctx)
 			heads = append(heads, f)
 			next = s
-		case op < 9:
+		case op < 9 && i%2 == 0:
 			var d *session.Session
 			d, err = s.Detach(ctx)
 			heads = append(heads, d)
+			next = s
+		case op < 9:
+			var c *session.Session
+			c, err = s.Compress(ctx, session.Chunk{Role: "summary", Content: fmt.Sprint("summary ", i)})
+			heads = append(heads, c)
 			next = s
 		default:
 			o := heads[rng.IntN(len(heads))]

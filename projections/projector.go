@@ -56,6 +56,8 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 		return a.sessionPlaced(ev, e)
 	case *events.SessionImported:
 		return a.sessionImported(ev, e)
+	case *events.SessionCompressed:
+		return a.sessionCompressed(ev, e)
 	case *events.ProviderCalled:
 		return a.providerCalled(ev, e)
 	case *events.RunStarted:
@@ -386,6 +388,12 @@ func (a *applier) providerCalled(ev *events.Event, e *events.ProviderCalled) err
 		ev.Seq, e.Session, nullable(ev.RunID), e.Agent, e.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, e.LatencyMS); err != nil {
 		return err
 	}
+	if ev.Stream != e.Session {
+		// A call recorded on a side stream (a selector's decisions) is in
+		// the usage table but not in the session's own total, which counts
+		// the calls on its stream, as its handle does.
+		return nil
+	}
 	res, err := a.tx.Exec(`UPDATE sessions SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?, total_tokens = total_tokens + ?, calls = calls + 1, version = ?, updated_seq = ? WHERE id = ?`,
 		u.PromptTokens, u.CompletionTokens, u.TotalTokens, ev.Version, ev.Seq, e.Session)
 	if err != nil {
@@ -396,6 +404,32 @@ func (a *applier) providerCalled(ev *events.Event, e *events.ProviderCalled) err
 	}
 	a.noteVersion(e.Session, ev)
 	return nil
+}
+
+func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompressed) error {
+	if err := a.mustNotExist(e.Session); err != nil {
+		return err
+	}
+	if _, ok, err := a.lookup(e.Source); err != nil {
+		return err
+	} else if !ok {
+		return inconsistent("compression of unknown session %q", e.Source)
+	}
+	if err := a.insert(ev, newSession{id: e.Session, kind: "compress", source: e.Source, length: int64(len(e.Chunks)), placement: e.Placement, usage: e.Usage}); err != nil {
+		return err
+	}
+	for i := range e.Chunks {
+		if err := putChunk(a.tx, e.Session, int64(i), &e.Chunks[i], ev.Seq); err != nil {
+			return err
+		}
+	}
+	if _, err := a.tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, e.Source); err != nil {
+		return err
+	}
+	if err := edge(a.tx, e.Session, e.Source, "compress", 0, ev.Seq); err != nil {
+		return err
+	}
+	return counted(a.tx, e.Derivation)
 }
 
 func runStarted(tx *events.Tx, ev *events.Event, e *events.RunStarted) error {

@@ -174,7 +174,7 @@ func (m *Manager) LoadAt(ctx context.Context, id string, seq int64) (*Session, e
 	if len(evs) == 0 {
 		return nil, fmt.Errorf("%w: %s did not exist yet at seq %d", ErrNotFound, id, seq)
 	}
-	st := state{}
+	st := state{id: id}
 	for _, ev := range evs {
 		p, err := ev.Decode()
 		if errors.Is(err, events.ErrUnknownType) {
@@ -200,6 +200,7 @@ func (m *Manager) LoadAt(ctx context.Context, id string, seq int64) (*Session, e
 
 // state folds a session's own stream.
 type state struct {
+	id        string
 	version   int64
 	length    int64
 	placement Placement
@@ -216,6 +217,8 @@ func (st *state) apply(p events.Payload) {
 		st.length, st.placement = e.BaseLen, e.Placement
 	case *events.SessionMerged:
 		st.length, st.placement, st.usage = e.Parents[0].Len+int64(len(e.Chunks)), e.Placement, e.Usage
+	case *events.SessionCompressed:
+		st.length, st.placement, st.usage = int64(len(e.Chunks)), e.Placement, e.Usage
 	case *events.SessionImported:
 		st.placement, st.usage = e.Placement, e.Usage
 	case *events.ChunkAppended:
@@ -223,6 +226,8 @@ func (st *state) apply(p events.Payload) {
 	case *events.SessionPlaced:
 		st.placement = Placement{Backend: e.Backend, Spec: e.Spec}
 	case *events.ProviderCalled:
-		st.usage = st.usage.Add(callUsage(e.Usage))
+		if e.Session == st.id {
+			st.usage = st.usage.Add(callUsage(e.Usage))
+		}
 	}
 }

@@ -19,11 +19,12 @@ type (
 
 // Lineage kinds.
 const (
-	KindRoot   = "root"
-	KindFork   = "fork"
-	KindDetach = "detach"
-	KindMerge  = "merge"
-	KindImport = "import"
+	KindRoot     = "root"
+	KindFork     = "fork"
+	KindDetach   = "detach"
+	KindMerge    = "merge"
+	KindImport   = "import"
+	KindCompress = "compress"
 )
 
 // Lineage says how a session came to be.
@@ -267,6 +268,30 @@ func (s *Session) Detach(ctx context.Context) (*Session, error) {
 		return nil, fmt.Errorf("session: detach %s: %w", s.id, err)
 	}
 	return s.derived(id, Lineage{Kind: KindDetach, Source: s.id}, Usage{}), nil
+}
+
+// Compress returns a new session whose chunks are the given ones (a
+// summary of this session, optionally followed by its last few chunks),
+// with this session as its lineage parent (kind "compress"), the same
+// placement and the usage so far.
+func (s *Session) Compress(ctx context.Context, chunks ...Chunk) (*Session, error) {
+	for i, c := range chunks {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("session: compress %s: chunk %d: %w", s.id, i, err)
+		}
+	}
+	id, err := s.m.derive(ctx, s.id, "compress", func(id string, d events.Derivation) events.Payload {
+		return events.SessionCompressed{Session: id, Source: s.id, SourceVersion: s.version, Chunks: chunks, Placement: s.placement, Usage: s.usage, Derivation: d}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session: compress %s: %w", s.id, err)
+	}
+	items := make([]entry, len(chunks))
+	for i, c := range chunks {
+		items[i] = entry{chunk: c, home: id, idx: int64(i)}
+	}
+	return &Session{m: s.m, id: id, version: 1, log: &chunkLog{items: items}, n: len(items), placement: s.placement,
+		lineage: Lineage{Kind: KindCompress, Parents: []string{s.id}, Source: s.id}, usage: s.usage}, nil
 }
 
 func (s *Session) derived(id string, l Lineage, u Usage) *Session {
