@@ -158,28 +158,7 @@ func (s *Session) stale(err error) error {
 // Append adds chunks at the end and returns the new handle. It fails with a
 // *StaleError if the handle is not the session's head.
 func (s *Session) Append(ctx context.Context, chunks ...Chunk) (*Session, error) {
-	if len(chunks) == 0 {
-		return s, nil
-	}
-	evs := make([]events.Payload, len(chunks))
-	add := make([]entry, len(chunks))
-	for i, c := range chunks {
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("session: append to %s: %w", s.id, err)
-		}
-		idx := int64(s.n + i)
-		evs[i] = events.ChunkAppended{Session: s.id, Index: idx, Chunk: c}
-		add[i] = entry{chunk: c, home: s.id, idx: idx}
-	}
-	stored, err := s.m.store.Append(ctx, s.id, s.version, evs...)
-	if err != nil {
-		return nil, fmt.Errorf("session: append to %s: %w", s.id, s.stale(err))
-	}
-	return s.with(func(c *Session) {
-		c.version = stored[len(stored)-1].Version
-		c.log = s.log.extend(s.n, add)
-		c.n = s.n + len(add)
-	}), nil
+	return s.Record(ctx, Record{Chunks: chunks})
 }
 
 // To places the session on a sandbox backend ("local", "bwrap",
@@ -204,22 +183,54 @@ func (s *Session) To(ctx context.Context, backend, spec string) (*Session, error
 // evidence) at this handle's version and returns the new handle. blobs are
 // stored in the same transaction so the events can reference them.
 func (s *Session) Emit(ctx context.Context, blobs [][]byte, evs ...events.Payload) (*Session, error) {
-	for _, p := range evs {
-		if _, ok := p.(events.ChunkAppended); ok {
-			return nil, invalidf("Emit cannot append chunks; use Append")
+	return s.Record(ctx, Record{Blobs: blobs, Events: evs})
+}
+
+// Record is an atomic write to a session: blobs, then events, then chunks
+// appended at the end.
+type Record struct {
+	Blobs  [][]byte
+	Events []events.Payload
+	Chunks []Chunk
+}
+
+// Record writes r atomically at this handle's version and returns the new
+// handle. It fails with a *StaleError if the handle is not the head.
+func (s *Session) Record(ctx context.Context, r Record) (*Session, error) {
+	evs := make([]events.Payload, 0, len(r.Events)+len(r.Chunks))
+	for _, p := range r.Events {
+		switch p.(type) {
+		case events.ChunkAppended, *events.ChunkAppended:
+			return nil, invalidf("record chunks as Record.Chunks, not as events")
 		}
-		if _, ok := p.(*events.ChunkAppended); ok {
-			return nil, invalidf("Emit cannot append chunks; use Append")
-		}
+		evs = append(evs, p)
 	}
-	stored, err := s.m.store.AppendWrites(ctx, events.Write{Stream: s.id, Expected: s.version, Events: evs, Blobs: blobs})
+	add := make([]entry, len(r.Chunks))
+	for i, c := range r.Chunks {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("session: append to %s: %w", s.id, err)
+		}
+		idx := int64(s.n + i)
+		evs = append(evs, events.ChunkAppended{Session: s.id, Index: idx, Chunk: c})
+		add[i] = entry{chunk: c, home: s.id, idx: idx}
+	}
+	if len(evs) == 0 && len(r.Blobs) == 0 {
+		return s, nil
+	}
+	stored, err := s.m.store.AppendWrites(ctx, events.Write{Stream: s.id, Expected: s.version, Events: evs, Blobs: r.Blobs})
 	if err != nil {
 		return nil, fmt.Errorf("session: record on %s: %w", s.id, s.stale(err))
 	}
 	c := *s
-	c.version = stored[len(stored)-1].Version
-	for _, p := range evs {
+	if len(stored) > 0 {
+		c.version = stored[len(stored)-1].Version
+	}
+	for _, p := range r.Events {
 		applyEffect(&c, p)
+	}
+	if len(add) > 0 {
+		c.log = s.log.extend(s.n, add)
+		c.n = s.n + len(add)
 	}
 	return &c, nil
 }
@@ -228,9 +239,13 @@ func (s *Session) Emit(ctx context.Context, blobs [][]byte, evs ...events.Payloa
 func applyEffect(s *Session, p events.Payload) {
 	switch e := p.(type) {
 	case events.ProviderCalled:
-		s.usage = s.usage.Add(callUsage(e.Usage))
+		if e.Session == s.id {
+			s.usage = s.usage.Add(callUsage(e.Usage))
+		}
 	case *events.ProviderCalled:
-		s.usage = s.usage.Add(callUsage(e.Usage))
+		if e.Session == s.id {
+			s.usage = s.usage.Add(callUsage(e.Usage))
+		}
 	case events.SessionPlaced:
 		s.placement = Placement{Backend: e.Backend, Spec: e.Spec}
 	case *events.SessionPlaced:

@@ -45,6 +45,17 @@
 // store fails with a [*ExistsError] and the file is skipped; the other
 // files are still imported.
 //
+// Import reads every file completely before writing anything, since the
+// import order depends on all the headers; memory use grows with the
+// total size of the files of one call.
+//
+// # Concurrency
+//
+// Import and Export may be called concurrently; each file's write is one
+// transaction of the events store, and a session created by someone else
+// between the existence check and the write still fails with an
+// [*ExistsError], never a duplicate.
+//
 // This package imports events, projections and session; nothing imports it
 // but the CLI.
 package jsonl

@@ -37,6 +37,10 @@ func Import(ctx context.Context, m *session.Manager, files ...string) (Report, e
 func ImportSources(ctx context.Context, m *session.Manager, srcs ...Source) (Report, error) {
 	parsed := make([]parsedSource, len(srcs))
 	for i, src := range srcs {
+		if src.Reader == nil {
+			parsed[i] = parsedSource{name: src.Name, err: fmt.Errorf("jsonl: source %q has no reader", src.Name)}
+			continue
+		}
 		t, err := parse(src.Name, src.Reader)
 		parsed[i] = parsedSource{name: src.Name, t: t, err: err}
 	}

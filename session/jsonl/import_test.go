@@ -116,7 +116,7 @@ var badFiles = []struct {
 	line int
 	want string
 }{
-	{"bad_truncated_last_line.jsonl", 3, "not a JSON record"},
+	{"bad_truncated_last_line.jsonl", 3, "not valid JSON"},
 	{"bad_chunk_before_header.jsonl", 1, "chunk before the header"},
 	{"bad_duplicate_header.jsonl", 3, "second header (the first is on line 1)"},
 	{"bad_index_gap.jsonl", 3, "index 2 where 1 was expected"},
@@ -127,7 +127,7 @@ var badFiles = []struct {
 	{"bad_record_after_trailer.jsonl", 5, "after the trailer on line 4"},
 	{"bad_empty.jsonl", 0, "no header record"},
 	{"bad_tool_result_without_call_id.jsonl", 2, "tool_result chunk needs a tool_call_id"},
-	{"bad_index_type.jsonl", 2, "not a JSON record"},
+	{"bad_index_type.jsonl", 2, "invalid record"},
 	{"bad_self_parent.jsonl", 1, "names itself as a parent"},
 	{"bad_tool_call_type.jsonl", 2, `type "retrieval" is not function`},
 	{"bad_header_without_id.jsonl", 1, "missing id"},

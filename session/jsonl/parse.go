@@ -32,11 +32,11 @@ func parse(file string, r io.Reader) (*transcript, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
 	var (
-		t            *transcript
-		headerLine   int
-		trailerLine  int
-		markedBroken bool
-		line         int
+		t                *transcript
+		headerLine       int
+		trailerLine      int
+		headerIncomplete bool
+		line             int
 	)
 	fail := func(format string, args ...any) error {
 		return &ParseError{File: file, Line: line, Err: fmt.Errorf(format, args...)}
@@ -52,7 +52,11 @@ func parse(file string, r io.Reader) (*transcript, error) {
 		}
 		var rec record
 		if err := json.Unmarshal(b, &rec); err != nil {
-			return nil, fail("not a JSON record: %w", err)
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, fail("invalid record: %w", err)
+			}
+			return nil, fail("not valid JSON: %w", err)
 		}
 		if trailerLine > 0 {
 			return nil, fail("%q record after the trailer on line %d", rec.RecordType, trailerLine)
@@ -66,7 +70,7 @@ func parse(file string, r io.Reader) (*transcript, error) {
 			if err != nil {
 				return nil, fail("header: %w", err)
 			}
-			t, headerLine, markedBroken = h, line, rec.Incomplete
+			t, headerLine, headerIncomplete = h, line, rec.Incomplete
 		case RecordChunk:
 			if t == nil {
 				return nil, fail("chunk before the header")
@@ -112,7 +116,7 @@ func parse(file string, r io.Reader) (*transcript, error) {
 	// No trailer means the writer stopped before closing the session. An
 	// export of such a session says so in its header, since Export always
 	// writes a trailer.
-	t.incomplete = trailerLine == 0 || markedBroken
+	t.incomplete = trailerLine == 0 || headerIncomplete
 	return t, nil
 }
 
