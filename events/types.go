@@ -245,7 +245,9 @@ func (e SessionImported) Validate() error {
 }
 
 // ProviderCalled records one model call: request and response are blob
-// references (hex SHA-256), usage and latency are inline.
+// references (hex SHA-256), usage and latency are inline. It goes on the
+// session's stream for agent calls, or on a side stream (a selector's
+// decisions), which is why it names its session explicitly.
 type ProviderCalled struct {
 	Session     string `json:"session"`
 	Agent       string `json:"agent,omitempty"`
@@ -260,9 +262,8 @@ type ProviderCalled struct {
 	Streamed    bool   `json:"streamed,omitempty"`
 }
 
-func (ProviderCalled) EventType() string  { return TypeProviderCalled }
-func (ProviderCalled) EventVersion() int  { return 1 }
-func (e ProviderCalled) StreamID() string { return e.Session }
+func (ProviderCalled) EventType() string { return TypeProviderCalled }
+func (ProviderCalled) EventVersion() int { return 1 }
 func (e ProviderCalled) Validate() error {
 	if e.Session == "" {
 		return invalid("provider.called needs a session")
@@ -284,9 +285,8 @@ type ProviderFailed struct {
 	RequestRef string `json:"request_ref,omitempty"`
 }
 
-func (ProviderFailed) EventType() string  { return TypeProviderFailed }
-func (ProviderFailed) EventVersion() int  { return 1 }
-func (e ProviderFailed) StreamID() string { return e.Session }
+func (ProviderFailed) EventType() string { return TypeProviderFailed }
+func (ProviderFailed) EventVersion() int { return 1 }
 
 // RunStarted opens a run stream.
 type RunStarted struct {

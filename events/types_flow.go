@@ -4,12 +4,12 @@ package events
 // the agent loop. Unless said otherwise they go on the stream of the
 // session they concern.
 const (
-	TypeWorkflowEntered  = "workflow.entered"
-	TypeWorkflowExited   = "workflow.exited"
-	TypeToolCalled       = "tool.called"
-	TypeToolReturned     = "tool.returned"
-	TypeSelectorDecided  = "selector.decided"
-	TypeAgentCapped      = "agent.capped"
+	TypeWorkflowEntered   = "workflow.entered"
+	TypeWorkflowExited    = "workflow.exited"
+	TypeToolCalled        = "tool.called"
+	TypeToolReturned      = "tool.returned"
+	TypeSelectorDecided   = "selector.decided"
+	TypeAgentCapped       = "agent.capped"
 	TypeSessionCompressed = "session.compressed"
 )
 

@@ -1,0 +1,224 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/session"
+)
+
+// DefaultMaxRounds is an agent's round cap unless WithMaxRounds says
+// otherwise.
+const DefaultMaxRounds = 32
+
+// AgentParam is an agent's parameters: its head (the system prompt and any
+// fixed examples, sent before the session's chunks) and its provider.
+type AgentParam struct {
+	Head     []events.Chunk
+	Provider *Provider
+}
+
+// Agent is a workflow that runs the session loop with a model and tools.
+// It is safe for concurrent use on different sessions.
+type Agent struct {
+	name      string
+	param     AgentParam
+	tools     map[string]Tool
+	order     []Tool
+	maxRounds int
+	onDelta   func(model.Delta)
+	memory    *memoryConfig
+}
+
+// AgentOption configures NewAgent.
+type AgentOption func(*Agent) error
+
+// WithTools gives the agent tools. Names must be unique.
+func WithTools(tools ...Tool) AgentOption {
+	return func(a *Agent) error {
+		for _, t := range tools {
+			if t == nil {
+				return fmt.Errorf("%w: nil tool", ErrTool)
+			}
+			if _, dup := a.tools[t.Name()]; dup {
+				return fmt.Errorf("%w: two tools named %q", ErrTool, t.Name())
+			}
+			a.tools[t.Name()] = t
+			a.order = append(a.order, t)
+		}
+		return nil
+	}
+}
+
+// WithMaxRounds sets the round cap (model calls per Forward).
+func WithMaxRounds(n int) AgentOption {
+	return func(a *Agent) error {
+		if n <= 0 {
+			return fmt.Errorf("flow: max rounds must be positive, got %d", n)
+		}
+		a.maxRounds = n
+		return nil
+	}
+}
+
+// WithStreaming streams the model's answers: deltas reach fn as they
+// arrive; the assistant chunk is still appended once, whole.
+func WithStreaming(fn func(model.Delta)) AgentOption {
+	return func(a *Agent) error { a.onDelta = fn; return nil }
+}
+
+// WithName sets the agent's path segment.
+func WithName(name string) AgentOption {
+	return func(a *Agent) error { a.name = name; return nil }
+}
+
+// NewAgent returns an agent with a system prompt and a provider.
+func NewAgent(prompt string, p *Provider, opts ...AgentOption) (*Agent, error) {
+	var head []events.Chunk
+	if prompt != "" {
+		head = []events.Chunk{{Role: events.RoleSystem, Content: prompt}}
+	}
+	return NewAgentParam(AgentParam{Head: head, Provider: p}, opts...)
+}
+
+// NewAgentParam returns an agent from explicit parameters.
+func NewAgentParam(param AgentParam, opts ...AgentOption) (*Agent, error) {
+	if param.Provider == nil || param.Provider.state == nil {
+		return nil, fmt.Errorf("%w: NewAgent needs a provider from NewProvider", ErrProvider)
+	}
+	a := &Agent{param: param, tools: map[string]Tool{}, maxRounds: DefaultMaxRounds}
+	for _, o := range opts {
+		if err := o(a); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// Name returns the agent's path segment ("" if unnamed).
+func (a *Agent) Name() string { return a.name }
+
+// Param returns the agent's parameters.
+func (a *Agent) Param() AgentParam { return a.param }
+
+func (a *Agent) recordsItself() bool { return true }
+
+// Forward runs the session loop on s and returns the session with the
+// agent's turns appended. Hitting the round cap returns that session and a
+// *MaxRoundsError.
+func (a *Agent) Forward(ctx context.Context, s *session.Session) (*session.Session, error) {
+	return a.forwardAs(ctx, s, "")
+}
+
+func (a *Agent) forwardAs(ctx context.Context, s *session.Session, hint string) (*session.Session, error) {
+	if hint == "" {
+		hint = "agent"
+	}
+	in := s
+	ctx, s, path, err := enter(ctx, s, a, hint)
+	if err != nil {
+		return nil, err
+	}
+	out, err := a.loop(ctx, s, path)
+	return exit(ctx, path, in, out, err)
+}
+
+func (a *Agent) specs() []model.ToolSpec {
+	specs := make([]model.ToolSpec, len(a.order))
+	for i, t := range a.order {
+		specs[i] = model.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()}
+	}
+	return specs
+}
+
+// sessionRecorder records provider events on the session's own stream and
+// keeps the handle current.
+func sessionRecorder(s **session.Session) recorder {
+	return func(ctx context.Context, blobs [][]byte, ev events.Payload) error {
+		next, err := (*s).Emit(ctx, blobs, ev)
+		if err != nil {
+			return err
+		}
+		*s = next
+		return nil
+	}
+}
+
+func (a *Agent) loop(ctx context.Context, s *session.Session, path string) (*session.Session, error) {
+	var err error
+	if s, err = a.recall(ctx, s, path); err != nil {
+		return s, err
+	}
+	specs := a.specs()
+	for round := 1; round <= a.maxRounds; round++ {
+		msgs := make([]model.Message, 0, len(a.param.Head)+s.Len())
+		msgs = append(msgs, a.param.Head...)
+		msgs = append(msgs, s.Chunks()...)
+		req := model.Request{Messages: msgs, Tools: specs}
+		resp, err := a.param.Provider.call(ctx, s.ID(), path, req, a.onDelta, sessionRecorder(&s))
+		if err != nil {
+			return s, fmt.Errorf("flow: agent %s round %d: %w", path, round, err)
+		}
+		calls := resp.ToolCalls
+		for i := range calls {
+			if calls[i].ID == "" {
+				// Some APIs omit ids; the loop needs one to pair results.
+				calls[i].ID = fmt.Sprintf("call_%d_%d", round, i)
+			}
+		}
+		s, err = s.Append(ctx, events.Chunk{Role: events.RoleAssistant, Content: resp.Content, ToolCalls: calls, Author: path})
+		if err != nil {
+			return s, err
+		}
+		if len(calls) == 0 {
+			return a.commit(ctx, s, path)
+		}
+		if s, err = a.tools_(ctx, s, path, calls); err != nil {
+			return s, err
+		}
+	}
+	s, err = s.Emit(ctx, nil, events.AgentCapped{Session: s.ID(), Agent: path, Rounds: a.maxRounds})
+	if err != nil {
+		return s, err
+	}
+	return s, &MaxRoundsError{Agent: path, Rounds: a.maxRounds}
+}
+
+// tools_ records the round's tool calls, runs them, and records their
+// evidence and results in call order.
+func (a *Agent) tools_(ctx context.Context, s *session.Session, path string, calls []events.ToolCall) (*session.Session, error) {
+	placement := s.Placement()
+	called := make([]events.Payload, len(calls))
+	for i, c := range calls {
+		called[i] = events.ToolCalled{Session: s.ID(), Agent: path, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Backend: placement.Backend}
+	}
+	s, err := s.Emit(ctx, nil, called...)
+	if err != nil {
+		return s, err
+	}
+	outcomes := a.runTools(ctx, s, calls)
+	if err := ctx.Err(); err != nil {
+		return s, err
+	}
+	rec := session.Record{}
+	for _, o := range outcomes {
+		content := o.content()
+		ret := events.ToolReturned{Session: s.ID(), Agent: path, CallID: o.call.ID, Tool: o.call.Name,
+			OutputRef: events.BlobHash([]byte(content)), OutputSize: len(content), ExitCode: o.result.ExitCode,
+			DurationMS: o.duration.Milliseconds(), Files: o.result.Files, Backend: o.result.Backend, SandboxID: o.result.SandboxID}
+		chunk := events.Chunk{Role: events.RoleToolResult, ToolCallID: o.call.ID, Name: o.call.Name, Content: content, Author: path}
+		if o.kind != "" {
+			ret.ErrorKind, ret.Error = o.kind, o.err.Error()
+			chunk.Meta = map[string]string{"error_kind": o.kind}
+		} else if o.result.IsError {
+			chunk.Meta = map[string]string{"is_error": "true"}
+		}
+		rec.Blobs = append(rec.Blobs, []byte(content))
+		rec.Blobs = append(rec.Blobs, o.result.Blobs...)
+		rec.Events = append(rec.Events, ret)
+		rec.Chunks = append(rec.Chunks, chunk)
+	}
+	return s.Record(ctx, rec)
+}

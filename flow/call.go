@@ -1,0 +1,140 @@
+package flow
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow/model"
+)
+
+// recorder writes a provider event (with its blobs) where the call's
+// evidence belongs: the session's stream for agents, a side stream for
+// selectors.
+type recorder func(ctx context.Context, blobs [][]byte, ev events.Payload) error
+
+// RequestDigest is the hex SHA-256 of a request's canonical JSON. Replay
+// compares it to detect a changed prompt.
+func RequestDigest(req model.Request) (string, []byte, error) {
+	raw, err := events.Canonical(req)
+	if err != nil {
+		return "", nil, err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), raw, nil
+}
+
+// call makes one model call with retries, recording every attempt, and
+// enforcing the budget. onDelta, if set and the client streams, receives
+// deltas; after a failed attempt the next attempt streams from the start.
+func (p *Provider) call(ctx context.Context, session, agent string, req model.Request, onDelta func(model.Delta), rec recorder) (model.Response, error) {
+	if p == nil || p.state == nil {
+		return model.Response{}, fmt.Errorf("%w: the agent has no resolved provider (use NewProvider)", ErrProvider)
+	}
+	req.Agent = agent
+	if req.Model == "" {
+		req.Model = p.Model
+	}
+	req.Sampling = model.Sampling{Temperature: p.Temperature, TopP: p.TopP, MaxTokens: p.MaxTokens, Seed: p.Seed}
+	digest, reqJSON, err := RequestDigest(req)
+	if err != nil {
+		return model.Response{}, err
+	}
+	reqRef := events.BlobHash(reqJSON)
+	retry := p.Retry.withDefaults()
+	backoff := retry.InitialBackoff
+	for attempt := 1; ; attempt++ {
+		if err := p.checkBudget(); err != nil {
+			var be *BudgetError
+			errors.As(err, &be)
+			rerr := rec(ctx, [][]byte{reqJSON}, events.ProviderFailed{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
+				ErrorKind: "budget", Error: err.Error(), Attempt: attempt, RequestRef: reqRef})
+			return model.Response{}, errors.Join(err, rerr)
+		}
+		start := time.Now()
+		resp, err := p.attempt(ctx, req, onDelta)
+		latency := time.Since(start).Milliseconds()
+		if err == nil {
+			p.spend(resp.Usage)
+			respJSON, err := events.Canonical(resp)
+			if err != nil {
+				return model.Response{}, err
+			}
+			ev := events.ProviderCalled{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
+				RequestRef: reqRef, ResponseRef: events.BlobHash(respJSON), Digest: digest, Usage: resp.Usage,
+				LatencyMS: latency, Attempt: attempt, Streamed: onDelta != nil}
+			if err := rec(ctx, [][]byte{reqJSON, respJSON}, ev); err != nil {
+				return model.Response{}, fmt.Errorf("flow: record provider call: %w", err)
+			}
+			return resp, nil
+		}
+		kind := model.KindOf(err)
+		if kind == "" {
+			kind = model.KindConnection
+			if ctx.Err() != nil {
+				kind = model.KindCanceled
+			}
+		}
+		willRetry := kind.Retryable() && attempt < retry.MaxAttempts && ctx.Err() == nil
+		if rerr := rec(ctx, [][]byte{reqJSON}, events.ProviderFailed{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
+			ErrorKind: string(kind), Error: err.Error(), Attempt: attempt, WillRetry: willRetry, LatencyMS: latency, RequestRef: reqRef}); rerr != nil && ctx.Err() == nil {
+			return model.Response{}, errors.Join(err, fmt.Errorf("flow: record provider failure: %w", rerr))
+		}
+		if !willRetry {
+			return model.Response{}, err
+		}
+		wait := jittered(backoff)
+		var me *model.Error
+		if errors.As(err, &me) && me.RetryAfter > 0 {
+			wait = me.RetryAfter
+		}
+		if wait > retry.MaxBackoff {
+			wait = retry.MaxBackoff
+		}
+		if !p.state.sleep(wait, ctx.Done()) {
+			return model.Response{}, ctx.Err()
+		}
+		backoff = min(backoff*2, retry.MaxBackoff)
+	}
+}
+
+func (p *Provider) attempt(ctx context.Context, req model.Request, onDelta func(model.Delta)) (model.Response, error) {
+	if onDelta != nil {
+		if st, ok := p.state.client.(model.Streamer); ok {
+			return st.Stream(ctx, req, onDelta)
+		}
+	}
+	return p.state.client.Complete(ctx, req)
+}
+
+// jittered returns d scaled by a random factor in [0.5, 1.5), so clients
+// that failed together do not retry together. The wait is not recorded.
+func jittered(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+func (p *Provider) checkBudget() error {
+	b := p.Budget
+	st := p.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if b.MaxCalls > 0 && st.calls >= b.MaxCalls {
+		return &BudgetError{Provider: p.label(), Limit: "calls", Max: b.MaxCalls, Used: st.calls}
+	}
+	if b.MaxTokens > 0 && st.tokens >= b.MaxTokens {
+		return &BudgetError{Provider: p.label(), Limit: "tokens", Max: b.MaxTokens, Used: st.tokens}
+	}
+	return nil
+}
+
+func (p *Provider) spend(u events.Usage) {
+	p.state.mu.Lock()
+	defer p.state.mu.Unlock()
+	p.state.calls++
+	p.state.tokens += u.TotalTokens
+}

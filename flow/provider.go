@@ -1,0 +1,299 @@
+package flow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorath/rath/flow/model"
+)
+
+// Provider kinds.
+const (
+	KindOpenAI    = "openai"
+	KindAnthropic = "anthropic"
+	KindScripted  = "scripted"
+)
+
+// Defaults for a Provider's retry policy.
+const (
+	DefaultMaxAttempts    = 4
+	DefaultInitialBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+)
+
+// RetryPolicy says how failed model calls are retried: only retryable
+// failures (429, 5xx, timeouts, connection resets), with exponential
+// backoff and jitter, honouring a server's Retry-After.
+type RetryPolicy struct {
+	// MaxAttempts is the most attempts per call, the first included.
+	// Zero means DefaultMaxAttempts; 1 disables retries.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// InitialBackoff is the wait before the second attempt; it doubles
+	// each time. Zero means DefaultInitialBackoff.
+	InitialBackoff time.Duration `json:"initial_backoff,omitempty"`
+	// MaxBackoff caps one wait (and a Retry-After). Zero means
+	// DefaultMaxBackoff.
+	MaxBackoff time.Duration `json:"max_backoff,omitempty"`
+}
+
+func (r RetryPolicy) withDefaults() RetryPolicy {
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.InitialBackoff <= 0 {
+		r.InitialBackoff = DefaultInitialBackoff
+	}
+	if r.MaxBackoff <= 0 {
+		r.MaxBackoff = DefaultMaxBackoff
+	}
+	return r
+}
+
+// Budget stops a run that spends too much. Zero fields mean no limit. It
+// counts every call made through one *Provider, by all agents sharing it.
+type Budget struct {
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+	MaxCalls  int64 `json:"max_calls,omitempty"`
+}
+
+// Provider says which model to call and how. Build one with NewProvider or
+// ResolveProvider, which fill unset fields from the environment and the
+// config file and construct the client. A *Provider is safe for
+// concurrent use; its budget is shared by everything that uses it.
+type Provider struct {
+	// Name is the provider's name in the config file, if any.
+	Name string `json:"name,omitempty"`
+	// Kind is "openai" (any OpenAI-compatible endpoint), "anthropic" or
+	// "scripted" (a cassette). Empty: from the config file, else openai
+	// when OPENAI_API_KEY is set, else anthropic when ANTHROPIC_API_KEY is.
+	Kind    string `json:"kind,omitempty"`
+	Model   string `json:"model,omitempty"`
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKey is never recorded, logged or put in an error.
+	APIKey string `json:"-"`
+	// Cassette is the scripted cassette file (kind "scripted").
+	Cassette string `json:"cassette,omitempty"`
+
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Seed        *int     `json:"seed,omitempty"`
+
+	Retry  RetryPolicy `json:"retry"`
+	Budget Budget      `json:"budget"`
+
+	// Client, if set, is used as is instead of building one from Kind:
+	// for tests and custom clients.
+	Client model.Client `json:"-"`
+
+	state *providerState
+}
+
+// providerState is shared by copies of a resolved Provider.
+type providerState struct {
+	client model.Client
+	sleep  func(d time.Duration, done <-chan struct{}) bool
+
+	mu     sync.Mutex // protects tokens and calls
+	tokens int64
+	calls  int64
+}
+
+// label names the provider in errors and events: never the key.
+func (p *Provider) label() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.Kind
+}
+
+// Used returns the tokens and calls spent through this provider.
+func (p *Provider) Used() (tokens, calls int64) {
+	p.state.mu.Lock()
+	defer p.state.mu.Unlock()
+	return p.state.tokens, p.state.calls
+}
+
+// ConfigFile is the config file format: named providers and a default.
+//
+//	{"default": "local",
+//	 "providers": {"local": {"kind": "openai", "base_url": "http://localhost:8000/v1",
+//	                         "model": "qwen", "api_key_env": "LOCAL_KEY"}}}
+type ConfigFile struct {
+	Default   string                    `json:"default,omitempty"`
+	Providers map[string]ProviderConfig `json:"providers"`
+}
+
+// ProviderConfig is one provider in the config file. The key is read from
+// the environment variable APIKeyEnv; a literal APIKey works but is
+// discouraged.
+type ProviderConfig struct {
+	Kind        string      `json:"kind,omitempty"`
+	Model       string      `json:"model,omitempty"`
+	BaseURL     string      `json:"base_url,omitempty"`
+	APIKey      string      `json:"api_key,omitempty"`
+	APIKeyEnv   string      `json:"api_key_env,omitempty"`
+	Cassette    string      `json:"cassette,omitempty"`
+	Temperature *float64    `json:"temperature,omitempty"`
+	TopP        *float64    `json:"top_p,omitempty"`
+	MaxTokens   int         `json:"max_tokens,omitempty"`
+	Retry       RetryPolicy `json:"retry"`
+	Budget      Budget      `json:"budget"`
+}
+
+// ResolveOptions say where ResolveProvider looks. Zero values mean the
+// process environment and the default config path.
+type ResolveOptions struct {
+	// Getenv reads the environment. Nil means os.Getenv.
+	Getenv func(string) string
+	// ConfigPath is the config file. Empty means $RATH_HOME/config.json,
+	// else ~/.rath/config.json. A missing file is not an error.
+	ConfigPath string
+}
+
+// DefaultConfigPath returns $RATH_HOME/config.json or ~/.rath/config.json.
+func DefaultConfigPath(getenv func(string) string) string {
+	if h := getenv("RATH_HOME"); h != "" {
+		return filepath.Join(h, "config.json")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".rath", "config.json")
+}
+
+// LoadConfig reads a config file; a missing file gives an empty config.
+func LoadConfig(path string) (ConfigFile, error) {
+	var cf ConfigFile
+	if path == "" {
+		return cf, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cf, nil
+	}
+	if err != nil {
+		return cf, fmt.Errorf("%w: read %s: %v", ErrProvider, path, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cf); err != nil {
+		return cf, fmt.Errorf("%w: config file %s: %v", ErrProvider, path, err)
+	}
+	return cf, nil
+}
+
+// NewProvider resolves p against the process environment and the default
+// config file.
+func NewProvider(p Provider) (*Provider, error) {
+	return ResolveProvider(p, ResolveOptions{})
+}
+
+// ResolveProvider fills p's unset fields, explicit fields first, then the
+// environment (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_DEFAULT_MODEL,
+// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL), then the
+// config file, and builds the client. Errors match ErrProvider.
+func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfgPath := opts.ConfigPath
+	if cfgPath == "" {
+		cfgPath = DefaultConfigPath(getenv)
+	}
+	cf, err := LoadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	var fromFile ProviderConfig
+	name := p.Name
+	if name == "" && p.Kind == "" && p.Client == nil {
+		name = cf.Default
+	}
+	if name != "" {
+		pc, ok := cf.Providers[name]
+		if !ok && p.Name != "" {
+			return nil, fmt.Errorf("%w: no provider %q in %s", ErrProvider, name, cfgPath)
+		}
+		fromFile = pc
+	}
+	if p.Kind == "" {
+		p.Kind = fromFile.Kind
+	}
+	if p.Kind == "" && p.Client == nil {
+		switch {
+		case getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != "":
+			p.Kind = KindOpenAI
+		case getenv("ANTHROPIC_API_KEY") != "":
+			p.Kind = KindAnthropic
+		}
+	}
+	prefix := map[string]string{KindOpenAI: "OPENAI", KindAnthropic: "ANTHROPIC"}[p.Kind]
+	pick := func(explicit, envName, file string) string {
+		if explicit != "" {
+			return explicit
+		}
+		if prefix != "" {
+			if v := getenv(prefix + envName); v != "" {
+				return v
+			}
+		}
+		return file
+	}
+	fileKey := fromFile.APIKey
+	if fromFile.APIKeyEnv != "" {
+		fileKey = getenv(fromFile.APIKeyEnv)
+	}
+	p.APIKey = pick(p.APIKey, "_API_KEY", fileKey)
+	p.BaseURL = pick(p.BaseURL, "_BASE_URL", fromFile.BaseURL)
+	p.Model = pick(p.Model, "_DEFAULT_MODEL", fromFile.Model)
+	if p.Cassette == "" {
+		p.Cassette = fromFile.Cassette
+	}
+	if p.Temperature == nil {
+		p.Temperature = fromFile.Temperature
+	}
+	if p.TopP == nil {
+		p.TopP = fromFile.TopP
+	}
+	if p.MaxTokens == 0 {
+		p.MaxTokens = fromFile.MaxTokens
+	}
+	if p.Retry == (RetryPolicy{}) {
+		p.Retry = fromFile.Retry
+	}
+	if p.Budget == (Budget{}) {
+		p.Budget = fromFile.Budget
+	}
+	p.Retry = p.Retry.withDefaults()
+	client := p.Client
+	if client == nil {
+		if client, err = newClient(&p); err != nil {
+			return nil, err
+		}
+	} else if p.Kind == "" {
+		p.Kind = "custom"
+	}
+	p.state = &providerState{client: client, sleep: sleep}
+	return &p, nil
+}
+
+// sleep waits d or until done closes; it reports whether it waited fully.
+func sleep(d time.Duration, done <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}
