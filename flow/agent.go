@@ -157,7 +157,17 @@ func (a *Agent) loop(ctx context.Context, s *session.Session, path string) (*ses
 		msgs = append(msgs, a.param.Head...)
 		msgs = append(msgs, s.Chunks()...)
 		req := model.Request{Messages: msgs, Tools: specs}
-		resp, err := a.param.Provider.call(ctx, s.ID(), path, req, a.onDelta, sessionRecorder(&s))
+		// The successful call's evidence is written together with the
+		// assistant chunk: one commit instead of two per round.
+		var pending session.Record
+		rec := func(ctx context.Context, blobs [][]byte, ev events.Payload) error {
+			if _, ok := ev.(events.ProviderCalled); ok {
+				pending = session.Record{Blobs: blobs, Events: []events.Payload{ev}}
+				return nil
+			}
+			return sessionRecorder(&s)(ctx, blobs, ev)
+		}
+		resp, err := a.param.Provider.call(ctx, s.ID(), path, req, a.onDelta, rec)
 		if err != nil {
 			return s, fmt.Errorf("flow: agent %s round %d: %w", path, round, err)
 		}
@@ -168,14 +178,18 @@ func (a *Agent) loop(ctx context.Context, s *session.Session, path string) (*ses
 				calls[i].ID = fmt.Sprintf("call_%d_%d", round, i)
 			}
 		}
-		s, err = s.Append(ctx, events.Chunk{Role: events.RoleAssistant, Content: resp.Content, ToolCalls: calls, Author: path})
-		if err != nil {
+		pending.Chunks = []events.Chunk{{Role: events.RoleAssistant, Content: resp.Content, ToolCalls: calls, Author: path}}
+		// The tool calls are recorded before they run, in the same commit.
+		for _, c := range calls {
+			pending.Events = append(pending.Events, events.ToolCalled{Session: s.ID(), Agent: path, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Backend: s.Placement().Backend})
+		}
+		if s, err = s.Record(ctx, pending); err != nil {
 			return s, err
 		}
 		if len(calls) == 0 {
 			return a.commit(ctx, s, path)
 		}
-		if s, err = a.tools_(ctx, s, path, calls); err != nil {
+		if s, err = a.runRound(ctx, s, path, calls); err != nil {
 			return s, err
 		}
 	}
@@ -186,18 +200,9 @@ func (a *Agent) loop(ctx context.Context, s *session.Session, path string) (*ses
 	return s, &MaxRoundsError{Agent: path, Rounds: a.maxRounds}
 }
 
-// tools_ records the round's tool calls, runs them, and records their
-// evidence and results in call order.
-func (a *Agent) tools_(ctx context.Context, s *session.Session, path string, calls []events.ToolCall) (*session.Session, error) {
-	placement := s.Placement()
-	called := make([]events.Payload, len(calls))
-	for i, c := range calls {
-		called[i] = events.ToolCalled{Session: s.ID(), Agent: path, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Backend: placement.Backend}
-	}
-	s, err := s.Emit(ctx, nil, called...)
-	if err != nil {
-		return s, err
-	}
+// runRound runs the round's tool calls (already recorded as tool.called)
+// and records their evidence and results in call order.
+func (a *Agent) runRound(ctx context.Context, s *session.Session, path string, calls []events.ToolCall) (*session.Session, error) {
 	outcomes := a.runTools(ctx, s, calls)
 	if err := ctx.Err(); err != nil {
 		return s, err

@@ -60,7 +60,9 @@ func fail(kind model.ErrorKind, retryAfter time.Duration) func(model.Request) (m
 	}
 }
 
-func tc(id, name, args string) events.ToolCall { return events.ToolCall{ID: id, Name: name, Arguments: args} }
+func tc(id, name, args string) events.ToolCall {
+	return events.ToolCall{ID: id, Name: name, Arguments: args}
+}
 
 func MustOpen(tb testing.TB) *rath.Runtime {
 	tb.Helper()

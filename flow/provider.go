@@ -201,6 +201,23 @@ func NewProvider(p Provider) (*Provider, error) {
 // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL), then the
 // config file, and builds the client. Errors match ErrProvider.
 func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
+	r, err := ResolveProviderConfig(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	client := r.Client
+	if client == nil {
+		if client, err = newClient(&r); err != nil {
+			return nil, err
+		}
+	}
+	r.state = &providerState{client: client, sleep: sleep}
+	return &r, nil
+}
+
+// ResolveProviderConfig fills p's unset fields as ResolveProvider does,
+// without building a client.
+func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -211,7 +228,7 @@ func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 	}
 	cf, err := LoadConfig(cfgPath)
 	if err != nil {
-		return nil, err
+		return p, err
 	}
 	var fromFile ProviderConfig
 	name := p.Name
@@ -221,7 +238,7 @@ func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 	if name != "" {
 		pc, ok := cf.Providers[name]
 		if !ok && p.Name != "" {
-			return nil, fmt.Errorf("%w: no provider %q in %s", ErrProvider, name, cfgPath)
+			return p, fmt.Errorf("%w: no provider %q in %s", ErrProvider, name, cfgPath)
 		}
 		fromFile = pc
 	}
@@ -274,16 +291,13 @@ func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 		p.Budget = fromFile.Budget
 	}
 	p.Retry = p.Retry.withDefaults()
-	client := p.Client
-	if client == nil {
-		if client, err = newClient(&p); err != nil {
-			return nil, err
-		}
-	} else if p.Kind == "" {
+	if p.Client != nil && p.Kind == "" {
 		p.Kind = "custom"
 	}
-	p.state = &providerState{client: client, sleep: sleep}
-	return &p, nil
+	if p.Kind == "" {
+		return p, fmt.Errorf("%w: no provider kind: set Provider.Kind, OPENAI_API_KEY or ANTHROPIC_API_KEY, or a default in %s", ErrProvider, cfgPath)
+	}
+	return p, nil
 }
 
 // sleep waits d or until done closes; it reports whether it waited fully.

@@ -95,7 +95,7 @@ func (sel *Selector) Select(ctx context.Context, s *session.Session, candidates 
 	for attempt := 1; attempt <= 2; attempt++ {
 		req := model.Request{Messages: msgs, Tools: []model.ToolSpec{spec}, ToolChoice: selectTool}
 		if problem != "" {
-			req.Messages = append(slices.Clone(msgs), model.Message{Role: events.RoleUser, Content: "Your last choice was invalid: " + problem + " Call " + selectTool + " with one of: " + strings.Join(names, ", ") + ", " + NoneChoice + "."})
+			req.Messages = append(slices.Clone(msgs), model.Message{Role: events.RoleUser, Content: "Your last choice was invalid: " + problem + ". Call " + selectTool + " with one of: " + strings.Join(names, ", ") + ", " + NoneChoice + "."})
 		}
 		resp, err := sel.Provider.call(ctx, s.ID(), path, req, nil, rec)
 		if err != nil {
@@ -134,24 +134,24 @@ func parseChoice(resp model.Response, names []string) (choice, reason string, er
 		if slices.Contains(names, text) {
 			return text, "", nil
 		}
-		return "", "", errors.New("no " + selectTool + " call.")
+		return "", "", errors.New("no " + selectTool + " call")
 	}
 	tc := resp.ToolCalls[0]
 	if tc.Name != selectTool {
-		return "", "", fmt.Errorf("called %q instead of %s.", tc.Name, selectTool)
+		return "", "", fmt.Errorf("called %q instead of %s", tc.Name, selectTool)
 	}
 	var args struct {
 		Name   string `json:"name"`
 		Reason string `json:"reason"`
 	}
 	if err := json.Unmarshal([]byte(tc.Arguments), &args); err != nil {
-		return "", "", fmt.Errorf("arguments are not valid JSON (%v).", err)
+		return "", "", fmt.Errorf("arguments are not valid JSON (%v)", err)
 	}
 	if args.Name == NoneChoice {
 		return "", args.Reason, nil
 	}
 	if !slices.Contains(names, args.Name) {
-		return "", "", fmt.Errorf("%q is not a candidate.", args.Name)
+		return "", "", fmt.Errorf("%q is not a candidate", args.Name)
 	}
 	return args.Name, args.Reason, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
@@ -27,12 +28,15 @@ const maxIDAttempts = 16
 type Manager struct {
 	store  *events.Store
 	reader *projections.Reader
+
+	mu       sync.Mutex       // protects reserved
+	reserved map[string]int64 // scope -> next counter handed out in this process
 }
 
 // NewManager returns a Manager over a store whose projector set includes
 // projections.Projector.
 func NewManager(store *events.Store, reader *projections.Reader) *Manager {
-	return &Manager{store: store, reader: reader}
+	return &Manager{store: store, reader: reader, reserved: map[string]int64{}}
 }
 
 // Store returns the event store.
@@ -68,18 +72,18 @@ func seedOf(ctx context.Context) string {
 // id and returns the id.
 func (m *Manager) derive(ctx context.Context, scope, op string, build func(id string, d events.Derivation) events.Payload) (string, error) {
 	seed := seedOf(ctx)
-	counter, err := m.reader.NextCounter(ctx, projections.CounterScope(seed, scope))
-	if err != nil {
-		return "", err
-	}
+	key := projections.CounterScope(seed, scope)
 	for range maxIDAttempts {
+		counter, err := m.reserve(ctx, key)
+		if err != nil {
+			return "", err
+		}
 		d := events.Derivation{Seed: seed, Scope: scope, Op: op, Counter: counter}
 		id := DeriveID(seed, scope, op, counter)
-		_, err := m.store.Append(ctx, id, events.NoStream, build(id, d))
+		_, err = m.store.Append(ctx, id, events.NoStream, build(id, d))
 		var ce *events.ConflictError
 		if errors.As(err, &ce) && ce.Stream == id {
-			counter++
-			continue
+			continue // another process took it; the next reserve re-reads
 		}
 		if err != nil {
 			return "", err
@@ -87,6 +91,21 @@ func (m *Manager) derive(ctx context.Context, scope, op string, build func(id st
 		return id, nil
 	}
 	return "", fmt.Errorf("session: no free id in scope %q after %d attempts", scope, maxIDAttempts)
+}
+
+// reserve hands out the next id counter in a scope: the larger of the
+// stored counter and the last one this process handed out, so concurrent
+// derivations in one process never collide.
+func (m *Manager) reserve(ctx context.Context, key string) (int64, error) {
+	stored, err := m.reader.NextCounter(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := max(stored, m.reserved[key])
+	m.reserved[key] = n + 1
+	return n, nil
 }
 
 // New creates a root session with the given origin and initial chunks.
