@@ -8,14 +8,17 @@ package rath
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/session"
@@ -36,6 +39,8 @@ type Options struct {
 	Synchronous string
 	// Clock stamps events. Nil means time.Now.
 	Clock func() time.Time
+	// Entropy draws run ids and seeds. Nil means crypto/rand.
+	Entropy io.Reader
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -44,6 +49,8 @@ type Runtime struct {
 	store    *events.Store
 	reader   *projections.Reader
 	sessions *session.Manager
+	entropy  io.Reader
+	wfs      workflows
 }
 
 // Open opens (creating if needed) the runtime in dir, applying any pending
@@ -75,7 +82,12 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("rath: open: %w", err)
 	}
 	reader := projections.NewReader(store.DB())
-	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader)}, nil
+	entropy := opts.Entropy
+	if entropy == nil {
+		entropy = rand.Reader
+	}
+	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader),
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}}, nil
 }
 
 // Migrate applies pending migrations to the database at path.

@@ -57,7 +57,25 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 			return model.Response{}, errors.Join(err, rerr)
 		}
 		start := time.Now()
-		resp, err := p.attempt(ctx, req, onDelta)
+		var resp model.Response
+		var err error
+		replayed := false
+		if o := oracleFrom(ctx); o != nil {
+			ans, oerr := o.Model(ctx, ModelCall{Session: session, Agent: agent, Digest: digest, Attempt: attempt, Request: req})
+			if oerr != nil {
+				return model.Response{}, oerr
+			}
+			if !ans.Live {
+				replayed = true
+				resp, err = ans.Response, ans.Err
+				if onDelta != nil && err == nil && resp.Content != "" {
+					onDelta(model.Delta{Content: resp.Content})
+				}
+			}
+		}
+		if !replayed {
+			resp, err = p.attempt(ctx, req, onDelta)
+		}
 		latency := time.Since(start).Milliseconds()
 		if err == nil {
 			p.spend(resp.Usage)
@@ -95,6 +113,9 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 		}
 		if wait > retry.MaxBackoff {
 			wait = retry.MaxBackoff
+		}
+		if replayed {
+			continue // a replay does not wait: the outcome is already known
 		}
 		if !p.state.sleep(wait, ctx.Done()) {
 			return model.Response{}, ctx.Err()

@@ -75,7 +75,25 @@ func (a *Agent) toolNames() string {
 func (a *Agent) runTool(ctx context.Context, s *session.Session, call events.ToolCall) (o toolOutcome) {
 	o.call = call
 	start := time.Now()
-	defer func() { o.duration = time.Since(start) }()
+	defer func() {
+		if o.duration == 0 {
+			o.duration = time.Since(start)
+		}
+	}()
+	if or := oracleFrom(ctx); or != nil {
+		ans, err := or.Tool(ctx, ToolCall{Session: s.ID(), Agent: Path(ctx), CallID: call.ID, Tool: call.Name, Arguments: call.Arguments})
+		if err != nil {
+			o.kind, o.err = ToolErrFailed, err
+			return o
+		}
+		if !ans.Live {
+			o.result, o.duration = ans.Result, ans.Duration
+			if ans.ErrorKind != "" {
+				o.kind, o.err = ans.ErrorKind, replayedError(ans.Error)
+			}
+			return o
+		}
+	}
 	t, ok := a.tools[call.Name]
 	if !ok {
 		o.kind, o.err = ToolErrUnknown, fmt.Errorf("no tool named %q; available tools: %s", call.Name, a.toolNames())

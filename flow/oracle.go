@@ -1,0 +1,81 @@
+package flow
+
+import (
+	"context"
+	"time"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow/model"
+)
+
+// Oracle answers model calls and tool calls from a record instead of
+// making them: the replay engine (package replay) installs one with
+// WithOracle. An answer with Live set tells the caller to make the call
+// for real (a resumed or forked run past its recorded prefix).
+type Oracle interface {
+	// Model answers one model call attempt.
+	Model(ctx context.Context, call ModelCall) (ModelAnswer, error)
+	// Tool answers one tool call.
+	Tool(ctx context.Context, call ToolCall) (ToolAnswer, error)
+}
+
+// ModelCall identifies a model call attempt being replayed.
+type ModelCall struct {
+	Session string
+	Agent   string // module path
+	Digest  string // RequestDigest of the request
+	Attempt int
+	Request model.Request
+}
+
+// ModelAnswer is a recorded model call attempt's outcome.
+type ModelAnswer struct {
+	Live     bool
+	Response model.Response
+	Err      error // a recorded failure, rebuilt as a *model.Error
+	Latency  time.Duration
+}
+
+// ToolCall identifies a tool call being replayed.
+type ToolCall struct {
+	Session   string
+	Agent     string
+	CallID    string
+	Tool      string
+	Arguments string
+}
+
+// ToolAnswer is a recorded tool call's outcome.
+type ToolAnswer struct {
+	Live      bool
+	Result    ToolResult
+	ErrorKind string
+	Error     string
+	Duration  time.Duration
+}
+
+type oracleKey struct{}
+
+// WithOracle returns a context in which model and tool calls are answered
+// by o.
+func WithOracle(ctx context.Context, o Oracle) context.Context {
+	return context.WithValue(ctx, oracleKey{}, o)
+}
+
+func oracleFrom(ctx context.Context) Oracle {
+	o, _ := ctx.Value(oracleKey{}).(Oracle)
+	return o
+}
+
+// replayedFailure rebuilds a recorded failure as an error of its kind.
+func replayedFailure(f *events.ProviderFailed) error {
+	return &model.Error{Kind: model.ErrorKind(f.ErrorKind), Provider: f.Provider, Err: replayedError(f.Error)}
+}
+
+type replayedError string
+
+func (e replayedError) Error() string { return string(e) }
+
+// RecordedFailure rebuilds the error of a recorded provider.failed event,
+// for oracles.
+func RecordedFailure(f *events.ProviderFailed) error { return replayedFailure(f) }

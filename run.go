@@ -1,0 +1,168 @@
+package rath
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"sync"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/session"
+)
+
+// Run statuses recorded by run.finished.
+const (
+	RunOK    = "ok"
+	RunError = "error"
+)
+
+// ErrUnknownWorkflow is returned for a workflow name nobody registered.
+var ErrUnknownWorkflow = errors.New("rath: unknown workflow")
+
+// Run is a started run.
+type Run struct {
+	ID     string
+	Seed   string
+	Output *session.Session // nil if the workflow returned none
+}
+
+// RunOption configures Start.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	id, seed, parent, codeVersion string
+}
+
+// WithSeed fixes the run's seed (ids derive from it); by default a random
+// one is drawn and recorded.
+func WithSeed(seed string) RunOption { return func(c *runConfig) { c.seed = seed } }
+
+// WithRunID fixes the run id.
+func WithRunID(id string) RunOption { return func(c *runConfig) { c.id = id } }
+
+// WithParentRun links the run to the run it was forked from.
+func WithParentRun(id string) RunOption { return func(c *runConfig) { c.parent = id } }
+
+// WithCodeVersion records the version of the code that ran; by default the
+// module's VCS revision when the binary has one, else "dev".
+func WithCodeVersion(v string) RunOption { return func(c *runConfig) { c.codeVersion = v } }
+
+// workflows is the runtime's name -> workflow registry.
+type workflows struct {
+	mu sync.RWMutex // protects m
+	m  map[string]flow.Workflow
+}
+
+// Register makes a workflow known by name, so runs of it can be replayed
+// and resumed by name (rath replay, rath resume). Registering a name twice
+// panics, like sql.Register.
+func (rt *Runtime) Register(name string, wf flow.Workflow) {
+	rt.wfs.mu.Lock()
+	defer rt.wfs.mu.Unlock()
+	if wf == nil || name == "" {
+		panic("rath: Register needs a name and a workflow")
+	}
+	if _, dup := rt.wfs.m[name]; dup {
+		panic("rath: workflow " + name + " registered twice")
+	}
+	rt.wfs.m[name] = wf
+}
+
+// Workflow returns a registered workflow.
+func (rt *Runtime) Workflow(name string) (flow.Workflow, error) {
+	rt.wfs.mu.RLock()
+	defer rt.wfs.mu.RUnlock()
+	wf, ok := rt.wfs.m[name]
+	if !ok {
+		names := make([]string, 0, len(rt.wfs.m))
+		for n := range rt.wfs.m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("%w %q (registered: %v)", ErrUnknownWorkflow, name, names)
+	}
+	return wf, nil
+}
+
+func (rt *Runtime) random(n int) string {
+	b := make([]byte, n)
+	if _, err := rt.entropy.Read(b); err != nil {
+		// crypto/rand does not fail on supported platforms; a custom
+		// reader that does is a programming error.
+		panic(fmt.Sprintf("rath: entropy: %v", err))
+	}
+	return hex.EncodeToString(b)
+}
+
+func codeVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
+	}
+	return "dev"
+}
+
+// Start runs wf on input as a recorded run: run.started, the workflow's
+// events (all carrying the run id, ids derived from the run's seed), then
+// run.finished with the status and output. The name is recorded and, if
+// no workflow is registered under it yet, wf is registered, so the run can
+// be replayed by name. The returned Run is set even when the workflow
+// fails, with the workflow's error.
+func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, input *session.Session, opts ...RunOption) (*Run, error) {
+	if name == "" || wf == nil || input == nil {
+		return nil, errors.New("rath: Start needs a name, a workflow and an input session")
+	}
+	cfg := runConfig{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.id == "" {
+		cfg.id = "run-" + rt.random(8)
+	}
+	if cfg.seed == "" {
+		cfg.seed = rt.random(16)
+	}
+	if cfg.codeVersion == "" {
+		cfg.codeVersion = codeVersion()
+	}
+	rt.wfs.mu.Lock()
+	if _, ok := rt.wfs.m[name]; !ok {
+		rt.wfs.m[name] = wf
+	}
+	rt.wfs.mu.Unlock()
+	run := &Run{ID: cfg.id, Seed: cfg.seed}
+	rctx := events.ContextWithRun(ctx, events.Run{ID: cfg.id, Seed: cfg.seed})
+	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent}
+	if _, err := rt.store.Append(rctx, cfg.id, events.NoStream, started); err != nil {
+		return nil, fmt.Errorf("rath: start run: %w", err)
+	}
+	out, err := flow.Forward(rctx, wf, input)
+	return run, rt.finish(rctx, run, out, err)
+}
+
+// finish records run.finished and returns the workflow's error.
+func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, err error) error {
+	run.Output = out
+	fin := events.RunFinished{Run: run.ID, Status: RunOK}
+	if out != nil {
+		fin.OutputSession = out.ID()
+	}
+	if err != nil {
+		fin.Status, fin.Error = RunError, err.Error()
+	}
+	// The run record must land even if the caller's context was canceled.
+	if _, ferr := rt.store.Append(context.WithoutCancel(ctx), run.ID, 1, fin); ferr != nil {
+		return errors.Join(err, fmt.Errorf("rath: finish run %s: %w", run.ID, ferr))
+	}
+	return err
+}
