@@ -99,6 +99,7 @@ type ToolReturned struct {
 	Files      []FileChange `json:"files,omitempty"`
 	Backend    string       `json:"backend,omitempty"`
 	SandboxID  string       `json:"sandbox_id,omitempty"`
+	IsError    bool         `json:"is_error,omitempty"`
 	ErrorKind  string       `json:"error_kind,omitempty"`
 	Error      string       `json:"error,omitempty"`
 }

@@ -212,7 +212,8 @@ func (a *Agent) runRound(ctx context.Context, s *session.Session, path string, c
 		content := o.content()
 		ret := events.ToolReturned{Session: s.ID(), Agent: path, CallID: o.call.ID, Tool: o.call.Name,
 			OutputRef: events.BlobHash([]byte(content)), OutputSize: len(content), ExitCode: o.result.ExitCode,
-			DurationMS: o.duration.Milliseconds(), Files: o.result.Files, Backend: o.result.Backend, SandboxID: o.result.SandboxID}
+			DurationMS: o.duration.Milliseconds(), Files: o.result.Files, Backend: o.result.Backend, SandboxID: o.result.SandboxID,
+			IsError: o.result.IsError}
 		chunk := events.Chunk{Role: events.RoleToolResult, ToolCallID: o.call.ID, Name: o.call.Name, Content: content, Author: path}
 		if o.kind != "" {
 			ret.ErrorKind, ret.Error = o.kind, o.err.Error()

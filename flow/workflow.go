@@ -68,12 +68,18 @@ func Path(ctx context.Context) string {
 	return ""
 }
 
+// forcedKey carries the name given with Named to the next workflow entered.
+type forcedKey struct{}
+
 // childPath returns the path for wf entered from ctx: "root" at the top,
 // else the parent's path plus wf's segment.
 func childPath(ctx context.Context, wf Workflow, hint string) string {
 	parent, ok := ctx.Value(frameKey{}).(frame)
 	if !ok {
 		return "root"
+	}
+	if forced, _ := ctx.Value(forcedKey{}).(string); forced != "" {
+		return parent.path + "." + forced
 	}
 	return parent.path + "." + segment(parent.wf, wf, hint)
 }
@@ -170,6 +176,7 @@ func enter(ctx context.Context, s *session.Session, wf Workflow, hint string) (c
 	if err != nil {
 		return ctx, nil, "", fmt.Errorf("flow: enter %s: %w", path, err)
 	}
+	ctx = context.WithValue(ctx, forcedKey{}, "")
 	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf}), s, path, nil
 }
 
@@ -209,6 +216,11 @@ func Forward(ctx context.Context, wf Workflow, s *session.Session) (*session.Ses
 func forward(ctx context.Context, wf Workflow, s *session.Session, hint string) (*session.Session, error) {
 	if _, ok := wf.(empty); ok {
 		return s, nil
+	}
+	if n, ok := wf.(named); ok {
+		// The given name wins over the workflow's own; the wrapper itself
+		// adds no level to the path.
+		return forward(context.WithValue(ctx, forcedKey{}, n.name), n.wf, s, n.name)
 	}
 	if r, ok := wf.(recordsItself); ok && r.recordsItself() {
 		return r.forwardAs(ctx, s, hint)

@@ -1,0 +1,180 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gorath/rath/events"
+)
+
+// ignored are payload fields that hold wall-clock measurements or build
+// facts, which a faithful replay may change.
+var ignored = map[string]bool{"latency_ms": true, "duration_ms": true, "code_version": true}
+
+// normalize returns the payload's canonical JSON without ignored fields.
+func normalize(payload []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(payload)
+	}
+	strip(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(payload)
+	}
+	return string(out)
+}
+
+func strip(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if ignored[k] {
+				delete(x, k)
+				continue
+			}
+			strip(val)
+		}
+	case []any:
+		for _, e := range x {
+			strip(e)
+		}
+	}
+}
+
+type key struct {
+	stream  string
+	version int64
+}
+
+// compare matches recorded and produced events by (stream, version) and
+// returns how many matched and the first divergence by recorded seq.
+func compare(recorded, produced []events.Event) (matched int, d *Divergence) {
+	got := make(map[key]events.Event, len(produced))
+	for _, ev := range produced {
+		got[key{ev.Stream, ev.Version}] = ev
+	}
+	seen := make(map[key]bool, len(recorded))
+	for _, want := range recorded {
+		k := key{want.Stream, want.Version}
+		seen[k] = true
+		g, ok := got[k]
+		if !ok {
+			if d == nil {
+				d = &Divergence{Kind: KindMissing, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
+					Want: normalize(want.Payload), Hint: hintFor(KindMissing, want.Type)}
+			}
+			continue
+		}
+		w, gp := normalize(want.Payload), normalize(g.Payload)
+		if g.Type != want.Type || w != gp {
+			if d == nil {
+				d = &Divergence{Kind: KindMismatch, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
+					Want: w, Got: gp, Diff: fieldDiff(want.Type, w, g.Type, gp), Hint: hintFor(KindMismatch, want.Type)}
+			}
+			continue
+		}
+		matched++
+	}
+	if d == nil {
+		var last int64
+		if len(recorded) > 0 {
+			last = recorded[len(recorded)-1].Seq
+		}
+		for _, ev := range produced {
+			if !seen[key{ev.Stream, ev.Version}] {
+				return matched, &Divergence{Kind: KindExtra, Seq: last, Type: ev.Type, Stream: ev.Stream, Version: ev.Version,
+					Got: normalize(ev.Payload), Hint: hintFor(KindExtra, ev.Type)}
+			}
+		}
+	}
+	return matched, d
+}
+
+func hintFor(kind, typ string) string {
+	switch kind {
+	case KindMissing:
+		return "the replay did not produce this event: the code path changed, or the replay stopped earlier"
+	case KindExtra:
+		return "the replay produced an event the record does not have: the code path changed"
+	}
+	switch {
+	case typ == events.TypeProviderCalled || typ == events.TypeProviderFailed:
+		return "the model call differs: the prompt, the tools or the provider settings changed"
+	case typ == events.TypeToolCalled || typ == events.TypeToolReturned:
+		return "tool sequence or tool output changed"
+	case typ == events.TypeChunkAppended:
+		return "the transcript differs: a chunk written by the code changed"
+	case strings.HasPrefix(typ, "workflow."):
+		return "the workflow structure changed (module paths or order)"
+	case strings.HasPrefix(typ, "session."):
+		return "session lineage changed (a fork, merge or placement differs)"
+	case strings.HasPrefix(typ, "run."):
+		return "the run's outcome differs"
+	}
+	return "the event content differs"
+}
+
+// fieldDiff lists the top-level and nested fields that differ.
+func fieldDiff(wantType, want, gotType, got string) string {
+	if wantType != gotType {
+		return fmt.Sprintf("- type %s\n+ type %s", wantType, gotType)
+	}
+	var w, g any
+	json.Unmarshal([]byte(want), &w)
+	json.Unmarshal([]byte(got), &g)
+	fw, fg := map[string]string{}, map[string]string{}
+	flatten("", w, fw)
+	flatten("", g, fg)
+	paths := map[string]bool{}
+	for p := range fw {
+		paths[p] = true
+	}
+	for p := range fg {
+		paths[p] = true
+	}
+	var keys []string
+	for p := range paths {
+		if fw[p] != fg[p] {
+			keys = append(keys, p)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, p := range keys {
+		if i == 8 {
+			fmt.Fprintf(&b, "(%d more fields differ)\n", len(keys)-i)
+			break
+		}
+		fmt.Fprintf(&b, "%s:\n- %s\n+ %s\n", p, clip(fw[p]), clip(fg[p]))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func flatten(prefix string, v any, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			flatten(joinPath(prefix, k), val, out)
+		}
+	case []any:
+		for i, val := range x {
+			flatten(fmt.Sprintf("%s[%d]", prefix, i), val, out)
+		}
+	default:
+		b, _ := json.Marshal(x)
+		out[prefix] = string(b)
+	}
+}
+
+func joinPath(prefix, k string) string {
+	if prefix == "" {
+		return k
+	}
+	return prefix + "." + k
+}

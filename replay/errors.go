@@ -1,0 +1,46 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrDiverged is matched by a *Divergence.
+	ErrDiverged = errors.New("replay: diverged")
+	// ErrNotFound is returned for an unknown run.
+	ErrNotFound = errors.New("replay: run not found")
+	// ErrNotResumable is returned by Resume for a run that finished.
+	ErrNotResumable = errors.New("replay: run is not resumable")
+)
+
+// Divergence kinds.
+const (
+	KindMismatch = "mismatch" // both sides have the event, with different content
+	KindMissing  = "missing"  // the record has it, the replay did not produce it
+	KindExtra    = "extra"    // the replay produced it, the record does not have it
+)
+
+// Divergence is the first point where a replay differs from the record.
+type Divergence struct {
+	Kind    string `json:"kind"`
+	Seq     int64  `json:"seq"` // the recorded seq (for extra: the last recorded seq before it)
+	Type    string `json:"type"`
+	Stream  string `json:"stream"`
+	Version int64  `json:"version"`
+	Want    string `json:"want,omitempty"` // recorded payload, canonical JSON
+	Got     string `json:"got,omitempty"`  // replayed payload
+	Diff    string `json:"diff,omitempty"` // readable field diff
+	Hint    string `json:"hint"`
+}
+
+func (d *Divergence) Error() string {
+	msg := fmt.Sprintf("replay: %s at seq %d (%s on %s v%d): %s", d.Kind, d.Seq, d.Type, d.Stream, d.Version, d.Hint)
+	if d.Diff != "" {
+		msg += "\n" + d.Diff
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrDiverged) true.
+func (d *Divergence) Is(target error) bool { return target == ErrDiverged }

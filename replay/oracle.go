@@ -1,0 +1,256 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model"
+)
+
+// attempt is one recorded model call attempt.
+type attempt struct {
+	seq    int64
+	called *events.ProviderCalled
+	failed *events.ProviderFailed
+}
+
+func (a attempt) digest() string {
+	if a.called != nil {
+		return a.called.Digest
+	}
+	return a.failed.RequestRef
+}
+
+func (a attempt) number() int {
+	if a.called != nil {
+		return a.called.Attempt
+	}
+	return a.failed.Attempt
+}
+
+type toolRecord struct {
+	seq int64
+	ret *events.ToolReturned
+}
+
+// oracle answers from a recorded run: model attempts and tool results, per
+// agent path in recorded order (parallel branches have their own paths, so
+// their interleaving does not matter).
+type oracle struct {
+	store  *events.Store // the original store, for blobs
+	strict bool          // an exhausted record is a divergence (else: go live)
+
+	mu       sync.Mutex // protects the fields below
+	models   map[string][]attempt
+	tools    map[string][]toolRecord
+	diverged *Divergence
+	cancel   context.CancelFunc
+	answered int
+}
+
+// newOracle indexes the recorded events up to limit (0: all).
+func newOracle(store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
+	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{}}
+	for _, ev := range recorded {
+		if limit > 0 && ev.Seq > limit {
+			break
+		}
+		switch ev.Type {
+		case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned:
+		default:
+			continue
+		}
+		p, err := ev.Decode()
+		if err != nil {
+			return nil, err
+		}
+		switch e := p.(type) {
+		case *events.ProviderCalled:
+			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, called: e})
+		case *events.ProviderFailed:
+			if e.ErrorKind == "budget" {
+				continue // a budget stop is not a model attempt: the budget check replays it
+			}
+			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, failed: e})
+		case *events.ToolReturned:
+			o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, ret: e})
+		}
+	}
+	return o, nil
+}
+
+// diverge records the first divergence and stops the replayed run.
+func (o *oracle) diverge(d *Divergence) error {
+	if o.diverged == nil {
+		o.diverged = d
+		if o.cancel != nil {
+			o.cancel()
+		}
+	}
+	return d
+}
+
+func (o *oracle) Model(ctx context.Context, call flow.ModelCall) (flow.ModelAnswer, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.models[call.Agent]
+	if len(q) == 0 {
+		if !o.strict {
+			return flow.ModelAnswer{Live: true}, nil
+		}
+		return flow.ModelAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeProviderCalled, Stream: call.Session,
+			Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed", call.Agent, call.Attempt)})
+	}
+	a := q[0]
+	o.models[call.Agent] = q[1:]
+	if a.digest() != call.Digest {
+		d := &Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: call.Session,
+			Hint: fmt.Sprintf("prompt changed: agent %s sent a different request than the record (digest %.12s, recorded %.12s)", call.Agent, call.Digest, a.digest())}
+		if a.failed != nil {
+			d.Type = events.TypeProviderFailed
+		}
+		d.Diff = o.requestDiff(ctx, a, call.Request)
+		return flow.ModelAnswer{}, o.diverge(d)
+	}
+	if a.number() != call.Attempt {
+		return flow.ModelAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: call.Session,
+			Hint: fmt.Sprintf("retry sequence changed: agent %s is at attempt %d, the record at %d", call.Agent, call.Attempt, a.number())})
+	}
+	o.answered++
+	if a.failed != nil {
+		return flow.ModelAnswer{Err: flow.RecordedFailure(a.failed), Latency: time.Duration(a.failed.LatencyMS) * time.Millisecond}, nil
+	}
+	raw, err := o.store.GetBlob(ctx, a.called.ResponseRef)
+	if err != nil {
+		return flow.ModelAnswer{}, fmt.Errorf("replay: response of seq %d: %w", a.seq, err)
+	}
+	var resp model.Response
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return flow.ModelAnswer{}, fmt.Errorf("replay: response of seq %d: %w", a.seq, err)
+	}
+	return flow.ModelAnswer{Response: resp, Latency: time.Duration(a.called.LatencyMS) * time.Millisecond}, nil
+}
+
+func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.tools[call.Agent]
+	if len(q) == 0 {
+		if !o.strict {
+			return flow.ToolAnswer{Live: true}, nil
+		}
+		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeToolReturned, Stream: call.Session,
+			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), which the record does not have", call.Agent, call.Tool, call.CallID)})
+	}
+	t := q[0]
+	o.tools[call.Agent] = q[1:]
+	if t.ret.Tool != call.Tool || t.ret.CallID != call.CallID {
+		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: call.Session,
+			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s)", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
+	}
+	out, err := o.store.GetBlob(ctx, t.ret.OutputRef)
+	if err != nil {
+		return flow.ToolAnswer{}, fmt.Errorf("replay: tool output of seq %d: %w", t.seq, err)
+	}
+	res := flow.ToolResult{Content: string(out), IsError: t.ret.IsError, ExitCode: t.ret.ExitCode, Files: t.ret.Files,
+		Backend: t.ret.Backend, SandboxID: t.ret.SandboxID}
+	for _, f := range t.ret.Files {
+		for _, h := range []string{f.Before, f.After} {
+			if h == "" {
+				continue
+			}
+			b, err := o.store.GetBlob(ctx, h)
+			if err != nil {
+				return flow.ToolAnswer{}, fmt.Errorf("replay: file content of seq %d: %w", t.seq, err)
+			}
+			res.Blobs = append(res.Blobs, b)
+		}
+	}
+	o.answered++
+	// For a failed call the loop rebuilds the content from kind and text.
+	return flow.ToolAnswer{Result: res, ErrorKind: t.ret.ErrorKind, Error: t.ret.Error, Duration: time.Duration(t.ret.DurationMS) * time.Millisecond}, nil
+}
+
+// unconsumed returns the first recorded attempt or tool result the replay
+// never asked for.
+func (o *oracle) unconsumed() *Divergence {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	type left struct {
+		seq  int64
+		typ  string
+		hint string
+	}
+	var all []left
+	for agent, q := range o.models {
+		for _, a := range q {
+			all = append(all, left{a.seq, events.TypeProviderCalled, fmt.Sprintf("missing model call: agent %s made %d more call(s) in the record; the code path changed", agent, len(q))})
+			break
+		}
+	}
+	for agent, q := range o.tools {
+		for _, t := range q {
+			all = append(all, left{t.seq, events.TypeToolReturned, fmt.Sprintf("missing tool call: agent %s called %s in the record, the replay did not", agent, t.ret.Tool)})
+			break
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	return &Divergence{Kind: KindMissing, Seq: all[0].seq, Type: all[0].typ, Hint: all[0].hint}
+}
+
+// requestDiff shows how a request differs from the recorded one.
+func (o *oracle) requestDiff(ctx context.Context, a attempt, got model.Request) string {
+	ref := a.digest()
+	raw, err := o.store.GetBlob(ctx, ref)
+	if err != nil {
+		return fmt.Sprintf("(recorded request %s not available: %v)", ref, err)
+	}
+	var want model.Request
+	if err := json.Unmarshal(raw, &want); err != nil {
+		return fmt.Sprintf("(recorded request unreadable: %v)", err)
+	}
+	var b strings.Builder
+	n := max(len(want.Messages), len(got.Messages))
+	for i := range n {
+		var w, g string
+		if i < len(want.Messages) {
+			w = want.Messages[i].Role + ": " + want.Messages[i].Content
+		}
+		if i < len(got.Messages) {
+			g = got.Messages[i].Role + ": " + got.Messages[i].Content
+		}
+		if w != g {
+			fmt.Fprintf(&b, "message %d:\n- %s\n+ %s\n", i, clip(w), clip(g))
+		}
+	}
+	wantTools, _ := json.Marshal(want.Tools)
+	gotTools, _ := json.Marshal(got.Tools)
+	if string(wantTools) != string(gotTools) {
+		fmt.Fprintf(&b, "tools:\n- %s\n+ %s\n", clip(string(wantTools)), clip(string(gotTools)))
+	}
+	if want.Model != got.Model {
+		fmt.Fprintf(&b, "model:\n- %s\n+ %s\n", want.Model, got.Model)
+	}
+	if b.Len() == 0 {
+		return "(the requests differ in sampling or tool choice)"
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func clip(s string) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}

@@ -1,0 +1,119 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/session"
+)
+
+// Report is the outcome of a replay.
+type Report struct {
+	Run      string `json:"run"`
+	Workflow string `json:"workflow"`
+	// Recorded is the number of events the run recorded; Compared the
+	// number compared (the same), Matched those reproduced exactly.
+	Recorded   int         `json:"recorded"`
+	Produced   int         `json:"produced"`
+	Matched    int         `json:"matched"`
+	Answered   int         `json:"answered"` // model and tool calls answered from the record
+	Divergence *Divergence `json:"divergence,omitempty"`
+	// Incomplete is set when the recorded run never finished (it crashed).
+	Incomplete bool `json:"incomplete,omitempty"`
+}
+
+// OK reports whether every recorded event was reproduced and nothing else.
+func (r *Report) OK() bool { return r.Divergence == nil }
+
+func (r *Report) String() string {
+	if r.OK() {
+		return fmt.Sprintf("run %s (%s): %d of %d events reproduced", r.Run, r.Workflow, r.Matched, r.Recorded)
+	}
+	return fmt.Sprintf("run %s (%s): %d of %d events reproduced; diverged: %v", r.Run, r.Workflow, r.Matched, r.Recorded, r.Divergence)
+}
+
+// Run replays a recorded run of wf: wf's code runs again in a scratch
+// store, answered from the record, and the events it writes are compared
+// with the recorded ones. It returns a report; the error is for failures
+// to replay at all (an unknown run, I/O), not for divergences.
+func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow) (*Report, error) {
+	info, err := loadRun(ctx, rt, runID)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := newScratch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.close()
+	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq); err != nil {
+		return nil, err
+	}
+	orc, err := newOracle(rt.Store(), info.events, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := execute(ctx, sc.rt, info, wf, orc); err != nil {
+		return nil, err
+	}
+	produced, err := sc.rt.Store().ReadRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Run: runID, Workflow: info.started.Workflow, Recorded: len(info.events), Produced: len(produced),
+		Incomplete: info.finished == nil, Answered: orc.answered}
+	var d *Divergence
+	rep.Matched, d = compare(info.events, produced)
+	switch {
+	case orc.diverged != nil:
+		// The oracle saw the cause first (a changed prompt, an extra call).
+		rep.Divergence = orc.diverged
+		if rep.Divergence.Seq == 0 && d != nil {
+			rep.Divergence.Seq = d.Seq
+		}
+	case d != nil:
+		rep.Divergence = d
+	default:
+		rep.Divergence = orc.unconsumed()
+	}
+	return rep, nil
+}
+
+// execute runs wf as the recorded run on target, answered by orc: it
+// writes run.started as recorded, runs the workflow from the input
+// session, and writes run.finished unless the record has none.
+func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.Workflow, orc *oracle) (*session.Session, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	orc.mu.Lock()
+	orc.cancel = cancel
+	orc.mu.Unlock()
+	run := events.Run{ID: info.started.Run, Seed: info.started.Seed}
+	rctx = flow.WithOracle(events.ContextWithRun(rctx, run), orc)
+	if _, err := target.Store().Append(rctx, run.ID, events.NoStream, info.started); err != nil {
+		return nil, fmt.Errorf("replay: start: %w", err)
+	}
+	input, err := target.Session(rctx, info.started.InputSession)
+	if err != nil {
+		return nil, fmt.Errorf("replay: input session: %w", err)
+	}
+	out, werr := flow.Forward(rctx, wf, input)
+	if info.finished == nil && orc.strict {
+		return out, nil // the record stops here (a crash): so does the replay
+	}
+	fin := events.RunFinished{Run: run.ID, Status: rath.RunOK}
+	if out != nil {
+		fin.OutputSession = out.ID()
+	}
+	if werr != nil {
+		fin.Status, fin.Error = rath.RunError, werr.Error()
+	}
+	if _, err := target.Store().Append(context.WithoutCancel(rctx), run.ID, 1, fin); err != nil && !errors.Is(err, context.Canceled) {
+		return out, fmt.Errorf("replay: finish: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,145 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+)
+
+// runInfo is what the record says about a run.
+type runInfo struct {
+	started  events.RunStarted
+	startSeq int64
+	finished *events.RunFinished
+	events   []events.Event
+}
+
+func loadRun(ctx context.Context, rt *rath.Runtime, runID string) (*runInfo, error) {
+	evs, err := rt.Store().ReadRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	info := &runInfo{events: evs}
+	for _, ev := range evs {
+		if ev.Stream != runID {
+			continue
+		}
+		p, err := ev.Decode()
+		if err != nil {
+			return nil, err
+		}
+		switch e := p.(type) {
+		case *events.RunStarted:
+			info.started, info.startSeq = *e, ev.Seq
+		case *events.RunFinished:
+			info.finished = e
+		}
+	}
+	if info.startSeq == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, runID)
+	}
+	return info, nil
+}
+
+// scratch is a throwaway runtime the replay writes to.
+type scratch struct {
+	rt  *rath.Runtime
+	dir string
+}
+
+func newScratch(ctx context.Context) (*scratch, error) {
+	dir, err := os.MkdirTemp("", "rath-replay-")
+	if err != nil {
+		return nil, fmt.Errorf("replay: scratch dir: %w", err)
+	}
+	// NORMAL: a scratch store needs no power-loss durability.
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Synchronous: "NORMAL"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &scratch{rt: rt, dir: dir}, nil
+}
+
+func (s *scratch) close() error {
+	return errors.Join(s.rt.Close(), os.RemoveAll(s.dir))
+}
+
+// copyLineage copies into dst the events, before seq `before`, of the
+// session id and every session its state depends on (bases, sources,
+// lineage parents), so the replayed run starts from the same state.
+func copyLineage(ctx context.Context, src, dst *rath.Runtime, id string, before int64) error {
+	closure := map[string]bool{}
+	queue := []string{id}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if closure[cur] {
+			continue
+		}
+		closure[cur] = true
+		row, err := src.Reader().Session(ctx, cur)
+		if err != nil {
+			return fmt.Errorf("replay: input lineage: %w", err)
+		}
+		if row.Base.Valid {
+			queue = append(queue, row.Base.String)
+		}
+		if row.Source.Valid {
+			queue = append(queue, row.Source.String)
+		}
+		edges, err := src.Reader().Parents(ctx, cur)
+		if err != nil {
+			return err
+		}
+		for _, e := range edges {
+			queue = append(queue, e.Parent)
+		}
+	}
+	var all []events.Event
+	for stream := range closure {
+		evs, err := src.Store().Read(ctx, events.Query{Stream: stream, ToSeq: before - 1})
+		if err != nil {
+			return err
+		}
+		all = append(all, evs...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
+	// Batch consecutive events, one write per stream per batch.
+	var batch []events.Write
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := dst.Store().AppendWrites(ctx, batch...)
+		batch = nil
+		return err
+	}
+	index := map[string]int{}
+	for _, ev := range all {
+		p, err := ev.Decode()
+		if err != nil {
+			return fmt.Errorf("replay: copy input lineage: %w", err)
+		}
+		if i, ok := index[ev.Stream]; ok && i == len(batch)-1 {
+			batch[i].Events = append(batch[i].Events, p)
+			continue
+		} else if ok || len(batch) >= 256 {
+			if err := flush(); err != nil {
+				return fmt.Errorf("replay: copy input lineage: %w", err)
+			}
+			index = map[string]int{}
+		}
+		index[ev.Stream] = len(batch)
+		batch = append(batch, events.Write{Stream: ev.Stream, Expected: ev.Version - 1, Events: []events.Payload{p}})
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("replay: copy input lineage: %w", err)
+	}
+	return nil
+}
