@@ -41,6 +41,9 @@ type Options struct {
 	Clock func() time.Time
 	// Entropy draws run ids and seeds. Nil means crypto/rand.
 	Entropy io.Reader
+	// Projectors are extra read models run in every append's transaction,
+	// after the built-in SQL projections.
+	Projectors []events.Projector
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -76,7 +79,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		HMACKey:     opts.HMACKey,
 		Synchronous: opts.Synchronous,
 		Clock:       opts.Clock,
-		Projectors:  []events.Projector{projections.Projector{}},
+		Projectors:  append([]events.Projector{projections.Projector{}}, opts.Projectors...),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rath: open: %w", err)

@@ -168,3 +168,34 @@ func (e SessionCompressed) Validate() error {
 	}
 	return validateChunks(e.Session, e.Chunks)
 }
+
+// BlobReferrer is implemented by payloads that reference blobs by hash,
+// so copies of the log (replay, export) can carry the blobs along.
+type BlobReferrer interface {
+	BlobRefs() []string
+}
+
+// BlobRefs returns the request and response blobs.
+func (e ProviderCalled) BlobRefs() []string { return nonEmpty(e.RequestRef, e.ResponseRef) }
+
+// BlobRefs returns the request blob.
+func (e ProviderFailed) BlobRefs() []string { return nonEmpty(e.RequestRef) }
+
+// BlobRefs returns the output blob and the file contents before and after.
+func (e ToolReturned) BlobRefs() []string {
+	refs := nonEmpty(e.OutputRef)
+	for _, f := range e.Files {
+		refs = append(refs, nonEmpty(f.Before, f.After)...)
+	}
+	return refs
+}
+
+func nonEmpty(refs ...string) []string {
+	out := refs[:0:0]
+	for _, r := range refs {
+		if r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -52,13 +52,15 @@ type scratch struct {
 	dir string
 }
 
-func newScratch(ctx context.Context) (*scratch, error) {
+func newScratch(ctx context.Context) (*scratch, error) { return newScratchWith(ctx) }
+
+func newScratchWith(ctx context.Context, projectors ...events.Projector) (*scratch, error) {
 	dir, err := os.MkdirTemp("", "rath-replay-")
 	if err != nil {
 		return nil, fmt.Errorf("replay: scratch dir: %w", err)
 	}
 	// NORMAL: a scratch store needs no power-loss durability.
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Synchronous: "NORMAL"})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Synchronous: "NORMAL", Projectors: projectors})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
