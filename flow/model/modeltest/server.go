@@ -43,7 +43,11 @@ func newServer(t testing.TB, f flavor, prefix string) *Server {
 	s := &Server{t: t, flavor: f}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	s.baseURL = s.srv.URL + prefix
-	t.Cleanup(s.srv.Close)
+	t.Cleanup(func() {
+		// Free handlers still holding a Delay so Close does not block.
+		s.srv.CloseClientConnections()
+		s.srv.Close()
+	})
 	return s
 }
 
@@ -127,6 +131,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("modeltest: %s fake got a body that is not JSON: %v", s.flavor.name, err)
 	}
 	stream := req.Stream()
+	model, _ := wire["model"].(string)
+	if reply.Model != "" {
+		model = reply.Model
+	}
 	switch {
 	case reply.Raw != "":
 		if stream {
@@ -139,23 +147,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	case status >= 400:
 		s.writeJSON(w, status, s.flavor.errorBody(status, reply.Message))
 	case stream:
-		model, _ := wire["model"].(string)
-		if reply.Model != "" {
-			model = reply.Model
-		}
 		s.writeStream(w, status, s.flavor.events(reply, wire, model, seq), reply.CutAfter)
 	default:
-		model, _ := wire["model"].(string)
-		if reply.Model != "" {
-			model = reply.Model
-		}
 		b := s.flavor.body(reply, model, seq)
 		if reply.CutAfter > 0 && reply.CutAfter < len(b) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 			w.WriteHeader(status)
 			w.Write(b[:reply.CutAfter])
-			cut(w)
+			cut(w) // does not return
 		}
 		s.writeJSON(w, status, b)
 	}
@@ -201,4 +201,13 @@ func sse(name string, data []byte) string {
 	}
 	fmt.Fprintf(&b, "data: %s\n\n", data)
 	return b.String()
+}
+
+// statusText is the default error message, including for Anthropic's
+// 529, which net/http has no text for.
+func statusText(status int) string {
+	if status == 529 {
+		return "Overloaded"
+	}
+	return http.StatusText(status)
 }
