@@ -283,6 +283,7 @@ type ProviderFailed struct {
 	WillRetry  bool   `json:"will_retry"`
 	LatencyMS  int64  `json:"latency_ms"`
 	RequestRef string `json:"request_ref,omitempty"`
+	Digest     string `json:"digest,omitempty"`
 }
 
 func (ProviderFailed) EventType() string { return TypeProviderFailed }

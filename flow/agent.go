@@ -152,6 +152,7 @@ func (a *Agent) loop(ctx context.Context, s *session.Session, path string) (*ses
 		return s, err
 	}
 	specs := a.specs()
+	var reqLog requestLog // the rounds' requests extend each other
 	for round := 1; round <= a.maxRounds; round++ {
 		msgs := make([]model.Message, 0, len(a.param.Head)+s.Len())
 		msgs = append(msgs, a.param.Head...)
@@ -167,7 +168,7 @@ func (a *Agent) loop(ctx context.Context, s *session.Session, path string) (*ses
 			}
 			return sessionRecorder(&s)(ctx, blobs, ev)
 		}
-		resp, err := a.param.Provider.call(ctx, s.ID(), path, req, a.onDelta, rec)
+		resp, err := a.param.Provider.call(ctx, s.ID(), path, req, a.onDelta, rec, &reqLog)
 		if err != nil {
 			return s, fmt.Errorf("flow: agent %s round %d: %w", path, round, err)
 		}

@@ -2,8 +2,6 @@ package flow
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -18,21 +16,10 @@ import (
 // selectors.
 type recorder func(ctx context.Context, blobs [][]byte, ev events.Payload) error
 
-// RequestDigest is the hex SHA-256 of a request's canonical JSON. Replay
-// compares it to detect a changed prompt.
-func RequestDigest(req model.Request) (string, []byte, error) {
-	raw, err := events.Canonical(req)
-	if err != nil {
-		return "", nil, err
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:]), raw, nil
-}
-
 // call makes one model call with retries, recording every attempt, and
 // enforcing the budget. onDelta, if set and the client streams, receives
 // deltas; after a failed attempt the next attempt streams from the start.
-func (p *Provider) call(ctx context.Context, session, agent string, req model.Request, onDelta func(model.Delta), rec recorder) (model.Response, error) {
+func (p *Provider) call(ctx context.Context, session, agent string, req model.Request, onDelta func(model.Delta), rec recorder, log *requestLog) (model.Response, error) {
 	if p == nil || p.state == nil {
 		return model.Response{}, fmt.Errorf("%w: the agent has no resolved provider (use NewProvider)", ErrProvider)
 	}
@@ -41,19 +28,29 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 		req.Model = p.Model
 	}
 	req.Sampling = model.Sampling{Temperature: p.Temperature, TopP: p.TopP, MaxTokens: p.MaxTokens, Seed: p.Seed}
-	digest, reqJSON, err := RequestDigest(req)
+	if log == nil {
+		log = &requestLog{}
+	}
+	enc, err := log.encode(req)
 	if err != nil {
 		return model.Response{}, err
 	}
-	reqRef := events.BlobHash(reqJSON)
+	// The request's blobs go with the first event recorded for it.
+	reqBlobs := enc.blobs
+	blobsOnce := func(extra ...[]byte) [][]byte {
+		b := append(reqBlobs, extra...)
+		reqBlobs = nil
+		return b
+	}
+	digest, reqRef := enc.digest, enc.ref
 	retry := p.Retry.withDefaults()
 	backoff := retry.InitialBackoff
 	for attempt := 1; ; attempt++ {
 		if err := p.checkBudget(); err != nil {
 			var be *BudgetError
 			errors.As(err, &be)
-			rerr := rec(ctx, [][]byte{reqJSON}, events.ProviderFailed{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
-				ErrorKind: "budget", Error: err.Error(), Attempt: attempt, RequestRef: reqRef})
+			rerr := rec(ctx, blobsOnce(), events.ProviderFailed{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
+				ErrorKind: "budget", Error: err.Error(), Attempt: attempt, RequestRef: reqRef, Digest: digest})
 			return model.Response{}, errors.Join(err, rerr)
 		}
 		start := time.Now()
@@ -86,7 +83,7 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 			ev := events.ProviderCalled{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
 				RequestRef: reqRef, ResponseRef: events.BlobHash(respJSON), Digest: digest, Usage: resp.Usage,
 				LatencyMS: latency, Attempt: attempt, Streamed: onDelta != nil}
-			if err := rec(ctx, [][]byte{reqJSON, respJSON}, ev); err != nil {
+			if err := rec(ctx, blobsOnce(respJSON), ev); err != nil {
 				return model.Response{}, fmt.Errorf("flow: record provider call: %w", err)
 			}
 			return resp, nil
@@ -99,8 +96,8 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 			}
 		}
 		willRetry := kind.Retryable() && attempt < retry.MaxAttempts && ctx.Err() == nil
-		if rerr := rec(ctx, [][]byte{reqJSON}, events.ProviderFailed{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
-			ErrorKind: string(kind), Error: err.Error(), Attempt: attempt, WillRetry: willRetry, LatencyMS: latency, RequestRef: reqRef}); rerr != nil && ctx.Err() == nil {
+		if rerr := rec(ctx, blobsOnce(), events.ProviderFailed{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
+			ErrorKind: string(kind), Error: err.Error(), Attempt: attempt, WillRetry: willRetry, LatencyMS: latency, RequestRef: reqRef, Digest: digest}); rerr != nil && ctx.Err() == nil {
 			return model.Response{}, errors.Join(err, fmt.Errorf("flow: record provider failure: %w", rerr))
 		}
 		if !willRetry {

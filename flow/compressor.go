@@ -72,7 +72,7 @@ func (c *Compressor) compress(ctx context.Context, s *session.Session, path stri
 		{Role: events.RoleSystem, Content: prompt},
 		{Role: events.RoleUser, Content: transcript.String()},
 	}}
-	resp, err := c.Provider.call(ctx, s.ID(), path, req, nil, sessionRecorder(&s))
+	resp, err := c.Provider.call(ctx, s.ID(), path, req, nil, sessionRecorder(&s), nil)
 	if err != nil {
 		return s, fmt.Errorf("flow: compressor %s: %w", path, err)
 	}

@@ -97,7 +97,7 @@ func (sel *Selector) Select(ctx context.Context, s *session.Session, candidates 
 		if problem != "" {
 			req.Messages = append(slices.Clone(msgs), model.Message{Role: events.RoleUser, Content: "Your last choice was invalid: " + problem + ". Call " + selectTool + " with one of: " + strings.Join(names, ", ") + ", " + NoneChoice + "."})
 		}
-		resp, err := sel.Provider.call(ctx, s.ID(), path, req, nil, rec)
+		resp, err := sel.Provider.call(ctx, s.ID(), path, req, nil, rec, nil)
 		if err != nil {
 			return nil, fmt.Errorf("flow: selector %s: %w", path, err)
 		}

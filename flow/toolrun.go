@@ -29,6 +29,10 @@ func (o toolOutcome) content() string {
 	if o.kind != "" {
 		return fmt.Sprintf("error (%s): %v", o.kind, o.err)
 	}
+	if o.result.Content == "" {
+		// Some APIs reject an empty tool message.
+		return "(no output)"
+	}
 	return o.result.Content
 }
 

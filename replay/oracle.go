@@ -25,6 +25,13 @@ func (a attempt) digest() string {
 	if a.called != nil {
 		return a.called.Digest
 	}
+	return a.failed.Digest
+}
+
+func (a attempt) requestRef() string {
+	if a.called != nil {
+		return a.called.RequestRef
+	}
 	return a.failed.RequestRef
 }
 
@@ -210,14 +217,10 @@ func (o *oracle) unconsumed() *Divergence {
 
 // requestDiff shows how a request differs from the recorded one.
 func (o *oracle) requestDiff(ctx context.Context, a attempt, got model.Request) string {
-	ref := a.digest()
-	raw, err := o.store.GetBlob(ctx, ref)
+	ref := a.requestRef()
+	want, err := flow.LoadRequest(ctx, o.store, ref)
 	if err != nil {
 		return fmt.Sprintf("(recorded request %s not available: %v)", ref, err)
-	}
-	var want model.Request
-	if err := json.Unmarshal(raw, &want); err != nil {
-		return fmt.Sprintf("(recorded request unreadable: %v)", err)
 	}
 	var b strings.Builder
 	n := max(len(want.Messages), len(got.Messages))

@@ -1,0 +1,157 @@
+package flow
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow/model"
+)
+
+// A recorded request is stored as two kinds of blobs, so that a long
+// session does not store its transcript again with every call:
+//
+//   - the request record: the request without its messages, plus the ref
+//     of its message list;
+//   - message segments: {"prev": ref, "add": [messages]}, each extending
+//     the list ending at prev (the previous call of the same agent loop).
+//
+// The digest replay compares is sha256(canonical envelope || chain), where
+// chain folds sha256 over each message's canonical JSON in order; it
+// depends only on the request, however it was segmented.
+
+// requestRecord is the stored form of a request.
+type requestRecord struct {
+	Agent       string           `json:"agent,omitempty"`
+	Model       string           `json:"model"`
+	Tools       []model.ToolSpec `json:"tools,omitempty"`
+	ToolChoice  string           `json:"tool_choice,omitempty"`
+	Sampling    model.Sampling   `json:"sampling"`
+	MessagesRef string           `json:"messages_ref"`
+	Messages    int              `json:"messages"`
+}
+
+type msgSegment struct {
+	Prev string          `json:"prev,omitempty"`
+	Add  []model.Message `json:"add"`
+}
+
+// requestLog remembers how far a conversation's messages were already
+// hashed and stored, across the calls of one agent loop. The zero value
+// starts from nothing. Callers promise that each request's messages extend
+// the previous one's (an append-only session under a fixed head).
+type requestLog struct {
+	n     int
+	chain [sha256.Size]byte
+	ref   string
+}
+
+// encodedRequest is a request ready to record.
+type encodedRequest struct {
+	digest string
+	ref    string   // blob hash of the request record
+	blobs  [][]byte // the record and the new segment
+}
+
+func (l *requestLog) encode(req model.Request) (encodedRequest, error) {
+	var out encodedRequest
+	if l.n > len(req.Messages) {
+		*l = requestLog{} // not an extension: start over
+	}
+	add := req.Messages[l.n:]
+	chain := l.chain
+	for i := range add {
+		raw, err := events.Canonical(add[i])
+		if err != nil {
+			return out, err
+		}
+		h := sha256.New()
+		h.Write(chain[:])
+		m := sha256.Sum256(raw)
+		h.Write(m[:])
+		h.Sum(chain[:0])
+	}
+	ref := l.ref
+	if len(add) > 0 || l.ref == "" {
+		seg, err := events.Canonical(msgSegment{Prev: l.ref, Add: add})
+		if err != nil {
+			return out, err
+		}
+		ref = events.BlobHash(seg)
+		out.blobs = append(out.blobs, seg)
+	}
+	envelope := requestRecord{Agent: req.Agent, Model: req.Model, Tools: req.Tools, ToolChoice: req.ToolChoice, Sampling: req.Sampling, Messages: len(req.Messages)}
+	env, err := events.Canonical(envelope)
+	if err != nil {
+		return out, err
+	}
+	d := sha256.New()
+	d.Write(env)
+	d.Write(chain[:])
+	out.digest = hex.EncodeToString(d.Sum(nil))
+	envelope.MessagesRef = ref
+	rec, err := events.Canonical(envelope)
+	if err != nil {
+		return out, err
+	}
+	out.ref = events.BlobHash(rec)
+	out.blobs = append(out.blobs, rec)
+	l.n, l.chain, l.ref = len(req.Messages), chain, ref
+	return out, nil
+}
+
+// RequestDigest returns the digest replay compares for a request.
+func RequestDigest(req model.Request) (string, error) {
+	var l requestLog
+	enc, err := l.encode(req)
+	return enc.digest, err
+}
+
+// BlobGetter reads blobs; *events.Store is one.
+type BlobGetter interface {
+	GetBlob(ctx context.Context, hash string) ([]byte, error)
+}
+
+// LoadRequest rebuilds a recorded request from its ref (a provider
+// event's request_ref), following its message segments.
+func LoadRequest(ctx context.Context, blobs BlobGetter, ref string) (model.Request, error) {
+	raw, err := blobs.GetBlob(ctx, ref)
+	if err != nil {
+		return model.Request{}, err
+	}
+	var rec requestRecord
+	if err := strictJSON(raw, &rec); err != nil {
+		return model.Request{}, fmt.Errorf("flow: request %s: %w", ref, err)
+	}
+	var segs [][]model.Message
+	for next := rec.MessagesRef; next != ""; {
+		raw, err := blobs.GetBlob(ctx, next)
+		if err != nil {
+			return model.Request{}, err
+		}
+		var s msgSegment
+		if err := strictJSON(raw, &s); err != nil {
+			return model.Request{}, fmt.Errorf("flow: request segment %s: %w", next, err)
+		}
+		segs = append(segs, s.Add)
+		next = s.Prev
+	}
+	req := model.Request{Agent: rec.Agent, Model: rec.Model, Tools: rec.Tools, ToolChoice: rec.ToolChoice, Sampling: rec.Sampling}
+	for i := len(segs) - 1; i >= 0; i-- {
+		req.Messages = append(req.Messages, segs[i]...)
+	}
+	if len(req.Messages) != rec.Messages {
+		return req, fmt.Errorf("flow: request %s: %d messages rebuilt, %d recorded", ref, len(req.Messages), rec.Messages)
+	}
+	return req, nil
+}
+
+func strictJSON(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
