@@ -1,0 +1,197 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorath/rath/sandbox"
+)
+
+// DrainGrace is how long Run keeps reading output after the command's
+// process group was killed. Only a process that left the group (setsid)
+// can still hold the pipes open by then; after the grace period the pipes
+// are closed under it so Run always returns.
+const DrainGrace = 200 * time.Millisecond
+
+// Command is one process to run.
+type Command struct {
+	// Path and Args are as in exec.Cmd (Args includes argv[0]).
+	Path string
+	Args []string
+	// Dir is the host working directory.
+	Dir string
+	// Env is the complete environment (see Env).
+	Env []string
+	// Stdin is fed through a pipe; nil gives the command /dev/null.
+	Stdin []byte
+	// Timeout must be positive.
+	Timeout time.Duration
+	// MaxStdout and MaxStderr cap the kept output (<= 0: the default).
+	MaxStdout, MaxStderr int
+	// ExtraFiles are passed to the child as fds 3, 4, ...; Run closes the
+	// parent's copies once the child has started (or failed to).
+	ExtraFiles []*os.File
+	// Finish, if set, is called exactly once, after the command exited and
+	// its group was killed and before its output is drained: the place to
+	// kill and wait for processes the group kill cannot reach (bwrap's
+	// pid namespace).
+	Finish func()
+}
+
+// Run starts c in a new process group and waits for it.
+//
+// On timeout it SIGKILLs the group and returns the partial result with
+// TimedOut set and an error matching sandbox.ErrTimeout; when ctx ends
+// first it does the same and returns ctx's cause. After the command exits
+// (for any reason) the group is killed again, which ends background jobs it
+// left behind. Output beyond the caps is counted and dropped, so memory
+// stays bounded whatever the command prints.
+func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
+	var res sandbox.ExecResult
+	finish := sync.OnceFunc(func() {
+		if c.Finish != nil {
+			c.Finish()
+		}
+	})
+	defer finish()
+	extraOpen := true
+	closeExtra := func() {
+		if extraOpen {
+			for _, f := range c.ExtraFiles {
+				f.Close()
+			}
+			extraOpen = false
+		}
+	}
+	defer closeExtra()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if c.Timeout <= 0 {
+		return res, fmt.Errorf("proc: timeout must be positive, got %s", c.Timeout)
+	}
+	// The pipes are ours, not exec.Cmd's: Wait then returns when the
+	// process exits instead of waiting for every holder of the pipes, and
+	// we decide how long to drain.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return res, fmt.Errorf("stdout pipe: %w", err)
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return res, fmt.Errorf("stderr pipe: %w", err)
+	}
+	defer errR.Close()
+	cmd := &exec.Cmd{
+		Path:        c.Path,
+		Args:        c.Args,
+		Dir:         c.Dir,
+		Env:         c.Env,
+		Stdout:      outW,
+		Stderr:      errW,
+		ExtraFiles:  c.ExtraFiles,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	var inW *os.File
+	if c.Stdin != nil {
+		var inR *os.File
+		if inR, inW, err = os.Pipe(); err != nil {
+			outW.Close()
+			errW.Close()
+			return res, fmt.Errorf("stdin pipe: %w", err)
+		}
+		defer inR.Close()
+		defer inW.Close()
+		cmd.Stdin = inR
+	}
+
+	start := time.Now()
+	err = cmd.Start()
+	// The child has its own copies of the write ends; ours must go or the
+	// readers would never see EOF.
+	outW.Close()
+	errW.Close()
+	closeExtra()
+	if err != nil {
+		return res, fmt.Errorf("start %s: %w", c.Path, err)
+	}
+	pgid := cmd.Process.Pid
+
+	stdout := sandbox.NewCappedBuffer(c.MaxStdout)
+	stderr := sandbox.NewCappedBuffer(c.MaxStderr)
+	var copiers sync.WaitGroup
+	copiers.Go(func() { io.Copy(stdout, outR) })
+	copiers.Go(func() { io.Copy(stderr, errR) })
+	if inW != nil {
+		// Closing inW at the end unblocks this write if nobody reads stdin.
+		go func() {
+			inW.Write(c.Stdin)
+			inW.Close()
+		}()
+	}
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	timer := time.NewTimer(c.Timeout)
+	defer timer.Stop()
+	var waitErr, callErr error
+	select {
+	case waitErr = <-waited:
+	case <-timer.C:
+		res.TimedOut = true
+		killGroup(pgid)
+		waitErr = <-waited
+		callErr = fmt.Errorf("%w after %s", sandbox.ErrTimeout, c.Timeout)
+	case <-ctx.Done():
+		killGroup(pgid)
+		waitErr = <-waited
+		callErr = context.Cause(ctx)
+	}
+	res.Duration = time.Since(start)
+	// Sweep the group: background jobs the command started die with it.
+	killGroup(pgid)
+	finish()
+
+	drained := make(chan struct{})
+	go func() {
+		copiers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(DrainGrace):
+		// A process outside the group holds a pipe; closing our read ends
+		// makes the copiers return (the fds are pollable, so Close
+		// interrupts a blocked Read).
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+
+	res.Stdout, res.StdoutTruncated, res.StdoutBytes = stdout.Bytes(), stdout.Truncated(), stdout.Total()
+	res.Stderr, res.StderrTruncated, res.StderrBytes = stderr.Bytes(), stderr.Truncated(), stderr.Total()
+	res.ExitCode = -1
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && callErr == nil {
+		callErr = fmt.Errorf("wait: %w", waitErr)
+	}
+	return res, callErr
+}
+
+// killGroup sends SIGKILL to every process in the group. ESRCH (the group
+// is already empty) is the expected outcome of a sweep and is ignored.
+func killGroup(pgid int) {
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}

@@ -1,0 +1,33 @@
+// Package local is the "local" sandbox backend: a workspace directory on the
+// host, with commands run as host processes inside it.
+//
+// A placement's spec is the workspace directory (created if missing):
+//
+//	s.To(ctx, "local", "./work")
+//
+// # What it guarantees
+//
+//   - File operations go through an os.Root opened on the workspace, so
+//     "..", absolute paths outside the workspace and symlinks that lead out
+//     of it fail with sandbox.ErrPathEscape, including symlinks a command
+//     created a moment earlier.
+//   - Commands run as sh -c in the workspace, in their own process group,
+//     with a per-call timeout; on timeout or cancellation the whole group is
+//     killed, and after the command exits any background job it left in
+//     the group is killed too.
+//   - stdout and stderr are capped (sandbox.DefaultMaxOutput each by
+//     default); the excess is counted, not stored.
+//   - Commands get a small environment (PATH, HOME set to the workspace,
+//     LANG, TERM, ...) rather than the host's, so API keys and tokens in
+//     the host environment are not passed unless named in
+//     [Backend.PassEnv] or [Backend.Env].
+//
+// # What it does not guarantee
+//
+// Isolation. A command is an ordinary host process running as the rath
+// process's user: it can cd out of the workspace, read and write whatever
+// that user can, see other processes and use the network. Use the bwrap
+// backend (sandbox/bwrap) when the commands are not trusted.
+//
+// It imports package sandbox and its internal helpers only.
+package local

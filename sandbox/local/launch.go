@@ -1,0 +1,37 @@
+package local
+
+import (
+	"path/filepath"
+
+	"github.com/gorath/rath/sandbox"
+	"github.com/gorath/rath/sandbox/internal/proc"
+)
+
+// launcher runs a request as a plain host process: Shell -c Command in the
+// workspace, with the allow-listed environment.
+type launcher struct {
+	dir   string // the workspace, absolute
+	shell string
+	pass  []string
+	env   map[string]string
+}
+
+func (l launcher) Command(req sandbox.ExecRequest, rel string) (proc.Command, error) {
+	cwd := filepath.Join(l.dir, filepath.FromSlash(rel))
+	base := map[string]string{
+		"PATH": proc.DefaultPath,
+		"HOME": l.dir,
+		"PWD":  cwd,
+		"LANG": "C.UTF-8",
+	}
+	return proc.Command{
+		Path:      l.shell,
+		Args:      []string{l.shell, "-c", req.Command},
+		Dir:       cwd,
+		Env:       proc.Env(base, l.pass, l.env, req.Env),
+		Stdin:     req.Stdin,
+		Timeout:   req.Timeout,
+		MaxStdout: req.MaxStdout,
+		MaxStderr: req.MaxStderr,
+	}, nil
+}
