@@ -21,6 +21,10 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
+	"github.com/gorath/rath/sandbox"
+	"github.com/gorath/rath/sandbox/bwrap"
+	"github.com/gorath/rath/sandbox/local"
+	"github.com/gorath/rath/sandbox/opensandbox"
 	"github.com/gorath/rath/session"
 )
 
@@ -41,6 +45,9 @@ type Options struct {
 	Clock func() time.Time
 	// Entropy draws run ids and seeds. Nil means crypto/rand.
 	Entropy io.Reader
+	// Sandboxes are the backends sessions can be placed on. Nil means the
+	// built-ins: local, bwrap and opensandbox.
+	Sandboxes *sandbox.Registry
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections.
 	Projectors []events.Projector
@@ -54,6 +61,7 @@ type Runtime struct {
 	sessions *session.Manager
 	entropy  io.Reader
 	wfs      workflows
+	pool     *sandbox.Pool
 }
 
 // Open opens (creating if needed) the runtime in dir, applying any pending
@@ -85,12 +93,20 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("rath: open: %w", err)
 	}
 	reader := projections.NewReader(store.DB())
+	reg := opts.Sandboxes
+	if reg == nil {
+		reg = sandbox.NewRegistry(&local.Backend{}, &bwrap.Backend{}, &opensandbox.Backend{})
+	}
+	check := func(name string) error {
+		_, err := reg.Lookup(name)
+		return err
+	}
 	entropy := opts.Entropy
 	if entropy == nil {
 		entropy = rand.Reader
 	}
-	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader),
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}}, nil
+	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check)),
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg)}, nil
 }
 
 // Migrate applies pending migrations to the database at path.
@@ -125,9 +141,22 @@ func openMigrationDB(path string) (*sql.DB, error) {
 	return db, nil
 }
 
-// Close stops the writer and closes the database. Cleanup runs even if
-// called with appends in flight; those fail with events.ErrClosed.
-func (rt *Runtime) Close() error { return rt.store.Close() }
+// Close closes the open sandboxes, stops the writer and closes the
+// database. Cleanup runs even if called with appends in flight; those fail
+// with events.ErrClosed.
+func (rt *Runtime) Close() error {
+	return errors.Join(rt.pool.Close(), rt.store.Close())
+}
+
+// Sandboxes returns the pool of open sandboxes: a sandbox opens on first
+// use and is shared by every session placed on the same backend and spec.
+func (rt *Runtime) Sandboxes() *sandbox.Pool { return rt.pool }
+
+// Sandbox returns the sandbox of the session's placement, opening it if
+// needed.
+func (rt *Runtime) Sandbox(ctx context.Context, s *session.Session) (sandbox.Sandbox, error) {
+	return rt.pool.Get(ctx, s.Placement())
+}
 
 // Dir returns the runtime directory.
 func (rt *Runtime) Dir() string { return rt.dir }

@@ -29,14 +29,29 @@ type Manager struct {
 	store  *events.Store
 	reader *projections.Reader
 
+	checkBackend func(name string) error
+
 	mu       sync.Mutex       // protects reserved
 	reserved map[string]int64 // scope -> next counter handed out in this process
 }
 
+// ManagerOption configures NewManager.
+type ManagerOption func(*Manager)
+
+// WithBackendCheck makes To fail early, with check's error, for a backend
+// name the runtime does not know.
+func WithBackendCheck(check func(name string) error) ManagerOption {
+	return func(m *Manager) { m.checkBackend = check }
+}
+
 // NewManager returns a Manager over a store whose projector set includes
 // projections.Projector.
-func NewManager(store *events.Store, reader *projections.Reader) *Manager {
-	return &Manager{store: store, reader: reader, reserved: map[string]int64{}}
+func NewManager(store *events.Store, reader *projections.Reader, opts ...ManagerOption) *Manager {
+	m := &Manager{store: store, reader: reader, reserved: map[string]int64{}}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // Store returns the event store.

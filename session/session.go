@@ -169,6 +169,11 @@ func (s *Session) To(ctx context.Context, backend, spec string) (*Session, error
 	if backend == "" {
 		return nil, invalidf("To needs a backend name")
 	}
+	if s.m.checkBackend != nil {
+		if err := s.m.checkBackend(backend); err != nil {
+			return nil, fmt.Errorf("session: place %s: %w", s.id, err)
+		}
+	}
 	stored, err := s.m.store.Append(ctx, s.id, s.version, events.SessionPlaced{Session: s.id, Backend: backend, Spec: spec})
 	if err != nil {
 		return nil, fmt.Errorf("session: place %s: %w", s.id, s.stale(err))
