@@ -128,6 +128,8 @@ func (p *Provider) Used() (tokens, calls int64) {
 type ConfigFile struct {
 	Default   string                    `json:"default,omitempty"`
 	Providers map[string]ProviderConfig `json:"providers"`
+	// MCPServers are MCP servers by name, read by package flow/mcptool.
+	MCPServers map[string]json.RawMessage `json:"mcp_servers,omitempty"`
 }
 
 // ProviderConfig is one provider in the config file. The key is read from
