@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,10 @@ type Options struct {
 	// Sandboxes are the backends sessions can be placed on. Nil means the
 	// built-ins: local, bwrap and opensandbox.
 	Sandboxes *sandbox.Registry
+	// InMemory keeps the database in memory (Dir is still created for
+	// other files): for throwaway runtimes such as a replay's scratch
+	// store. Nothing survives Close.
+	InMemory bool
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections.
 	Projectors []events.Projector
@@ -62,6 +67,7 @@ type Runtime struct {
 	entropy  io.Reader
 	wfs      workflows
 	pool     *sandbox.Pool
+	keeper   *sql.DB // holds an in-memory database open; nil for a file
 }
 
 // Open opens (creating if needed) the runtime in dir, applying any pending
@@ -79,10 +85,27 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("rath: open: %w", err)
 	}
 	path := filepath.Join(opts.Dir, DBFile)
-	if err := Migrate(ctx, path); err != nil {
+	var keeper *sql.DB
+	if opts.InMemory {
+		// The in-memory database lives while a connection is open: keep
+		// one for the runtime's life, and migrate through it.
+		path = "rath-" + hex.EncodeToString(randomBytes(opts.Entropy, 12))
+		var err error
+		if keeper, err = sql.Open("sqlite", events.DSN(path, true, "busy_timeout(10000)")); err != nil {
+			return nil, fmt.Errorf("rath: open: %w", err)
+		}
+		keeper.SetMaxOpenConns(1)
+		keeper.SetConnMaxLifetime(0)
+		keeper.SetConnMaxIdleTime(0)
+		if _, err := migrations.Up(ctx, keeper); err != nil {
+			keeper.Close()
+			return nil, fmt.Errorf("rath: migrate in-memory store: %w", err)
+		}
+	} else if err := Migrate(ctx, path); err != nil {
 		return nil, err
 	}
 	store, err := events.Open(ctx, events.Options{
+		InMemory:    opts.InMemory,
 		Path:        path,
 		HMACKey:     opts.HMACKey,
 		Synchronous: opts.Synchronous,
@@ -90,6 +113,9 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		Projectors:  append([]events.Projector{projections.Projector{}}, opts.Projectors...),
 	})
 	if err != nil {
+		if keeper != nil {
+			keeper.Close()
+		}
 		return nil, fmt.Errorf("rath: open: %w", err)
 	}
 	reader := projections.NewReader(store.DB())
@@ -106,7 +132,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		entropy = rand.Reader
 	}
 	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check)),
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg)}, nil
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), keeper: keeper}, nil
 }
 
 // Migrate applies pending migrations to the database at path.
@@ -145,7 +171,23 @@ func openMigrationDB(path string) (*sql.DB, error) {
 // database. Cleanup runs even if called with appends in flight; those fail
 // with events.ErrClosed.
 func (rt *Runtime) Close() error {
-	return errors.Join(rt.pool.Close(), rt.store.Close())
+	err := errors.Join(rt.pool.Close(), rt.store.Close())
+	if rt.keeper != nil {
+		err = errors.Join(err, rt.keeper.Close())
+	}
+	return err
+}
+
+// randomBytes draws n bytes from r, or crypto/rand when r is nil.
+func randomBytes(r io.Reader, n int) []byte {
+	if r == nil {
+		r = rand.Reader
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		panic(fmt.Sprintf("rath: entropy: %v", err))
+	}
+	return b
 }
 
 // Sandboxes returns the pool of open sandboxes: a sandbox opens on first

@@ -227,6 +227,38 @@ func (s *Store) GetBlob(ctx context.Context, hash string) ([]byte, error) {
 	return b, nil
 }
 
+// GetBlobs returns the blobs stored under hashes, in one query per 500;
+// missing hashes are absent from the map.
+func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(hashes))
+	for len(hashes) > 0 {
+		n := min(len(hashes), 500)
+		args := make([]any, n)
+		for i, h := range hashes[:n] {
+			args[i] = h
+		}
+		rows, err := s.rdb.QueryContext(ctx, `SELECT hash, bytes FROM blobs WHERE hash IN (?`+strings.Repeat(",?", n-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("events: get blobs: %w", err)
+		}
+		for rows.Next() {
+			var h string
+			var b []byte
+			if err := rows.Scan(&h, &b); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("events: get blobs: %w", err)
+			}
+			out[h] = b
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("events: get blobs: %w", err)
+		}
+		hashes = hashes[n:]
+	}
+	return out, nil
+}
+
 // Subscribe yields the events matching q from q.FromSeq on, then waits for
 // new ones until ctx is done. It never blocks the writer: it wakes on
 // Notify and re-reads from its own position.

@@ -40,6 +40,10 @@ type Options struct {
 	// Path is the SQLite database file. Its schema must already be migrated
 	// (package migrations); Open does not create tables.
 	Path string
+	// InMemory makes Path the name of an in-memory database (see DSN),
+	// for throwaway stores such as a replay's scratch store. The caller
+	// keeps a connection open for its whole life.
+	InMemory bool
 	// HMACKey, if set, keys the hash chain with HMAC-SHA256, so only holders
 	// of the key can produce a chain that verifies. Zero means plain SHA-256.
 	HMACKey []byte
@@ -52,7 +56,8 @@ type Options struct {
 	ReadConns int
 	// Synchronous is SQLite's synchronous mode for the writer: "FULL" (the
 	// default: every commit is fsynced, so a returned Append survives power
-	// loss) or "NORMAL" (survives a process crash, not power loss).
+	// loss), "NORMAL" (survives a process crash, not power loss) or "OFF"
+	// (for throwaway stores such as a replay's scratch store).
 	Synchronous string
 	// Clock stamps the at column. Nil means time.Now. The time is recorded,
 	// never used for ordering.
@@ -126,16 +131,19 @@ type result struct {
 	err    error
 }
 
-func dsn(path string, pragmas []string, extra string) string {
+// DSN returns the SQLite data source name for a database file, or, with
+// inMemory, for an in-memory database named path (SQLite's memdb VFS,
+// shared by every connection of the process that opens the same name, and
+// gone when the last one closes).
+func DSN(path string, inMemory bool, pragmas ...string) string {
 	v := url.Values{}
 	for _, p := range pragmas {
 		v.Add("_pragma", p)
 	}
-	q := v.Encode()
-	if extra != "" {
-		q += "&" + extra
+	if inMemory {
+		return "file:/" + strings.TrimLeft(path, "/") + "?vfs=memdb&" + v.Encode()
 	}
-	return "file:" + path + "?" + q
+	return "file:" + path + "?" + v.Encode()
 }
 
 // Open opens the log in an already migrated database and starts the writer.
@@ -155,16 +163,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	switch strings.ToUpper(opts.Synchronous) {
 	case "":
 		opts.Synchronous = "FULL"
-	case "FULL", "NORMAL":
+	case "FULL", "NORMAL", "OFF":
 		opts.Synchronous = strings.ToUpper(opts.Synchronous)
 	default:
-		return nil, fmt.Errorf("events: open: Synchronous %q: want FULL or NORMAL", opts.Synchronous)
+		return nil, fmt.Errorf("events: open: Synchronous %q: want FULL, NORMAL or OFF", opts.Synchronous)
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
 	base := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)"}
-	wdb, err := sql.Open("sqlite", dsn(opts.Path, append(base, "synchronous("+opts.Synchronous+")"), ""))
+	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")")...))
 	if err != nil {
 		return nil, fmt.Errorf("events: open writer: %w", err)
 	}
@@ -172,7 +180,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
 	wdb.SetConnMaxIdleTime(0)
-	rdb, err := sqlx.Open("sqlite", dsn(opts.Path, append(base, "query_only(1)"), ""))
+	rdb, err := sqlx.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "query_only(1)")...))
 	if err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("events: open readers: %w", err)

@@ -131,6 +131,9 @@ func (w *writerState) begin(ctx context.Context) error {
 	if _, err := w.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return fmt.Errorf("events: begin: %w", err)
 	}
+	if w.s.opts.InMemory && w.dataVersion >= 0 {
+		return nil // only this process can write an in-memory database
+	}
 	var dv int64
 	if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
 		w.rollback()

@@ -153,11 +153,14 @@ func (a *Agent) loop(ctx context.Context, s *session.Session, path string) (*ses
 	}
 	specs := a.specs()
 	var reqLog requestLog // the rounds' requests extend each other
+	// The messages grow by the chunks each round appends, so they are
+	// extended, not rebuilt: clients must not modify a request's messages.
+	msgs := append([]model.Message(nil), a.param.Head...)
+	seen := 0
 	for round := 1; round <= a.maxRounds; round++ {
-		msgs := make([]model.Message, 0, len(a.param.Head)+s.Len())
-		msgs = append(msgs, a.param.Head...)
-		msgs = append(msgs, s.Chunks()...)
-		req := model.Request{Messages: msgs, Tools: specs}
+		msgs = s.AppendChunksFrom(msgs, seen)
+		seen = s.Len()
+		req := model.Request{Messages: msgs[:len(msgs):len(msgs)], Tools: specs}
 		// The successful call's evidence is written together with the
 		// assistant chunk: one commit instead of two per round.
 		var pending session.Record

@@ -56,14 +56,14 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 		start := time.Now()
 		var resp model.Response
 		var err error
-		replayed := false
+		replayed, replayLatency := false, int64(0)
 		if o := oracleFrom(ctx); o != nil {
 			ans, oerr := o.Model(ctx, ModelCall{Session: session, Agent: agent, Digest: digest, Attempt: attempt, Request: req})
 			if oerr != nil {
 				return model.Response{}, oerr
 			}
 			if !ans.Live {
-				replayed = true
+				replayed, replayLatency = true, ans.Latency.Milliseconds()
 				resp, err = ans.Response, ans.Err
 				if onDelta != nil && err == nil && resp.Content != "" {
 					onDelta(model.Delta{Content: resp.Content})
@@ -74,6 +74,9 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 			resp, err = p.attempt(ctx, req, onDelta)
 		}
 		latency := time.Since(start).Milliseconds()
+		if replayed {
+			latency = replayLatency
+		}
 		if err == nil {
 			p.spend(resp.Usage)
 			respJSON, err := events.Canonical(resp)

@@ -54,6 +54,8 @@ type oracle struct {
 	store  *events.Store // the original store, for blobs
 	strict bool          // an exhausted record is a divergence (else: go live)
 
+	blobs map[string][]byte // prefetched response and tool blobs
+
 	mu       sync.Mutex // protects the fields below
 	models   map[string][]attempt
 	tools    map[string][]toolRecord
@@ -90,7 +92,33 @@ func newOracle(store *events.Store, recorded []events.Event, limit int64, strict
 			o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, ret: e})
 		}
 	}
+	// Read every blob the answers need in a few queries, not one per call.
+	var refs []string
+	for _, q := range o.models {
+		for _, a := range q {
+			if a.called != nil {
+				refs = append(refs, a.called.ResponseRef)
+			}
+		}
+	}
+	for _, q := range o.tools {
+		for _, t := range q {
+			refs = append(refs, t.ret.BlobRefs()...)
+		}
+	}
+	var err error
+	if o.blobs, err = store.GetBlobs(context.Background(), refs); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// blob returns a prefetched blob, falling back to the store.
+func (o *oracle) blob(ctx context.Context, ref string) ([]byte, error) {
+	if b, ok := o.blobs[ref]; ok {
+		return b, nil
+	}
+	return o.store.GetBlob(ctx, ref)
 }
 
 // diverge records the first divergence and stops the replayed run.
@@ -134,7 +162,7 @@ func (o *oracle) Model(ctx context.Context, call flow.ModelCall) (flow.ModelAnsw
 	if a.failed != nil {
 		return flow.ModelAnswer{Err: flow.RecordedFailure(a.failed), Latency: time.Duration(a.failed.LatencyMS) * time.Millisecond}, nil
 	}
-	raw, err := o.store.GetBlob(ctx, a.called.ResponseRef)
+	raw, err := o.blob(ctx, a.called.ResponseRef)
 	if err != nil {
 		return flow.ModelAnswer{}, fmt.Errorf("replay: response of seq %d: %w", a.seq, err)
 	}
@@ -162,7 +190,7 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: call.Session,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s)", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
 	}
-	out, err := o.store.GetBlob(ctx, t.ret.OutputRef)
+	out, err := o.blob(ctx, t.ret.OutputRef)
 	if err != nil {
 		return flow.ToolAnswer{}, fmt.Errorf("replay: tool output of seq %d: %w", t.seq, err)
 	}
@@ -173,7 +201,7 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 			if h == "" {
 				continue
 			}
-			b, err := o.store.GetBlob(ctx, h)
+			b, err := o.blob(ctx, h)
 			if err != nil {
 				return flow.ToolAnswer{}, fmt.Errorf("replay: file content of seq %d: %w", t.seq, err)
 			}

@@ -59,8 +59,9 @@ func newScratchWith(ctx context.Context, projectors ...events.Projector) (*scrat
 	if err != nil {
 		return nil, fmt.Errorf("replay: scratch dir: %w", err)
 	}
-	// NORMAL: a scratch store needs no power-loss durability.
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Synchronous: "NORMAL", Projectors: projectors})
+	// In memory: a scratch store is thrown away, it needs no durability.
+	// (A resume forwards its new events to the real store, which has it.)
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, InMemory: true, Synchronous: "OFF", Projectors: projectors})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -106,6 +106,16 @@ func (s *Session) Chunks() []Chunk {
 	return out
 }
 
+// AppendChunksFrom appends the chunks from index `from` on to dst and
+// returns the extended slice: a caller following a growing session copies
+// each chunk once.
+func (s *Session) AppendChunksFrom(dst []Chunk, from int) []Chunk {
+	for _, e := range s.log.view(s.n)[from:] {
+		dst = append(dst, e.chunk)
+	}
+	return dst
+}
+
 // Chunk returns chunk i.
 func (s *Session) Chunk(i int) Chunk { return s.log.view(s.n)[i].chunk }
 
