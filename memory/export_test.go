@@ -1,0 +1,57 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Test seams for the external tests. They live here, not in an internal
+// test package, because those tests open a rath.Runtime and package rath
+// imports memory.
+
+// SetAfterFlush makes the Local call f after each durable index batch.
+func SetAfterFlush(o *LocalOptions, f func(seq int64)) { o.afterFlush = f }
+
+// IndexState opens the index at dir read as it is on disk and returns the
+// seq, hash and statistics it accounts for.
+func IndexState(dir string) (seq int64, hash string, docs, tokens int64, err error) {
+	idx, st, err := openExisting(dir, time.Second)
+	if err != nil {
+		return 0, "", 0, 0, err
+	}
+	defer idx.Close()
+	return st.Seq, st.Hash, st.Docs, st.Tokens, nil
+}
+
+// Stats waits for the index to catch up and returns the live document and
+// token counts searches score with.
+func (l *Local) Stats() (docs, tokens int64) {
+	if err := l.catchUpTo(context.Background()); err != nil {
+		return -1, -1
+	}
+	st := l.stats.Load()
+	return st.Docs, st.Tokens
+}
+
+// Explain runs the recall query with bleve's explanation on and returns
+// the explanation of the best hit as JSON.
+func (l *Local) Explain(ctx context.Context, ns, q string) (string, error) {
+	if err := l.catchUpTo(ctx); err != nil {
+		return "", err
+	}
+	req := newRequest(*l.stats.Load(), ns, q, 1)
+	req.Explain = true
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	res, err := l.idx.SearchInContext(ctx, req)
+	if err != nil || len(res.Hits) == 0 {
+		return "", err
+	}
+	raw, err := json.Marshal(res.Hits[0].Expl)
+	return string(raw), err
+}
+
+// AddPendingForget registers a tombstone the index never absorbs, as if
+// the indexer had not reached it yet.
+func (l *Local) AddPendingForget(id string) { l.forgets.add(id, 1<<62) }
