@@ -16,10 +16,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/sandbox"
@@ -49,6 +51,9 @@ type Options struct {
 	// Sandboxes are the backends sessions can be placed on. Nil means the
 	// built-ins: local, bwrap and opensandbox.
 	Sandboxes *sandbox.Registry
+	// Memory configures the local memory, opened on first use of
+	// Runtime.Memory at Dir/memory.bleve.
+	Memory memory.LocalOptions
 	// InMemory keeps the database in memory (Dir is still created for
 	// other files): for throwaway runtimes such as a replay's scratch
 	// store. Nothing survives Close.
@@ -68,6 +73,10 @@ type Runtime struct {
 	wfs      workflows
 	pool     *sandbox.Pool
 	keeper   *sql.DB // holds an in-memory database open; nil for a file
+	memOpts  memory.LocalOptions
+
+	memMu sync.Mutex // protects mem
+	mem   *memory.Local
 }
 
 // Open opens (creating if needed) the runtime in dir, applying any pending
@@ -132,7 +141,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		entropy = rand.Reader
 	}
 	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check)),
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), keeper: keeper}, nil
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), keeper: keeper, memOpts: opts.Memory}, nil
 }
 
 // Migrate applies pending migrations to the database at path.
@@ -171,7 +180,14 @@ func openMigrationDB(path string) (*sql.DB, error) {
 // database. Cleanup runs even if called with appends in flight; those fail
 // with events.ErrClosed.
 func (rt *Runtime) Close() error {
-	err := errors.Join(rt.pool.Close(), rt.store.Close())
+	var err error
+	rt.memMu.Lock()
+	if rt.mem != nil {
+		err = rt.mem.Close()
+		rt.mem = nil
+	}
+	rt.memMu.Unlock()
+	err = errors.Join(err, rt.pool.Close(), rt.store.Close())
 	if rt.keeper != nil {
 		err = errors.Join(err, rt.keeper.Close())
 	}
@@ -188,6 +204,30 @@ func randomBytes(r io.Reader, n int) []byte {
 		panic(fmt.Sprintf("rath: entropy: %v", err))
 	}
 	return b
+}
+
+// MemoryDir is the memory index directory inside a runtime directory.
+const MemoryDir = "memory.bleve"
+
+// Memory returns the runtime's local memory, opening it on first use: its
+// events are in the runtime's log and its BM25 index in Dir/memory.bleve,
+// caught up from its checkpoint (or rebuilt, with a warning, if missing or
+// damaged). It persists across runs. An in-memory runtime has none.
+func (rt *Runtime) Memory(ctx context.Context) (*memory.Local, error) {
+	rt.memMu.Lock()
+	defer rt.memMu.Unlock()
+	if rt.mem != nil {
+		return rt.mem, nil
+	}
+	if rt.keeper != nil {
+		return nil, errors.New("rath: an in-memory runtime has no local memory")
+	}
+	m, err := memory.OpenLocal(ctx, rt.store, filepath.Join(rt.dir, MemoryDir), rt.memOpts)
+	if err != nil {
+		return nil, fmt.Errorf("rath: open memory: %w", err)
+	}
+	rt.mem = m
+	return m, nil
 }
 
 // Sandboxes returns the pool of open sandboxes: a sandbox opens on first

@@ -2,18 +2,169 @@ package flow
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/session"
 )
 
-// memoryConfig is wired when the memory layer lands; until then agents
-// run without memory.
-type memoryConfig struct{}
-
-func (a *Agent) recall(ctx context.Context, s *session.Session, path string) (*session.Session, error) {
-	return s, nil
+// MemoryOptions configure an agent's memory.
+type MemoryOptions struct {
+	// Namespace is where the agent recalls and commits. Empty means
+	// memory.AgentNamespace of the agent's module path.
+	Namespace string
+	// TopK is how many memories are recalled before a forward, with the
+	// last user message as the query, and injected as memory chunks.
+	// Zero means memory.DefaultK; negative turns recall off.
+	TopK int
+	// Commit commits the session to memory when the forward ends.
+	Commit bool
+	// Extract, if set, makes the commit store short memos that this
+	// provider extracts in one recorded call, instead of archiving the
+	// user and assistant text.
+	Extract *Provider
 }
 
+type memoryConfig struct {
+	m    memory.Memory
+	opts MemoryOptions
+}
+
+// WithMemory gives the agent long-term memory: recall before each
+// forward, and optionally a commit after it.
+func WithMemory(m memory.Memory, opts MemoryOptions) AgentOption {
+	return func(a *Agent) error {
+		if m == nil {
+			return fmt.Errorf("flow: WithMemory needs a memory")
+		}
+		a.memory = &memoryConfig{m: m, opts: opts}
+		return nil
+	}
+}
+
+func (c *memoryConfig) namespace(path string) string {
+	if c.opts.Namespace != "" {
+		return c.opts.Namespace
+	}
+	return memory.AgentNamespace(path)
+}
+
+// recall injects the memories matching the last user message, recording
+// the recall and its hits on the session so a replay answers from them.
+func (a *Agent) recall(ctx context.Context, s *session.Session, path string) (*session.Session, error) {
+	c := a.memory
+	if c == nil || c.opts.TopK < 0 {
+		return s, nil
+	}
+	var query string
+	for i := s.Len() - 1; i >= 0; i-- {
+		if ch := s.Chunk(i); ch.Role == events.RoleUser {
+			query = ch.Content
+			break
+		}
+	}
+	if strings.TrimSpace(query) == "" {
+		return s, nil
+	}
+	k := c.opts.TopK
+	if k == 0 {
+		k = memory.DefaultK
+	}
+	ns := c.namespace(path)
+	var hits []events.MemoryHit
+	answered := false
+	if o := oracleFrom(ctx); o != nil {
+		ans, err := o.Recall(ctx, RecallCall{Session: s.ID(), Agent: path, Namespace: ns, Query: query})
+		if err != nil {
+			return s, err
+		}
+		if !ans.Live {
+			hits, answered = ans.Hits, true
+		}
+	}
+	if !answered {
+		found, err := c.m.Recall(ctx, ns, query, k)
+		if err != nil {
+			return s, fmt.Errorf("flow: agent %s recall: %w", path, err)
+		}
+		for _, h := range found {
+			hits = append(hits, events.MemoryHit{ID: h.ID, Score: h.Score, Text: h.Text})
+		}
+	}
+	rec := session.Record{Events: []events.Payload{events.MemoryRecalled{Namespace: ns, Query: query, K: k, Hits: hits, Session: s.ID(), Agent: path}}}
+	for _, h := range hits {
+		rec.Chunks = append(rec.Chunks, events.Chunk{Role: events.RoleMemory, Content: h.Text, Author: path, Meta: map[string]string{"memory_id": h.ID}})
+	}
+	return s.Record(ctx, rec)
+}
+
+// commit commits the finished session to memory. In a replay the memory
+// events are the recorded ones, written again to the replay's store.
 func (a *Agent) commit(ctx context.Context, s *session.Session, path string) (*session.Session, error) {
-	return s, nil
+	c := a.memory
+	if c == nil || !c.opts.Commit {
+		return s, nil
+	}
+	ns := c.namespace(path)
+	cur := s
+	var opts []memory.CommitOption
+	extractor := func(ctx context.Context) (memory.Extraction, error) {
+		return a.extract(ctx, &cur, path, s)
+	}
+	if o := oracleFrom(ctx); o != nil {
+		ans, err := o.Commit(ctx, CommitCall{Session: s.ID(), Agent: path, Namespace: ns})
+		if err != nil {
+			return cur, err
+		}
+		if !ans.Live {
+			if c.opts.Extract != nil {
+				if _, err := extractor(ctx); err != nil {
+					return cur, err
+				}
+			}
+			if _, err := s.Manager().Store().AppendWrites(ctx, ans.Writes...); err != nil {
+				return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
+			}
+			return cur, nil
+		}
+	}
+	if c.opts.Extract != nil {
+		opts = append(opts, memory.WithExtractor(memory.ExtractorFunc(func(ctx context.Context, _ *session.Session) (memory.Extraction, error) {
+			return extractor(ctx)
+		})))
+	}
+	if _, err := c.m.Commit(ctx, ns, s, opts...); err != nil {
+		return cur, fmt.Errorf("flow: agent %s commit: %w", path, err)
+	}
+	return cur, nil
+}
+
+// ExtractPrompt asks for memos worth keeping.
+const ExtractPrompt = "List the facts, decisions and lessons from this conversation worth remembering for next time, one short memo per line, no numbering. Answer with the memos only."
+
+// extract makes the one recorded model call that turns the session into
+// memos; it is recorded on the session's stream (cur follows it).
+func (a *Agent) extract(ctx context.Context, cur **session.Session, path string, s *session.Session) (memory.Extraction, error) {
+	p := a.memory.opts.Extract
+	var transcript strings.Builder
+	for _, ch := range s.Chunks() {
+		if ch.Role == events.RoleUser || ch.Role == events.RoleAssistant {
+			fmt.Fprintf(&transcript, "%s: %s\n", ch.Role, ch.Content)
+		}
+	}
+	req := model.Request{Messages: []model.Message{{Role: events.RoleSystem, Content: ExtractPrompt}, {Role: events.RoleUser, Content: transcript.String()}}}
+	resp, err := p.call(ctx, (*cur).ID(), path+".memory", req, nil, sessionRecorder(cur), nil)
+	if err != nil {
+		return memory.Extraction{}, err
+	}
+	var memos []string
+	for _, line := range strings.Split(resp.Content, "\n") {
+		if m := strings.TrimSpace(strings.TrimLeft(line, "-*• ")); m != "" {
+			memos = append(memos, m)
+		}
+	}
+	return memory.Extraction{Model: p.Model, Memos: memos}, nil
 }

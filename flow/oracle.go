@@ -17,6 +17,33 @@ type Oracle interface {
 	Model(ctx context.Context, call ModelCall) (ModelAnswer, error)
 	// Tool answers one tool call.
 	Tool(ctx context.Context, call ToolCall) (ToolAnswer, error)
+	// Recall answers a memory recall made for an agent.
+	Recall(ctx context.Context, call RecallCall) (RecallAnswer, error)
+	// Commit answers an agent's commit to memory with the recorded writes.
+	Commit(ctx context.Context, call CommitCall) (CommitAnswer, error)
+}
+
+// RecallCall identifies a recall being replayed.
+type RecallCall struct {
+	Session, Agent, Namespace, Query string
+}
+
+// RecallAnswer is a recorded recall's hits.
+type RecallAnswer struct {
+	Live bool
+	Hits []events.MemoryHit
+}
+
+// CommitCall identifies a commit to memory being replayed.
+type CommitCall struct {
+	Session, Agent, Namespace string
+}
+
+// CommitAnswer holds the recorded memory events of a commit, to be
+// written again as they were.
+type CommitAnswer struct {
+	Live   bool
+	Writes []events.Write
 }
 
 // ModelCall identifies a model call attempt being replayed.

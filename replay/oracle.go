@@ -56,6 +56,9 @@ type oracle struct {
 
 	blobs map[string][]byte // prefetched response and tool blobs
 
+	recalls map[string][]*events.MemoryRecalled // by agent
+	commits map[string][]events.Write           // by namespace + "\x00" + session
+
 	mu       sync.Mutex // protects the fields below
 	models   map[string][]attempt
 	tools    map[string][]toolRecord
@@ -66,13 +69,18 @@ type oracle struct {
 
 // newOracle indexes the recorded events up to limit (0: all).
 func newOracle(store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
-	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{}}
+	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
+		recalls: map[string][]*events.MemoryRecalled{}, commits: map[string][]events.Write{}}
+	byKey := map[key]events.Event{}
+	for _, ev := range recorded {
+		byKey[key{ev.Stream, ev.Version}] = ev
+	}
 	for _, ev := range recorded {
 		if limit > 0 && ev.Seq > limit {
 			break
 		}
 		switch ev.Type {
-		case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned:
+		case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned, events.TypeMemoryRecalled, events.TypeMemoryCommitted:
 		default:
 			continue
 		}
@@ -90,6 +98,25 @@ func newOracle(store *events.Store, recorded []events.Event, limit int64, strict
 			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, failed: e})
 		case *events.ToolReturned:
 			o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, ret: e})
+		case *events.MemoryRecalled:
+			o.recalls[e.Agent] = append(o.recalls[e.Agent], e)
+		case *events.MemoryCommitted:
+			// The commit's memories were appended with it, just before it.
+			first := ev.Version - int64(len(e.IDs))
+			w := events.Write{Stream: ev.Stream, Expected: first - 1}
+			for v := first; v <= ev.Version; v++ {
+				rec, ok := byKey[key{ev.Stream, v}]
+				if !ok {
+					return nil, fmt.Errorf("replay: memory commit at seq %d: event %s v%d is not in the run", ev.Seq, ev.Stream, v)
+				}
+				p, err := rec.Decode()
+				if err != nil {
+					return nil, err
+				}
+				w.Events = append(w.Events, p)
+			}
+			k := e.Namespace + "\x00" + e.Session
+			o.commits[k] = append(o.commits[k], w)
 		}
 	}
 	// Read every blob the answers need in a few queries, not one per call.
@@ -211,6 +238,44 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 	o.answered++
 	// For a failed call the loop rebuilds the content from kind and text.
 	return flow.ToolAnswer{Result: res, ErrorKind: t.ret.ErrorKind, Error: t.ret.Error, Duration: time.Duration(t.ret.DurationMS) * time.Millisecond}, nil
+}
+
+func (o *oracle) Recall(ctx context.Context, call flow.RecallCall) (flow.RecallAnswer, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.recalls[call.Agent]
+	if len(q) == 0 {
+		if !o.strict {
+			return flow.RecallAnswer{Live: true}, nil
+		}
+		return flow.RecallAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
+			Hint: fmt.Sprintf("extra memory recall by agent %s; the code path changed", call.Agent)})
+	}
+	r := q[0]
+	o.recalls[call.Agent] = q[1:]
+	if r.Query != call.Query || r.Namespace != call.Namespace {
+		return flow.RecallAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Type: events.TypeMemoryRecalled, Stream: call.Session,
+			Hint: fmt.Sprintf("memory recall changed: agent %s asked %q in %s, the record asked %q in %s", call.Agent, call.Query, call.Namespace, r.Query, r.Namespace)})
+	}
+	o.answered++
+	return flow.RecallAnswer{Hits: r.Hits}, nil
+}
+
+func (o *oracle) Commit(ctx context.Context, call flow.CommitCall) (flow.CommitAnswer, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := call.Namespace + "\x00" + call.Session
+	q := o.commits[k]
+	if len(q) == 0 {
+		if !o.strict {
+			return flow.CommitAnswer{Live: true}, nil
+		}
+		return flow.CommitAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryCommitted, Stream: events.MemoryStream(call.Namespace),
+			Hint: fmt.Sprintf("extra commit to memory %s by agent %s; the code path changed", call.Namespace, call.Agent)})
+	}
+	o.commits[k] = q[1:]
+	o.answered++
+	return flow.CommitAnswer{Writes: []events.Write{q[0]}}, nil
 }
 
 // unconsumed returns the first recorded attempt or tool result the replay

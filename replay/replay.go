@@ -50,7 +50,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow) 
 		return nil, err
 	}
 	defer sc.close()
-	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq); err != nil {
+	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...); err != nil {
 		return nil, err
 	}
 	orc, err := newOracle(rt.Store(), info.events, 0, true)

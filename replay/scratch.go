@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -17,6 +18,20 @@ type runInfo struct {
 	startSeq int64
 	finished *events.RunFinished
 	events   []events.Event
+}
+
+// memoryStreams lists the memory namespace streams a run wrote to, whose
+// earlier history a replay needs (memory ids derive from stream versions).
+func (info *runInfo) memoryStreams() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, ev := range info.events {
+		if strings.HasPrefix(ev.Type, "memory.") && strings.HasPrefix(ev.Stream, "memory:") && !seen[ev.Stream] {
+			seen[ev.Stream] = true
+			out = append(out, ev.Stream)
+		}
+	}
+	return out
 }
 
 func loadRun(ctx context.Context, rt *rath.Runtime, runID string) (*runInfo, error) {
@@ -76,7 +91,7 @@ func (s *scratch) close() error {
 // copyLineage copies into dst the events, before seq `before`, of the
 // session id and every session its state depends on (bases, sources,
 // lineage parents), so the replayed run starts from the same state.
-func copyLineage(ctx context.Context, src, dst *rath.Runtime, id string, before int64) error {
+func copyLineage(ctx context.Context, src, dst *rath.Runtime, id string, before int64, extra ...string) error {
 	closure := map[string]bool{}
 	queue := []string{id}
 	for len(queue) > 0 {
@@ -103,6 +118,9 @@ func copyLineage(ctx context.Context, src, dst *rath.Runtime, id string, before 
 		for _, e := range edges {
 			queue = append(queue, e.Parent)
 		}
+	}
+	for _, stream := range extra {
+		closure[stream] = true
 	}
 	var all []events.Event
 	for stream := range closure {
