@@ -35,7 +35,13 @@ type RunOption func(*runConfig)
 
 type runConfig struct {
 	id, seed, parent, codeVersion string
+	params                        map[string]string
 }
+
+// WithParams records the workflow's parameters with the run, so a tool
+// that rebuilds workflows by name (rath replay) can rebuild it. Never put
+// a secret in them.
+func WithParams(p map[string]string) RunOption { return func(c *runConfig) { c.params = p } }
 
 // WithSeed fixes the run's seed (ids derive from it); by default a random
 // one is drawn and recorded.
@@ -142,7 +148,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	rt.wfs.mu.Unlock()
 	run := &Run{ID: cfg.id, Seed: cfg.seed}
 	rctx := events.ContextWithRun(ctx, events.Run{ID: cfg.id, Seed: cfg.seed})
-	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent}
+	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: cfg.params}
 	if _, err := rt.store.Append(rctx, cfg.id, events.NoStream, started); err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)
 	}

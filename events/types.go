@@ -297,6 +297,9 @@ type RunStarted struct {
 	Seed         string `json:"seed"`
 	CodeVersion  string `json:"code_version,omitempty"`
 	ParentRun    string `json:"parent_run,omitempty"`
+	// Params are the workflow's parameters, enough to rebuild it by name
+	// (a model, a tool list; never a key).
+	Params map[string]string `json:"params,omitempty"`
 }
 
 func (RunStarted) EventType() string  { return TypeRunStarted }

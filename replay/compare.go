@@ -14,15 +14,28 @@ import (
 // facts, which a faithful replay may change.
 var ignored = map[string]bool{"latency_ms": true, "duration_ms": true, "code_version": true}
 
+func withIgnored(fields ...string) map[string]bool {
+	m := map[string]bool{}
+	for k := range ignored {
+		m[k] = true
+	}
+	for _, f := range fields {
+		m[f] = true
+	}
+	return m
+}
+
 // normalize returns the payload's canonical JSON without ignored fields.
-func normalize(payload []byte) string {
+func normalize(payload []byte) string { return normalizeIgnoring(payload, ignored) }
+
+func normalizeIgnoring(payload []byte, ignore map[string]bool) string {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return string(payload)
 	}
-	strip(v)
+	strip(v, ignore)
 	out, err := json.Marshal(v)
 	if err != nil {
 		return string(payload)
@@ -30,19 +43,19 @@ func normalize(payload []byte) string {
 	return string(out)
 }
 
-func strip(v any) {
+func strip(v any, ignore map[string]bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, val := range x {
-			if ignored[k] {
+			if ignore[k] {
 				delete(x, k)
 				continue
 			}
-			strip(val)
+			strip(val, ignore)
 		}
 	case []any:
 		for _, e := range x {
-			strip(e)
+			strip(e, ignore)
 		}
 	}
 }
@@ -55,6 +68,11 @@ type key struct {
 // compare matches recorded and produced events by (stream, version) and
 // returns how many matched and the first divergence by recorded seq.
 func compare(recorded, produced []events.Event) (matched int, d *Divergence) {
+	return compareIgnoring(recorded, produced, ignored)
+}
+
+func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) (matched int, d *Divergence) {
+	normalize := func(p []byte) string { return normalizeIgnoring(p, ignore) }
 	got := make(map[key]events.Event, len(produced))
 	for _, ev := range produced {
 		got[key{ev.Stream, ev.Version}] = ev

@@ -38,7 +38,8 @@ func ForkAt(ctx context.Context, rt *rath.Runtime, runID string, seq int64, wf f
 	orc.mu.Lock()
 	orc.cancel = cancel
 	orc.mu.Unlock()
-	run, err := rt.Start(rctx, info.started.Workflow, wf, input, append([]rath.RunOption{rath.WithParentRun(runID)}, opts...)...)
+	base := []rath.RunOption{rath.WithParentRun(runID), rath.WithParams(info.started.Params)}
+	run, err := rt.Start(rctx, info.started.Workflow, wf, input, append(base, opts...)...)
 	if orc.diverged != nil {
 		return run, orc.diverged
 	}

@@ -51,8 +51,9 @@ type toolRecord struct {
 // agent path in recorded order (parallel branches have their own paths, so
 // their interleaving does not matter).
 type oracle struct {
-	store  *events.Store // the original store, for blobs
-	strict bool          // an exhausted record is a divergence (else: go live)
+	store     *events.Store // the original store, for blobs
+	strict    bool          // an exhausted record is a divergence (else: go live)
+	liveTools bool          // run recorded tool calls for real (after checking them)
 
 	blobs map[string][]byte // prefetched response and tool blobs
 
@@ -216,6 +217,10 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 	if t.ret.Tool != call.Tool || t.ret.CallID != call.CallID {
 		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: call.Session,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s)", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
+	}
+	if o.liveTools {
+		o.answered++
+		return flow.ToolAnswer{Live: true}, nil
 	}
 	out, err := o.blob(ctx, t.ret.OutputRef)
 	if err != nil {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -36,11 +37,28 @@ func (r *Report) String() string {
 	return fmt.Sprintf("run %s (%s): %d of %d events reproduced; diverged: %v", r.Run, r.Workflow, r.Matched, r.Recorded, r.Divergence)
 }
 
+// Option configures Run.
+type Option func(*options)
+
+type options struct {
+	liveTools bool
+}
+
+// WithLiveTools re-runs the tools for real, in a fresh copy of each
+// recorded workspace, instead of answering them from the record; their
+// outputs and file changes are then compared with the recorded ones (a
+// test of environment reproducibility).
+func WithLiveTools() Option { return func(o *options) { o.liveTools = true } }
+
 // Run replays a recorded run of wf: wf's code runs again in a scratch
 // store, answered from the record, and the events it writes are compared
 // with the recorded ones. It returns a report; the error is for failures
 // to replay at all (an unknown run, I/O), not for divergences.
-func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow) (*Report, error) {
+func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, opts ...Option) (*Report, error) {
+	var cfg options
+	for _, o := range opts {
+		o(&cfg)
+	}
 	info, err := loadRun(ctx, rt, runID)
 	if err != nil {
 		return nil, err
@@ -57,7 +75,21 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := execute(ctx, sc.rt, info, wf, orc); err != nil {
+	rctx := ctx
+	if cfg.liveTools {
+		orc.liveTools = true
+		lineage, err := sc.rt.Store().Read(ctx, events.Query{})
+		if err != nil {
+			return nil, err
+		}
+		remap, cleanup, err := workspaceCopies(ctx, rt.Store(), info, lineage)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		rctx = liveToolsCtx(ctx, remap)
+	}
+	if _, err := execute(rctx, sc.rt, info, wf, orc); err != nil {
 		return nil, err
 	}
 	produced, err := sc.rt.Store().ReadRun(ctx, runID)
@@ -67,8 +99,17 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow) 
 	rep := &Report{Run: runID, Workflow: info.started.Workflow, Recorded: len(info.events), Produced: len(produced),
 		Incomplete: info.finished == nil, Answered: orc.answered}
 	var d *Divergence
-	rep.Matched, d = compare(info.events, produced)
+	ignore := ignored
+	if cfg.liveTools {
+		// A fresh sandbox has a new id and new timings; outputs must match.
+		ignore = withIgnored("sandbox_id")
+	}
+	rep.Matched, d = compareIgnoring(info.events, produced, ignore)
 	switch {
+	case orc.diverged != nil && d != nil && d.Seq > 0 && d.Seq < orc.diverged.Seq && d.Kind == KindMismatch:
+		// An earlier event already differed (a live tool's output, say):
+		// that is the first divergence, the oracle's is its consequence.
+		rep.Divergence = d
 	case orc.diverged != nil:
 		// The oracle saw the cause first (a changed prompt, an extra call).
 		rep.Divergence = orc.diverged
@@ -80,7 +121,28 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow) 
 	default:
 		rep.Divergence = orc.unconsumed()
 	}
+	if rep.Divergence != nil {
+		explainOutputs(ctx, rep.Divergence, rt.Store(), sc.rt.Store())
+	}
 	return rep, nil
+}
+
+// explainOutputs adds the texts behind differing output blobs of a
+// tool.returned divergence: hashes alone say nothing to a reader.
+func explainOutputs(ctx context.Context, d *Divergence, recorded, produced *events.Store) {
+	if d.Type != events.TypeToolReturned || d.Want == "" || d.Got == "" {
+		return
+	}
+	var w, g events.ToolReturned
+	if json.Unmarshal([]byte(d.Want), &w) != nil || json.Unmarshal([]byte(d.Got), &g) != nil || w.OutputRef == g.OutputRef {
+		return
+	}
+	wb, err1 := recorded.GetBlob(ctx, w.OutputRef)
+	gb, err2 := produced.GetBlob(ctx, g.OutputRef)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	d.Diff += fmt.Sprintf("\noutput:\n- %s\n+ %s", clip(string(wb)), clip(string(gb)))
 }
 
 // execute runs wf as the recorded run on target, answered by orc: it

@@ -51,6 +51,11 @@ func (p *Pool) Get(ctx context.Context, placement events.Placement) (Sandbox, er
 	if placement.Backend == "" {
 		return nil, ErrNoPlacement
 	}
+	if m, ok := ctx.Value(remapKey{}).(map[events.Placement]events.Placement); ok {
+		if to, ok := m[placement]; ok {
+			placement = to
+		}
+	}
 	b, err := p.reg.Lookup(placement.Backend)
 	if err != nil {
 		return nil, err
@@ -143,4 +148,14 @@ func (p *Pool) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+type remapKey struct{}
+
+// WithRemap returns a context in which Pool.Get opens the sandbox of
+// remap[placement] in place of placement's own: a replay with live tools
+// runs them in a copy of the recorded workspace without changing the
+// placements it records.
+func WithRemap(ctx context.Context, remap map[events.Placement]events.Placement) context.Context {
+	return context.WithValue(ctx, remapKey{}, remap)
 }

@@ -50,6 +50,10 @@ A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
 		newImportCmd(a),
 		newMigrateCmd(a),
 		newVersionCmd(a),
+		newRunCmd(a),
+		newRunsCmd(a),
+		newReplayCmd(a),
+		newResumeCmd(a),
 	)
 	return root
 }
