@@ -13,19 +13,21 @@ const maxDiffs = 10
 
 type rebuildView struct {
 	Events      int64    `json:"events"`
+	Memories    *int64   `json:"memories,omitempty"` // indexed by --memory
 	Checked     bool     `json:"checked"`
 	Differences []string `json:"differences,omitempty"`
 }
 
 func newRebuildCmd(a *app) *cobra.Command {
-	var check bool
+	var check, withMemory bool
 	cmd := &cobra.Command{
 		Use:   "rebuild",
 		Short: "Drop the SQL projections and replay the event log into them",
 		Long: `rebuild clears every SQL projection and replays the whole log, in one
 transaction, showing progress on stderr. With --check it dumps the
 projections before and after and fails if they differ: the incrementally
-maintained read model must equal the one rebuilt from events.`,
+maintained read model must equal the one rebuilt from events. With
+--memory it also rebuilds the memory's BM25 index from the log.`,
 		Example: "rath rebuild --check",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,6 +67,17 @@ maintained read model must equal the one rebuilt from events.`,
 				return err
 			}
 			v := rebuildView{Events: stats.Events, Checked: check}
+			if withMemory {
+				m, err := rt.Memory(ctx)
+				if err != nil {
+					return err
+				}
+				ms, err := m.Rebuild(ctx)
+				if err != nil {
+					return err
+				}
+				v.Memories = &ms.Memories
+			}
 			if check {
 				after, err := projections.Dump(ctx, rt.Store().DB())
 				if err != nil {
@@ -78,6 +91,9 @@ maintained read model must equal the one rebuilt from events.`,
 				}
 			} else {
 				fmt.Fprintf(a.stdout, "events replayed  %d\n", v.Events)
+				if v.Memories != nil {
+					fmt.Fprintf(a.stdout, "memories indexed %d\n", *v.Memories)
+				}
 				if check && len(v.Differences) == 0 {
 					fmt.Fprintln(a.stdout, "check           projections equal before and after")
 				}
@@ -91,6 +107,7 @@ maintained read model must equal the one rebuilt from events.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&withMemory, "memory", false, "also rebuild the memory index from the log")
 	cmd.Flags().BoolVar(&check, "check", false, "fail if the rebuilt projections differ from the ones before")
 	jsonFlag(cmd, a)
 	return cmd

@@ -54,6 +54,7 @@ A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
 		newRunsCmd(a),
 		newReplayCmd(a),
 		newResumeCmd(a),
+		newMemoryCmd(a),
 	)
 	return root
 }
