@@ -383,5 +383,6 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &SelectorDecided{} })
 	add(func() Payload { return &AgentCapped{} })
 	add(func() Payload { return &SessionCompressed{} })
+	add(func() Payload { return &EffectRecorded{} })
 	return c
 }

@@ -199,3 +199,27 @@ func nonEmpty(refs ...string) []string {
 	}
 	return out
 }
+
+// TypeEffectRecorded is the type of EffectRecorded.
+const TypeEffectRecorded = "effect.recorded"
+
+// EffectStream is the stream of a run's recorded side effects made at a
+// module path (flow.Now, flow.Rand).
+func EffectStream(run, path string) string { return "effects:" + run + ":" + path }
+
+// EffectRecorded records a nondeterministic value a workflow used (the
+// time, a random seed), so a replay gets the same one.
+type EffectRecorded struct {
+	Path  string `json:"path"`
+	Kind  string `json:"kind"` // now, rand
+	Value string `json:"value"`
+}
+
+func (EffectRecorded) EventType() string { return TypeEffectRecorded }
+func (EffectRecorded) EventVersion() int { return 1 }
+func (e EffectRecorded) Validate() error {
+	if e.Kind == "" {
+		return invalid("effect.recorded needs a kind")
+	}
+	return nil
+}

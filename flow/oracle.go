@@ -21,6 +21,19 @@ type Oracle interface {
 	Recall(ctx context.Context, call RecallCall) (RecallAnswer, error)
 	// Commit answers an agent's commit to memory with the recorded writes.
 	Commit(ctx context.Context, call CommitCall) (CommitAnswer, error)
+	// Effect answers a side effect (flow.Now, flow.Rand) made at a path.
+	Effect(ctx context.Context, call EffectCall) (EffectAnswer, error)
+}
+
+// EffectCall identifies a side effect being replayed.
+type EffectCall struct {
+	Path, Kind string
+}
+
+// EffectAnswer is a recorded side effect's value.
+type EffectAnswer struct {
+	Live  bool
+	Value string
 }
 
 // RecallCall identifies a recall being replayed.

@@ -53,10 +53,17 @@ func Named(name string, wf Workflow) Workflow { return named{name: name, wf: wf}
 
 type frameKey struct{}
 
-// frame is the workflow running at a point of the call tree.
+// frame is the workflow running at a point of the call tree, and the
+// store its session writes to (for side effects).
 type frame struct {
-	path string
-	wf   Workflow
+	path  string
+	wf    Workflow
+	store *events.Store
+}
+
+func storeFrom(ctx context.Context) *events.Store {
+	f, _ := ctx.Value(frameKey{}).(frame)
+	return f.store
 }
 
 // Path returns the module path of the workflow running in ctx ("" outside
@@ -177,7 +184,7 @@ func enter(ctx context.Context, s *session.Session, wf Workflow, hint string) (c
 		return ctx, nil, "", fmt.Errorf("flow: enter %s: %w", path, err)
 	}
 	ctx = context.WithValue(ctx, forcedKey{}, "")
-	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf}), s, path, nil
+	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf, store: s.Manager().Store()}), s, path, nil
 }
 
 // exit records workflow.exited on the output session (or on the input

@@ -58,6 +58,7 @@ type oracle struct {
 	blobs map[string][]byte // prefetched response and tool blobs
 
 	recalls map[string][]*events.MemoryRecalled // by agent
+	effects map[string][]*events.EffectRecorded // by path + "\x00" + kind
 	commits map[string][]events.Write           // by namespace + "\x00" + session
 
 	mu       sync.Mutex // protects the fields below
@@ -71,7 +72,7 @@ type oracle struct {
 // newOracle indexes the recorded events up to limit (0: all).
 func newOracle(store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
 	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
-		recalls: map[string][]*events.MemoryRecalled{}, commits: map[string][]events.Write{}}
+		recalls: map[string][]*events.MemoryRecalled{}, commits: map[string][]events.Write{}, effects: map[string][]*events.EffectRecorded{}}
 	byKey := map[key]events.Event{}
 	for _, ev := range recorded {
 		byKey[key{ev.Stream, ev.Version}] = ev
@@ -81,7 +82,7 @@ func newOracle(store *events.Store, recorded []events.Event, limit int64, strict
 			break
 		}
 		switch ev.Type {
-		case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned, events.TypeMemoryRecalled, events.TypeMemoryCommitted:
+		case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned, events.TypeMemoryRecalled, events.TypeMemoryCommitted, events.TypeEffectRecorded:
 		default:
 			continue
 		}
@@ -101,6 +102,9 @@ func newOracle(store *events.Store, recorded []events.Event, limit int64, strict
 			o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, ret: e})
 		case *events.MemoryRecalled:
 			o.recalls[e.Agent] = append(o.recalls[e.Agent], e)
+		case *events.EffectRecorded:
+			k := e.Path + "\x00" + e.Kind
+			o.effects[k] = append(o.effects[k], e)
 		case *events.MemoryCommitted:
 			// The commit's memories were appended with it, just before it.
 			first := ev.Version - int64(len(e.IDs))
@@ -281,6 +285,23 @@ func (o *oracle) Commit(ctx context.Context, call flow.CommitCall) (flow.CommitA
 	o.commits[k] = q[1:]
 	o.answered++
 	return flow.CommitAnswer{Writes: []events.Write{q[0]}}, nil
+}
+
+func (o *oracle) Effect(ctx context.Context, call flow.EffectCall) (flow.EffectAnswer, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := call.Path + "\x00" + call.Kind
+	q := o.effects[k]
+	if len(q) == 0 {
+		if !o.strict {
+			return flow.EffectAnswer{Live: true}, nil
+		}
+		return flow.EffectAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeEffectRecorded, Stream: call.Path,
+			Hint: fmt.Sprintf("extra flow.%s at %s; the code path changed", call.Kind, call.Path)})
+	}
+	o.effects[k] = q[1:]
+	o.answered++
+	return flow.EffectAnswer{Value: q[0].Value}, nil
 }
 
 // unconsumed returns the first recorded attempt or tool result the replay

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -221,5 +222,37 @@ func TestRun_UnknownRun(t *testing.T) {
 	rt := mustOpen(t)
 	if _, err := replay.Run(t.Context(), rt, "run-nope", flow.Empty); !errors.Is(err, replay.ErrNotFound) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRun_NowAndRandReplayTheRecordedValues(t *testing.T) {
+	ctx := t.Context()
+	rt := mustOpen(t)
+	var seen []string
+	wf := flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
+		now, err := flow.Now(ctx)
+		if err != nil {
+			return s, err
+		}
+		r, err := flow.Rand(ctx)
+		if err != nil {
+			return s, err
+		}
+		line := fmt.Sprintf("at %s drew %d", now.Format(time.RFC3339Nano), r.Uint64())
+		seen = append(seen, line)
+		return s.Append(ctx, events.Chunk{Role: events.RoleAssistant, Content: line})
+	})
+	input, _ := rt.NewUserSession(ctx, "roll")
+	run, err := rt.Start(ctx, "roll", wf, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	rep, err := replay.Run(ctx, rt, run.ID, wf)
+	if err != nil || !rep.OK() {
+		t.Fatalf("replay: %v %v", rep, err)
+	}
+	if len(seen) != 2 || seen[0] != seen[1] {
+		t.Fatalf("the replay saw other values: %q", seen)
 	}
 }

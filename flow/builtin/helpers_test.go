@@ -28,14 +28,20 @@ func MustOpen(tb testing.TB, reg *sandbox.Registry) *rath.Runtime {
 	return rt
 }
 
-// placed returns a new user session placed on backend over a fresh
-// workspace directory (returned too).
-func placed(t *testing.T, rt *rath.Runtime, backend string) (*session.Session, string) {
+// hostDir returns a fresh directory with symlinks resolved, so it equals
+// the sandbox's Workdir.
+func hostDir(t *testing.T) string {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// placeAt returns a new user session placed on backend over dir.
+func placeAt(t *testing.T, rt *rath.Runtime, backend, dir string) *session.Session {
+	t.Helper()
 	s, err := rt.NewUserSession(t.Context(), "Work in the workspace.")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,20 @@ func placed(t *testing.T, rt *rath.Runtime, backend string) (*session.Session, s
 	if s, err = s.To(t.Context(), backend, dir); err != nil {
 		t.Fatal(err)
 	}
-	return s, dir
+	return s
+}
+
+// placed returns a new user session placed on backend over a fresh
+// workspace directory (returned too).
+func placed(t *testing.T, rt *rath.Runtime, backend string) (*session.Session, string) {
+	t.Helper()
+	dir := hostDir(t)
+	return placeAt(t, rt, backend, dir), dir
+}
+
+func readHost(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
 }
 
 // writeFiles creates files (path -> content) under dir.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/sandbox"
@@ -68,7 +67,7 @@ func (k *kit) command(ctx context.Context, sb sandbox.Sandbox, res flow.ToolResu
 	res.IsError = code != 0
 	if execErr != nil {
 		return res, out, &flow.ToolError{Kind: flow.ToolErrTimeout, Err: fmt.Errorf(
-			"%w after %s and was killed; output so far:\n%s", execErr, req.Timeout.Round(time.Millisecond), res.Content)}
+			"%w (the command was killed); output so far:\n%s", execErr, res.Content)}
 	}
 	return res, out, nil
 }

@@ -1,0 +1,56 @@
+// Package mcptool owns rath's MCP client side: it connects to Model Context
+// Protocol servers over stdio with the official SDK
+// (github.com/modelcontextprotocol/go-sdk) and offers their tools to agents
+// as [flow.Tool] values.
+//
+// # Connections
+//
+// A [Manager] keeps one long-lived connection per server, opened by
+// [Manager.Connect] (an *exec.Cmd), [Manager.ConnectServer] (a [Server]
+// description), [Manager.ConnectConfig] (the "mcp_servers" of rath's config
+// file) or [Manager.ConnectTransport] (any SDK transport, such as an
+// in-memory one), and closed by [Manager.Close]. Every tool call of every
+// agent goes through that one connection; the SDK session is safe for
+// concurrent calls. The runtime is meant to own one Manager and close it
+// when it closes.
+//
+// The config file names servers as most MCP clients do:
+//
+//	{"mcp_servers": {"everything": {"command": "node", "args": ["dist/index.js", "stdio"],
+//	                                "env": {"LOG_LEVEL": "warn"}, "cwd": "/opt/everything"}}}
+//
+// A server process does not inherit the whole environment of rath: it gets
+// HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG and TMPDIR when set (the set
+// the MCP reference clients pass), plus its "env" entries, so API keys in
+// rath's environment reach only the servers configured to get them.
+//
+// # Tools
+//
+// [Manager.Tools] lists a server's tools and wraps each one: its name, its
+// description, its input schema as the tool's JSON Schema (arguments are
+// validated against it before the call) and a Call that forwards to the
+// server. Tool names are prefixed with the server's name and two
+// underscores ("everything__echo"): tools of two servers, or an MCP tool
+// and a built-in one, would otherwise collide, and model APIs accept only
+// [A-Za-z0-9_-]{1,64}, so other characters become "_" and longer names are
+// shortened with a hash suffix. [Options.BareNames] keeps the server's
+// names (sanitized the same way) for prompts written for them.
+//
+// # Errors
+//
+// A failed call is a [flow.ToolError], never a panic or a lost agent run:
+// a JSON-RPC error from the server has kind [KindError], a result the server
+// marks isError has kind [KindToolError] (its text is in the message, so
+// the model can correct itself), and a server that exited or closed the
+// connection has kind [KindServerGone], with the end of its stderr. Every
+// result names the server as its evidence: Backend "mcp", SandboxID
+// "mcp:<server>". Images and audio a tool returns are kept as blobs with the
+// evidence and described by size and hash in the text.
+//
+// # What it does not own
+//
+// The agent loop (package flow), the config file format (flow.ConfigFile,
+// whose MCPServers field this package reads) and sandboxes: MCP servers
+// run as ordinary host processes, not inside a session's sandbox. It
+// imports flow, session and the MCP SDK.
+package mcptool

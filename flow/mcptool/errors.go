@@ -1,0 +1,79 @@
+package mcptool
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Tool error kinds, recorded on tool_result chunks and tool.returned
+// events like the kinds of package flow.
+const (
+	// KindError: the server answered the call with a JSON-RPC error
+	// (unknown tool, invalid parameters, an internal error).
+	KindError = "mcp_error"
+	// KindToolError: the server ran the tool and reported a failure
+	// (isError in the result).
+	KindToolError = "mcp_tool_error"
+	// KindServerGone: the server exited or closed the connection.
+	KindServerGone = "mcp_server_gone"
+)
+
+var (
+	// ErrClosed is returned by calls on a closed Manager.
+	ErrClosed = errors.New("mcptool: manager closed")
+	// ErrUnknownServer is returned for a server name with no connection.
+	ErrUnknownServer = errors.New("mcptool: no such server")
+	// ErrAlreadyConnected is returned by Connect for a name whose
+	// connection is alive.
+	ErrAlreadyConnected = errors.New("mcptool: server already connected")
+	// ErrInvalidName is returned for a server name that cannot prefix tool
+	// names: it must match [A-Za-z0-9_-]{1,32}.
+	ErrInvalidName = errors.New("mcptool: invalid server name")
+	// ErrConfig is returned for an unusable server description or config
+	// file entry.
+	ErrConfig = errors.New("mcptool: invalid server config")
+	// ErrServerGone is matched by a *ServerGoneError.
+	ErrServerGone = errors.New("mcptool: server gone")
+)
+
+// ServerGoneError reports a server whose connection ended: it exited,
+// crashed, or closed its stdout. Stderr holds the end of what it wrote
+// there, if it was captured.
+type ServerGoneError struct {
+	Server string
+	Err    error // why the connection ended, if known
+	Stderr string
+}
+
+func (e *ServerGoneError) Error() string {
+	msg := fmt.Sprintf("mcptool: server %s is gone (the connection closed", e.Server)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	msg += "); reconnect it with Manager.Connect"
+	if e.Stderr != "" {
+		msg += "; its stderr ended with:\n" + e.Stderr
+	}
+	return msg
+}
+
+func (e *ServerGoneError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrServerGone) true.
+func (e *ServerGoneError) Is(target error) bool { return target == ErrServerGone }
+
+// CallError reports a call the server answered with an error: a JSON-RPC
+// error (Code non-zero) or a tool result marked isError (Code zero, the
+// result's text in Message).
+type CallError struct {
+	Server, Tool string
+	Code         int64
+	Message      string
+}
+
+func (e *CallError) Error() string {
+	if e.Code != 0 {
+		return fmt.Sprintf("mcptool: %s tool %s: server error %d: %s", e.Server, e.Tool, e.Code, e.Message)
+	}
+	return fmt.Sprintf("mcptool: %s tool %s failed: %s", e.Server, e.Tool, e.Message)
+}
