@@ -528,8 +528,14 @@ func TestParallel_FailingBranchCancelsOthers(t *testing.T) {
 	if !errors.As(err, &be) || be.Name != "bad" || be.Index != 1 || !strings.Contains(err.Error(), "reviewer crashed") {
 		t.Fatalf("err = %v, want branch 1 (bad)", err)
 	}
-	if !<-canceled {
-		t.Fatal("the other branch was not canceled")
+	// Parallel returns after every branch has; the slow one either saw the
+	// cancel or was canceled before it started.
+	select {
+	case c := <-canceled:
+		if !c {
+			t.Fatal("the other branch was not canceled")
+		}
+	default:
 	}
 }
 
