@@ -7,12 +7,17 @@ STATICCHECK_VERSION := v0.8.2
 # this tag; `make test` always sets it so nothing real is skipped.
 TAGS := integration
 
-.PHONY: all build test deps vet lint bench fuzz clean
+.PHONY: all build demo test deps vet lint bench fuzz clean
 
 all: build
 
 build:
 	$(GO) build -o bin/rath ./cmd/rath
+
+# demo runs the offline multi-agent demo (scripted model turns, real
+# tools, sandbox, events, memory and replay) in ./.rath-demo.
+demo: build
+	bin/rath demo
 
 # deps installs what the integration tests need on a fresh machine.
 deps:

@@ -55,6 +55,7 @@ A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
 		newReplayCmd(a),
 		newResumeCmd(a),
 		newMemoryCmd(a),
+		newDemoCmd(a),
 	)
 	return root
 }

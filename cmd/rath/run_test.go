@@ -72,3 +72,20 @@ func TestRunReplayResume(t *testing.T) {
 		t.Fatalf("unknown tool: exit %d %s", r.code, r.stderr)
 	}
 }
+
+func TestDemoCommand(t *testing.T) {
+	dir := t.TempDir()
+	out := mustRun(t, dir, "demo")
+	for _, want := range []string{"scripted cassette (not a real model)", "2 forks", "replay           reproduced", "verify           ok"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	runs := decodeJSON[[]runView](t, mustRun(t, dir, "runs", "--json"))
+	if len(runs) != 1 || runs[0].Workflow != "demo" {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if out := mustRun(t, dir, "replay", runs[0].ID); !strings.Contains(out, "reproduced: ") {
+		t.Fatalf("replay of the demo: %s", out)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/internal/demo"
 )
 
 // runWorkflow is the name "rath run" records its runs under.
@@ -53,6 +54,9 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 	switch row.Workflow {
 	case runWorkflow:
 		return a.agentFromParams(rt, started.Params, live, nil)
+	case demo.Name:
+		// Resuming the demo continues on its cassette, like the run did.
+		return demo.Build(ctx, rt, nil)
 	}
 	return nil, fmt.Errorf("%w %q: this binary rebuilds only %q runs; replay your own workflows with replay.Run from the program that ran them",
 		rath.ErrUnknownWorkflow, row.Workflow, runWorkflow)

@@ -1,0 +1,180 @@
+package demo
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"path/filepath"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
+	"github.com/gorath/rath/replay"
+)
+
+//go:embed cassette.json
+var cassette []byte
+
+// Cassette returns the scripted model the offline demo runs on.
+func Cassette() (*scripted.Client, error) { return scripted.Parse(cassette) }
+
+// Request is the user's message that starts the demo.
+const Request = "Please fix issue 17 (ISSUE.md): add slugify to textkit."
+
+// Options configure Run.
+type Options struct {
+	// Backend is the sandbox backend: "local" (default) or "bwrap".
+	Backend string
+	// Provider, if set, is a live model; nil means the scripted cassette.
+	Provider *flow.Provider
+}
+
+// Summary is what a demo run did.
+type Summary struct {
+	Run       string         `json:"run"`
+	Output    string         `json:"output_session"`
+	Workspace string         `json:"workspace"`
+	Scripted  bool           `json:"scripted"`
+	Sessions  int            `json:"sessions"`
+	Forks     int            `json:"forks"`
+	ToolCalls int            `json:"tool_calls"`
+	Rejected  int            `json:"rejected_patches"`
+	Recalled  int            `json:"memories_recalled"`
+	Committed int            `json:"memories_committed"`
+	Decisions int            `json:"selector_decisions"`
+	Tokens    int64          `json:"tokens"`
+	Events    int            `json:"events"`
+	Verified  bool           `json:"verified"`
+	Head      events.Head    `json:"head"`
+	Replay    *replay.Report `json:"replay"`
+	Usage     events.Usage   `json:"usage"`
+	Err       string         `json:"error,omitempty"`
+	Final     string         `json:"final_answer"`
+}
+
+// Build returns the demo workflow for rt: on the cassette unless p is set.
+func Build(ctx context.Context, rt *rath.Runtime, p *flow.Provider) (*Workflow, error) {
+	if p == nil {
+		c, err := Cassette()
+		if err != nil {
+			return nil, err
+		}
+		if p, err = flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted-demo", Client: c},
+			flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "-"}); err != nil {
+			return nil, err
+		}
+	}
+	mem, err := rt.Memory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return New(p, rt.Sandboxes(), mem)
+}
+
+// Run sets up the workspace in rt's directory, runs the demo as a recorded
+// run, replays it and verifies the log, and sums up what happened.
+func Run(ctx context.Context, rt *rath.Runtime, opts Options) (*Summary, error) {
+	backend := opts.Backend
+	if backend == "" {
+		backend = "local"
+	}
+	ws, err := filepath.Abs(filepath.Join(rt.Dir(), "work"))
+	if err != nil {
+		return nil, err
+	}
+	if err := SetupWorkspace(ws); err != nil {
+		return nil, err
+	}
+	wf, err := Build(ctx, rt, opts.Provider)
+	if err != nil {
+		return nil, err
+	}
+	input, err := rt.NewUserSession(ctx, Request)
+	if err != nil {
+		return nil, err
+	}
+	if input, err = input.To(ctx, backend, ws); err != nil {
+		return nil, err
+	}
+	sum := &Summary{Workspace: ws, Scripted: opts.Provider == nil}
+	run, runErr := rt.Start(ctx, Name, wf, input, rath.WithParams(map[string]string{"backend": backend, "scripted": fmt.Sprint(opts.Provider == nil)}))
+	if run == nil {
+		return nil, runErr
+	}
+	sum.Run = run.ID
+	if runErr != nil {
+		sum.Err = runErr.Error()
+	}
+	if run.Output != nil {
+		sum.Output = run.Output.ID()
+		sum.Usage = run.Output.Usage()
+		sum.Final = lastAnswer(run.Output)
+	}
+	if err := sum.count(ctx, rt, run.ID); err != nil {
+		return sum, err
+	}
+	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	if err != nil {
+		return sum, err
+	}
+	sum.Verified, sum.Head = rep.OK(), rep.Head
+	// The replay re-executes the same code with every answer from the log.
+	if sum.Replay, err = replay.Run(ctx, rt, run.ID, wf); err != nil {
+		return sum, err
+	}
+	return sum, runErr
+}
+
+// count sums up the run's events.
+func (sum *Summary) count(ctx context.Context, rt *rath.Runtime, runID string) error {
+	evs, err := rt.Store().ReadRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	sum.Events = len(evs)
+	sessions := map[string]bool{}
+	for _, ev := range evs {
+		p, err := ev.Decode()
+		if err != nil {
+			return err
+		}
+		switch e := p.(type) {
+		case *events.SessionForked:
+			sum.Forks++
+			sessions[e.Session] = true
+		case *events.SessionMerged, *events.SessionCompressed, *events.SessionDetached:
+			sessions[ev.Stream] = true
+		case *events.ToolReturned:
+			sum.ToolCalls++
+		case *events.ProviderCalled:
+			sum.Tokens += e.Usage.TotalTokens
+		case *events.MemoryRecalled:
+			sum.Recalled += len(e.Hits)
+		case *events.MemoryCommitted:
+			sum.Committed += len(e.IDs)
+		case *events.SelectorDecided:
+			sum.Decisions++
+		case *events.ChunkAppended:
+			sessions[e.Session] = true
+			if e.Chunk.Role == events.RoleAssistant && len(e.Chunk.Content) >= len(Rejected) && e.Chunk.Content[:len(Rejected)] == Rejected {
+				sum.Rejected++
+			}
+		case *events.WorkflowEntered:
+			sessions[e.Session] = true
+		}
+	}
+	sum.Sessions = len(sessions)
+	return nil
+}
+
+// Register makes the demo workflow replayable by name on rt (rath replay
+// and rath resume rebuild it), answering from the cassette.
+func Register(ctx context.Context, rt *rath.Runtime) error {
+	wf, err := Build(ctx, rt, nil)
+	if err != nil {
+		return err
+	}
+	rt.Register(Name, wf)
+	return nil
+}
