@@ -67,10 +67,6 @@ type key struct {
 
 // compare matches recorded and produced events by (stream, version) and
 // returns how many matched and the first divergence by recorded seq.
-func compare(recorded, produced []events.Event) (matched int, d *Divergence) {
-	return compareIgnoring(recorded, produced, ignored)
-}
-
 func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) (matched int, d *Divergence) {
 	normalize := func(p []byte) string { return normalizeIgnoring(p, ignore) }
 	got := make(map[key]events.Event, len(produced))

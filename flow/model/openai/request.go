@@ -69,6 +69,7 @@ func (c *Client) buildRequest(req model.Request) (goopenai.ChatCompletionRequest
 	// servers mostly know only max_tokens, so move it only when asked to.
 	v := goopenai.NewReasoningValidator()
 	if err := v.Validate(out); errors.Is(err, goopenai.ErrReasoningModelMaxTokensDeprecated) {
+		//lint:ignore SA1019 max_tokens is what OpenAI-compatible servers accept; it moves only for reasoning models
 		out.MaxCompletionTokens, out.MaxTokens = out.MaxTokens, 0
 	}
 	if err := v.Validate(out); err != nil {
@@ -138,6 +139,7 @@ func setSampling(out *goopenai.ChatCompletionRequest, s model.Sampling) {
 	if s.TopP != nil {
 		out.TopP = nonZero(*s.TopP)
 	}
+	//lint:ignore SA1019 max_tokens is what OpenAI-compatible servers accept (see above)
 	out.MaxTokens = s.MaxTokens
 	out.Seed = s.Seed
 	out.Stop = s.Stop
