@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -24,6 +25,19 @@ rath memory recall user/ana "how should answers look" -k 3`,
 	return cmd
 }
 
+// memory opens the runtime (creating the store if create) and its memory.
+func (a *app) memory(ctx context.Context, create bool) (*memory.Local, error) {
+	open := a.open
+	if create {
+		open = a.create
+	}
+	rt, err := open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rt.Memory(ctx)
+}
+
 func newMemoryAddCmd(a *app) *cobra.Command {
 	var meta []string
 	cmd := &cobra.Command{
@@ -44,11 +58,7 @@ func newMemoryAddCmd(a *app) *cobra.Command {
 				m = nil
 			}
 			ctx := cmd.Context()
-			rt, err := a.create(ctx)
-			if err != nil {
-				return err
-			}
-			mem, err := rt.Memory(ctx)
+			mem, err := a.memory(ctx, true)
 			if err != nil {
 				return err
 			}
@@ -81,11 +91,7 @@ func newMemoryRecallCmd(a *app) *cobra.Command {
 		Args:    args(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
-			rt, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			mem, err := rt.Memory(ctx)
+			mem, err := a.memory(ctx, false)
 			if err != nil {
 				return err
 			}
@@ -120,11 +126,7 @@ func newMemoryListCmd(a *app) *cobra.Command {
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
-			rt, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			mem, err := rt.Memory(ctx)
+			mem, err := a.memory(ctx, false)
 			if err != nil {
 				return err
 			}
@@ -158,11 +160,7 @@ func newMemoryForgetCmd(a *app) *cobra.Command {
 		Args:    args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
-			rt, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			mem, err := rt.Memory(ctx)
+			mem, err := a.memory(ctx, false)
 			if err != nil {
 				return err
 			}
