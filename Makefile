@@ -19,12 +19,22 @@ build:
 demo: build
 	bin/rath demo
 
-# deps installs what the integration tests need on a fresh machine.
-deps:
+MCP_FIXTURE := flow/mcptool/testdata/server-everything
+
+# deps installs what the integration tests need on a fresh machine:
+# bubblewrap and node/npm (Debian packages) and the npm MCP test server.
+deps: $(MCP_FIXTURE)/node_modules/.package-lock.json
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  echo "installing bubblewrap (apt-get)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap >/dev/null; }
+
+$(MCP_FIXTURE)/node_modules/.package-lock.json: $(MCP_FIXTURE)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "installing nodejs and npm (apt-get)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
+	cd $(MCP_FIXTURE) && npm ci --no-audit --no-fund
 
 vet:
 	$(GO) vet -tags $(TAGS) ./...

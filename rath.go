@@ -21,6 +21,7 @@ import (
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/mcptool"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
@@ -72,6 +73,7 @@ type Runtime struct {
 	entropy  io.Reader
 	wfs      workflows
 	pool     *sandbox.Pool
+	mcp      *mcptool.Manager
 	keeper   *sql.DB // holds an in-memory database open; nil for a file
 	memOpts  memory.LocalOptions
 
@@ -141,7 +143,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		entropy = rand.Reader
 	}
 	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check)),
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), keeper: keeper, memOpts: opts.Memory}, nil
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}, nil
 }
 
 // Migrate applies pending migrations to the database at path.
@@ -187,7 +189,7 @@ func (rt *Runtime) Close() error {
 		rt.mem = nil
 	}
 	rt.memMu.Unlock()
-	err = errors.Join(err, rt.pool.Close(), rt.store.Close())
+	err = errors.Join(err, rt.mcp.Close(), rt.pool.Close(), rt.store.Close())
 	if rt.keeper != nil {
 		err = errors.Join(err, rt.keeper.Close())
 	}
@@ -229,6 +231,11 @@ func (rt *Runtime) Memory(ctx context.Context) (*memory.Local, error) {
 	rt.mem = m
 	return m, nil
 }
+
+// MCP returns the runtime's MCP servers: connect them with Connect or
+// ConnectConfig and wrap their tools with Tools. Each keeps one long-lived
+// connection, closed by Close.
+func (rt *Runtime) MCP() *mcptool.Manager { return rt.mcp }
 
 // Sandboxes returns the pool of open sandboxes: a sandbox opens on first
 // use and is shared by every session placed on the same backend and spec.

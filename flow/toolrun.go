@@ -27,7 +27,12 @@ type toolOutcome struct {
 // content is the text the model sees for the call.
 func (o toolOutcome) content() string {
 	if o.kind != "" {
-		return fmt.Sprintf("error (%s): %v", o.kind, o.err)
+		err := o.err
+		var te *ToolError
+		if errors.As(err, &te) && te.Err != nil {
+			err = te.Err // the kind is already in front
+		}
+		return fmt.Sprintf("error (%s): %v", o.kind, err)
 	}
 	if o.result.Content == "" {
 		// Some APIs reject an empty tool message.

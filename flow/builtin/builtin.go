@@ -66,6 +66,12 @@ type Options struct {
 
 // Tracking bounds the file-change tracking of run_shell_command and
 // run_code (see the package documentation for what is not tracked).
+//
+// Each command lists the workspace and reads every tracked file twice,
+// before and after: on the local backend that adds about 3 ms per command
+// for 100 files of 1 KiB and 27 ms for 1000 (BenchmarkShell). On a remote
+// backend (opensandbox) every read is a request: lower MaxFiles, or set
+// Off, for large workspaces there.
 type Tracking struct {
 	// Off disables tracking: commands report no file changes.
 	Off bool

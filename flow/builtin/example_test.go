@@ -89,7 +89,7 @@ func Example() {
 	// hello from the workspace
 	// [files changed: greet.sh (deleted), out.txt (created)]
 	// read_workspace_file:
-	// error (tool_error): tool_error: read "../secret": sandbox: path escapes the workspace (paths are relative to the workspace root and must stay inside it)
+	// error (tool_error): read "../secret": sandbox: path escapes the workspace (paths are relative to the workspace root and must stay inside it)
 	// write_workspace_file on local: 1 file changes [greet.sh  -> da8b19c2]
 	// run_shell_command on local: 2 file changes [greet.sh da8b19c2 -> ] [out.txt  -> 6669e500]
 	// read_workspace_file on local: 0 file changes

@@ -66,7 +66,7 @@ func readHost(path string) (string, error) {
 }
 
 // writeFiles creates files (path -> content) under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for p, content := range files {
 		full := filepath.Join(dir, filepath.FromSlash(p))

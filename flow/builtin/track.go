@@ -182,7 +182,7 @@ func (c changes) summary(t Tracking) string {
 		fmt.Fprintf(&b, "\n[files changed: %s]", strings.Join(parts, ", "))
 	}
 	if len(c.untracked) > 0 {
-		fmt.Fprintf(&b, "\n[changed but larger than the %d bytes tracked: %s]", t.MaxFileBytes, strings.Join(c.untracked, ", "))
+		fmt.Fprintf(&b, "\n[changed but not recorded, larger than the %d bytes tracked: %s]", t.MaxFileBytes, strings.Join(c.untracked, ", "))
 	}
 	return b.String()
 }

@@ -52,5 +52,5 @@
 // The agent loop (package flow), the config file format (flow.ConfigFile,
 // whose MCPServers field this package reads) and sandboxes: MCP servers
 // run as ordinary host processes, not inside a session's sandbox. It
-// imports flow, session and the MCP SDK.
+// imports flow, session and events, the MCP SDK and jsonschema-go.
 package mcptool

@@ -1,0 +1,88 @@
+package mcptool_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/mcptool"
+	"github.com/gorath/rath/flow/model/scripted"
+)
+
+// A Manager holds the connection to an MCP server (here one built with the
+// same SDK, over an in-memory transport; ConnectServer starts a stdio
+// one) and hands its tools to an agent.
+func Example() {
+	ctx := context.Background()
+	server := mcp.NewServer(&mcp.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "greet", Description: "Greet someone."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Name string `json:"name"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Hello, " + in.Name + "!"}}}, nil, nil
+		})
+	clientT, serverT := mcp.NewInMemoryTransports()
+	if _, err := server.Connect(ctx, serverT, nil); err != nil {
+		log.Fatal(err)
+	}
+
+	m := mcptool.NewManager()
+	defer m.Close()
+	if err := m.ConnectTransport(ctx, "greeter", clientT); err != nil {
+		log.Fatal(err)
+	}
+	tools, err := m.Tools(ctx, "greeter")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(tools[0].Name(), string(tools[0].Schema()))
+
+	dir, err := os.MkdirTemp("", "rath-mcp-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+	model := scripted.New(
+		scripted.Entry{ToolCalls: []scripted.ToolCall{
+			{ID: "1", Name: "greeter__greet", Arguments: `{"name":"Ada"}`},
+			{ID: "2", Name: "greeter__greet", Arguments: `{"nom":"Ada"}`},
+		}},
+		scripted.Entry{Content: "Greeted."},
+	)
+	p, err := flow.ResolveProvider(flow.Provider{Client: model, Model: "scripted"}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: dir + "/none.json"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	agent, err := flow.NewAgent("Greet people.", p, flow.WithTools(tools...))
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := rt.NewUserSession(ctx, "Greet Ada.")
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := agent.Forward(ctx, s)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range out.Chunks() {
+		if c.Role == events.RoleToolResult {
+			fmt.Printf("%s: %.60s\n", c.ToolCallID, c.Content)
+		}
+	}
+	// Output:
+	// greeter__greet {"additionalProperties":false,"properties":{"name":{"type":"string"}},"required":["name"],"type":"object"}
+	// 1: Hello, Ada!
+	// 2: error (schema_violation): arguments do not match the schema
+}

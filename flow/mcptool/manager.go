@@ -1,0 +1,283 @@
+package mcptool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultTerminateDuration is how long Close waits for a server to exit
+// after closing its stdin before sending SIGTERM. Short, because some
+// servers (the reference "everything" server among them) never exit on
+// EOF and every Close would otherwise wait the SDK's default 5 s.
+const DefaultTerminateDuration = time.Second
+
+// Options configure a Manager. The zero value is ready to use.
+type Options struct {
+	// BareNames names tools as the server does (sanitized) instead of
+	// server__tool. Tools of two servers, or an MCP tool and a built-in,
+	// may then collide; flow.WithTools rejects duplicates.
+	BareNames bool
+	// Stderr receives the servers' stderr (their logs) as well. Nil keeps
+	// only the last 2 KiB per server, for error messages.
+	Stderr io.Writer
+	// TerminateDuration: see DefaultTerminateDuration, the value for zero.
+	TerminateDuration time.Duration
+	// Client is how rath introduces itself to servers. Nil means
+	// {Name: "rath", Version: "dev"}.
+	Client *mcp.Implementation
+}
+
+// Manager holds one long-lived connection per MCP server. It is safe for
+// concurrent use; calls to one server share its connection.
+type Manager struct {
+	opts   Options
+	client *mcp.Client
+
+	mu     sync.Mutex // protects following fields
+	conns  map[string]*conn
+	closed bool
+}
+
+// conn is one server's connection. done is closed when the connection has
+// ended, by the server or by Close; err is why (nil for a clean end).
+type conn struct {
+	name    string
+	session *mcp.ClientSession
+	stderr  *tail // nil when not captured (ConnectTransport)
+	done    chan struct{}
+	err     error
+}
+
+func (c *conn) alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// gone reports whether the connection has ended, waiting a moment: a call
+// can fail on a dying server's broken pipe just before the connection
+// notices the end of its output.
+func (c *conn) gone() bool {
+	select {
+	case <-c.done:
+		return true
+	case <-time.After(goneGrace):
+		return false
+	}
+}
+
+// goneGrace is how long gone waits; a process exit reaches the reader in
+// far less.
+const goneGrace = 200 * time.Millisecond
+
+func (c *conn) goneError() *ServerGoneError {
+	e := &ServerGoneError{Server: c.name, Stderr: c.stderr.String()}
+	if !c.alive() {
+		e.Err = c.err
+	}
+	return e
+}
+
+// NewManager returns a manager with no connections and default Options.
+func NewManager() *Manager { return NewManagerWith(Options{}) }
+
+// NewManagerWith returns a manager with options.
+func NewManagerWith(opts Options) *Manager {
+	if opts.TerminateDuration <= 0 {
+		opts.TerminateDuration = DefaultTerminateDuration
+	}
+	impl := opts.Client
+	if impl == nil {
+		impl = &mcp.Implementation{Name: "rath", Version: "dev"}
+	}
+	return &Manager{opts: opts, client: mcp.NewClient(impl, nil), conns: map[string]*conn{}}
+}
+
+// Connect starts cmd (not started yet) as the server name and initializes
+// an MCP session with it over its stdin and stdout. ctx bounds the
+// start-up only: the server runs until Close. cmd's stderr is kept (its
+// end goes into error messages) and also sent to cmd.Stderr or
+// Options.Stderr when set.
+//
+// A name whose server is gone may be connected again; its tools, from
+// earlier Tools calls, then use the new connection.
+//
+// Errors: ErrInvalidName, ErrAlreadyConnected, ErrClosed, or the start-up
+// failure with the server's stderr.
+func (m *Manager) Connect(ctx context.Context, name string, cmd *exec.Cmd) error {
+	if cmd == nil {
+		return fmt.Errorf("%w: %s: no command", ErrConfig, name)
+	}
+	if err := m.check(name); err != nil {
+		return err
+	}
+	t := &tail{max: stderrTail}
+	switch {
+	case cmd.Stderr != nil:
+		cmd.Stderr = io.MultiWriter(cmd.Stderr, t)
+	case m.opts.Stderr != nil:
+		cmd.Stderr = io.MultiWriter(m.opts.Stderr, t)
+	default:
+		cmd.Stderr = t
+	}
+	if cmd.WaitDelay == 0 {
+		// A server's child that inherited stderr would otherwise keep
+		// Wait, and so Close, blocked on the copy.
+		cmd.WaitDelay = m.opts.TerminateDuration
+	}
+	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t)
+	if err != nil && t.String() != "" {
+		return fmt.Errorf("%w; its stderr ended with:\n%s", err, t.String())
+	}
+	return err
+}
+
+// ConnectTransport connects the server name over any SDK transport (an
+// in-memory one in tests, a streamable HTTP one). Its stderr, if any, is
+// not captured.
+func (m *Manager) ConnectTransport(ctx context.Context, name string, t mcp.Transport) error {
+	if err := m.check(name); err != nil {
+		return err
+	}
+	return m.connect(ctx, name, t, nil)
+}
+
+// check rejects a bad name or one already connected; connect checks the
+// latter again once connected, for a concurrent Connect of the same name.
+func (m *Manager) check(name string) error {
+	if err := checkServerName(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if c, ok := m.conns[name]; ok && c.alive() {
+		return fmt.Errorf("%w: %s", ErrAlreadyConnected, name)
+	}
+	return nil
+}
+
+func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail) error {
+	cs, err := m.client.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcptool: connect %s: %w", name, err)
+	}
+	c := &conn{name: name, session: cs, stderr: stderr, done: make(chan struct{})}
+	go func() {
+		c.err = cs.Wait()
+		close(c.done)
+	}()
+	m.mu.Lock()
+	old, exists := m.conns[name]
+	switch {
+	case m.closed:
+		m.mu.Unlock()
+		closeConn(c)
+		return ErrClosed
+	case exists && old.alive():
+		m.mu.Unlock()
+		closeConn(c)
+		return fmt.Errorf("%w: %s", ErrAlreadyConnected, name)
+	}
+	m.conns[name] = c
+	m.mu.Unlock()
+	if exists {
+		closeConn(old) // gone already: this only reaps the process
+	}
+	return nil
+}
+
+// conn returns the named server's connection, alive or gone.
+func (m *Manager) conn(name string) (*conn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	c, ok := m.conns[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (connected: %v)", ErrUnknownServer, name, slices.Sorted(maps.Keys(m.conns)))
+	}
+	return c, nil
+}
+
+// Servers returns the names of the connected servers, sorted, including
+// those whose server has gone.
+func (m *Manager) Servers() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.conns))
+}
+
+// Server returns what the server said about itself when the connection
+// was initialized.
+func (m *Manager) Server(name string) (*mcp.InitializeResult, error) {
+	c, err := m.conn(name)
+	if err != nil {
+		return nil, err
+	}
+	return c.session.InitializeResult(), nil
+}
+
+// Close closes every connection, concurrently: each server's stdin is
+// closed, and a server still running after TerminateDuration gets SIGTERM,
+// then SIGKILL. The SIGTERM exit is the normal end of servers that ignore
+// EOF and is not an error, nor is the end of a server already gone. Later
+// calls fail with ErrClosed; a second Close returns nil.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	conns := m.conns
+	m.conns = nil
+	m.mu.Unlock()
+
+	names := slices.Sorted(maps.Keys(conns))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { errs[i] = closeConn(conns[name]) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// closeConn closes one connection and reports a failure to stop a server
+// that was still alive.
+func closeConn(c *conn) error {
+	wasAlive := c.alive()
+	err := c.session.Close()
+	if err == nil || !wasAlive || terminated(err) {
+		return nil
+	}
+	return fmt.Errorf("mcptool: close %s: %w", c.name, err)
+}
+
+// terminated reports the exit by SIGTERM that CommandTransport's Close
+// causes for a server that does not exit on EOF (DEPENDENCY-NOTES §2f).
+func terminated(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
+}

@@ -1,0 +1,172 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/session"
+)
+
+// Backend is the evidence backend of every MCP tool result; the sandbox id
+// is "mcp:" and the server's name.
+const Backend = "mcp"
+
+// Tools lists the server's tools (all pages) and wraps each as a
+// flow.Tool named as [ToolName] says. The list is read from the server at
+// each call, so a server whose tools changed gives the new ones.
+//
+// Errors: ErrUnknownServer, ErrClosed, a *ServerGoneError, or the
+// listing's failure.
+func (m *Manager) Tools(ctx context.Context, server string) ([]flow.Tool, error) {
+	c, err := m.conn(server)
+	if err != nil {
+		return nil, err
+	}
+	if !c.alive() {
+		return nil, c.goneError()
+	}
+	var out []flow.Tool
+	names := map[string]bool{}
+	for t, err := range c.session.Tools(ctx, nil) {
+		if err != nil {
+			if !c.alive() || errors.Is(err, mcp.ErrConnectionClosed) {
+				return nil, c.goneError()
+			}
+			return nil, fmt.Errorf("mcptool: list tools of %s: %w", server, err)
+		}
+		wt, err := m.wrap(server, t)
+		if err != nil {
+			return nil, err
+		}
+		if names[wt.name] {
+			wt.name = withHash(wt.name, server+Separator+t.Name)
+		}
+		names[wt.name] = true
+		out = append(out, wt)
+	}
+	return out, nil
+}
+
+// tool is one MCP tool as a flow.Tool.
+type tool struct {
+	m              *Manager
+	server, remote string // the server's name and the tool's name there
+	name, desc     string
+	schema         json.RawMessage      // sent to the model
+	resolved       *jsonschema.Resolved // nil: the server validates alone
+	readOnly       bool
+}
+
+var (
+	_ flow.Tool              = (*tool)(nil)
+	_ flow.ArgumentValidator = (*tool)(nil)
+	_ flow.ParallelSafe      = (*tool)(nil)
+)
+
+func (m *Manager) wrap(server string, t *mcp.Tool) (*tool, error) {
+	raw := []byte(`{"type":"object"}`)
+	if t.InputSchema != nil {
+		b, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("mcptool: %s tool %s: input schema: %w", server, t.Name, err)
+		}
+		raw = b
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		return nil, fmt.Errorf("mcptool: %s tool %s: input schema is not a JSON object", server, t.Name)
+	}
+	// "$schema" names the draft for validation below; model APIs do not
+	// need it and some reject drafts other than their own.
+	delete(doc, "$schema")
+	if _, ok := doc["type"]; !ok {
+		doc["type"] = "object"
+	}
+	forModel, err := json.Marshal(doc) // map keys sorted: stable bytes
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: %s tool %s: input schema: %w", server, t.Name, err)
+	}
+	wt := &tool{m: m, server: server, remote: t.Name, name: ToolName(server, t.Name, m.opts.BareNames),
+		desc: firstOf(t.Description, t.Title, "Tool "+t.Name+" of MCP server "+server+"."), schema: forModel}
+	if t.Annotations != nil {
+		wt.readOnly = t.Annotations.ReadOnlyHint
+	}
+	// A schema this validator cannot resolve (a remote $ref, an unknown
+	// draft) is still given to the model; the server checks the
+	// arguments itself and its refusal comes back as a KindError.
+	var sc jsonschema.Schema
+	if json.Unmarshal(raw, &sc) == nil {
+		if r, err := sc.Resolve(nil); err == nil {
+			wt.resolved = r
+		}
+	}
+	return wt, nil
+}
+
+func (t *tool) Name() string            { return t.name }
+func (t *tool) Description() string     { return t.desc }
+func (t *tool) Schema() json.RawMessage { return t.schema }
+
+// ParallelSafe is the server's read-only hint: a tool that changes nothing
+// may run beside the round's other safe calls.
+func (t *tool) ParallelSafe() bool { return t.readOnly }
+
+func (t *tool) ValidateArguments(args json.RawMessage) error {
+	if t.resolved == nil {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return err
+	}
+	return t.resolved.Validate(v)
+}
+
+func (t *tool) Call(ctx context.Context, _ *session.Session, args json.RawMessage) (flow.ToolResult, error) {
+	return t.m.Call(ctx, t.server, t.remote, args)
+}
+
+// Call calls the server's tool (by its name on the server) with args, a
+// JSON object. The result names the server as its evidence; a failure is a
+// *flow.ToolError of kind KindError, KindToolError or KindServerGone
+// wrapping a *CallError or a *ServerGoneError, or the context's error.
+func (m *Manager) Call(ctx context.Context, server, toolName string, args json.RawMessage) (flow.ToolResult, error) {
+	res := flow.ToolResult{Backend: Backend, SandboxID: Backend + ":" + server}
+	c, err := m.conn(server)
+	if err != nil {
+		return res, &flow.ToolError{Kind: KindServerGone, Err: err}
+	}
+	if !c.alive() {
+		return res, &flow.ToolError{Kind: KindServerGone, Err: c.goneError()}
+	}
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	out, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: toolName, Arguments: args})
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		var we *jsonrpc.Error
+		switch {
+		case errors.As(err, &we):
+			return res, &flow.ToolError{Kind: KindError, Err: &CallError{Server: server, Tool: toolName, Code: we.Code, Message: we.Message}}
+		case errors.Is(err, mcp.ErrConnectionClosed) || c.gone():
+			return res, &flow.ToolError{Kind: KindServerGone, Err: c.goneError()}
+		default:
+			return res, &flow.ToolError{Kind: KindError, Err: fmt.Errorf("mcptool: %s tool %s: %w", server, toolName, err)}
+		}
+	}
+	res.Content, res.Blobs = render(out)
+	if out.IsError {
+		return res, &flow.ToolError{Kind: KindToolError, Err: &CallError{Server: server, Tool: toolName, Message: res.Content}}
+	}
+	return res, nil
+}
