@@ -1,0 +1,67 @@
+package flow_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
+	"github.com/gorath/rath/session"
+)
+
+// Two agents in sequence on a scripted model: each writes one turn,
+// authored by its module path.
+func ExampleSequential() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "rath-example")
+	defer os.RemoveAll(dir)
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+
+	model := scripted.New(
+		scripted.Entry{Agent: "root.writer", Content: "Logs flow, append-only."},
+		scripted.Entry{Agent: "root.critic", Content: "Good: short and true."},
+	)
+	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: model}, flow.ResolveOptions{ConfigPath: "-"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	writer, _ := flow.NewAgent("Write one line.", p, flow.WithName("writer"))
+	critic, _ := flow.NewAgent("Judge the line.", p, flow.WithName("critic"))
+
+	s, _ := rt.NewUserSession(ctx, "A line about event logs, please.")
+	out, err := flow.NewSequential(writer, critic).Forward(ctx, s)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range out.Chunks()[1:] {
+		fmt.Printf("%s: %s\n", c.Author, c.Content)
+	}
+	// Output:
+	// root.writer: Logs flow, append-only.
+	// root.critic: Good: short and true.
+}
+
+// A custom tool whose schema is derived from a Go struct.
+func ExampleNewTool() {
+	type args struct {
+		City string `json:"city" jsonschema:"the city to look up"`
+	}
+	tool, err := flow.NewTool("weather", "Today's weather in a city.", func(ctx context.Context, s *session.Session, a args) (string, error) {
+		return "sunny in " + a.City, nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(tool.Name())
+	fmt.Println(string(tool.Schema()))
+	// Output:
+	// weather
+	// {"type":"object","properties":{"city":{"type":"string","description":"the city to look up"}},"required":["city"],"additionalProperties":false}
+}
