@@ -456,3 +456,24 @@ func TestStore_ProjectorFailureIsIsolated(t *testing.T) {
 		t.Fatalf("verify = %+v, %v; want %d events", rep, err, 2*good)
 	}
 }
+
+func TestStore_VerifyFindsAMissingReferencedBlob(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "rath.db")
+	s := MustOpenStore(t, events.Options{Path: path})
+	out := []byte("tool output")
+	ret := events.ToolReturned{Session: "s", CallID: "c1", Tool: "t", OutputRef: events.BlobHash(out)}
+	if _, err := s.AppendWrites(ctx, events.Write{Stream: "s", Expected: events.NoStream, Events: []events.Payload{ret}, Blobs: [][]byte{out}}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := s.Verify(ctx, events.VerifyOptions{}); !rep.OK() {
+		t.Fatalf("verify = %v", rep.Failure)
+	}
+	if _, err := rawDB(t, path).Exec(`DELETE FROM blobs`); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := s.Verify(ctx, events.VerifyOptions{})
+	if rep.OK() || rep.Failure.Seq != 1 || !strings.Contains(rep.Failure.Reason, "missing") {
+		t.Fatalf("verify after deleting the output blob = %+v", rep.Failure)
+	}
+}

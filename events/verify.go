@@ -8,6 +8,9 @@ import (
 	"fmt"
 )
 
+// blobReferrers are the event types whose payloads reference blobs.
+var blobReferrers = map[string]struct{}{TypeProviderCalled: {}, TypeProviderFailed: {}, TypeToolReturned: {}}
+
 // ErrVerify is matched by a *VerifyError.
 var ErrVerify = errors.New("events: verification failed")
 
@@ -53,8 +56,9 @@ type VerifyReport struct {
 func (r *VerifyReport) OK() bool { return r.Failure == nil }
 
 // Verify recomputes the hash chain from the first event, checks that seqs
-// are contiguous, that every blob matches its address and every referenced
-// blob exists, and, if opts.Head is given, that the log still holds that
+// are contiguous, that every blob matches its address and every blob an
+// event references (a payload stored as a blob, a model request, a tool
+// output, file contents) exists, and, if opts.Head is given, that the log still holds that
 // head. A verification failure is reported in the report (the first bad
 // seq), not as an error; the error is for I/O failures.
 func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
@@ -65,6 +69,22 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		rep.Failure = &VerifyError{Seq: seq, Reason: fmt.Sprintf(format, args...)}
 		return rep, nil
 	}
+	// Hashes of the stored blobs, to check that every blob an event
+	// references (a request, a tool output, file contents) exists.
+	have := map[string]bool{}
+	hrows, err := s.rdb.QueryContext(ctx, `SELECT hash FROM blobs`)
+	if err != nil {
+		return nil, fmt.Errorf("events: verify blobs: %w", err)
+	}
+	for hrows.Next() {
+		var h string
+		if err := hrows.Scan(&h); err != nil {
+			hrows.Close()
+			return nil, fmt.Errorf("events: verify blobs: %w", err)
+		}
+		have[h] = true
+	}
+	hrows.Close()
 	var headFound bool
 	for {
 		rs, err := s.rows(ctx, Query{}, prevSeq, scanPage)
@@ -97,6 +117,23 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 				}
 				if BlobHash(b) != bp.Blob || len(b) != bp.Size {
 					return fail(r.Seq, "payload blob %s does not match its hash", bp.Blob)
+				}
+			}
+			if _, refers := blobReferrers[r.Type]; refers {
+				ev, err := s.toEvent(ctx, r)
+				if err != nil {
+					return fail(r.Seq, "payload unreadable: %v", err)
+				}
+				p, err := ev.Decode()
+				if err != nil {
+					return fail(r.Seq, "payload does not decode: %v", err)
+				}
+				if br, ok := p.(BlobReferrer); ok {
+					for _, ref := range br.BlobRefs() {
+						if !have[ref] {
+							return fail(r.Seq, "referenced blob %s is missing", ref)
+						}
+					}
 				}
 			}
 			if opts.Head != nil && r.Seq == opts.Head.Seq {

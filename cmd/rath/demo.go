@@ -109,5 +109,8 @@ func printDemo(a *app, s *demo.Summary) {
 	if s.Err != "" {
 		fmt.Fprintf(w, "  error            %s\n", s.Err)
 	}
-	fmt.Fprintf(w, "\nInspect it: rath --dir %s graph | rath --dir %s show %s | rath --dir %s replay %s\n", a.dir, a.dir, s.Output, a.dir, s.Run)
+	if s.Dossier != "" {
+		fmt.Fprintf(w, "\nEvidence dossier: %s\n", s.Dossier)
+	}
+	fmt.Fprintf(w, "Inspect it: rath --dir %s graph | rath --dir %s show %s | rath --dir %s replay %s\n", a.dir, a.dir, s.Output, a.dir, s.Run)
 }

@@ -56,6 +56,7 @@ A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
 		newResumeCmd(a),
 		newMemoryCmd(a),
 		newDemoCmd(a),
+		newDossierCmd(a),
 	)
 	return root
 }

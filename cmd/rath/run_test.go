@@ -88,4 +88,16 @@ func TestDemoCommand(t *testing.T) {
 	if out := mustRun(t, dir, "replay", runs[0].ID); !strings.Contains(out, "reproduced: ") {
 		t.Fatalf("replay of the demo: %s", out)
 	}
+	html := filepath.Join(t.TempDir(), "d.html")
+	mustRun(t, dir, "dossier", runs[0].ID, "--replay", "-o", html)
+	b, err := os.ReadFile(html)
+	if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "reproduced") {
+		t.Fatalf("dossier html: %v (%d bytes)", err, len(b))
+	}
+	if md := mustRun(t, dir, "dossier", runs[0].ID, "--format", "md"); !strings.Contains(md, "textkit.py") {
+		t.Fatalf("dossier md lacks the file diffs:\n%.500s", md)
+	}
+	if r := rathCLI(t, dir, "dossier", runs[0].ID, "--format", "pdf"); r.code != 2 {
+		t.Fatalf("--format pdf: exit %d", r.code)
+	}
 }

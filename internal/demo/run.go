@@ -1,15 +1,18 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
+	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/replay"
 )
 
@@ -50,6 +53,7 @@ type Summary struct {
 	Replay    *replay.Report `json:"replay"`
 	Usage     events.Usage   `json:"usage"`
 	Err       string         `json:"error,omitempty"`
+	Dossier   string         `json:"dossier"`
 	Final     string         `json:"final_answer"`
 }
 
@@ -123,6 +127,9 @@ func Run(ctx context.Context, rt *rath.Runtime, opts Options) (*Summary, error) 
 	if sum.Replay, err = replay.Run(ctx, rt, run.ID, wf); err != nil {
 		return sum, err
 	}
+	if sum.Dossier, err = writeDossier(ctx, rt, run.ID, sum.Replay); err != nil {
+		return sum, err
+	}
 	return sum, runErr
 }
 
@@ -177,4 +184,21 @@ func Register(ctx context.Context, rt *rath.Runtime) error {
 	}
 	rt.Register(Name, wf)
 	return nil
+}
+
+// writeDossier writes the run's HTML dossier beside the database.
+func writeDossier(ctx context.Context, rt *rath.Runtime, runID string, rep *replay.Report) (string, error) {
+	d, err := dossier.Build(ctx, rt, runID, dossier.Options{Replay: rep})
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := d.HTML(&buf); err != nil {
+		return "", err
+	}
+	path, err := filepath.Abs(filepath.Join(rt.Dir(), "dossier-"+runID+".html"))
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, buf.Bytes(), 0o644)
 }
