@@ -220,7 +220,7 @@ func (a *Agent) runRound(ctx context.Context, s *session.Session, path string, c
 			IsError: o.result.IsError}
 		chunk := events.Chunk{Role: events.RoleToolResult, ToolCallID: o.call.ID, Name: o.call.Name, Content: content, Author: path}
 		if o.kind != "" {
-			ret.ErrorKind, ret.Error = o.kind, o.err.Error()
+			ret.ErrorKind, ret.Error = o.kind, o.message()
 			chunk.Meta = map[string]string{"error_kind": o.kind}
 		} else if o.result.IsError {
 			chunk.Meta = map[string]string{"is_error": "true"}

@@ -27,18 +27,25 @@ type toolOutcome struct {
 // content is the text the model sees for the call.
 func (o toolOutcome) content() string {
 	if o.kind != "" {
-		err := o.err
-		var te *ToolError
-		if errors.As(err, &te) && te.Err != nil {
-			err = te.Err // the kind is already in front
-		}
-		return fmt.Sprintf("error (%s): %v", o.kind, err)
+		return fmt.Sprintf("error (%s): %s", o.kind, o.message())
 	}
 	if o.result.Content == "" {
 		// Some APIs reject an empty tool message.
 		return "(no output)"
 	}
 	return o.result.Content
+}
+
+// message is the failure's text without its kind (the content puts the
+// kind in front), as recorded on tool.returned so a replay rebuilds the
+// same content.
+func (o toolOutcome) message() string {
+	err := o.err
+	var te *ToolError
+	if errors.As(err, &te) && te.Err != nil {
+		err = te.Err
+	}
+	return err.Error()
 }
 
 // runTools runs one round's calls: consecutive parallel-safe calls run

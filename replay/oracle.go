@@ -216,12 +216,19 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeToolReturned, Stream: call.Session,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), which the record does not have", call.Agent, call.Tool, call.CallID)})
 	}
-	t := q[0]
-	o.tools[call.Agent] = q[1:]
-	if t.ret.Tool != call.Tool || t.ret.CallID != call.CallID {
-		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: call.Session,
-			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s)", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
+	// Parallel-safe calls of one round reach the oracle in any order:
+	// match by call id within the agent's record, in order otherwise.
+	i := 0
+	for i < len(q) && q[i].ret.CallID != call.CallID {
+		i++
 	}
+	if i == len(q) || q[i].ret.Tool != call.Tool {
+		t := q[0]
+		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: call.Session,
+			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s) next", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
+	}
+	t := q[i]
+	o.tools[call.Agent] = append(q[:i:i], q[i+1:]...)
 	if o.liveTools {
 		o.answered++
 		return flow.ToolAnswer{Live: true}, nil
@@ -357,7 +364,7 @@ func (o *oracle) requestDiff(ctx context.Context, a attempt, got model.Request) 
 	}
 	wantTools, _ := json.Marshal(want.Tools)
 	gotTools, _ := json.Marshal(got.Tools)
-	if string(wantTools) != string(gotTools) {
+	if string(wantTools) != string(gotTools) && (len(want.Tools) > 0 || len(got.Tools) > 0) {
 		fmt.Fprintf(&b, "tools:\n- %s\n+ %s\n", clip(string(wantTools)), clip(string(gotTools)))
 	}
 	if want.Model != got.Model {

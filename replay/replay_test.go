@@ -256,3 +256,44 @@ func TestRun_NowAndRandReplayTheRecordedValues(t *testing.T) {
 		t.Fatalf("the replay saw other values: %q", seen)
 	}
 }
+
+// twoAtOnce asks for two parallel-safe calls in one round, then answers.
+type twoAtOnce struct{}
+
+func (twoAtOnce) Complete(_ context.Context, req model.Request) (model.Response, error) {
+	for _, m := range req.Messages {
+		if m.Role == events.RoleToolResult {
+			return model.Response{Content: "both done"}, nil
+		}
+	}
+	return model.Response{ToolCalls: []events.ToolCall{
+		{ID: "a", Name: "nap", Arguments: `{"n":3}`},
+		{ID: "b", Name: "nap", Arguments: `{"n":0}`},
+	}}, nil
+}
+
+// Parallel-safe calls reach the oracle in any order; the replay must
+// match them by call id, not by arrival.
+func TestRun_ParallelToolCallsInAnyOrder(t *testing.T) {
+	ctx := t.Context()
+	rt := mustOpen(t)
+	mk := func() *flow.Agent {
+		nap, _ := flow.NewTool("nap", "Sleep n ms.", func(_ context.Context, _ *session.Session, a countArgs) (string, error) {
+			time.Sleep(time.Duration(a.N) * time.Millisecond)
+			return fmt.Sprint("slept ", a.N), nil
+		}, flow.WithParallelSafe())
+		a, _ := flow.NewAgent("", provider(t, twoAtOnce{}), flow.WithTools(nap))
+		return a
+	}
+	input, _ := rt.NewUserSession(ctx, "nap twice")
+	run, err := rt.Start(ctx, "naps", mk(), input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		rep, err := replay.Run(ctx, rt, run.ID, mk())
+		if err != nil || !rep.OK() {
+			t.Fatalf("replay: %v %v", rep, err)
+		}
+	}
+}

@@ -43,7 +43,7 @@ and the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); --cassette
 runs offline against a scripted cassette file. --workspace places the
 session on a sandbox (--backend, default local) so tools run there;
 --tools lists built-in tools by name (` + "`all`" + ` for every one).`,
-		Example: `rath run --cassette examples/cassettes/hello.json "Say hello"
+		Example: `rath run --cassette examples/cassettes/write_and_check.json --workspace work --tools all "Write hello.txt"
 rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_workspace_file "List the files"`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
