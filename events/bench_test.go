@@ -86,6 +86,8 @@ func BenchmarkAppendConcurrent64(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "rows/s")
+	st := s.Stats()
+	b.ReportMetric(float64(st.Requests)/float64(st.Commits), "appends/commit")
 }
 
 // BenchmarkAppendLatency measures one goroutine appending one durable

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -95,6 +96,12 @@ type Store struct {
 	stop   chan struct{}
 	done   chan struct{}
 	closed sync.Once
+
+	commits, requests atomic.Int64 // for Stats
+
+	// inflight counts callers inside send: the writer lingers for the ones
+	// its last commit released, who are about to queue again.
+	inflight atomic.Int64
 
 	notifyMu sync.Mutex // protects notifyCh
 	notifyCh chan struct{}
@@ -218,6 +225,18 @@ func (s *Store) Close() error {
 	return err
 }
 
+// Stats counts the writer's work since Open.
+type Stats struct {
+	Commits  int64 // group commits (transactions)
+	Requests int64 // Append calls they served
+}
+
+// Stats returns the writer's counters: Requests/Commits is the mean group
+// commit size.
+func (s *Store) Stats() Stats {
+	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load()}
+}
+
 // DB returns the read-only connection pool, for read models to query.
 func (s *Store) DB() *sqlx.DB { return s.rdb }
 
@@ -339,6 +358,8 @@ func (s *Store) send(ctx context.Context, req *request) ([]Event, error) {
 		return nil, ErrClosed
 	default:
 	}
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	select {
 	case s.reqs <- req:
 	case <-s.stop:
@@ -386,14 +407,15 @@ const (
 	lingerMax = 300 * time.Microsecond
 )
 
-// linger gathers more requests until the batch reaches target, nothing
-// arrived in a few yields, or lingerMax has passed. The request channel is
-// buffered, so callers queue without waking the writer; yielding lets them
-// run.
-func (s *Store) linger(batch *[]*request, n, target int) (int, *request) {
+// linger gathers more requests while callers are still inside Append
+// (those the last commit released are about to queue again), until none
+// is left outside the batch, nothing arrived in a few yields, or lingerMax
+// has passed. The request channel is buffered, so callers queue without
+// waking the writer; yielding lets them run.
+func (s *Store) linger(batch *[]*request, n int) (int, *request) {
 	deadline := time.Now().Add(lingerMax)
 	var pending *request
-	for still := 0; len(*batch) < target && n < s.opts.MaxBatch && still < 8 && time.Now().Before(deadline); {
+	for still := 0; int64(len(*batch)) < s.inflight.Load() && n < s.opts.MaxBatch && still < 32 && time.Now().Before(deadline); {
 		runtime.Gosched()
 		before := len(*batch)
 		if n, pending = s.gather(batch, n); pending != nil {
@@ -449,11 +471,12 @@ func (s *Store) loop() {
 		// one fsync serves more appends.
 		n, pending = s.gather(&batch, n)
 		if pending == nil && lastLen > 1 {
-			target := len(batch) + lastLen
-			_, pending = s.linger(&batch, n, target)
+			_, pending = s.linger(&batch, n)
 		}
 		lastLen = len(batch)
 		s.w.commit(batch)
+		s.commits.Add(1)
+		s.requests.Add(int64(len(batch)))
 		for i := range batch {
 			batch[i] = nil
 		}
