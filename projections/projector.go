@@ -223,26 +223,37 @@ func (a *applier) sessionCreated(ev *events.Event, e *events.SessionCreated) err
 }
 
 func (a *applier) chunkAppended(ev *events.Event, e *events.ChunkAppended) error {
-	si, ok, err := a.lookup(e.Session)
+	if a.cache != nil {
+		si, ok := a.cache[e.Session]
+		if !ok {
+			return inconsistent("chunk for unknown session %q", e.Session)
+		}
+		if e.Index != si.length {
+			return inconsistent("chunk index %d for session %q, which has %d chunks", e.Index, e.Session, si.length)
+		}
+		if err := putChunk(a.tx, e.Session, e.Index, &e.Chunk, ev.Seq); err != nil {
+			return err
+		}
+		si.length, si.version, si.updatedSeq, si.dirty = si.length+1, ev.Version, ev.Seq, true
+		return nil
+	}
+	// One statement checks the index and moves the session on; only when
+	// it matches nothing does a lookup say why.
+	res, err := a.tx.Exec(`UPDATE sessions SET length = length + 1, version = ?, updated_seq = ? WHERE id = ? AND length = ?`, ev.Version, ev.Seq, e.Session, e.Index)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return inconsistent("chunk for unknown session %q", e.Session)
-	}
-	if e.Index != si.length {
+	if n, _ := res.RowsAffected(); n == 0 {
+		si, ok, err := a.lookup(e.Session)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return inconsistent("chunk for unknown session %q", e.Session)
+		}
 		return inconsistent("chunk index %d for session %q, which has %d chunks", e.Index, e.Session, si.length)
 	}
-	if err := putChunk(a.tx, e.Session, e.Index, &e.Chunk, ev.Seq); err != nil {
-		return err
-	}
-	if a.cache != nil {
-		c := a.cache[e.Session]
-		c.length, c.version, c.updatedSeq, c.dirty = c.length+1, ev.Version, ev.Seq, true
-		return nil
-	}
-	_, err = a.tx.Exec(`UPDATE sessions SET length = length + 1, version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, e.Session)
-	return err
+	return putChunk(a.tx, e.Session, e.Index, &e.Chunk, ev.Seq)
 }
 
 // shareBase returns the shallowest session that physically holds the first

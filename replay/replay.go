@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -63,7 +65,8 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	if err != nil {
 		return nil, err
 	}
-	sc, err := newScratch(ctx)
+	col := &collector{run: runID, at: map[key]int{}}
+	sc, err := newScratchWith(ctx, col)
 	if err != nil {
 		return nil, err
 	}
@@ -92,10 +95,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	if _, err := execute(rctx, sc.rt, info, wf, orc); err != nil {
 		return nil, err
 	}
-	produced, err := sc.rt.Store().ReadRun(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
+	produced := col.events()
 	rep := &Report{Run: runID, Workflow: info.started.Workflow, Recorded: len(info.events), Produced: len(produced),
 		Incomplete: info.finished == nil, Answered: orc.answered}
 	var d *Divergence
@@ -178,4 +178,36 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 		return out, fmt.Errorf("replay: finish: %w", err)
 	}
 	return out, nil
+}
+
+// collector is a projector on the scratch store that keeps the run's
+// events as they are written, so the comparison does not read them back.
+type collector struct {
+	run string
+	mu  sync.Mutex  // protects the fields below
+	evs []events.Event
+	at  map[key]int // (stream, version) -> index in evs
+}
+
+func (c *collector) Project(_ context.Context, _ *events.Tx, ev *events.Event, _ events.Payload) error {
+	if ev.RunID != c.run {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := key{ev.Stream, ev.Version}
+	if i, ok := c.at[k]; ok {
+		// A batch redone after a failed request writes the event again.
+		c.evs[i] = *ev
+		return nil
+	}
+	c.at[k] = len(c.evs)
+	c.evs = append(c.evs, *ev)
+	return nil
+}
+
+func (c *collector) events() []events.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.evs)
 }
