@@ -53,7 +53,7 @@ lint: vet $(TOOLS)/staticcheck
 # bench runs every benchmark once over a fixed count; the README's
 # Performance section quotes its output.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./...
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime 2s -count 1 ./...
 
 # fuzz runs each fuzz target for a short while.
 fuzz:

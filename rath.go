@@ -55,6 +55,10 @@ type Options struct {
 	// Memory configures the local memory, opened on first use of
 	// Runtime.Memory at Dir/memory.bleve.
 	Memory memory.LocalOptions
+	// DiscardBlobs makes the store drop the blobs events reference (see
+	// events.Options.DiscardBlobs); only a strict replay's scratch store
+	// wants that.
+	DiscardBlobs bool
 	// InMemory keeps the database in memory (Dir is still created for
 	// other files): for throwaway runtimes such as a replay's scratch
 	// store. Nothing survives Close.
@@ -116,12 +120,13 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	store, err := events.Open(ctx, events.Options{
-		InMemory:    opts.InMemory,
-		Path:        path,
-		HMACKey:     opts.HMACKey,
-		Synchronous: opts.Synchronous,
-		Clock:       opts.Clock,
-		Projectors:  append([]events.Projector{projections.Projector{}}, opts.Projectors...),
+		InMemory:     opts.InMemory,
+		DiscardBlobs: opts.DiscardBlobs,
+		Path:         path,
+		HMACKey:      opts.HMACKey,
+		Synchronous:  opts.Synchronous,
+		Clock:        opts.Clock,
+		Projectors:   append([]events.Projector{projections.Projector{}}, opts.Projectors...),
 	})
 	if err != nil {
 		if keeper != nil {

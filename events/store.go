@@ -41,6 +41,10 @@ type Options struct {
 	// Path is the SQLite database file. Its schema must already be migrated
 	// (package migrations); Open does not create tables.
 	Path string
+	// DiscardBlobs drops the blobs of Write.Blobs instead of storing them
+	// (payloads over BlobThreshold are still stored): for a strict replay's
+	// scratch store, where nothing reads them and only events are compared.
+	DiscardBlobs bool
 	// InMemory makes Path the name of an in-memory database (see DSN),
 	// for throwaway stores such as a replay's scratch store. The caller
 	// keeps a connection open for its whole life.

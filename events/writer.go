@@ -330,6 +330,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 	tx := &Tx{ctx: ctx, w: w}
 	for i, pw := range req.writes {
 		for _, b := range pw.blobs {
+			if w.s.opts.DiscardBlobs {
+				break
+			}
 			wrote = true
 			if err := w.putBlob(ctx, b); err != nil {
 				return nil, wrote, err

@@ -66,7 +66,10 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		return nil, err
 	}
 	col := &collector{run: runID, at: map[key]int{}}
-	sc, err := newScratchWith(ctx, col)
+	// A strict replay answers every tool from the record and compares only
+	// events: the scratch store need not keep blobs. Live tools produce new
+	// outputs, which a divergence report shows, so it keeps them.
+	sc, err := newScratchWith(ctx, !cfg.liveTools, col)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +187,7 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 // events as they are written, so the comparison does not read them back.
 type collector struct {
 	run string
-	mu  sync.Mutex  // protects the fields below
+	mu  sync.Mutex // protects the fields below
 	evs []events.Event
 	at  map[key]int // (stream, version) -> index in evs
 }

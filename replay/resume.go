@@ -28,7 +28,7 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	for _, ev := range info.events {
 		fw.recorded[key{ev.Stream, ev.Version}] = normalize(ev.Payload)
 	}
-	sc, err := newScratchWith(ctx, fw)
+	sc, err := newScratchWith(ctx, false, fw)
 	if err != nil {
 		return nil, err
 	}

@@ -67,16 +67,14 @@ type scratch struct {
 	dir string
 }
 
-func newScratch(ctx context.Context) (*scratch, error) { return newScratchWith(ctx) }
-
-func newScratchWith(ctx context.Context, projectors ...events.Projector) (*scratch, error) {
+func newScratchWith(ctx context.Context, discardBlobs bool, projectors ...events.Projector) (*scratch, error) {
 	dir, err := os.MkdirTemp("", "rath-replay-")
 	if err != nil {
 		return nil, fmt.Errorf("replay: scratch dir: %w", err)
 	}
 	// In memory: a scratch store is thrown away, it needs no durability.
 	// (A resume forwards its new events to the real store, which has it.)
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, InMemory: true, Synchronous: "OFF", Projectors: projectors})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, InMemory: true, Synchronous: "OFF", DiscardBlobs: discardBlobs, Projectors: projectors})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
