@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -265,7 +266,9 @@ func (m *Manager) Close() error {
 func closeConn(c *conn) error {
 	wasAlive := c.alive()
 	err := c.session.Close()
-	if err == nil || !wasAlive || terminated(err) {
+	// ErrProcessDone: the server exited on EOF just after the SDK stopped
+	// waiting, so its SIGTERM and SIGKILL found nothing to stop.
+	if err == nil || !wasAlive || terminated(err) || errors.Is(err, os.ErrProcessDone) {
 		return nil
 	}
 	return fmt.Errorf("mcptool: close %s: %w", c.name, err)
