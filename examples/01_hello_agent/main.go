@@ -21,12 +21,10 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 )
 
@@ -39,19 +37,19 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
-	p, err := newProvider(*live)
-	check(err)
+	p, err := exkit.Provider(cassette, *live)
+	exkit.Check(err)
 	agent, err := flow.NewAgent("You explain software ideas in one or two sentences.", p)
-	check(err)
+	exkit.Check(err)
 
 	question, err := rt.NewUserSession(ctx, "What is event sourcing, in one sentence?")
-	check(err)
+	exkit.Check(err)
 	// A run records everything the agent does; its seed fixes the ids.
 	run, err := rt.Start(ctx, "hello", agent, question, rath.WithSeed("hello-agent"))
-	check(err)
+	exkit.Check(err)
 
 	last, _ := run.Output.Last()
 	fmt.Printf("question: %s\nanswer:   %s\n", question.Chunk(0).Content, last.Content)
@@ -61,50 +59,6 @@ func main() {
 	// The replay runs the same agent again, answered from the record: no
 	// model call, and every event it writes must match the recorded one.
 	rep, err := replay.Run(ctx, rt, run.ID, agent)
-	check(err)
-	printVerdict(rep)
-}
-
-// newProvider returns the cassette-driven provider, or with live one
-// resolved from the environment and the config file.
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("replay: %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("replay: %d of %d events reproduced (100%%)\n", rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
+	exkit.Check(err)
+	exkit.Verdict("replay", rep)
 }

@@ -23,16 +23,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/sandbox"
 )
@@ -46,11 +45,11 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, rtDir, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
 	// Fail early, and clearly, when bubblewrap cannot run here.
-	bwrapDir := filepath.Join(rtDir, "work-bwrap")
+	bwrapDir := filepath.Join(rt.Dir(), "work-bwrap")
 	if _, err := rt.Sandboxes().Get(ctx, events.Placement{Backend: "bwrap", Spec: bwrapDir}); err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			fmt.Fprintln(os.Stderr, "bubblewrap is not available, so this example cannot run:")
@@ -59,26 +58,26 @@ func main() {
 			cleanup()
 			os.Exit(1)
 		}
-		check(err)
+		exkit.Check(err)
 	}
 
 	tools, err := builtin.New(rt.Sandboxes(), builtin.RunShellCommand)
-	check(err)
+	exkit.Check(err)
 
 	for _, backend := range []string{"local", "bwrap"} {
-		workspace := filepath.Join(rtDir, "work-"+backend)
+		workspace := filepath.Join(rt.Dir(), "work-"+backend)
 		// Each backend gets a fresh cassette: the same scripted turns.
-		p, err := newProvider(*live)
-		check(err)
+		p, err := exkit.Provider(cassette, *live)
+		exkit.Check(err)
 		agent, err := flow.NewAgent("You are a shell assistant. Use run_shell_command.", p, flow.WithTools(tools...))
-		check(err)
+		exkit.Check(err)
 
 		task, err := rt.NewUserSession(ctx, "Where do your commands run? Check, and leave a note.")
-		check(err)
+		exkit.Check(err)
 		task, err = task.To(ctx, backend, workspace) // the only line that differs
-		check(err)
+		exkit.Check(err)
 		run, err := rt.Start(ctx, "where-"+backend, agent, task, rath.WithSeed("sandbox-"+backend))
-		check(err)
+		exkit.Check(err)
 
 		fmt.Printf("== %s (session %s)\n", backend, run.Output.ID())
 		for _, c := range run.Output.Chunks() {
@@ -89,7 +88,7 @@ func main() {
 			}
 		}
 		ret, err := toolEvidence(ctx, rt, run.Output.ID())
-		check(err)
+		exkit.Check(err)
 		exit := "none"
 		if ret.ExitCode != nil {
 			exit = fmt.Sprint(*ret.ExitCode)
@@ -101,8 +100,8 @@ func main() {
 		}
 
 		rep, err := replay.Run(ctx, rt, run.ID, agent)
-		check(err)
-		printVerdict(rep)
+		exkit.Check(err)
+		exkit.Verdict("replay", rep)
 	}
 }
 
@@ -139,46 +138,4 @@ func files(fs []events.FileChange) string {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
-}
-
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, string, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, dir, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("replay: %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("replay: %d of %d events reproduced (100%%)\n", rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

@@ -23,16 +23,14 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 )
 
@@ -45,7 +43,7 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, rtDir, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
 	// The tools act on the sandbox of the calling session's placement,
@@ -53,18 +51,18 @@ func main() {
 	tools, err := builtin.New(rt.Sandboxes(),
 		builtin.WriteWorkspaceFile, builtin.RunShellCommand, builtin.RunCode,
 		builtin.ListWorkspaceFiles, builtin.ReadWorkspaceFile)
-	check(err)
-	p, err := newProvider(*live)
-	check(err)
+	exkit.Check(err)
+	p, err := exkit.Provider(cassette, *live)
+	exkit.Check(err)
 	agent, err := flow.NewAgent("You work with files in your workspace. Use the tools; be brief.", p, flow.WithTools(tools...))
-	check(err)
+	exkit.Check(err)
 
 	task, err := rt.NewUserSession(ctx, "Save the numbers 42, 7 and 19, sort them, add them up, and tell me.")
-	check(err)
-	task, err = task.To(ctx, "local", filepath.Join(rtDir, "work"))
-	check(err)
+	exkit.Check(err)
+	task, err = task.To(ctx, "local", filepath.Join(rt.Dir(), "work"))
+	exkit.Check(err)
 	run, err := rt.Start(ctx, "numbers", agent, task, rath.WithSeed("tools-builtin"))
-	check(err)
+	exkit.Check(err)
 
 	for _, c := range run.Output.Chunks() {
 		switch c.Role {
@@ -83,11 +81,11 @@ func main() {
 	// The evidence: every tool.returned event names the backend and the
 	// files the call changed, with content hashes (contents are blobs).
 	evs, err := rt.Store().Read(ctx, events.Query{Stream: run.Output.ID(), Types: []string{events.TypeToolReturned}})
-	check(err)
+	exkit.Check(err)
 	fmt.Println("evidence:")
 	for _, ev := range evs {
 		payload, err := ev.Decode()
-		check(err)
+		exkit.Check(err)
 		r := payload.(*events.ToolReturned)
 		line := fmt.Sprintf("  %-20s on %s", r.Tool, r.Backend)
 		if r.ErrorKind != "" {
@@ -100,11 +98,11 @@ func main() {
 	}
 
 	rep, err := replay.Run(ctx, rt, run.ID, agent)
-	check(err)
-	printVerdict("replay", rep)
+	exkit.Check(err)
+	exkit.Verdict("replay", rep)
 	rep, err = replay.Run(ctx, rt, run.ID, agent, replay.WithLiveTools())
-	check(err)
-	printVerdict("replay with live tools", rep)
+	exkit.Check(err)
+	exkit.Verdict("replay with live tools", rep)
 }
 
 func change(f events.FileChange) string {
@@ -119,46 +117,4 @@ func change(f events.FileChange) string {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
-}
-
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, string, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, dir, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(what string, rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", what, rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", what, rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

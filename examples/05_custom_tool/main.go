@@ -17,13 +17,11 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -58,23 +56,23 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
 	// Read-only, so it may run concurrently with other calls of a round.
 	lookup, err := flow.NewTool("lookup_order", "Look up the status of an order by its number.", lookupOrder, flow.WithParallelSafe())
-	check(err)
+	exkit.Check(err)
 	fmt.Println("schema the model sees:", string(lookup.Schema()))
 
-	p, err := newProvider(*live)
-	check(err)
+	p, err := exkit.Provider(cassette, *live)
+	exkit.Check(err)
 	agent, err := flow.NewAgent("You answer questions about orders. Use lookup_order.", p, flow.WithTools(lookup))
-	check(err)
+	exkit.Check(err)
 
 	question, err := rt.NewUserSession(ctx, "Where are my orders A-1001 and A-1002?")
-	check(err)
+	exkit.Check(err)
 	run, err := rt.Start(ctx, "orders", agent, question, rath.WithSeed("custom-tool"))
-	check(err)
+	exkit.Check(err)
 
 	for _, c := range run.Output.Chunks() {
 		switch {
@@ -92,48 +90,6 @@ func main() {
 	}
 
 	rep, err := replay.Run(ctx, rt, run.ID, agent)
-	check(err)
-	printVerdict(rep)
-}
-
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("replay: %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("replay: %d of %d events reproduced (100%%)\n", rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
+	exkit.Check(err)
+	exkit.Verdict("replay", rep)
 }

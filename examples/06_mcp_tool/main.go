@@ -23,7 +23,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -57,16 +57,16 @@ func main() {
 		os.Exit(1)
 	}
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
 	m := mcptool.NewManager()
 	defer m.Close()
-	check(m.ConnectServer(ctx, "everything", mcptool.Server{Command: cmdline[0], Args: cmdline[1:]}))
+	exkit.Check(m.ConnectServer(ctx, "everything", mcptool.Server{Command: cmdline[0], Args: cmdline[1:]}))
 	info, err := m.Server("everything")
-	check(err)
+	exkit.Check(err)
 	all, err := m.Tools(ctx, "everything")
-	check(err)
+	exkit.Check(err)
 	fmt.Printf("connected to %s %s over stdio: %d tools\n", info.ServerInfo.Name, info.ServerInfo.Version, len(all))
 
 	// Give the agent only the tools it needs.
@@ -77,16 +77,16 @@ func main() {
 		}
 	}
 	script, err := scripted.Parse(cassette)
-	check(err)
+	exkit.Check(err)
 	p, err := flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: script, Model: "scripted"})
-	check(err)
+	exkit.Check(err)
 	agent, err := flow.NewAgent("You use the MCP tools you are given.", p, flow.WithTools(tools...))
-	check(err)
+	exkit.Check(err)
 
 	task, err := rt.NewUserSession(ctx, "Ask the MCP server for the sum of 2 and 40, then have it echo the result.")
-	check(err)
+	exkit.Check(err)
 	run, err := rt.Start(ctx, "mcp", agent, task, rath.WithSeed("mcp-tool"))
-	check(err)
+	exkit.Check(err)
 
 	for _, c := range run.Output.Chunks() {
 		for _, tc := range c.ToolCalls {
@@ -100,17 +100,17 @@ func main() {
 		}
 	}
 	evs, err := rt.Store().Read(ctx, events.Query{Stream: run.Output.ID(), Types: []string{events.TypeToolReturned}})
-	check(err)
+	exkit.Check(err)
 	for _, ev := range evs {
 		payload, err := ev.Decode()
-		check(err)
+		exkit.Check(err)
 		r := payload.(*events.ToolReturned)
 		fmt.Printf("evidence: %s ran on backend %q, sandbox %q\n", r.Tool, r.Backend, r.SandboxID)
 	}
 
-	check(m.Close()) // the replay needs no server
+	exkit.Check(m.Close()) // the replay needs no server
 	rep, err := replay.Run(ctx, rt, run.ID, agent)
-	check(err)
+	exkit.Check(err)
 	if !rep.OK() {
 		fmt.Printf("replay (server stopped): %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
 		os.Exit(1)
@@ -156,28 +156,5 @@ func findFixture() (string, error) {
 				"or pass its command line with -server or RATH_MCP_SERVER")
 		}
 		dir = parent
-	}
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
 	}
 }

@@ -19,15 +19,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -89,20 +88,20 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
-	p, err := newProvider(*live)
-	check(err)
+	p, err := exkit.Provider(cassette, *live)
+	exkit.Check(err)
 	pr := &printer{w: os.Stdout}
 	agent, err := newAgent(p, pr)
-	check(err)
+	exkit.Check(err)
 
 	question, err := rt.NewUserSession(ctx, "How many words are in 'the quick brown fox jumps over the lazy dog'?")
-	check(err)
+	exkit.Check(err)
 	fmt.Println("streaming:")
 	run, err := rt.Start(ctx, "stream", agent, question, rath.WithSeed("streaming"))
-	check(err)
+	exkit.Check(err)
 	pr.endCall()
 	fmt.Println()
 
@@ -120,50 +119,8 @@ func main() {
 	// In a replay the callback gets each recorded turn in one piece; here
 	// it writes nowhere.
 	quiet, err := newAgent(p, &printer{w: io.Discard})
-	check(err)
+	exkit.Check(err)
 	rep, err := replay.Run(ctx, rt, run.ID, quiet)
-	check(err)
-	printVerdict(rep)
-}
-
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("replay: %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("replay: %d of %d events reproduced (100%%)\n", rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
+	exkit.Check(err)
+	exkit.Verdict("replay", rep)
 }

@@ -20,12 +20,10 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -56,18 +54,18 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
-	p, err := newProvider(*live)
-	check(err)
+	p, err := exkit.Provider(cassette, *live)
+	exkit.Check(err)
 	note, err := flow.NewTool("read_note", "Read one of the release notes.", readNote)
-	check(err)
+	exkit.Check(err)
 	research, err := flow.NewAgent("You research release notes with read_note and report what matters.", p,
 		flow.WithTools(note), flow.WithName("research"))
-	check(err)
+	exkit.Check(err)
 	write, err := flow.NewAgent("You write one-paragraph release announcements.", p, flow.WithName("write"))
-	check(err)
+	exkit.Check(err)
 	// Summary plus the last chunk (the researcher's report), word for word.
 	compress := flow.NewCompressor(p, 1).SetName("compress")
 
@@ -75,21 +73,21 @@ func main() {
 	pipeline := flow.NewSequential(research, compress, write)
 
 	task, err := rt.NewUserSession(ctx, "Read the release notes and write the release note announcement.")
-	check(err)
+	exkit.Check(err)
 	run, err := rt.Start(ctx, "announce", pipeline, task, rath.WithSeed("compress"))
-	check(err)
+	exkit.Check(err)
 	out := run.Output
 
 	// The output descends from the long session through a compress edge.
 	lineage := out.Lineage()
 	long, err := rt.Session(ctx, lineage.Parents[0])
-	check(err)
+	exkit.Check(err)
 	// Time travel: the compressed session as it was when created, before
 	// the writer added its turn.
 	created, err := rt.Store().ReadStream(ctx, out.ID(), 1)
-	check(err)
+	exkit.Check(err)
 	short, err := rt.SessionAt(ctx, out.ID(), created[0].Seq)
-	check(err)
+	exkit.Check(err)
 	fmt.Printf("long session %s: %d chunks, %d characters\n", long.ID(), long.Len(), size(long))
 	fmt.Printf("compressed into %s (lineage %s, parent %s): %d chunks, %d characters\n",
 		short.ID(), lineage.Kind, lineage.Parents[0], short.Len(), size(short))
@@ -99,8 +97,8 @@ func main() {
 	}
 
 	rep, err := replay.Run(ctx, rt, run.ID, pipeline)
-	check(err)
-	printVerdict(rep)
+	exkit.Check(err)
+	exkit.Verdict("replay", rep)
 }
 
 // size counts the characters of a session's chunks.
@@ -110,46 +108,4 @@ func size(s *session.Session) int {
 		n += len(c.Content)
 	}
 	return n
-}
-
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("replay: %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("replay: %d of %d events reproduced (100%%)\n", rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

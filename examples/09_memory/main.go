@@ -24,13 +24,11 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/replay"
 )
@@ -44,17 +42,17 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
 	mem, err := rt.Memory(ctx) // the runtime's memory: events in the log, a BM25 index beside it
-	check(err)
-	p, err := newProvider(*live)
-	check(err)
+	exkit.Check(err)
+	p, err := exkit.Provider(cassette, *live)
+	exkit.Check(err)
 	ns := memory.UserNamespace("ann")
 	assistant, err := flow.NewAgent("You are Ann's assistant. Follow what you remember about her.", p,
 		flow.WithMemory(mem, flow.MemoryOptions{Namespace: ns, TopK: 3, Commit: true, Extract: p}))
-	check(err)
+	exkit.Check(err)
 
 	questions := []string{
 		"I'm Ann. I prefer metric units and short answers. How long is a marathon?",
@@ -62,16 +60,16 @@ func main() {
 	}
 	for i, q := range questions {
 		s, err := rt.NewUserSession(ctx, q)
-		check(err)
+		exkit.Check(err)
 		run, err := rt.Start(ctx, fmt.Sprintf("ask-%d", i+1), assistant, s, rath.WithSeed(fmt.Sprintf("memory-%d", i+1)))
-		check(err)
+		exkit.Check(err)
 
 		fmt.Printf("run %d, session %s\n", i+1, run.Output.ID())
 		for _, c := range run.Output.Chunks() {
 			fmt.Printf("  %-10s %s\n", c.Role+":", c.Content)
 		}
 		items, err := mem.List(ctx, ns)
-		check(err)
+		exkit.Check(err)
 		fmt.Printf("  memories of %s now:", ns)
 		for _, it := range items {
 			fmt.Printf(" %q", it.Text)
@@ -79,59 +77,17 @@ func main() {
 		fmt.Println()
 
 		rep, err := replay.Run(ctx, rt, run.ID, assistant)
-		check(err)
-		printVerdict(rep)
+		exkit.Check(err)
+		exkit.Verdict("  replay", rep)
 	}
 
 	// Each recall is an event with its hits: what the agent knew, when.
 	recalls, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeMemoryRecalled}})
-	check(err)
+	exkit.Check(err)
 	for _, ev := range recalls {
 		payload, err := ev.Decode()
-		check(err)
+		exkit.Check(err)
 		r := payload.(*events.MemoryRecalled)
 		fmt.Printf("recall at seq %d for %q: %d hits\n", ev.Seq, r.Query, len(r.Hits))
-	}
-}
-
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("replay: %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("  replay: %d of %d events reproduced (100%%)\n", rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
 	}
 }

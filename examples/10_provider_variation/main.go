@@ -23,16 +23,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -65,7 +64,7 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
 	providers := []flow.Provider{
@@ -85,13 +84,13 @@ func main() {
 	var agents []*flow.Agent
 	for i, cfg := range providers {
 		p, err := flow.NewProvider(cfg)
-		check(err)
+		exkit.Check(err)
 		agent, err := newAgent(p)
-		check(err)
+		exkit.Check(err)
 		q, err := rt.NewUserSession(ctx, "What is 451 °F in Celsius?")
-		check(err)
+		exkit.Check(err)
 		run, err := rt.Start(ctx, "temperature-"+cfg.Kind, agent, q, rath.WithSeed("provider-"+cfg.Kind))
-		check(err)
+		exkit.Check(err)
 		runs, agents = append(runs, run), append(agents, agent)
 
 		fmt.Printf("== %s (%s)\n", cfg.Kind, cfg.Model)
@@ -115,8 +114,8 @@ func main() {
 	}
 	for i, run := range runs {
 		rep, err := replay.Run(ctx, rt, run.ID, agents[i])
-		check(err)
-		printVerdict(providers[i].Kind+" replay (no server)", rep)
+		exkit.Check(err)
+		exkit.Verdict(providers[i].Kind+" replay (no server)", rep)
 	}
 }
 
@@ -154,7 +153,7 @@ type wireFormat struct {
 
 func newFakeAPI(f wireFormat) *fakeAPI {
 	script, err := scripted.Parse(cassette)
-	check(err)
+	exkit.Check(err)
 	a := &fakeAPI{script: script}
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != f.path {
@@ -330,35 +329,4 @@ func blockText(raw json.RawMessage) string {
 		parts = append(parts, b.Text)
 	}
 	return strings.Join(parts, "")
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(what string, rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", what, rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", what, rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

@@ -20,14 +20,12 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -74,30 +72,30 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
-	p, err := newProvider(*live)
-	check(err)
+	p, err := exkit.Provider(cassette, *live)
+	exkit.Check(err)
 	research, err := flow.NewAgent("You gather the facts a writer needs, briefly.", p)
-	check(err)
+	exkit.Check(err)
 	write, err := flow.NewAgent("You write exactly what was asked, using the facts gathered.", p)
-	check(err)
+	exkit.Check(err)
 	critique, err := flow.NewAgent("You point out the weak spots of the last draft.", p)
-	check(err)
+	exkit.Check(err)
 	wf := &team{Research: research, Write: write, Critique: critique, Selector: flow.NewSelector(p)}
 
 	task, err := rt.NewUserSession(ctx, "Write a haiku about how SQLite stores data.")
-	check(err)
+	exkit.Check(err)
 	run, err := rt.Start(ctx, "haiku", wf, task, rath.WithSeed("selector"))
-	check(err)
+	exkit.Check(err)
 
 	// The route the model chose, read back from the log.
 	evs, err := rt.Store().Read(ctx, events.Query{RunID: run.ID, Types: []string{events.TypeSelectorDecided}})
-	check(err)
+	exkit.Check(err)
 	for i, ev := range evs {
 		payload, err := ev.Decode()
-		check(err)
+		exkit.Check(err)
 		d := payload.(*events.SelectorDecided)
 		chosen := d.Chosen
 		if chosen == "" {
@@ -112,50 +110,8 @@ func main() {
 	}
 
 	rep, err := replay.Run(ctx, rt, run.ID, wf)
-	check(err)
-	printVerdict(rep)
+	exkit.Check(err)
+	exkit.Verdict("replay", rep)
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
-
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("replay: %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("replay: %d of %d events reproduced (100%%)\n", rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
-}

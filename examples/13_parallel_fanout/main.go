@@ -22,13 +22,11 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -68,25 +66,25 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := openRuntime(ctx, *dir)
+	rt, cleanup := exkit.Open(ctx, *dir)
 	defer cleanup()
 
-	p, err := newProvider(*live)
-	check(err)
+	p, err := exkit.Provider(cassette, *live)
+	exkit.Check(err)
 	var reviewers []flow.Workflow
 	for _, focus := range []string{"security", "style", "tests"} {
 		a, err := flow.NewAgent("You review Go code for "+focus+" only. Leave one comment.", p, flow.WithName(focus))
-		check(err)
+		exkit.Check(err)
 		reviewers = append(reviewers, a)
 	}
 	lead, err := flow.NewAgent("You read the reviews and decide: approve or request changes, in one sentence.", p)
-	check(err)
+	exkit.Check(err)
 	wf := &review{Reviewers: flow.NewParallel(reviewers...), Lead: lead}
 
 	request, err := rt.NewUserSession(ctx, change)
-	check(err)
+	exkit.Check(err)
 	run, err := rt.Start(ctx, "review", wf, request, rath.WithSeed("fanout"))
-	check(err)
+	exkit.Check(err)
 	out := run.Output
 
 	for _, c := range out.Chunks() {
@@ -99,55 +97,13 @@ func main() {
 	fmt.Printf("review request %s\n", request.ID())
 	for _, id := range out.Parents() {
 		fork, err := rt.Session(ctx, id)
-		check(err)
+		exkit.Check(err)
 		last, _ := fork.Last()
 		fmt.Printf("  forked into %s (%s of %v) by %s\n", id, fork.Lineage().Kind, fork.Lineage().Parents, last.Author)
 	}
 	fmt.Printf("  merged into %s (%s), %d parents, %d chunks\n", out.ID(), out.Lineage().Kind, len(out.Parents()), out.Len())
 
 	rep, err := replay.Run(ctx, rt, run.ID, wf)
-	check(err)
-	printVerdict(rep)
-}
-
-func newProvider(live bool) (*flow.Provider, error) {
-	if live {
-		return flow.NewProvider(flow.Provider{})
-	}
-	c, err := scripted.Parse(cassette)
-	if err != nil {
-		return nil, err
-	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
-}
-
-// openRuntime opens the runtime in dir, or in a temporary directory that
-// the returned cleanup removes.
-func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
-	remove := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "rath-example-")
-		check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
-	}
-	rt, err := rath.Open(ctx, dir)
-	check(err)
-	return rt, func() {
-		check(rt.Close())
-		remove()
-	}
-}
-
-func printVerdict(rep *replay.Report) {
-	if !rep.OK() {
-		fmt.Printf("replay: %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
-		os.Exit(1)
-	}
-	fmt.Printf("replay: %d of %d events reproduced (100%%)\n", rep.Matched, rep.Recorded)
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
+	exkit.Check(err)
+	exkit.Verdict("replay", rep)
 }
