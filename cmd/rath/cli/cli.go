@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gorath/rath"
+)
+
+// Config is what a program that embeds the rath CLI adds to it.
+type Config struct {
+	// Setup runs on every runtime the CLI opens, before a command uses it.
+	// Register your workflows there (rt.Register) so that "rath replay"
+	// and "rath resume" can rebuild their runs by name. An error stops the
+	// command and closes the runtime.
+	Setup func(ctx context.Context, rt *rath.Runtime) error
+}
+
+// Main runs the CLI on os.Args, stops on SIGINT or SIGTERM, and exits the
+// process with the command's exit code. It is meant to be all of a main
+// function:
+//
+//	func main() { cli.Main(cli.Config{Setup: registerWorkflows}) }
+func Main(cfg Config) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, cfg, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	ExitOK      = 0 // the command succeeded
+	ExitFailure = 1 // it failed, or verify or replay found a problem
+	ExitUsage   = 2 // the command line was wrong; a "Try:" hint is printed
+)
+
+// Run executes one rath invocation with args (without the program name)
+// and returns its exit code. Errors are printed on stderr.
+func Run(ctx context.Context, cfg Config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := newApp(cfg, stdin, stdout, stderr)
+	root := newRootCmd(a)
+	if args == nil {
+		args = []string{} // nil would make cobra read os.Args
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if cerr := a.close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return exitCode(stderr, err)
+}
+
+// exitCode prints err, with a hint for usage errors, and maps it to an
+// exit code.
+func exitCode(stderr io.Writer, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "rath: %v\nTry: %s\n", ue.err, ue.hint)
+		return ExitUsage
+	}
+	fmt.Fprintf(stderr, "rath: %v\n", err)
+	return ExitFailure
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/dossier"
+	"github.com/gorath/rath/replay"
+	"github.com/spf13/cobra"
+)
+
+func newDossierCmd(a *app) *cobra.Command {
+	var out, format, head string
+	var doReplay, noVerify bool
+	cmd := &cobra.Command{
+		Use:   "dossier RUN",
+		Short: "Write a run's evidence dossier: one self-contained HTML file (or --format md|jsonl)",
+		Long: `dossier gathers everything about a run from the log: the session graph
+(SVG), transcripts with authors, every tool call with its sandbox, arguments,
+output and file diffs, provider calls with usage and latency, memory writes
+and recalls, Selector decisions, the verify result and the chain head, and
+with --replay the replay verdict. The HTML needs no network.`,
+		Example: "rath dossier run-0123456789abcdef -o run.html --replay\nrath dossier run-0123456789abcdef --format md > run.md",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if !cmd.Flags().Changed("format") && out != "" {
+				if e := strings.TrimPrefix(filepath.Ext(out), "."); e == "md" || e == "jsonl" {
+					format = e
+				}
+			}
+			if !slices.Contains(dossier.Formats(), format) {
+				return usagef(cmd, "--format %q: want html, md or jsonl", format)
+			}
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			opts := dossier.Options{SkipVerify: noVerify}
+			if head != "" {
+				h, err := events.ParseHead(head)
+				if err != nil {
+					return usagef(cmd, "--head: %v", err)
+				}
+				opts.Head = &h
+			}
+			if doReplay {
+				wf, err := a.workflowForRun(ctx, rt, argv[0], false)
+				if err != nil {
+					return err
+				}
+				if opts.Replay, err = replay.Run(ctx, rt, argv[0], wf); err != nil {
+					return err
+				}
+			}
+			d, err := dossier.Build(ctx, rt, argv[0], opts)
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				return d.Render(a.stdout, format)
+			}
+			// Render first: a failure leaves no half-written file.
+			var buf bytes.Buffer
+			if err := d.Render(&buf, format); err != nil {
+				return err
+			}
+			return os.WriteFile(out, buf.Bytes(), 0o644)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of stdout (its extension picks md or jsonl)")
+	cmd.Flags().StringVar(&format, "format", "html", "html, md or jsonl")
+	cmd.Flags().BoolVar(&doReplay, "replay", false, "replay the run first and include the verdict")
+	cmd.Flags().BoolVar(&noVerify, "no-verify", false, "skip verifying the hash chain")
+	cmd.Flags().StringVar(&head, "head", "", "verify against a head SEQ:HASH kept elsewhere")
+	return cmd
+}

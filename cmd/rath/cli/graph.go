@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gorath/rath/projections"
+	"github.com/spf13/cobra"
+)
+
+type graphNode struct {
+	ID         string `json:"id"`
+	Kind       string `json:"kind"`
+	Origin     string `json:"origin,omitempty"`
+	Chunks     int64  `json:"chunks"`
+	Incomplete bool   `json:"incomplete,omitempty"`
+}
+
+type graphEdge struct {
+	Parent   string `json:"parent"`
+	Child    string `json:"child"`
+	Kind     string `json:"kind"`
+	Position int    `json:"position"`
+}
+
+type graphView struct {
+	Nodes []graphNode `json:"nodes"`
+	Edges []graphEdge `json:"edges"`
+}
+
+func (n graphNode) label() string {
+	l := n.Kind
+	if n.Origin != "" {
+		l += " (" + n.Origin + ")"
+	}
+	if n.Incomplete {
+		l += ", incomplete"
+	}
+	return l
+}
+
+func newGraphCmd(a *app) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "graph",
+		Short: "Print the session graph as Mermaid, Graphviz dot or JSON",
+		Long: `graph prints every session as a node labelled with its kind and origin,
+and every lineage edge (fork, merge, import kinds) from parent to child.
+Detached sessions appear as nodes without edges: they have no lineage
+parent, though the log keeps where they came from.`,
+		Example: "rath graph --format dot | dot -Tsvg > graph.svg",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.json {
+				format = "json"
+			}
+			switch format {
+			case "mermaid", "dot", "json":
+			default:
+				return usagef(cmd, "--format %q: want mermaid, dot or json", format)
+			}
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			v, err := loadGraph(ctx, rt.Reader())
+			if err != nil {
+				return err
+			}
+			switch format {
+			case "json":
+				return a.printJSON(v)
+			case "dot":
+				writeDot(a.stdout, v)
+			default:
+				writeMermaid(a.stdout, v)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "mermaid", "output format: mermaid, dot or json")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+func loadGraph(ctx context.Context, r *projections.Reader) (graphView, error) {
+	rows, err := r.Sessions(ctx)
+	if err != nil {
+		return graphView{}, err
+	}
+	edges, err := r.Edges(ctx)
+	if err != nil {
+		return graphView{}, err
+	}
+	v := graphView{Nodes: make([]graphNode, len(rows)), Edges: make([]graphEdge, len(edges))}
+	for i, row := range rows {
+		v.Nodes[i] = graphNode{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: row.Length, Incomplete: row.Incomplete}
+	}
+	for i, e := range edges {
+		v.Edges[i] = graphEdge{Parent: e.Parent, Child: e.Child, Kind: e.Kind, Position: e.Position}
+	}
+	return v, nil
+}
+
+// writeMermaid names nodes n0, n1, ... so that session ids never need
+// escaping as Mermaid identifiers; ids appear in the quoted labels.
+func writeMermaid(w io.Writer, v graphView) {
+	fmt.Fprintln(w, "graph TD")
+	key := map[string]string{}
+	for i, n := range v.Nodes {
+		key[n.ID] = fmt.Sprintf("n%d", i)
+		fmt.Fprintf(w, "  %s[\"%s<br/>%s\"]\n", key[n.ID], mermaidText(n.ID), mermaidText(n.label()))
+	}
+	for _, e := range v.Edges {
+		fmt.Fprintf(w, "  %s -->|%s| %s\n", key[e.Parent], mermaidText(e.Kind), key[e.Child])
+	}
+}
+
+// mermaidText escapes characters that end a Mermaid label.
+func mermaidText(s string) string {
+	return strings.NewReplacer(`"`, "#quot;", "|", "#124;", "<", "#lt;", ">", "#gt;", "\n", " ").Replace(s)
+}
+
+func writeDot(w io.Writer, v graphView) {
+	fmt.Fprintln(w, "digraph rath {")
+	fmt.Fprintln(w, "  node [shape=box];")
+	for _, n := range v.Nodes {
+		fmt.Fprintf(w, "  %s [label=%s];\n", dotString(n.ID), dotString(n.ID+"\n"+n.label()))
+	}
+	for _, e := range v.Edges {
+		fmt.Fprintf(w, "  %s -> %s [label=%s];\n", dotString(e.Parent), dotString(e.Child), dotString(e.Kind))
+	}
+	fmt.Fprintln(w, "}")
+}
+
+// dotString quotes s as a DOT string; newlines become DOT's \n.
+func dotString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "").Replace(s) + `"`
+}

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gorath/rath/replay"
+	"github.com/spf13/cobra"
+)
+
+// errDiverged makes a diverged replay exit 1 after its report is printed.
+var errDiverged = errors.New("the replay diverged from the record")
+
+func newReplayCmd(a *app) *cobra.Command {
+	var liveTools bool
+	cmd := &cobra.Command{
+		Use:   "replay RUN",
+		Short: "Re-execute a recorded run against its recorded model and tool answers and compare every event (exit 1 if it diverges)",
+		Long: `replay re-executes a run's workflow in a scratch store. Every model call
+and tool call is answered from the recorded events: no network, no side
+effects. The events it produces are compared with the recorded ones,
+wall-clock fields ignored. It prints how many events were reproduced, or
+the first divergence with the recorded seq, both sides and a hint.
+
+The workflow must be one this binary can rebuild by name: runs of
+"rath run", of the demo, and of the workflows a program built on package
+github.com/gorath/rath/cmd/rath/cli registers in its Config.Setup.`,
+		Example: "rath replay run-0123456789abcdef",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			wf, err := a.workflowForRun(ctx, rt, argv[0], false)
+			if err != nil {
+				return err
+			}
+			var opts []replay.Option
+			if liveTools {
+				opts = append(opts, replay.WithLiveTools())
+			}
+			rep, err := replay.Run(ctx, rt, argv[0], wf, opts...)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				if err := a.printJSON(rep); err != nil {
+					return err
+				}
+			} else if err := printReport(a, rep); err != nil {
+				return err
+			}
+			if !rep.OK() {
+				return errDiverged
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&liveTools, "live-tools", false, "run the tools for real in a fresh copy of the recorded workspace and compare their outputs")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+func printReport(a *app, rep *replay.Report) error {
+	if rep.OK() {
+		_, err := fmt.Fprintf(a.stdout, "reproduced: %d of %d events (run %s, workflow %s, %d answers from the record)\n",
+			rep.Matched, rep.Recorded, rep.Run, rep.Workflow, rep.Answered)
+		return err
+	}
+	d := rep.Divergence
+	fmt.Fprintf(a.stdout, "diverged: %d of %d events reproduced (run %s, workflow %s)\n", rep.Matched, rep.Recorded, rep.Run, rep.Workflow)
+	fmt.Fprintf(a.stdout, "first divergence: %s at seq %d, %s on %s v%d\n", d.Kind, d.Seq, d.Type, d.Stream, d.Version)
+	fmt.Fprintf(a.stdout, "hint: %s\n", d.Hint)
+	if d.Diff != "" {
+		fmt.Fprintf(a.stdout, "%s\n", d.Diff)
+	}
+	return nil
+}
+
+func newResumeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue a run that crashed: recorded calls are answered from the log, the rest runs live",
+		Long: `resume re-executes a run that started and never finished. Every model and
+tool call the record holds is answered from it, so nothing recorded is
+repeated; where the record ends the run goes on live (real model, real
+tools) and its events are written to the store. It prints the output
+session id. A tool call that was recorded as started but not as returned
+runs again.`,
+		Example: "rath resume run-0123456789abcdef",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			wf, err := a.workflowForRun(ctx, rt, argv[0], true)
+			if err != nil {
+				return err
+			}
+			run, err := replay.Resume(ctx, rt, argv[0], wf)
+			if err != nil {
+				return err
+			}
+			if run.Output == nil {
+				_, err = fmt.Fprintf(a.stdout, "run %s finished\n", run.ID)
+				return err
+			}
+			_, err = fmt.Fprintln(a.stdout, run.Output.ID())
+			return err
+		},
+	}
+	return cmd
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rath",
+		Short: "Inspect and operate a rath runtime: sessions, the event log, lineage, import and export",
+		Long: `rath operates on a runtime directory (--dir, default ./.rath, or $RATH_DIR)
+holding the event log rath.db. Data goes to stdout (as JSON with --json),
+logs and progress to stderr. Exit codes: 0 ok, 1 failure, 2 usage error.
+A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
+		Example:       "rath --help",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			h := "rath --help"
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				h = "rath " + s[0]
+			}
+			return &usageError{err: fmt.Errorf("unknown command %q", args[0]), hint: h}
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SuggestionsMinimumDistance = 2
+	root.PersistentFlags().StringVar(&a.dir, "dir", a.dir, "runtime directory holding rath.db (env RATH_DIR)")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{err: err, hint: hint(cmd)}
+	})
+	root.AddCommand(
+		newSessionsCmd(a),
+		newShowCmd(a),
+		newGraphCmd(a),
+		newEventsCmd(a),
+		newVerifyCmd(a),
+		newRebuildCmd(a),
+		newNewCmd(a),
+		newAppendCmd(a),
+		newForkCmd(a),
+		newMergeCmd(a),
+		newExportCmd(a),
+		newImportCmd(a),
+		newMigrateCmd(a),
+		newVersionCmd(a),
+		newRunCmd(a),
+		newRunsCmd(a),
+		newReplayCmd(a),
+		newResumeCmd(a),
+		newMemoryCmd(a),
+		newDemoCmd(a),
+		newDossierCmd(a),
+	)
+	return root
+}
+
+// jsonFlag adds --json to a command whose output is data.
+func jsonFlag(cmd *cobra.Command, a *app) {
+	cmd.Flags().BoolVar(&a.json, "json", false, "print JSON on stdout")
+}

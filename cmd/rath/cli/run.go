@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/builtin"
+	"github.com/gorath/rath/flow/model"
+	"github.com/spf13/cobra"
+)
+
+// DefaultSystemPrompt is the agent's prompt when --system is not given.
+const DefaultSystemPrompt = "You are a careful assistant. Use the tools you are given when they help; say what you did."
+
+type runFlags struct {
+	model, provider, cassette, workspace, backend, tools, system string
+	noStream                                                     bool
+	maxRounds                                                    int
+}
+
+func newRunCmd(a *app) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] PROMPT",
+		Short: "Run one agent on a prompt, as a recorded run, streaming the transcript; prints the session id",
+		Long: `run starts a recorded run of one agent on PROMPT and streams what happens:
+the model's text as it arrives (or, with --no-stream, after each plain
+request), each tool call and its result. It ends by printing the run id and
+the output session id; "rath replay RUN" replays it.
+
+The provider comes from --provider (a name in the config file), --model
+and the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); --cassette
+runs offline against a scripted cassette file. --workspace places the
+session on a sandbox (--backend, default local) so tools run there;
+--tools lists built-in tools by name (` + "`all`" + ` for every one).`,
+		Example: `rath run --cassette examples/cassettes/write_and_check.json --workspace work --tools all "Write hello.txt"
+rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_workspace_file "List the files"`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.runAgent(cmd, f, strings.Join(argv, " "))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model name (default: provider's, or OPENAI_DEFAULT_MODEL / ANTHROPIC_DEFAULT_MODEL)")
+	fl.StringVar(&f.provider, "provider", "", "provider name from the config file ($RATH_HOME/config.json)")
+	fl.StringVar(&f.cassette, "cassette", "", "answer from a scripted cassette file instead of a live model")
+	fl.StringVar(&f.workspace, "workspace", "", "workspace directory: place the session there so tools can run")
+	fl.StringVar(&f.backend, "backend", "local", "sandbox backend for --workspace: local, bwrap or opensandbox")
+	fl.StringVar(&f.tools, "tools", "", "comma-separated built-in tools, or all: "+strings.Join(builtin.Names(), ", "))
+	fl.StringVar(&f.system, "system", DefaultSystemPrompt, "the agent's system prompt")
+	fl.BoolVar(&f.noStream, "no-stream", false, "make plain requests instead of streaming")
+	fl.IntVar(&f.maxRounds, "max-rounds", flow.DefaultMaxRounds, "round cap of the agent loop")
+	return cmd
+}
+
+func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
+	ctx := cmd.Context()
+	params := map[string]string{
+		"model": f.model, "provider": f.provider, "system": f.system, "backend": f.backend,
+		"max_rounds": strconv.Itoa(f.maxRounds), "stream": strconv.FormatBool(!f.noStream),
+	}
+	if f.cassette != "" {
+		abs, err := filepath.Abs(f.cassette)
+		if err != nil {
+			return err
+		}
+		params["cassette"], params["kind"] = abs, flow.KindScripted
+	}
+	if f.tools != "" {
+		names := strings.Split(f.tools, ",")
+		if f.tools == "all" {
+			names = builtin.Names()
+		}
+		for i := range names {
+			names[i] = strings.TrimSpace(names[i])
+		}
+		params["tools"] = strings.Join(names, ",")
+	}
+	rt, err := a.create(ctx)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex // one writer of stdout at a time
+	out := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(a.stdout, format, args...)
+	}
+	// Streamed text waits for the follower to print what the log already
+	// holds (tool results come before the answer that reads them).
+	var printed atomic.Int64
+	caughtUp := func() {
+		h, err := rt.Store().Head(ctx)
+		deadline := time.Now().Add(time.Second)
+		for err == nil && printed.Load() < h.Seq && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	var answering atomic.Bool
+	agent, err := a.agentFromParams(rt, params, true, func(d model.Delta) {
+		if d.Content == "" {
+			return
+		}
+		if !answering.Swap(true) {
+			caughtUp()
+		}
+		out("%s", d.Content)
+	})
+	if err != nil {
+		return err
+	}
+	input, err := rt.NewUserSession(ctx, prompt)
+	if err != nil {
+		return err
+	}
+	if f.workspace != "" {
+		ws, err := filepath.Abs(f.workspace)
+		if err != nil {
+			return err
+		}
+		params["workspace"] = ws
+		if input, err = input.To(ctx, f.backend, ws); err != nil {
+			return err
+		}
+	}
+	// Tool calls and results, and plain answers, are printed from the log
+	// as they land: what you see is what was recorded.
+	head, err := rt.Store().Head(ctx)
+	if err != nil {
+		return err
+	}
+	follow, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev, err := range rt.Store().Subscribe(follow, events.Query{FromSeq: head.Seq + 1}) {
+			if err != nil {
+				return
+			}
+			if ev.Type == events.TypeChunkAppended {
+				answering.Store(false) // the next delta starts a new answer
+			}
+			printEvent(ev, f.noStream, out)
+			printed.Store(ev.Seq)
+		}
+	}()
+	run, runErr := rt.Start(ctx, runWorkflow, agent, input, rath.WithParams(params))
+	// Let the follower print everything up to the run's end.
+	if h, err := rt.Store().Head(ctx); err == nil {
+		deadline := time.Now().Add(2 * time.Second)
+		for printed.Load() < h.Seq && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	stop()
+	<-done
+	if run != nil {
+		out("\nrun: %s\n", run.ID)
+		if run.Output != nil {
+			out("session: %s\n", run.Output.ID())
+		}
+	}
+	return runErr
+}
+
+func printEvent(ev events.Event, plain bool, out func(string, ...any)) {
+	p, err := ev.Decode()
+	if err != nil {
+		return
+	}
+	switch e := p.(type) {
+	case *events.ChunkAppended:
+		if e.Chunk.Role == events.RoleAssistant && plain && e.Chunk.Content != "" {
+			out("%s\n", e.Chunk.Content)
+		}
+	case *events.ToolCalled:
+		out("\n→ %s %s\n", e.Tool, clip(e.Arguments, 200))
+	case *events.ToolReturned:
+		status := "ok"
+		if e.ErrorKind != "" {
+			status = "error " + e.ErrorKind
+		} else if e.ExitCode != nil {
+			status = "exit " + strconv.Itoa(*e.ExitCode)
+		}
+		files := make([]string, 0, len(e.Files))
+		for _, f := range e.Files {
+			files = append(files, f.Path)
+		}
+		sort.Strings(files)
+		line := fmt.Sprintf("← %s %s (%d bytes, %d ms)", e.Tool, status, e.OutputSize, e.DurationMS)
+		if len(files) > 0 {
+			line += " files: " + strings.Join(files, ", ")
+		}
+		out("%s\n", line)
+	case *events.ProviderFailed:
+		out("\n[model call failed: %s, attempt %d, retry: %v]\n", e.ErrorKind, e.Attempt, e.WillRetry)
+	case *events.AgentCapped:
+		out("\n[round cap %d reached]\n", e.Rounds)
+	}
+}

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const cassette = `{"scripted": true, "description": "write a file, read it back, answer",
+ "responses": [
+  {"tool_calls": [{"id": "c1", "name": "write_workspace_file", "arguments": {"path": "hello.txt", "content": "hi there\n"}}]},
+  {"tool_calls": [{"id": "c2", "name": "run_shell_command", "arguments": {"cmd": "cat hello.txt; ls"}}]},
+  {"content": "I wrote hello.txt and read it back."}
+ ]}`
+
+func TestRunReplayResume(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(t.TempDir(), "ws")
+	os.MkdirAll(work, 0o755)
+	cas := filepath.Join(t.TempDir(), "cassette.json")
+	os.WriteFile(cas, []byte(cassette), 0o644)
+
+	out := mustRun(t, dir, "run", "--cassette", cas, "--workspace", work, "--tools", "write_workspace_file,run_shell_command", "write", "a", "file")
+	for _, want := range []string{"→ write_workspace_file", "files: hello.txt", "→ run_shell_command", "← run_shell_command exit 0", "I wrote hello.txt and read it back.", "run: run-", "session: s-"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("run output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "hello.txt")); err != nil || string(b) != "hi there\n" {
+		t.Fatalf("the tool did not write the file: %q %v", b, err)
+	}
+	runs := decodeJSON[[]runView](t, mustRun(t, dir, "runs", "--json"))
+	if len(runs) != 1 || runs[0].Workflow != runWorkflow || runs[0].Status != "ok" {
+		t.Fatalf("runs = %+v", runs)
+	}
+	id := runs[0].ID
+
+	if out := mustRun(t, dir, "replay", id); !strings.Contains(out, "reproduced: ") {
+		t.Fatalf("replay: %s", out)
+	}
+	// Live tools re-run in a fresh copy of the workspace as it was.
+	if out := mustRun(t, dir, "replay", "--live-tools", id); !strings.Contains(out, "reproduced: ") {
+		t.Fatalf("replay --live-tools: %s", out)
+	}
+	// A file the run wrote is put back to its recorded "before" state
+	// (absent) in the copy, so its later change does not matter...
+	os.WriteFile(filepath.Join(work, "hello.txt"), []byte("changed since\n"), 0o644)
+	if r := rathCLI(t, dir, "replay", "--live-tools", id); r.code != 0 {
+		t.Fatalf("live-tools replay should restore the files the run touched: exit %d\n%s", r.code, r.stdout)
+	}
+	// ...but a new file in the workspace changes what ls prints: exit 1.
+	os.WriteFile(filepath.Join(work, "other.txt"), nil, 0o644)
+	r := rathCLI(t, dir, "replay", "--live-tools", id)
+	if r.code != 1 || !strings.Contains(r.stdout, "other.txt") || !strings.Contains(r.stdout, "tool.returned") {
+		t.Fatalf("live-tools replay in a changed environment: exit %d\n%s", r.code, r.stdout)
+	}
+	// A plain replay never looks at the workspace.
+	if out := mustRun(t, dir, "replay", id); !strings.Contains(out, "reproduced: ") {
+		t.Fatalf("replay: %s", out)
+	}
+	if r := rathCLI(t, dir, "resume", id); r.code != 1 || !strings.Contains(r.stderr, "not resumable") {
+		t.Fatalf("resume of a finished run: exit %d %s", r.code, r.stderr)
+	}
+	if r := rathCLI(t, dir, "replay", "run-nope"); r.code != 1 {
+		t.Fatalf("replay of an unknown run: exit %d", r.code)
+	}
+	if r := rathCLI(t, dir, "run"); r.code != 2 {
+		t.Fatalf("run without a prompt: exit %d", r.code)
+	}
+	if r := rathCLI(t, dir, "run", "--tools", "teleport", "--cassette", cas, "x"); r.code != 1 || !strings.Contains(r.stderr, "run_shell_command") {
+		t.Fatalf("unknown tool: exit %d %s", r.code, r.stderr)
+	}
+}
+
+func TestDemoCommand(t *testing.T) {
+	dir := t.TempDir()
+	out := mustRun(t, dir, "demo")
+	for _, want := range []string{"scripted cassette (not a real model)", "2 forks", "replay           reproduced", "verify           ok"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	runs := decodeJSON[[]runView](t, mustRun(t, dir, "runs", "--json"))
+	if len(runs) != 1 || runs[0].Workflow != "demo" {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if out := mustRun(t, dir, "replay", runs[0].ID); !strings.Contains(out, "reproduced: ") {
+		t.Fatalf("replay of the demo: %s", out)
+	}
+	html := filepath.Join(t.TempDir(), "d.html")
+	mustRun(t, dir, "dossier", runs[0].ID, "--replay", "-o", html)
+	b, err := os.ReadFile(html)
+	if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "reproduced") {
+		t.Fatalf("dossier html: %v (%d bytes)", err, len(b))
+	}
+	if md := mustRun(t, dir, "dossier", runs[0].ID, "--format", "md"); !strings.Contains(md, "textkit.py") {
+		t.Fatalf("dossier md lacks the file diffs:\n%.500s", md)
+	}
+	if r := rathCLI(t, dir, "dossier", runs[0].ID, "--format", "pdf"); r.code != 2 {
+		t.Fatalf("--format pdf: exit %d", r.code)
+	}
+}

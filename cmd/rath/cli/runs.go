@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+type runView struct {
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"`
+	Status   string `json:"status"`
+	Input    string `json:"input_session,omitempty"`
+	Output   string `json:"output_session,omitempty"`
+	Parent   string `json:"parent_run,omitempty"`
+	Started  string `json:"started_at"`
+	FirstSeq int64  `json:"started_seq"`
+	LastSeq  int64  `json:"finished_seq,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+func newRunsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "runs",
+		Short:   "List recorded runs: workflow, status (running means started, never finished), input and output sessions",
+		Example: "rath runs --json",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			rows, err := rt.Reader().Runs(ctx)
+			if err != nil {
+				return err
+			}
+			views := make([]runView, len(rows))
+			for i, r := range rows {
+				views[i] = runView{ID: r.ID, Workflow: r.Workflow, Status: r.Status, Input: r.InputSession, Output: r.OutputSession,
+					Parent: r.ParentRun, Started: time.Unix(0, r.StartedAt).UTC().Format(time.RFC3339), FirstSeq: r.StartedSeq,
+					LastSeq: r.FinishedSeq.Int64, Error: r.Error}
+			}
+			if a.json {
+				return a.printJSON(views)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tINPUT\tOUTPUT\tPARENT")
+			for _, v := range views {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Workflow, v.Status, v.Started, orDash(v.Input), orDash(v.Output), orDash(v.Parent))
+			}
+			return tw.Flush()
+		},
+	}
+	jsonFlag(cmd, a)
+	return cmd
+}

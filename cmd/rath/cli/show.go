@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/session"
+	"github.com/spf13/cobra"
+)
+
+// chunkView is one transcript entry with its index.
+type chunkView struct {
+	Index int `json:"index"`
+	events.Chunk
+}
+
+type showView struct {
+	Session sessionView `json:"session"`
+	// AtSeq is the seq the session was read at (--at), 0 for the head.
+	AtSeq  int64       `json:"at_seq,omitempty"`
+	Chunks []chunkView `json:"chunks"`
+}
+
+func newShowCmd(a *app) *cobra.Command {
+	var at int64
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a session's metadata and transcript (roles, authors, tool calls)",
+		Example: `rath show s-0123456789abcdef0123
+rath show s-0123456789abcdef0123 --at 42 --json`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			if cmd.Flags().Changed("at") && at <= 0 {
+				return usagef(cmd, "--at must be a positive seq, got %d", at)
+			}
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			id := argv[0]
+			var s *session.Session
+			if at > 0 {
+				s, err = rt.SessionAt(ctx, id, at)
+			} else {
+				s, err = rt.Session(ctx, id)
+			}
+			if errors.Is(err, session.ErrNotFound) {
+				return fmt.Errorf("show: %w (list sessions with \"rath sessions\")", err)
+			}
+			if err != nil {
+				return err
+			}
+			row, err := rt.Reader().Session(ctx, id)
+			if err != nil {
+				return err
+			}
+			// The row is the head; the handle is the state at --at.
+			v := showView{Session: newSessionView(row, s.Parents()), AtSeq: at}
+			v.Session.Chunks, v.Session.Version = int64(s.Len()), s.Version()
+			v.Session.Backend, v.Session.Spec, v.Session.Usage = s.Placement().Backend, s.Placement().Spec, s.Usage()
+			for i, c := range s.Chunks() {
+				v.Chunks = append(v.Chunks, chunkView{Index: i, Chunk: c})
+			}
+			if v.Chunks == nil {
+				v.Chunks = []chunkView{}
+			}
+			if a.json {
+				return a.printJSON(v)
+			}
+			printShow(a.stdout, v)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&at, "at", 0, "show the session as it was right after the event at this seq")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+func printShow(w io.Writer, v showView) {
+	s := v.Session
+	kind := s.Kind
+	if s.Origin != "" {
+		kind += " (" + s.Origin + ")"
+	}
+	fmt.Fprintf(w, "session   %s\n", s.ID)
+	fmt.Fprintf(w, "kind      %s\n", kind)
+	if v.AtSeq > 0 {
+		fmt.Fprintf(w, "as of     seq %d\n", v.AtSeq)
+	}
+	fmt.Fprintf(w, "version   %d\n", s.Version)
+	fmt.Fprintf(w, "chunks    %d\n", s.Chunks)
+	if s.Backend != "" {
+		fmt.Fprintf(w, "placement %s %s\n", s.Backend, s.Spec)
+	}
+	fmt.Fprintf(w, "parents   %s\n", orDash(strings.Join(s.Parents, ", ")))
+	if s.Source != "" {
+		fmt.Fprintf(w, "source    %s\n", s.Source)
+	}
+	u := s.Usage
+	fmt.Fprintf(w, "usage     %d tokens (%d prompt, %d completion) in %d calls\n", u.TotalTokens, u.PromptTokens, u.CompletionTokens, u.Calls)
+	if s.Incomplete {
+		fmt.Fprintln(w, "status    incomplete (imported without a trailer)")
+	}
+	for _, c := range v.Chunks {
+		fmt.Fprintln(w)
+		head := fmt.Sprintf("#%d %s", c.Index, c.Role)
+		if c.Name != "" {
+			head += " " + c.Name
+		}
+		if c.ToolCallID != "" {
+			head += " for call " + c.ToolCallID
+		}
+		if c.Author != "" {
+			head += " by " + c.Author
+		}
+		fmt.Fprintln(w, head)
+		if c.Content != "" {
+			for _, line := range strings.Split(c.Content, "\n") {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+		for _, tc := range c.ToolCalls {
+			fmt.Fprintf(w, "    -> call %s %s %s\n", tc.ID, tc.Name, tc.Arguments)
+		}
+	}
+}

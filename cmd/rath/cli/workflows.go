@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/builtin"
+	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/internal/demo"
+)
+
+// runWorkflow is the name "rath run" records its runs under.
+const runWorkflow = "rath.run"
+
+// errReplayCalled is what a replay's provider answers if the replay ever
+// asks it: every call must come from the record.
+var errReplayCalled = errors.New("a replay must not call the model: the call is not in the record")
+
+type refuseClient struct{}
+
+func (refuseClient) Complete(context.Context, model.Request) (model.Response, error) {
+	return model.Response{}, &model.Error{Kind: model.KindScript, Provider: "replay", Err: errReplayCalled}
+}
+
+// workflowForRun rebuilds the workflow a recorded run ran, from its name
+// and parameters. With live, its provider can make real calls (resume);
+// without, any call fails (replay answers everything from the record).
+func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string, live bool) (flow.Workflow, error) {
+	row, err := rt.Reader().Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := rt.Store().ReadStream(ctx, runID, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("run %s has no run.started event", runID)
+	}
+	p, err := evs[0].Decode()
+	if err != nil {
+		return nil, err
+	}
+	started, ok := p.(*events.RunStarted)
+	if !ok {
+		return nil, fmt.Errorf("run %s starts with %s, not run.started", runID, evs[0].Type)
+	}
+	// A workflow the program registered (Config.Setup) comes first, so a
+	// program can also take over the built-in names.
+	if wf, err := rt.Workflow(row.Workflow); err == nil {
+		return wf, nil
+	}
+	switch row.Workflow {
+	case runWorkflow:
+		return a.agentFromParams(rt, started.Params, live, nil)
+	case demo.Name:
+		// Resuming the demo continues on its cassette, like the run did.
+		return demo.Build(ctx, rt, nil)
+	}
+	_, err = rt.Workflow(row.Workflow)
+	return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs. To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
+		err, runWorkflow, demo.Name)
+}
+
+// agentFromParams builds the agent "rath run" runs, from its recorded
+// parameters.
+func (a *app) agentFromParams(rt *rath.Runtime, params map[string]string, live bool, onDelta func(model.Delta)) (*flow.Agent, error) {
+	pv := flow.Provider{Name: params["provider"], Kind: params["kind"], Model: params["model"], Cassette: params["cassette"]}
+	if !live {
+		pv = flow.Provider{Kind: params["kind"], Model: params["model"], Client: refuseClient{}}
+	}
+	prov, err := flow.NewProvider(pv)
+	if err != nil {
+		return nil, err
+	}
+	opts := []flow.AgentOption{}
+	if names := params["tools"]; names != "" {
+		tools, err := builtin.New(rt.Sandboxes(), strings.Split(names, ",")...)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, flow.WithTools(tools...))
+	}
+	if n, err := strconv.Atoi(params["max_rounds"]); err == nil && n > 0 {
+		opts = append(opts, flow.WithMaxRounds(n))
+	}
+	if params["stream"] == "true" {
+		if onDelta == nil {
+			onDelta = func(model.Delta) {} // a replay streams as the run did, to nobody
+		}
+		opts = append(opts, flow.WithStreaming(onDelta))
+	}
+	return flow.NewAgent(params["system"], prov, opts...)
+}
