@@ -117,9 +117,30 @@ type BlobGetter interface {
 }
 
 // LoadRequest rebuilds a recorded request from its ref (a provider
-// event's request_ref), following its message segments.
+// event's request_ref), following its message segments. To load many
+// requests of one run, use a RequestLoader.
 func LoadRequest(ctx context.Context, blobs BlobGetter, ref string) (model.Request, error) {
-	raw, err := blobs.GetBlob(ctx, ref)
+	return NewRequestLoader(blobs).Load(ctx, ref)
+}
+
+// RequestLoader rebuilds recorded requests like LoadRequest, decoding each
+// message segment once. Successive calls of an agent loop share all but
+// their last segment, so loading every request of a long run this way
+// reads and decodes each message once instead of once per later call. It
+// is not safe for concurrent use.
+type RequestLoader struct {
+	blobs BlobGetter
+	segs  map[string]msgSegment // decoded segments by blob hash
+}
+
+// NewRequestLoader returns a loader reading blobs from blobs.
+func NewRequestLoader(blobs BlobGetter) *RequestLoader {
+	return &RequestLoader{blobs: blobs, segs: map[string]msgSegment{}}
+}
+
+// Load rebuilds the request recorded under ref.
+func (l *RequestLoader) Load(ctx context.Context, ref string) (model.Request, error) {
+	raw, err := l.blobs.GetBlob(ctx, ref)
 	if err != nil {
 		return model.Request{}, err
 	}
@@ -128,19 +149,18 @@ func LoadRequest(ctx context.Context, blobs BlobGetter, ref string) (model.Reque
 		return model.Request{}, fmt.Errorf("flow: request %s: %w", ref, err)
 	}
 	var segs [][]model.Message
+	total := 0
 	for next := rec.MessagesRef; next != ""; {
-		raw, err := blobs.GetBlob(ctx, next)
+		s, err := l.segment(ctx, next)
 		if err != nil {
 			return model.Request{}, err
 		}
-		var s msgSegment
-		if err := strictJSON(raw, &s); err != nil {
-			return model.Request{}, fmt.Errorf("flow: request segment %s: %w", next, err)
-		}
 		segs = append(segs, s.Add)
+		total += len(s.Add)
 		next = s.Prev
 	}
 	req := model.Request{Agent: rec.Agent, Model: rec.Model, Tools: rec.Tools, ToolChoice: rec.ToolChoice, Sampling: rec.Sampling}
+	req.Messages = make([]model.Message, 0, total)
 	for i := len(segs) - 1; i >= 0; i-- {
 		req.Messages = append(req.Messages, segs[i]...)
 	}
@@ -148,6 +168,24 @@ func LoadRequest(ctx context.Context, blobs BlobGetter, ref string) (model.Reque
 		return req, fmt.Errorf("flow: request %s: %d messages rebuilt, %d recorded", ref, len(req.Messages), rec.Messages)
 	}
 	return req, nil
+}
+
+// segment returns the decoded segment stored under hash. The cache is
+// sound because a blob's hash is its content's.
+func (l *RequestLoader) segment(ctx context.Context, hash string) (msgSegment, error) {
+	if s, ok := l.segs[hash]; ok {
+		return s, nil
+	}
+	raw, err := l.blobs.GetBlob(ctx, hash)
+	if err != nil {
+		return msgSegment{}, err
+	}
+	var s msgSegment
+	if err := strictJSON(raw, &s); err != nil {
+		return msgSegment{}, fmt.Errorf("flow: request segment %s: %w", hash, err)
+	}
+	l.segs[hash] = s
+	return s, nil
 }
 
 func strictJSON(raw []byte, v any) error {

@@ -39,6 +39,6 @@
 // # Scope
 //
 // This package reads; it never writes to the store. It imports rath,
-// events, projections, session, flow (for [flow.LoadRequest]), flow/model
+// events, projections, session, flow (for [flow.RequestLoader]), flow/model
 // and replay (for the report type), and nothing imports it but the CLI.
 package dossier

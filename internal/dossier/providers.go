@@ -26,9 +26,10 @@ func (b *builder) finishProviders(ctx context.Context) {
 	}
 	byAgent := map[string]*AgentUsage{}
 	last := map[pair]*ProviderCall{} // (agent, session) -> latest call with a request
+	requests := flow.NewRequestLoader(b.blobs)
 	for _, c := range b.d.Providers {
 		if ref := refs[c.Seq]; ref != "" {
-			req, err := flow.LoadRequest(ctx, b.blobs, ref)
+			req, err := requests.Load(ctx, ref)
 			if err != nil {
 				b.warn("seq %d: request %s: %v", c.Seq, short(ref), err)
 			} else {
