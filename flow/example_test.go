@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/session"
@@ -64,4 +65,46 @@ func ExampleNewTool() {
 	// Output:
 	// weather
 	// {"type":"object","properties":{"city":{"type":"string","description":"the city to look up"}},"required":["city"],"additionalProperties":false}
+}
+
+// Every model request of a run can be rebuilt from the log; a
+// RequestLoader shares the decoding of the history successive calls have
+// in common.
+func ExampleRequestLoader() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "rath-example")
+	defer os.RemoveAll(dir)
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+
+	model := scripted.New(scripted.Entry{Content: "Paris."}, scripted.Entry{Content: "Rome."})
+	p, _ := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: model}, flow.ResolveOptions{ConfigPath: "-"})
+	agent, _ := flow.NewAgent("Answer briefly.", p)
+	s, _ := rt.NewUserSession(ctx, "Capital of France?")
+	s, _ = agent.Forward(ctx, s)
+	s, _ = s.Append(ctx, session.Chunk{Role: "user", Content: "And of Italy?"})
+	s, _ = agent.Forward(ctx, s)
+
+	evs, _ := rt.Store().ReadStream(ctx, s.ID(), 1)
+	requests := flow.NewRequestLoader(rt.Store())
+	for _, ev := range evs {
+		p, err := ev.Decode()
+		if err != nil {
+			log.Fatal(err)
+		}
+		if call, ok := p.(*events.ProviderCalled); ok {
+			req, err := requests.Load(ctx, call.RequestRef)
+			if err != nil {
+				log.Fatal(err)
+			}
+			last := req.Messages[len(req.Messages)-1]
+			fmt.Printf("%d messages, the last: %s\n", len(req.Messages), last.Content)
+		}
+	}
+	// Output:
+	// 2 messages, the last: Capital of France?
+	// 4 messages, the last: And of Italy?
 }

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,5 +86,41 @@ func TestLocal_PendingTombstoneHidesHit(t *testing.T) {
 	hits, err = m.Recall(t.Context(), "ns", "owl", 1)
 	if err != nil || len(hits) != 1 || hits[0].ID != ids[1] {
 		t.Fatalf("with a pending tombstone: %v, %v; want only %s", hits, err, ids[1])
+	}
+}
+
+// TestLocal_TiesAreBrokenByID: among equal scores, the lower id wins, also
+// where the cut at k falls inside the tie, so which memories are returned
+// does not depend on insertion order or segment layout.
+func TestLocal_TiesAreBrokenByID(t *testing.T) {
+	rt := MustOpenRuntime(t, t.TempDir())
+	m := MustOpenLocal(t, rt, memory.LocalOptions{})
+	texts := make([]string, 12)
+	for i := range texts {
+		texts[i] = "the same lesson learned"
+	}
+	ids := seed(t, m, "tie", texts...)
+	seed(t, m, "tie", "one lesson among many other words in a long text", "nothing related")
+	sorted := slices.Sorted(slices.Values(ids))
+	for _, k := range []int{1, 3, 11, 12} {
+		hits, err := m.Recall(t.Context(), "tie", "same lesson", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.ID)
+			if h.Score != hits[0].Score {
+				t.Fatalf("k=%d: scores differ among identical texts: %+v", k, hits)
+			}
+		}
+		if !slices.Equal(got, sorted[:k]) {
+			t.Errorf("k=%d: got %v, want the %d lowest ids %v", k, got, k, sorted[:k])
+		}
+	}
+	// Past the tie, the next best (a shorter text with one term) follows.
+	hits, err := m.Recall(t.Context(), "tie", "same lesson", 13)
+	if err != nil || len(hits) != 13 || hits[12].Text != "one lesson among many other words in a long text" {
+		t.Fatalf("k=13: %v %+v", err, hits)
 	}
 }

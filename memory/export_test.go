@@ -55,3 +55,15 @@ func (l *Local) Explain(ctx context.Context, ns, q string) (string, error) {
 // AddPendingForget registers a tombstone the index never absorbs, as if
 // the indexer had not reached it yet.
 func (l *Local) AddPendingForget(id string) { l.forgets.add(id, 1<<62) }
+
+// Segments returns how many in-memory and on-disk segments the index's
+// current root holds; it settles once scorch's background merging ends.
+func (l *Local) Segments() (inMemory, onDisk uint64) {
+	m := l.idx.StatsMap()
+	if inner, ok := m["index"].(map[string]any); ok {
+		m = inner
+	}
+	mem, _ := m["num_root_memorysegments"].(uint64)
+	file, _ := m["num_root_filesegments"].(uint64)
+	return mem, file
+}
