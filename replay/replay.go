@@ -66,18 +66,26 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		return nil, err
 	}
 	col := &collector{run: runID, at: map[key]int{}}
+	// The oracle indexes the record while the scratch store is set up:
+	// neither needs the other, and both take a while on long runs.
+	var orc *oracle
+	oracleDone := make(chan error, 1)
+	go func() {
+		var err error
+		orc, err = newOracle(rt.Store(), info.events, 0, true)
+		oracleDone <- err
+	}()
 	// A strict replay answers every tool from the record and compares only
 	// events: the scratch store need not keep blobs. Live tools produce new
 	// outputs, which a divergence report shows, so it keeps them.
 	sc, err := newScratchWith(ctx, !cfg.liveTools, col)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		defer sc.close()
+		err = copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...)
 	}
-	defer sc.close()
-	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...); err != nil {
-		return nil, err
+	if oerr := <-oracleDone; err == nil {
+		err = oerr
 	}
-	orc, err := newOracle(rt.Store(), info.events, 0, true)
 	if err != nil {
 		return nil, err
 	}
