@@ -36,6 +36,30 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 	if err != nil {
 		return nil, err
 	}
+	// A workflow the program registered (Config.Setup) comes first, so a
+	// program can also take over the built-in names.
+	wf, unknown := rt.Workflow(row.Workflow)
+	if unknown == nil {
+		return wf, nil
+	}
+	switch row.Workflow {
+	case runWorkflow:
+		started, err := runStarted(ctx, rt, runID)
+		if err != nil {
+			return nil, err
+		}
+		return a.agentFromParams(rt, started.Params, live, nil)
+	case demo.Name:
+		// Resuming the demo continues on its cassette, like the run did.
+		return demo.Build(ctx, rt, nil)
+	}
+	return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs. To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
+		unknown, runWorkflow, demo.Name)
+}
+
+// runStarted returns the run.started event of a run, which holds the
+// parameters "rath run" recorded.
+func runStarted(ctx context.Context, rt *rath.Runtime, runID string) (*events.RunStarted, error) {
 	evs, err := rt.Store().ReadStream(ctx, runID, 1)
 	if err != nil {
 		return nil, err
@@ -51,21 +75,7 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 	if !ok {
 		return nil, fmt.Errorf("run %s starts with %s, not run.started", runID, evs[0].Type)
 	}
-	// A workflow the program registered (Config.Setup) comes first, so a
-	// program can also take over the built-in names.
-	if wf, err := rt.Workflow(row.Workflow); err == nil {
-		return wf, nil
-	}
-	switch row.Workflow {
-	case runWorkflow:
-		return a.agentFromParams(rt, started.Params, live, nil)
-	case demo.Name:
-		// Resuming the demo continues on its cassette, like the run did.
-		return demo.Build(ctx, rt, nil)
-	}
-	_, err = rt.Workflow(row.Workflow)
-	return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs. To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
-		err, runWorkflow, demo.Name)
+	return started, nil
 }
 
 // agentFromParams builds the agent "rath run" runs, from its recorded
