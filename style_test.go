@@ -33,7 +33,7 @@ func packageDirs(t *testing.T) map[string][]string {
 	return dirs
 }
 
-// Every library package says what it owns in a doc.go (STYLE rule 1).
+// Every library package says what it owns in a doc.go.
 func TestStyle_EveryPackageHasDocGo(t *testing.T) {
 	for dir := range packageDirs(t) {
 		if dir == "." || strings.HasPrefix(dir, "cmd") || strings.HasPrefix(dir, "examples") {
@@ -45,7 +45,7 @@ func TestStyle_EveryPackageHasDocGo(t *testing.T) {
 	}
 }
 
-// The event log imports nothing else from rath (DESIGN §1), and sandbox
+// The event log imports nothing else from rath (docs/ARCHITECTURE.md), and sandbox
 // and memory do not import flow.
 func TestStyle_ImportDirection(t *testing.T) {
 	forbidden := map[string][]string{
