@@ -22,13 +22,14 @@ demo: build
 MCP_FIXTURE := flow/mcptool/testdata/server-everything
 
 # deps installs what the integration tests need on a fresh machine:
-# bubblewrap, Chromium (the dossier's browser test) and node/npm (Debian
-# packages) and the npm MCP test server.
+# bubblewrap, Chromium (the dossier's browser test), PostgreSQL (throwaway
+# test servers) and node/npm (Debian packages) and the npm MCP test server.
 deps: $(MCP_FIXTURE)/node_modules/.package-lock.json
-	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing bubblewrap and chromium (apt-get)"; \
+	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
+	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "installing bubblewrap, chromium and postgresql (apt-get)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap chromium >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap chromium postgresql >/dev/null; }
 
 $(MCP_FIXTURE)/node_modules/.package-lock.json: $(MCP_FIXTURE)/package-lock.json
 	@command -v npm >/dev/null 2>&1 || { \

@@ -1,0 +1,28 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// Main starts one server for a whole test binary, hands it to set, runs the
+// tests and stops the server even when they fail. Call it from TestMain:
+//
+//	var pg *pgtest.Server
+//	func TestMain(m *testing.M) { pgtest.Main(m, func(s *pgtest.Server) { pg = s }) }
+//
+// When the server cannot start, every test fails: the binary exits 1 with
+// the reason, it does not skip.
+func Main(m *testing.M, set func(*Server)) {
+	srv, err := Start(context.Background(), Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: PostgreSQL for the tests:", err)
+		os.Exit(1)
+	}
+	set(srv)
+	code := m.Run()
+	srv.Stop()
+	os.Exit(code)
+}
