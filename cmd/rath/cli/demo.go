@@ -28,8 +28,9 @@ memory, and a Selector decides when the work is done.
 
 The model's turns come from a scripted cassette shipped with rath (labelled
 as scripted); the tools, sandbox, events, memory and session graph are
-real. With --live (or OPENAI_API_KEY set) the same workflow runs against a
-real model. The store is kept in ./.rath-demo (or --dir): run it twice and
+real. Only with --live does the same workflow run against a real model (the
+provider from the environment or the config file); a key in the environment
+alone never makes the demo go live. The store is kept in ./.rath-demo (or --dir): run it twice and
 the planner recalls the first run's lesson.`,
 		Example: "rath demo",
 		Args:    args(cobra.NoArgs),
@@ -44,7 +45,7 @@ the planner recalls the first run's lesson.`,
 			}
 			var opts demo.Options
 			opts.Backend = backend
-			if live || os.Getenv("OPENAI_API_KEY") != "" {
+			if live {
 				if opts.Provider, err = flow.NewProvider(flow.Provider{}); err != nil {
 					return err
 				}
@@ -112,5 +113,9 @@ func printDemo(a *app, s *demo.Summary) {
 	if s.Dossier != "" {
 		fmt.Fprintf(w, "\nEvidence dossier: %s\n", s.Dossier)
 	}
-	fmt.Fprintf(w, "Inspect it: rath --dir %s graph | rath --dir %s show %s | rath --dir %s replay %s\n", a.dir, a.dir, s.Output, a.dir, s.Run)
+	// One command per line: joined on one line they would paste as a pipe.
+	fmt.Fprintf(w, "Inspect it:\n")
+	fmt.Fprintf(w, "  rath --dir %s graph\n", a.dir)
+	fmt.Fprintf(w, "  rath --dir %s show %s\n", a.dir, s.Output)
+	fmt.Fprintf(w, "  rath --dir %s replay %s\n", a.dir, s.Run)
 }

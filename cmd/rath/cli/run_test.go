@@ -74,12 +74,18 @@ func TestRunReplayResume(t *testing.T) {
 }
 
 func TestDemoCommand(t *testing.T) {
+	// A key in the environment must not make the demo go live: only --live does.
+	t.Setenv("OPENAI_API_KEY", "sk-demo-must-not-use-this")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
 	dir := t.TempDir()
 	out := mustRun(t, dir, "demo")
 	for _, want := range []string{"scripted cassette (not a real model)", "2 forks", "replay           reproduced", "verify           ok"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, " | rath") {
+		t.Errorf("the closing hints paste as a pipe:\n%s", out)
 	}
 	runs := decodeJSON[[]runView](t, mustRun(t, dir, "runs", "--json"))
 	if len(runs) != 1 || runs[0].Workflow != "demo" {
