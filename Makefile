@@ -12,7 +12,7 @@ TAGS := integration
 all: build
 
 build:
-	$(GO) build -o bin/rath ./cmd/rath
+	$(GO) build -buildvcs=auto -o bin/rath ./cmd/rath
 
 # demo runs the offline multi-agent demo (scripted model turns, real
 # tools, sandbox, events, memory and replay) in ./.rath-demo.

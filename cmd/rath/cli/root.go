@@ -29,7 +29,10 @@ A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
 			return &usageError{err: fmt.Errorf("unknown command %q", args[0]), hint: h}
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	// `rath completion bash|zsh|fish|powershell`; ids complete from the store.
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.Version = buildVersion()
+	root.SetVersionTemplate("rath {{.Version}}\n")
 	root.SuggestionsMinimumDistance = 2
 	root.PersistentFlags().StringVar(&a.dir, "dir", a.dir, "runtime directory holding rath.db (env RATH_DIR)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -58,6 +61,7 @@ A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
 		newDemoCmd(a),
 		newDossierCmd(a),
 	)
+	completeIDs(a, root)
 	return root
 }
 

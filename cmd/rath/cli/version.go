@@ -25,12 +25,7 @@ func newVersionCmd(a *app) *cobra.Command {
 		Example: "rath version --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := versionView{Version: "(devel)", Go: runtime.Version(), ExportFormat: jsonl.FormatVersion, EventTypes: events.Types()}
-			// The module version is stamped by "go install module@version";
-			// builds from a checkout say (devel).
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v.Version = bi.Main.Version
-			}
+			v := versionView{Version: buildVersion(), Go: runtime.Version(), ExportFormat: jsonl.FormatVersion, EventTypes: events.Types()}
 			if a.json {
 				return a.printJSON(v)
 			}
@@ -49,4 +44,32 @@ func newVersionCmd(a *app) *cobra.Command {
 	}
 	jsonFlag(cmd, a)
 	return cmd
+}
+
+// buildVersion is the module version stamped by "go install module@version",
+// with the VCS revision when the binary was built from a checkout.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if v == "(devel)" && len(rev) >= 12 {
+		v += " " + rev[:12] + dirty
+	}
+	return v
 }
