@@ -43,9 +43,9 @@ type runState struct {
 	rootSC   trace.SpanContext
 	lastAt   time.Time
 
-	agents map[string][]*openSpan     // by path, innermost last
-	chats  map[string]*chatSpan       // by session and agent
-	tools  map[string]*openSpan       // by session and call id
+	agents map[string][]*openSpan       // by path, innermost last
+	chats  map[string]*chatSpan         // by session and agent
+	tools  map[string]*openSpan         // by session and call id
 	last   map[string]trace.SpanContext // by session: the span that last worked on it
 	links  map[string][]trace.Link      // by session: fork and merge links for its next span
 	loader *flow.RequestLoader
@@ -515,7 +515,6 @@ func providerName(label string) string {
 	}
 	return label
 }
-
 
 func (t *translator) inputMessages(ctx context.Context, st *runState, ref string) (string, bool) {
 	if t.blobs == nil || ref == "" {
