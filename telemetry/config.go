@@ -138,9 +138,21 @@ type PipelineOptions struct {
 // set: nothing is created.
 func FromEnv(ctx context.Context) (*Pipeline, error) {
 	s, err := SettingsFromEnv(nil)
-	if err != nil || !s.Enabled() {
+	if err != nil {
 		return nil, err
 	}
+	return FromSettings(ctx, s)
+}
+
+// FromSettings builds a pipeline for the signals s turns on, with OTLP
+// exporters configured by the environment; nil, nil when s turns none on.
+// A command that exports past runs turns metrics off unless asked: metric
+// points carry the export's time, not the run's.
+func FromSettings(ctx context.Context, s Settings) (*Pipeline, error) {
+	if !s.Enabled() {
+		return nil, nil
+	}
+	var err error
 	opts := PipelineOptions{Batch: true, CaptureContent: s.CaptureContent, Secrets: EnvSecrets(os.Environ())}
 	if s.Traces {
 		if opts.SpanExporter, err = newSpanExporter(ctx, s.TracesProtocol); err != nil {

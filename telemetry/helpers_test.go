@@ -117,3 +117,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+func eventsRunContext(ctx context.Context, id string) context.Context {
+	return events.ContextWithRun(ctx, events.Run{ID: id, Seed: "seed"})
+}
+
+func runStarted(id, input string) events.RunStarted {
+	return events.RunStarted{Run: id, Workflow: "open", InputSession: input, Seed: "seed"}
+}
