@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gorath/rath/telemetry"
+	"github.com/gorath/rath/telemetry/otlptest"
 )
 
 // A run exported live is the same trace as the run exported from the log
@@ -16,14 +17,14 @@ import (
 func TestLive_MatchesExportFromLog(t *testing.T) {
 	for _, tc := range []struct {
 		protocol string
-		start    func(*testing.T) (*receiver, string)
+		start    func(testing.TB) (*otlptest.Receiver, string)
 	}{
-		{telemetry.ProtocolHTTP, startHTTPReceiver},
-		{telemetry.ProtocolGRPC, startGRPCReceiver},
+		{telemetry.ProtocolHTTP, otlptest.StartHTTP},
+		{telemetry.ProtocolGRPC, otlptest.StartGRPC},
 	} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			rec, endpoint := tc.start(t)
-			otlpEnv(t, endpoint, tc.protocol)
+			otlptest.Env(t, endpoint, tc.protocol)
 			ctx := context.Background()
 			rt := openRuntime(t)
 			live, err := telemetry.StartFromEnv(ctx, rt.Store())
@@ -34,7 +35,7 @@ func TestLive_MatchesExportFromLog(t *testing.T) {
 			if err := live.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			got := rec.wireSpans()
+			got := rec.Spans()
 			want := fromStubs(exportToMemory(t, rt.Store(), false, nil, run.ID))
 			if len(got) != 11 {
 				t.Fatalf("live export sent %d spans, want 11", len(got))
@@ -42,7 +43,7 @@ func TestLive_MatchesExportFromLog(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("live spans differ from the log's (-log +live):\n%s", diff)
 			}
-			if m := rec.metric(telemetry.MetricRuns); m == nil || len(m.GetSum().GetDataPoints()) != 1 {
+			if m := rec.Metric(telemetry.MetricRuns); m == nil || len(m.GetSum().GetDataPoints()) != 1 {
 				t.Errorf("live metrics: %s = %v", telemetry.MetricRuns, m)
 			}
 		})
@@ -52,8 +53,8 @@ func TestLive_MatchesExportFromLog(t *testing.T) {
 // A run still going when the exporter stops ends as incomplete spans,
 // with the ids the finished run will have.
 func TestLive_CloseMidRunEndsIncomplete(t *testing.T) {
-	rec, endpoint := startHTTPReceiver(t)
-	otlpEnv(t, endpoint, telemetry.ProtocolHTTP)
+	rec, endpoint := otlptest.StartHTTP(t)
+	otlptest.Env(t, endpoint, telemetry.ProtocolHTTP)
 	ctx := context.Background()
 	rt := openRuntime(t)
 	live, err := telemetry.StartFromEnv(ctx, rt.Store())
@@ -72,7 +73,7 @@ func TestLive_CloseMidRunEndsIncomplete(t *testing.T) {
 	if err := live.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := rec.wireSpans()
+	got := rec.Spans()
 	root, ok := got[telemetry.RootSpanID("run-open").String()]
 	if !ok || root.Attrs["rath.incomplete"] != "true" {
 		t.Fatalf("spans %v: want the open run's root, incomplete", got)
@@ -82,7 +83,7 @@ func TestLive_CloseMidRunEndsIncomplete(t *testing.T) {
 // With no endpoint configured nothing is built: no pipeline, no
 // subscriber goroutine, and the nil exporter's Close is a no-op.
 func TestStartFromEnv_NothingWithoutEndpoint(t *testing.T) {
-	otlpEnv(t, "", "")
+	otlptest.Env(t, "", "")
 	ctx := context.Background()
 	rt := openRuntime(t)
 	before := runtime.NumGoroutine()

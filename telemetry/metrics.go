@@ -59,7 +59,10 @@ func (in *instruments) chat(ctx context.Context, provider, reqModel, respModel, 
 	if in == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{keyOperation.String(opChat), keyProvider.String(provider), keyRequestModel.String(reqModel)}
+	attrs := []attribute.KeyValue{keyOperation.String(opChat), keyProvider.String(provider)}
+	if reqModel != "" {
+		attrs = append(attrs, keyRequestModel.String(reqModel))
+	}
 	if respModel != "" {
 		attrs = append(attrs, keyResponseModel.String(respModel))
 	}

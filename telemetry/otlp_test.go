@@ -13,13 +13,14 @@ import (
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/telemetry"
+	"github.com/gorath/rath/telemetry/otlptest"
 )
 
 // fromStubs puts spans exported in memory in the form received ones take.
-func fromStubs(spans tracetest.SpanStubs) map[string]wireSpan {
-	out := map[string]wireSpan{}
+func fromStubs(spans tracetest.SpanStubs) map[string]otlptest.Span {
+	out := map[string]otlptest.Span{}
 	for _, s := range spans {
-		w := wireSpan{Name: s.Name, Trace: s.SpanContext.TraceID().String(), Span: s.SpanContext.SpanID().String(),
+		w := otlptest.Span{Name: s.Name, Trace: s.SpanContext.TraceID().String(), Span: s.SpanContext.SpanID().String(),
 			Kind: tracepb.Span_SpanKind(s.SpanKind), Start: uint64(s.StartTime.UnixNano()), End: uint64(s.EndTime.UnixNano()),
 			Attrs: map[string]string{}, Links: map[string]string{}, Status: tracepb.Status_StatusCode(s.Status.Code)}
 		if s.Parent.IsValid() {
@@ -71,7 +72,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // exportOverOTLP exports the run through a pipeline built from the
 // environment and returns what the receiver got from this export.
-func exportOverOTLP(t *testing.T, rec *receiver, log telemetry.RunReader, runID string, metrics bool) map[string]wireSpan {
+func exportOverOTLP(t *testing.T, rec *otlptest.Receiver, log telemetry.RunReader, runID string, metrics bool) map[string]otlptest.Span {
 	t.Helper()
 	ctx := context.Background()
 	s, err := telemetry.SettingsFromEnv(nil)
@@ -83,9 +84,7 @@ func exportOverOTLP(t *testing.T, rec *receiver, log telemetry.RunReader, runID 
 	if err != nil || p == nil {
 		t.Fatalf("pipeline %v, %v", p, err)
 	}
-	rec.mu.Lock()
-	rec.spans = nil
-	rec.mu.Unlock()
+	rec.Reset()
 	st, err := telemetry.ExportRuns(ctx, log, p, runID)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +92,7 @@ func exportOverOTLP(t *testing.T, rec *receiver, log telemetry.RunReader, runID 
 	if err := p.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := rec.wireSpans()
+	got := rec.Spans()
 	if len(got) != st.Spans {
 		t.Fatalf("receiver got %d spans, the export ended %d", len(got), st.Spans)
 	}
@@ -103,14 +102,14 @@ func exportOverOTLP(t *testing.T, rec *receiver, log telemetry.RunReader, runID 
 func TestOTLP_ExportFromLog(t *testing.T) {
 	for _, tc := range []struct {
 		protocol string
-		start    func(*testing.T) (*receiver, string)
+		start    func(testing.TB) (*otlptest.Receiver, string)
 	}{
-		{telemetry.ProtocolHTTP, startHTTPReceiver},
-		{telemetry.ProtocolGRPC, startGRPCReceiver},
+		{telemetry.ProtocolHTTP, otlptest.StartHTTP},
+		{telemetry.ProtocolGRPC, otlptest.StartGRPC},
 	} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			rec, endpoint := tc.start(t)
-			otlpEnv(t, endpoint, tc.protocol)
+			otlptest.Env(t, endpoint, tc.protocol)
 			rt := openRuntime(t)
 			run := recordRun(t, rt)
 			evs := bySeq(t, rt, run.ID)
@@ -126,16 +125,14 @@ func TestOTLP_ExportFromLog(t *testing.T) {
 			if diff := cmp.Diff(first, exportOverOTLP(t, rec, rt.Store(), run.ID, false)); diff != "" {
 				t.Fatalf("second export differs (-first +second):\n%s", diff)
 			}
-			rec.mu.Lock()
-			services := rec.services
-			rec.mu.Unlock()
+			services := rec.Services()
 			if len(services) == 0 || services[0] != "rath-test" {
 				t.Errorf("service.name %v, want rath-test from OTEL_SERVICE_NAME", services)
 			}
 
 			// Checked on the wire directly: a tool span's parent, ids and
 			// recorded start time.
-			var tool, agent wireSpan
+			var tool, agent otlptest.Span
 			for _, s := range first {
 				switch s.Name {
 				case "execute_tool lookup":
@@ -159,14 +156,14 @@ func TestOTLP_ExportFromLog(t *testing.T) {
 func TestOTLP_Metrics(t *testing.T) {
 	for _, tc := range []struct {
 		protocol string
-		start    func(*testing.T) (*receiver, string)
+		start    func(testing.TB) (*otlptest.Receiver, string)
 	}{
-		{telemetry.ProtocolHTTP, startHTTPReceiver},
-		{telemetry.ProtocolGRPC, startGRPCReceiver},
+		{telemetry.ProtocolHTTP, otlptest.StartHTTP},
+		{telemetry.ProtocolGRPC, otlptest.StartGRPC},
 	} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			rec, endpoint := tc.start(t)
-			otlpEnv(t, endpoint, tc.protocol)
+			otlptest.Env(t, endpoint, tc.protocol)
 			rt := openRuntime(t)
 			run := recordRun(t, rt)
 			exportOverOTLP(t, rec, rt.Store(), run.ID, true)
@@ -181,18 +178,18 @@ func TestOTLP_Metrics(t *testing.T) {
 					calls++
 				}
 			}
-			tokens := rec.metric(telemetry.MetricTokenUsage)
+			tokens := rec.Metric(telemetry.MetricTokenUsage)
 			if tokens == nil || tokens.GetUnit() != "{token}" {
 				t.Fatalf("no %s metric with unit {token}: %v", telemetry.MetricTokenUsage, tokens)
 			}
 			sums := map[string]float64{}
 			for _, dp := range tokens.GetHistogram().GetDataPoints() {
-				sums[flat(dp.GetAttributes())["gen_ai.token.type"]] += dp.GetSum()
+				sums[otlptest.Flat(dp.GetAttributes())["gen_ai.token.type"]] += dp.GetSum()
 			}
 			if sums["input"] != float64(input) || sums["output"] != float64(output) {
 				t.Errorf("token sums %v, want input %d output %d", sums, input, output)
 			}
-			dur := rec.metric(telemetry.MetricDuration)
+			dur := rec.Metric(telemetry.MetricDuration)
 			var n uint64
 			for _, dp := range dur.GetHistogram().GetDataPoints() {
 				n += dp.GetCount()
@@ -200,12 +197,12 @@ func TestOTLP_Metrics(t *testing.T) {
 			if dur.GetUnit() != "s" || n != uint64(calls) {
 				t.Errorf("%s: unit %q, %d points, want s and %d", telemetry.MetricDuration, dur.GetUnit(), n, calls)
 			}
-			runs := rec.metric(telemetry.MetricRuns).GetSum().GetDataPoints()
-			if len(runs) != 1 || runs[0].GetAsInt() != 1 || flat(runs[0].GetAttributes())["rath.run.status"] != "ok" {
+			runs := rec.Metric(telemetry.MetricRuns).GetSum().GetDataPoints()
+			if len(runs) != 1 || runs[0].GetAsInt() != 1 || otlptest.Flat(runs[0].GetAttributes())["rath.run.status"] != "ok" {
 				t.Errorf("%s points %v", telemetry.MetricRuns, runs)
 			}
-			tools := rec.metric(telemetry.MetricToolCalls).GetSum().GetDataPoints()
-			if len(tools) != 1 || tools[0].GetAsInt() != 1 || flat(tools[0].GetAttributes())["gen_ai.tool.name"] != "lookup" {
+			tools := rec.Metric(telemetry.MetricToolCalls).GetSum().GetDataPoints()
+			if len(tools) != 1 || tools[0].GetAsInt() != 1 || otlptest.Flat(tools[0].GetAttributes())["gen_ai.tool.name"] != "lookup" {
 				t.Errorf("%s points %v", telemetry.MetricToolCalls, tools)
 			}
 		})

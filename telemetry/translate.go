@@ -305,9 +305,15 @@ func (t *translator) chat(ctx context.Context, st *runState, ev events.Event, se
 		t.abandon(c.span, st.lastAt)
 	}
 	start := ev.At.Add(-time.Duration(latency) * time.Millisecond)
-	sp, sc := t.startSpan(ctx, st, st.parentOf(agent), SpanIDAt(st.id, ev.Seq), opChat+" "+mdl, start, trace.SpanKindClient, nil,
-		keyOperation.String(opChat), keyProvider.String(providerName(provider)), keyProviderLabel.String(provider), keyRequestModel.String(mdl),
-		keyRunID.String(st.id), keySessionID.String(session), keySeq.Int64(ev.Seq))
+	// The conventions name the span "chat {model}", or "chat" when the
+	// model is not known (a scripted cassette run without --model).
+	name, attrs := opChat, []attribute.KeyValue{keyOperation.String(opChat), keyProvider.String(providerName(provider)),
+		keyProviderLabel.String(provider), keyRunID.String(st.id), keySessionID.String(session), keySeq.Int64(ev.Seq)}
+	if mdl != "" {
+		name += " " + mdl
+		attrs = append(attrs, keyRequestModel.String(mdl))
+	}
+	sp, sc := t.startSpan(ctx, st, st.parentOf(agent), SpanIDAt(st.id, ev.Seq), name, start, trace.SpanKindClient, nil, attrs...)
 	c := &chatSpan{openSpan: openSpan{span: sp, sc: sc, path: agent, session: session, start: start}, provider: provider, model: mdl, attempts: attempt}
 	st.chats[key] = c
 	return c

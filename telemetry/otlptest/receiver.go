@@ -1,4 +1,4 @@
-package telemetry_test
+package otlptest
 
 import (
 	"bytes"
@@ -22,10 +22,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// receiver is an OTLP collector for tests: it decodes the official
+// Receiver is an OTLP collector for tests: it decodes the official
 // protobuf messages received over HTTP (/v1/traces, /v1/metrics) or gRPC
 // (the collector's TraceService and MetricsService).
-type receiver struct {
+type Receiver struct {
 	coltracepb.UnimplementedTraceServiceServer
 	colmetricspb.UnimplementedMetricsServiceServer
 
@@ -35,7 +35,21 @@ type receiver struct {
 	metrics  []*metricspb.Metric
 }
 
-func (r *receiver) addTraces(req *coltracepb.ExportTraceServiceRequest) {
+// Reset forgets the spans received so far.
+func (r *Receiver) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spans = nil
+}
+
+// Services returns the service.name of each trace batch received.
+func (r *Receiver) Services() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.services...)
+}
+
+func (r *Receiver) addTraces(req *coltracepb.ExportTraceServiceRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rs := range req.GetResourceSpans() {
@@ -50,7 +64,7 @@ func (r *receiver) addTraces(req *coltracepb.ExportTraceServiceRequest) {
 	}
 }
 
-func (r *receiver) addMetrics(req *colmetricspb.ExportMetricsServiceRequest) {
+func (r *Receiver) addMetrics(req *colmetricspb.ExportMetricsServiceRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rm := range req.GetResourceMetrics() {
@@ -61,7 +75,7 @@ func (r *receiver) addMetrics(req *colmetricspb.ExportMetricsServiceRequest) {
 }
 
 // Export implements the gRPC TraceService.
-func (r *receiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+func (r *Receiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
 	r.addTraces(req)
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
@@ -70,7 +84,7 @@ func (r *receiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceR
 // the same name as the TraceService's.
 type metricsService struct {
 	colmetricspb.UnimplementedMetricsServiceServer
-	r *receiver
+	r *Receiver
 }
 
 func (m metricsService) Export(_ context.Context, req *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
@@ -78,7 +92,8 @@ func (m metricsService) Export(_ context.Context, req *colmetricspb.ExportMetric
 	return &colmetricspb.ExportMetricsServiceResponse{}, nil
 }
 
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+// ServeHTTP implements OTLP/HTTP with protobuf bodies.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	if err == nil && req.Header.Get("Content-Encoding") == "gzip" {
 		var zr *gzip.Reader
@@ -117,23 +132,23 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.Write(out)
 }
 
-// startHTTPReceiver serves OTLP/HTTP on loopback and returns its endpoint.
-func startHTTPReceiver(t *testing.T) (*receiver, string) {
+// StartHTTP serves OTLP/HTTP on loopback and returns its endpoint.
+func StartHTTP(t testing.TB) (*Receiver, string) {
 	t.Helper()
-	r := &receiver{}
+	r := &Receiver{}
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return r, srv.URL
 }
 
-// startGRPCReceiver serves OTLP/gRPC on loopback and returns its endpoint.
-func startGRPCReceiver(t *testing.T) (*receiver, string) {
+// StartGRPC serves OTLP/gRPC on loopback and returns its endpoint.
+func StartGRPC(t testing.TB) (*Receiver, string) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &receiver{}
+	r := &Receiver{}
 	srv := grpc.NewServer()
 	coltracepb.RegisterTraceServiceServer(srv, r)
 	colmetricspb.RegisterMetricsServiceServer(srv, metricsService{r: r})
@@ -142,9 +157,9 @@ func startGRPCReceiver(t *testing.T) (*receiver, string) {
 	return r, "http://" + lis.Addr().String()
 }
 
-// otlpEnv points the standard variables at endpoint with protocol, and
+// Env points the standard variables at endpoint with protocol, and
 // clears the others a developer's shell may hold.
-func otlpEnv(t *testing.T, endpoint, protocol string) {
+func Env(t testing.TB, endpoint, protocol string) {
 	t.Helper()
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS",
@@ -157,8 +172,8 @@ func otlpEnv(t *testing.T, endpoint, protocol string) {
 	t.Setenv("OTEL_SERVICE_NAME", "rath-test")
 }
 
-// wireSpan is a received span in comparable form.
-type wireSpan struct {
+// Span is a received span in comparable form.
+type Span struct {
 	Name, Trace, Span, Parent string
 	Kind                      tracepb.Span_SpanKind
 	Start, End                uint64
@@ -168,16 +183,17 @@ type wireSpan struct {
 	Status                    tracepb.Status_StatusCode
 }
 
-func (r *receiver) wireSpans() map[string]wireSpan {
+// Spans returns the spans received, by span id (hex).
+func (r *Receiver) Spans() map[string]Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]wireSpan{}
+	out := map[string]Span{}
 	for _, s := range r.spans {
-		w := wireSpan{Name: s.GetName(), Trace: hex.EncodeToString(s.GetTraceId()), Span: hex.EncodeToString(s.GetSpanId()),
+		w := Span{Name: s.GetName(), Trace: hex.EncodeToString(s.GetTraceId()), Span: hex.EncodeToString(s.GetSpanId()),
 			Parent: hex.EncodeToString(s.GetParentSpanId()), Kind: s.GetKind(), Start: s.GetStartTimeUnixNano(), End: s.GetEndTimeUnixNano(),
-			Attrs: flat(s.GetAttributes()), Links: map[string]string{}, Status: s.GetStatus().GetCode()}
+			Attrs: Flat(s.GetAttributes()), Links: map[string]string{}, Status: s.GetStatus().GetCode()}
 		for _, l := range s.GetLinks() {
-			w.Links[hex.EncodeToString(l.GetSpanId())] = flat(l.GetAttributes())["rath.link.kind"]
+			w.Links[hex.EncodeToString(l.GetSpanId())] = Flat(l.GetAttributes())["rath.link.kind"]
 		}
 		for _, e := range s.GetEvents() {
 			w.Events = append(w.Events, e.GetName())
@@ -187,7 +203,8 @@ func (r *receiver) wireSpans() map[string]wireSpan {
 	return out
 }
 
-func flat(kvs []*commonpb.KeyValue) map[string]string {
+// Flat renders attributes as strings, by key.
+func Flat(kvs []*commonpb.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, kv := range kvs {
 		m[kv.GetKey()] = anyString(kv.GetValue())
@@ -219,9 +236,9 @@ func anyString(v *commonpb.AnyValue) string {
 	return v.String()
 }
 
-// metric returns the received metric named name (the last one: with
+// Metric returns the received metric named name (the last one: with
 // cumulative temporality it holds the totals).
-func (r *receiver) metric(name string) *metricspb.Metric {
+func (r *Receiver) Metric(name string) *metricspb.Metric {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out *metricspb.Metric
