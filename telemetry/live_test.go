@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/telemetry"
 	"github.com/gorath/rath/telemetry/otlptest"
 )
@@ -143,5 +144,37 @@ func TestEnvSecrets(t *testing.T) {
 	want := []string{"sk-abcdefgh123", "ghp_0123456789", "hc-secret-999"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// The library exports live through rath.Options.Telemetry, and only when
+// asked: the variables alone do not make every runtime export.
+func TestRuntimeOption_ExportsWhileOpen(t *testing.T) {
+	rec, endpoint := otlptest.StartHTTP(t)
+	otlptest.Env(t, endpoint, telemetry.ProtocolHTTP)
+	ctx := context.Background()
+	for _, opt := range []bool{false, true} {
+		rec.Reset()
+		rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), Telemetry: opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := recordRun(t, rt)
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.Spans()
+		if !opt {
+			if len(got) != 0 {
+				t.Errorf("Telemetry false: %d spans sent", len(got))
+			}
+			continue
+		}
+		if len(got) != 11 {
+			t.Fatalf("Telemetry true: %d spans sent, want 11", len(got))
+		}
+		if _, ok := got[telemetry.RootSpanID(run.ID).String()]; !ok {
+			t.Errorf("no root span for %s", run.ID)
+		}
 	}
 }
