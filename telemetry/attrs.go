@@ -22,6 +22,8 @@ const (
 	keyOutputMessages = attribute.Key("gen_ai.output.messages")
 	keyTokenType      = attribute.Key("gen_ai.token.type")
 	keyErrorType      = attribute.Key("error.type")
+	// A rath session is the conversation a model call continues.
+	keyConversation = attribute.Key("gen_ai.conversation.id")
 
 	keyRunID          = attribute.Key("rath.run.id")
 	keyRunStatus      = attribute.Key("rath.run.status")

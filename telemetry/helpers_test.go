@@ -73,12 +73,13 @@ func newFanout(t *testing.T) *fanout {
 // of the fan-out.
 func recordRun(t *testing.T, rt *rath.Runtime) *rath.Run {
 	t.Helper()
+	id := "run-otel-test"
 	ctx := context.Background()
 	in, err := rt.NewUserSession(ctx, "Review the login change.")
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := rt.Start(ctx, "fanout", newFanout(t), in, rath.WithRunID("run-otel-test"))
+	run, err := rt.Start(ctx, "fanout", newFanout(t), in, rath.WithRunID(id))
 	if err != nil {
 		t.Fatal(err)
 	}

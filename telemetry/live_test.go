@@ -178,3 +178,45 @@ func TestRuntimeOption_ExportsWhileOpen(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent runs interleave their events in the log; the live exporter
+// keeps them apart, and each trace equals its export from the log.
+func TestLive_ConcurrentRuns(t *testing.T) {
+	rec, endpoint := otlptest.StartHTTP(t)
+	otlptest.Env(t, endpoint, telemetry.ProtocolHTTP)
+	ctx := context.Background()
+	rt := openRuntime(t)
+	live, err := telemetry.StartFromEnv(ctx, rt.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"run-c1", "run-c2", "run-c3"}
+	errs := make(chan error, len(ids))
+	for _, id := range ids {
+		wf := newFanout(t)
+		in, err := rt.NewUserSession(ctx, "Review "+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, err := rt.Start(ctx, "fanout", wf, in, rath.WithRunID(id))
+			errs <- err
+		}()
+	}
+	for range ids {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := live.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.Spans()
+	want := fromStubs(exportToMemory(t, rt.Store(), false, nil, ids...))
+	if len(want) != 33 {
+		t.Fatalf("%d spans exported from the log, want 33", len(want))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("live spans differ from the log's (-log +live):\n%s", diff)
+	}
+}

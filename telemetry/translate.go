@@ -255,7 +255,7 @@ func (t *translator) entered(ctx context.Context, st *runState, ev events.Event,
 	}
 	sp, sc := t.startSpan(ctx, st, parent, SpanIDAt(st.id, ev.Seq), opAgent+" "+e.Path, ev.At, trace.SpanKindInternal, st.takeLinks(e.Session),
 		keyOperation.String(opAgent), keyAgentName.String(e.Path), keyWorkflowPath.String(e.Path), keyWorkflowType.String(e.Workflow),
-		keyRunID.String(st.id), keySessionID.String(e.Session), keySeq.Int64(ev.Seq))
+		keyRunID.String(st.id), keySessionID.String(e.Session), keyConversation.String(e.Session), keySeq.Int64(ev.Seq))
 	st.agents[e.Path] = append(st.agents[e.Path], &openSpan{span: sp, sc: sc, path: e.Path, session: e.Session, start: ev.At})
 	st.last[e.Session] = sc
 }
@@ -308,7 +308,7 @@ func (t *translator) chat(ctx context.Context, st *runState, ev events.Event, se
 	// The conventions name the span "chat {model}", or "chat" when the
 	// model is not known (a scripted cassette run without --model).
 	name, attrs := opChat, []attribute.KeyValue{keyOperation.String(opChat), keyProvider.String(providerName(provider)),
-		keyProviderLabel.String(provider), keyRunID.String(st.id), keySessionID.String(session), keySeq.Int64(ev.Seq)}
+		keyProviderLabel.String(provider), keyRunID.String(st.id), keySessionID.String(session), keyConversation.String(session), keySeq.Int64(ev.Seq)}
 	if mdl != "" {
 		name += " " + mdl
 		attrs = append(attrs, keyRequestModel.String(mdl))

@@ -67,6 +67,14 @@ func TestOtel_RunExportsLiveAndExportMatches(t *testing.T) {
 	if diff := cmp.Diff(live, rec.Spans()); diff != "" {
 		t.Errorf("export from the log differs from the live export (-live +export):\n%s", diff)
 	}
+	type exported struct {
+		Run     string `json:"run"`
+		TraceID string `json:"trace_id"`
+	}
+	got := decodeJSON[[]exported](t, mustRun(t, dir, "otel", "export", "--json", id))
+	if len(got) != 1 || got[0] != (exported{Run: id, TraceID: telemetry.TraceID(id).String()}) {
+		t.Errorf("--json: %+v", got)
+	}
 }
 
 func TestOtel_ExportErrors(t *testing.T) {
