@@ -21,6 +21,11 @@ const (
 	keyInputMessages  = attribute.Key("gen_ai.input.messages")
 	keyOutputMessages = attribute.Key("gen_ai.output.messages")
 	keyTokenType      = attribute.Key("gen_ai.token.type")
+	keyTemperature    = attribute.Key("gen_ai.request.temperature")
+	keyTopP           = attribute.Key("gen_ai.request.top_p")
+	keyMaxTokens      = attribute.Key("gen_ai.request.max_tokens")
+	keySeed           = attribute.Key("gen_ai.request.seed")
+	keyStopSequences  = attribute.Key("gen_ai.request.stop_sequences")
 	keyErrorType      = attribute.Key("error.type")
 	// A rath session is the conversation a model call continues.
 	keyConversation = attribute.Key("gen_ai.conversation.id")

@@ -45,7 +45,8 @@ func newFanout(t *testing.T) *fanout {
 		scripted.Entry{Agent: "root.reviewers.b", Content: "B: fine", FinishReason: "stop"},
 		scripted.Entry{Agent: "root.lead", Content: "approved; the key was " + leakedSecret, FinishReason: "stop"},
 	)
-	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: client,
+	temp := 0.25
+	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: client, Temperature: &temp, MaxTokens: 256,
 		Retry: flow.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}}, flow.ResolveOptions{ConfigPath: "-"})
 	if err != nil {
 		t.Fatal(err)

@@ -313,6 +313,7 @@ func (t *translator) chat(ctx context.Context, st *runState, ev events.Event, se
 		name += " " + mdl
 		attrs = append(attrs, keyRequestModel.String(mdl))
 	}
+	attrs = append(attrs, t.sampling(ctx, ev)...)
 	sp, sc := t.startSpan(ctx, st, st.parentOf(agent), SpanIDAt(st.id, ev.Seq), name, start, trace.SpanKindClient, nil, attrs...)
 	c := &chatSpan{openSpan: openSpan{span: sp, sc: sc, path: agent, session: session, start: start}, provider: provider, model: mdl, attempts: attempt}
 	st.chats[key] = c
@@ -508,6 +509,41 @@ func (t *translator) blob(ctx context.Context, ref string, v any) bool {
 		return false
 	}
 	return json.Unmarshal(raw, v) == nil
+}
+
+// sampling returns the request's sampling parameters, read from the
+// recorded request's envelope (not its messages).
+func (t *translator) sampling(ctx context.Context, ev events.Event) []attribute.KeyValue {
+	var ref struct {
+		RequestRef string `json:"request_ref"`
+	}
+	if json.Unmarshal(ev.Payload, &ref) != nil {
+		return nil
+	}
+	var env struct {
+		Sampling model.Sampling `json:"sampling"`
+	}
+	if !t.blob(ctx, ref.RequestRef, &env) {
+		return nil
+	}
+	sm := env.Sampling
+	var out []attribute.KeyValue
+	if sm.Temperature != nil {
+		out = append(out, keyTemperature.Float64(*sm.Temperature))
+	}
+	if sm.TopP != nil {
+		out = append(out, keyTopP.Float64(*sm.TopP))
+	}
+	if sm.MaxTokens > 0 {
+		out = append(out, keyMaxTokens.Int(sm.MaxTokens))
+	}
+	if sm.Seed != nil {
+		out = append(out, keySeed.Int(*sm.Seed))
+	}
+	if len(sm.Stop) > 0 {
+		out = append(out, keyStopSequences.StringSlice(sm.Stop))
+	}
+	return out
 }
 
 // providerName maps rath's provider label to the conventions' value when

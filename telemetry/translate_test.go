@@ -164,6 +164,7 @@ func TestExportRuns_SpanTree(t *testing.T) {
 		"gen_ai.operation.name": "chat", "gen_ai.provider.name": "scripted", "gen_ai.request.model": "scripted",
 		"gen_ai.response.model": "scripted-1", "gen_ai.usage.input_tokens": int64(120), "gen_ai.usage.output_tokens": int64(30),
 		"rath.provider.attempts": int64(2), "rath.run.id": run.ID, "gen_ai.conversation.id": first["rath.session.id"].AsString(),
+		"gen_ai.request.temperature": 0.25, "gen_ai.request.max_tokens": int64(256),
 	}
 	for k, v := range checks {
 		if got := first[k].AsInterface(); got != v {

@@ -218,6 +218,8 @@ func anyString(v *commonpb.AnyValue) string {
 		return x.StringValue
 	case *commonpb.AnyValue_IntValue:
 		return strconv.FormatInt(x.IntValue, 10)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
 	case *commonpb.AnyValue_BoolValue:
 		if x.BoolValue {
 			return "true"
