@@ -109,3 +109,31 @@ func TestOtel_ExportErrors(t *testing.T) {
 		t.Errorf("no run: exit %d, want 2", r.code)
 	}
 }
+
+// With --capture-content the transcript is exported, but never the value
+// of a variable named like a key, even where the model echoed it.
+func TestOtel_CaptureContentRedactsEnvSecrets(t *testing.T) {
+	rec, endpoint := otlptest.StartHTTP(t)
+	otlptest.Env(t, "", "")
+	dir := t.TempDir()
+	id := runCassette(t, dir)
+	// The cassette writes "hello from rath" to a file: pretend that was a key.
+	t.Setenv("EXAMPLE_API_KEY", "hello from rath")
+	otlptest.Env(t, endpoint, telemetry.ProtocolHTTP)
+	mustRun(t, dir, "otel", "export", "--capture-content", id)
+	redacted := false
+	for _, s := range rec.Spans() {
+		for k, v := range s.Attrs {
+			if strings.Contains(v, "hello from rath") {
+				t.Errorf("%s: %s holds the secret: %s", s.Name, k, v)
+			}
+			redacted = redacted || strings.Contains(v, telemetry.Redacted)
+		}
+		if s.Name == "execute_tool write_workspace_file" && s.Attrs["gen_ai.tool.call.arguments"] == "" {
+			t.Errorf("tool arguments not exported with --capture-content: %v", s.Attrs)
+		}
+	}
+	if !redacted {
+		t.Error("nothing was redacted: the secret never reached the exporter, so the test proves nothing")
+	}
+}
