@@ -30,6 +30,7 @@ import (
 	"github.com/gorath/rath/sandbox/local"
 	"github.com/gorath/rath/sandbox/opensandbox"
 	"github.com/gorath/rath/session"
+	"github.com/gorath/rath/telemetry"
 )
 
 // DBFile is the database file name inside a runtime directory.
@@ -66,6 +67,11 @@ type Options struct {
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections.
 	Projectors []events.Projector
+	// Telemetry exports the runs made while the runtime is open as
+	// OpenTelemetry spans and metrics, when the standard
+	// OTEL_EXPORTER_OTLP_* variables name an endpoint (see package
+	// telemetry); Close flushes. With no endpoint set nothing is started.
+	Telemetry bool
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -83,6 +89,8 @@ type Runtime struct {
 
 	memMu sync.Mutex // protects mem
 	mem   *memory.Local
+
+	otel *telemetry.Live // nil unless Options.Telemetry found an endpoint
 }
 
 // Open opens (creating if needed) the runtime in dir, applying any pending
@@ -147,8 +155,14 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	if entropy == nil {
 		entropy = rand.Reader
 	}
-	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check)),
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}, nil
+	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check)),
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}
+	if opts.Telemetry {
+		if rt.otel, err = telemetry.StartFromEnv(ctx, store); err != nil {
+			return nil, errors.Join(fmt.Errorf("rath: open: %w", err), rt.Close())
+		}
+	}
+	return rt, nil
 }
 
 // Migrate applies pending migrations to the database at path.
@@ -194,7 +208,8 @@ func (rt *Runtime) Close() error {
 		rt.mem = nil
 	}
 	rt.memMu.Unlock()
-	err = errors.Join(err, rt.mcp.Close(), rt.pool.Close(), rt.store.Close())
+	// The exporter reads the store until it has caught up: before it closes.
+	err = errors.Join(err, rt.otel.Close(context.Background()), rt.mcp.Close(), rt.pool.Close(), rt.store.Close())
 	if rt.keeper != nil {
 		err = errors.Join(err, rt.keeper.Close())
 	}

@@ -60,6 +60,7 @@ A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
 		newMemoryCmd(a),
 		newDemoCmd(a),
 		newDossierCmd(a),
+		newOtelCmd(a),
 	)
 	completeIDs(a, root)
 	return root

@@ -90,6 +90,11 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	if err != nil {
 		return err
 	}
+	stopOtel, err := a.liveTelemetry(ctx, rt) // a no-op without OTEL_EXPORTER_OTLP_* endpoints
+	if err != nil {
+		return err
+	}
+	defer stopOtel()
 	var mu sync.Mutex // one writer of stdout at a time
 	out := func(format string, args ...any) {
 		mu.Lock()
