@@ -212,6 +212,39 @@ func TestSession_IDsAreDeterministic(t *testing.T) {
 	}
 }
 
+// TestSession_IDsOutsideARunAreUnique: outside a run ids derive from each
+// Manager's own seed, so stores and processes do not share ids; a fixed
+// local seed makes them reproducible.
+func TestSession_IDsOutsideARunAreUnique(t *testing.T) {
+	ctx := t.Context()
+	first := func(rt *rath.Runtime, opts ...session.ManagerOption) string {
+		t.Helper()
+		m := session.NewManager(rt.Store(), rt.Reader(), opts...)
+		s, err := m.New(ctx, session.OriginUser, user("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID()
+	}
+	a, b := MustOpen(t), MustOpen(t)
+	ra, _ := a.NewUserSession(ctx, "x")
+	rb, _ := b.NewUserSession(ctx, "x")
+	cases := []struct {
+		name  string
+		x, y  string
+		equal bool
+	}{
+		{"first sessions of two runtimes", ra.ID(), rb.ID(), false},
+		{"two managers on one store", first(a), first(a), false},
+		{"one local seed in two stores", first(a, session.WithLocalSeed("fixed")), first(b, session.WithLocalSeed("fixed")), true},
+	}
+	for _, c := range cases {
+		if (c.x == c.y) != c.equal {
+			t.Errorf("%s: %s and %s, want equal=%v", c.name, c.x, c.y, c.equal)
+		}
+	}
+}
+
 func TestSession_TimeTravel(t *testing.T) {
 	ctx := t.Context()
 	rt := MustOpen(t)
