@@ -203,32 +203,3 @@ func (a *Agent) loop(ctx context.Context, s *session.Session, path string) (*ses
 	}
 	return s, &MaxRoundsError{Agent: path, Rounds: a.maxRounds}
 }
-
-// runRound runs the round's tool calls (already recorded as tool.called)
-// and records their evidence and results in call order.
-func (a *Agent) runRound(ctx context.Context, s *session.Session, path string, calls []events.ToolCall) (*session.Session, error) {
-	outcomes := a.runTools(ctx, s, calls)
-	if err := ctx.Err(); err != nil {
-		return s, err
-	}
-	rec := session.Record{}
-	for _, o := range outcomes {
-		content := o.content()
-		ret := events.ToolReturned{Session: s.ID(), Agent: path, CallID: o.call.ID, Tool: o.call.Name,
-			OutputRef: events.BlobHash([]byte(content)), OutputSize: len(content), ExitCode: o.result.ExitCode,
-			DurationMS: o.duration.Milliseconds(), Files: o.result.Files, Backend: o.result.Backend, SandboxID: o.result.SandboxID,
-			IsError: o.result.IsError}
-		chunk := events.Chunk{Role: events.RoleToolResult, ToolCallID: o.call.ID, Name: o.call.Name, Content: content, Author: path}
-		if o.kind != "" {
-			ret.ErrorKind, ret.Error = o.kind, o.message()
-			chunk.Meta = map[string]string{"error_kind": o.kind}
-		} else if o.result.IsError {
-			chunk.Meta = map[string]string{"is_error": "true"}
-		}
-		rec.Blobs = append(rec.Blobs, []byte(content))
-		rec.Blobs = append(rec.Blobs, o.result.Blobs...)
-		rec.Events = append(rec.Events, ret)
-		rec.Chunks = append(rec.Chunks, chunk)
-	}
-	return s.Record(ctx, rec)
-}

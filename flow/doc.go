@@ -19,8 +19,8 @@
 //
 // [Agent.Forward] runs the session loop: agent head plus session chunks go
 // to the model, the assistant chunk is appended, tool calls run (parallel
-// where tools say they are safe, results in call order), results are
-// appended, until the model calls no tool or the round cap is hit, which is
+// where tools say they are safe), each call's tool.returned is recorded as
+// soon as it finishes, the result chunks are appended in call order, until the model calls no tool or the round cap is hit, which is
 // recorded and returned as a [*MaxRoundsError]. Every model attempt is
 // recorded (provider.called with request and response blobs,
 // provider.failed), and a bad tool call becomes a tool_result chunk with a

@@ -92,6 +92,11 @@ type ToolAnswer struct {
 	ErrorKind string
 	Error     string
 	Duration  time.Duration
+	// Seq is the recorded tool.returned event's seq (0 if the record has
+	// none). Calls of one round were recorded in the order they finished;
+	// the loop writes recorded answers in this order, so a replay writes
+	// the same versions whatever order its calls finish in.
+	Seq int64
 }
 
 type oracleKey struct{}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gorath/rath/events"
@@ -22,6 +21,7 @@ type toolOutcome struct {
 	kind     string // error kind, "" on success
 	err      error
 	duration time.Duration
+	seq      int64 // the recorded tool.returned's seq, when an oracle knows the call
 }
 
 // content is the text the model sees for the call.
@@ -48,10 +48,16 @@ func (o toolOutcome) message() string {
 	return err.Error()
 }
 
-// runTools runs one round's calls: consecutive parallel-safe calls run
-// concurrently, others one at a time; outcomes come back in call order.
-func (a *Agent) runTools(ctx context.Context, s *session.Session, calls []events.ToolCall) []toolOutcome {
-	out := make([]toolOutcome, len(calls))
+// runRound runs the round's tool calls (already recorded as tool.called):
+// consecutive parallel-safe calls run concurrently, others one at a time.
+// Each call's tool.returned is recorded as soon as the call finishes, so a
+// crash repeats only the calls that were still running; the result chunks
+// follow in call order with the round's last result, so the transcript
+// does not depend on which call finished first.
+func (a *Agent) runRound(ctx context.Context, s *session.Session, path string, calls []events.ToolCall) (*session.Session, error) {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &roundWriter{s: s, path: path, chunks: make([]events.Chunk, len(calls)), left: len(calls)}
 	for i := 0; i < len(calls); {
 		j := i + 1
 		if a.parallelSafe(calls[i].Name) {
@@ -59,14 +65,104 @@ func (a *Agent) runTools(ctx context.Context, s *session.Session, calls []events
 				j++
 			}
 		}
-		var wg sync.WaitGroup
-		for k := i; k < j; k++ {
-			wg.Go(func() { out[k] = a.runTool(ctx, s, calls[k]) })
+		if err := a.runGroup(ctx, tctx, cancel, s, w, calls[i:j], i); err != nil {
+			return w.s, err
 		}
-		wg.Wait()
 		i = j
 	}
-	return out
+	return w.s, nil
+}
+
+// runGroup runs calls that may run together (first is the index of
+// calls[0] in the round) and records each outcome through w. Outcomes an
+// oracle answers from a record (seq set) are written in recorded order,
+// which is the order they finished in when recorded, so a replay writes
+// the same versions; outcomes without one follow in the order they finish.
+// tctx is the tools' context: cancel stops them when a write fails.
+func (a *Agent) runGroup(ctx, tctx context.Context, cancel context.CancelFunc, s *session.Session, w *roundWriter, calls []events.ToolCall, first int) error {
+	type finished struct {
+		k int
+		o toolOutcome
+	}
+	ch := make(chan finished, len(calls)) // never blocks a tool's goroutine
+	var recorded []int                    // calls with a recorded seq
+	seqs := make([]int64, len(calls))
+	for k, c := range calls {
+		o, settled := a.consult(tctx, s, c)
+		if seqs[k] = o.seq; o.seq != 0 {
+			recorded = append(recorded, k)
+		}
+		if settled {
+			ch <- finished{k, o}
+			continue
+		}
+		go func() { ch <- finished{k, a.runTool(tctx, s, o)} }()
+	}
+	sort.Slice(recorded, func(x, y int) bool { return seqs[recorded[x]] < seqs[recorded[y]] })
+	outs := make([]*toolOutcome, len(calls))
+	var free []int // finished calls without a recorded seq, in finish order
+	next := 0      // recorded[next] is the next recorded call to write
+	var err error
+	for range calls {
+		f := <-ch
+		outs[f.k] = &f.o
+		if err != nil {
+			continue // drain: every goroutine has sent before we return
+		}
+		if err = ctx.Err(); err != nil {
+			continue // a cancelled round records nothing more
+		}
+		if seqs[f.k] == 0 {
+			free = append(free, f.k)
+		}
+		for ; err == nil && next < len(recorded) && outs[recorded[next]] != nil; next++ {
+			err = w.write(ctx, *outs[recorded[next]], first+recorded[next])
+		}
+		for ; err == nil && next == len(recorded) && len(free) > 0; free = free[1:] {
+			err = w.write(ctx, *outs[free[0]], first+free[0])
+		}
+		if err != nil {
+			cancel()
+		}
+	}
+	return err
+}
+
+// roundWriter records a round's outcomes one commit each.
+type roundWriter struct {
+	s      *session.Session
+	path   string
+	chunks []events.Chunk // the result chunks, in call order
+	left   int            // outcomes not yet written
+}
+
+// write records o, the round's i-th call; the round's last outcome carries
+// every result chunk in the same commit.
+func (w *roundWriter) write(ctx context.Context, o toolOutcome, i int) error {
+	content := o.content()
+	ret := events.ToolReturned{Session: w.s.ID(), Agent: w.path, CallID: o.call.ID, Tool: o.call.Name,
+		OutputRef: events.BlobHash([]byte(content)), OutputSize: len(content), ExitCode: o.result.ExitCode,
+		DurationMS: o.duration.Milliseconds(), Files: o.result.Files, Backend: o.result.Backend, SandboxID: o.result.SandboxID,
+		IsError: o.result.IsError}
+	chunk := events.Chunk{Role: events.RoleToolResult, ToolCallID: o.call.ID, Name: o.call.Name, Content: content, Author: w.path}
+	if o.kind != "" {
+		ret.ErrorKind, ret.Error = o.kind, o.message()
+		chunk.Meta = map[string]string{"error_kind": o.kind}
+	} else if o.result.IsError {
+		chunk.Meta = map[string]string{"is_error": "true"}
+	}
+	w.chunks[i] = chunk
+	w.left--
+	rec := session.Record{Blobs: append([][]byte{[]byte(content)}, o.result.Blobs...), Events: []events.Payload{ret}}
+	if w.left == 0 {
+		rec.Chunks = w.chunks
+	}
+	s, err := w.s.Record(ctx, rec)
+	if err != nil {
+		return err
+	}
+	w.s = s
+	return nil
 }
 
 func (a *Agent) parallelSafe(name string) bool {
@@ -87,29 +183,42 @@ func (a *Agent) toolNames() string {
 	return strings.Join(names, ", ")
 }
 
-// runTool runs one call and turns every failure into a typed outcome.
-func (a *Agent) runTool(ctx context.Context, s *session.Session, call events.ToolCall) (o toolOutcome) {
+// consult asks the oracle, if one is installed, for the call's recorded
+// outcome; settled reports that the outcome is known without running the
+// tool. o carries the recorded seq either way.
+func (a *Agent) consult(ctx context.Context, s *session.Session, call events.ToolCall) (o toolOutcome, settled bool) {
 	o.call = call
+	or := oracleFrom(ctx)
+	if or == nil {
+		return o, false
+	}
+	ans, err := or.Tool(ctx, ToolCall{Session: s.ID(), Agent: Path(ctx), CallID: call.ID, Tool: call.Name, Arguments: call.Arguments})
+	if err != nil {
+		o.kind, o.err = ToolErrFailed, err
+		return o, true
+	}
+	o.seq = ans.Seq
+	if ans.Live {
+		return o, false
+	}
+	o.result, o.duration = ans.Result, ans.Duration
+	if ans.ErrorKind != "" {
+		o.kind, o.err = ans.ErrorKind, replayedError(ans.Error)
+	}
+	return o, true
+}
+
+// runTool runs o's call for real and turns every failure into a typed
+// outcome.
+func (a *Agent) runTool(ctx context.Context, s *session.Session, in toolOutcome) (o toolOutcome) {
+	o = in
+	call := o.call
 	start := time.Now()
 	defer func() {
 		if o.duration == 0 {
 			o.duration = time.Since(start)
 		}
 	}()
-	if or := oracleFrom(ctx); or != nil {
-		ans, err := or.Tool(ctx, ToolCall{Session: s.ID(), Agent: Path(ctx), CallID: call.ID, Tool: call.Name, Arguments: call.Arguments})
-		if err != nil {
-			o.kind, o.err = ToolErrFailed, err
-			return o
-		}
-		if !ans.Live {
-			o.result, o.duration = ans.Result, ans.Duration
-			if ans.ErrorKind != "" {
-				o.kind, o.err = ans.ErrorKind, replayedError(ans.Error)
-			}
-			return o
-		}
-	}
 	t, ok := a.tools[call.Name]
 	if !ok {
 		o.kind, o.err = ToolErrUnknown, fmt.Errorf("no tool named %q; available tools: %s", call.Name, a.toolNames())

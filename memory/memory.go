@@ -51,7 +51,8 @@ type Memory interface {
 	// stores the extracted memos. It returns the new memories' ids.
 	Commit(ctx context.Context, ns string, s *session.Session, opts ...CommitOption) ([]string, error)
 	// Forget records a tombstone for memory id of ns: it is never recalled
-	// again. ErrNotFound if id is not a live memory of ns.
+	// again. The text stays in the event log (forgetting is not erasure).
+	// ErrNotFound if id is not a live memory of ns.
 	Forget(ctx context.Context, ns, id string) error
 	// List returns the live memories of ns in the order they were
 	// remembered.

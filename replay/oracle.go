@@ -231,7 +231,7 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 	o.tools[call.Agent] = append(q[:i:i], q[i+1:]...)
 	if o.liveTools {
 		o.answered++
-		return flow.ToolAnswer{Live: true}, nil
+		return flow.ToolAnswer{Live: true, Seq: t.seq}, nil
 	}
 	out, err := o.blob(ctx, t.ret.OutputRef)
 	if err != nil {
@@ -253,7 +253,7 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 	}
 	o.answered++
 	// For a failed call the loop rebuilds the content from kind and text.
-	return flow.ToolAnswer{Result: res, ErrorKind: t.ret.ErrorKind, Error: t.ret.Error, Duration: time.Duration(t.ret.DurationMS) * time.Millisecond}, nil
+	return flow.ToolAnswer{Result: res, ErrorKind: t.ret.ErrorKind, Error: t.ret.Error, Duration: time.Duration(t.ret.DurationMS) * time.Millisecond, Seq: t.seq}, nil
 }
 
 func (o *oracle) Recall(ctx context.Context, call flow.RecallCall) (flow.RecallAnswer, error) {

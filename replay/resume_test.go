@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,9 +67,16 @@ func startCounting(ctx context.Context, rt *rath.Runtime, wf flow.Workflow) (*ra
 	return rt.Start(ctx, "count", wf, input, rath.WithSeed("seed-1"), rath.WithRunID("run-count"))
 }
 
+// openSameSeed opens a store whose sessions made outside a run get the
+// same ids as in any other store opened this way: the crashed and the
+// clean run then start from one input session id and derive equal ids.
+func openSameSeed(ctx context.Context, dir string) (*rath.Runtime, error) {
+	return rath.OpenWith(ctx, rath.Options{Dir: dir, Entropy: rand.NewChaCha8([32]byte{})})
+}
+
 func runCrashingChild(dir string) {
 	ctx := context.Background()
-	rt, err := rath.Open(ctx, filepath.Join(dir, "store"))
+	rt, err := openSameSeed(ctx, filepath.Join(dir, "store"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
@@ -116,7 +124,7 @@ func TestResume_AfterSIGKILL(t *testing.T) {
 	}
 	// The final session equals an uninterrupted run's, ids included.
 	clean := t.TempDir()
-	crt, err := rath.Open(ctx, filepath.Join(clean, "store"))
+	crt, err := openSameSeed(ctx, filepath.Join(clean, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

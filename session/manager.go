@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -30,6 +31,10 @@ type Manager struct {
 	reader *projections.Reader
 
 	checkBackend func(name string) error
+	// local seeds the ids of sessions made outside a run. It is random per
+	// Manager, so two stores, or two processes sharing one store, never
+	// derive the same ids; a run's ids derive from its recorded seed.
+	local string
 
 	mu       sync.Mutex       // protects reserved
 	reserved map[string]int64 // scope -> next counter handed out in this process
@@ -44,12 +49,22 @@ func WithBackendCheck(check func(name string) error) ManagerOption {
 	return func(m *Manager) { m.checkBackend = check }
 }
 
+// WithLocalSeed sets the seed of ids made outside a run (default: 128
+// random bits from crypto/rand). Give each Manager its own: two Managers
+// with one local seed derive the same ids.
+func WithLocalSeed(seed string) ManagerOption {
+	return func(m *Manager) { m.local = seed }
+}
+
 // NewManager returns a Manager over a store whose projector set includes
 // projections.Projector.
 func NewManager(store *events.Store, reader *projections.Reader, opts ...ManagerOption) *Manager {
 	m := &Manager{store: store, reader: reader, reserved: map[string]int64{}}
 	for _, o := range opts {
 		o(m)
+	}
+	if m.local == "" {
+		m.local = "local-" + rand.Text()
 	}
 	return m
 }
@@ -76,17 +91,19 @@ func DeriveID(seed, scope, op string, counter int64) string {
 	return "s-" + hex.EncodeToString(h.Sum(nil))[:20]
 }
 
-func seedOf(ctx context.Context) string {
+// seedOf is the seed ids derive from: the run's recorded seed inside a run
+// (a replay derives the same ids), else the Manager's own local seed.
+func (m *Manager) seedOf(ctx context.Context) string {
 	if r, ok := events.RunFromContext(ctx); ok {
 		return r.Seed
 	}
-	return ""
+	return m.local
 }
 
 // derive appends the creation event of a new session with a deterministic
 // id and returns the id.
 func (m *Manager) derive(ctx context.Context, scope, op string, build func(id string, d events.Derivation) events.Payload) (string, error) {
-	seed := seedOf(ctx)
+	seed := m.seedOf(ctx)
 	key := projections.CounterScope(seed, scope)
 	for range maxIDAttempts {
 		counter, err := m.reserve(ctx, key)

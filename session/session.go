@@ -329,11 +329,24 @@ func (s *Session) derived(id string, l Lineage, u Usage) *Session {
 }
 
 // MergeStrategy is the only merge strategy: the first session's chunks,
-// then each other session's chunks after its common prefix with the first.
+// then each other session's chunks after the longest prefix it shares with
+// a session before it in the merge.
 const MergeStrategy = "append-suffixes"
 
+// commonPrefix is how many leading chunks a and b share (the same chunk of
+// the same home session, not merely equal text).
+func commonPrefix(a, b []entry) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n].home == b[n].home && a[n].idx == b[n].idx {
+		n++
+	}
+	return n
+}
+
 // Merge returns a new session whose chunks are this session's, followed by
-// each other session's chunks after its common prefix with this one. Its
+// each other session's chunks after the longest prefix it shares with this
+// one or with an other before it (so A.Merge(B, C), with C a continuation
+// of B, adds B's new chunks once and then only C's own). Its
 // parents are this session and the others, in order; placement comes from
 // this session and usage is summed.
 func (s *Session) Merge(ctx context.Context, others ...*Session) (*Session, error) {
@@ -343,7 +356,7 @@ func (s *Session) Merge(ctx context.Context, others ...*Session) (*Session, erro
 	parents := []events.ParentRef{{ID: s.id, Version: s.version, Len: int64(s.n)}}
 	ids := []string{s.id}
 	usage := s.usage
-	mine := s.log.view(s.n)
+	before := [][]entry{s.log.view(s.n)} // the chunks of the sessions merged so far
 	var add []entry
 	for _, o := range others {
 		if o == nil || o.m != s.m {
@@ -355,11 +368,14 @@ func (s *Session) Merge(ctx context.Context, others ...*Session) (*Session, erro
 			}
 		}
 		theirs := o.log.view(o.n)
+		// The merge already holds the prefix o shares with any session
+		// before it (this one, or an earlier other whose chunks o extends).
 		cp := 0
-		for cp < len(mine) && cp < len(theirs) && mine[cp].home == theirs[cp].home && mine[cp].idx == theirs[cp].idx {
-			cp++
+		for _, p := range before {
+			cp = max(cp, commonPrefix(p, theirs))
 		}
 		add = append(add, theirs[cp:]...)
+		before = append(before, theirs)
 		parents = append(parents, events.ParentRef{ID: o.id, Version: o.version, Len: int64(o.n)})
 		ids = append(ids, o.id)
 		usage = usage.Add(o.usage)

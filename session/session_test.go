@@ -186,6 +186,60 @@ func TestSession_Merge(t *testing.T) {
 	}
 }
 
+// TestSession_MergeSharedPrefixes: an other session adds only what no
+// session before it in the merge already holds, whichever one it extends.
+func TestSession_MergeSharedPrefixes(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	root, _ := rt.NewUserSession(ctx, "q")
+	extend := func(from *session.Session, text string) *session.Session {
+		t.Helper()
+		f, err := from.Fork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err = f.Append(ctx, assistant(text)); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a, b, d := extend(root, "a1"), extend(root, "b1"), extend(root, "d1")
+	c := extend(b, "c1")  // C extends B
+	e := extend(c, "e1")  // E extends C
+	a2 := extend(a, "a2") // A2 extends A
+	cases := []struct {
+		name   string
+		first  *session.Session
+		others []*session.Session
+		want   []string
+	}{
+		{"siblings", a, []*session.Session{b, d}, []string{"q", "a1", "b1", "d1"}},
+		{"other extends the first", a, []*session.Session{a2}, []string{"q", "a1", "a2"}},
+		{"later other extends an earlier other", a, []*session.Session{b, c}, []string{"q", "a1", "b1", "c1"}},
+		{"chain of extensions", a, []*session.Session{b, c, e}, []string{"q", "a1", "b1", "c1", "e1"}},
+		{"later other is a prefix of an earlier other", a, []*session.Session{c, b}, []string{"q", "a1", "b1", "c1"}},
+		{"extension of the first after a sibling", b, []*session.Session{a, a2}, []string{"q", "b1", "a1", "a2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := tc.first.Merge(ctx, tc.others...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equal(contents(m), tc.want) {
+				t.Fatalf("merged = %v, want %v", contents(m), tc.want)
+			}
+			loaded, err := rt.Session(ctx, m.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equal(contents(loaded), tc.want) {
+				t.Fatalf("merged, loaded = %v, want %v", contents(loaded), tc.want)
+			}
+		})
+	}
+}
+
 func TestSession_IDsAreDeterministic(t *testing.T) {
 	ids := func() []string {
 		ctx := events.ContextWithRun(t.Context(), events.Run{ID: "run-1", Seed: "seed-42"})
@@ -209,6 +263,39 @@ func TestSession_IDsAreDeterministic(t *testing.T) {
 	}()
 	if other == first[0] {
 		t.Fatal("a different seed gave the same id")
+	}
+}
+
+// TestSession_IDsOutsideARunAreUnique: outside a run ids derive from each
+// Manager's own seed, so stores and processes do not share ids; a fixed
+// local seed makes them reproducible.
+func TestSession_IDsOutsideARunAreUnique(t *testing.T) {
+	ctx := t.Context()
+	first := func(rt *rath.Runtime, opts ...session.ManagerOption) string {
+		t.Helper()
+		m := session.NewManager(rt.Store(), rt.Reader(), opts...)
+		s, err := m.New(ctx, session.OriginUser, user("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID()
+	}
+	a, b := MustOpen(t), MustOpen(t)
+	ra, _ := a.NewUserSession(ctx, "x")
+	rb, _ := b.NewUserSession(ctx, "x")
+	cases := []struct {
+		name  string
+		x, y  string
+		equal bool
+	}{
+		{"first sessions of two runtimes", ra.ID(), rb.ID(), false},
+		{"two managers on one store", first(a), first(a), false},
+		{"one local seed in two stores", first(a, session.WithLocalSeed("fixed")), first(b, session.WithLocalSeed("fixed")), true},
+	}
+	for _, c := range cases {
+		if (c.x == c.y) != c.equal {
+			t.Errorf("%s: %s and %s, want equal=%v", c.name, c.x, c.y, c.equal)
+		}
 	}
 }
 

@@ -154,8 +154,15 @@ func newMemoryListCmd(a *app) *cobra.Command {
 
 func newMemoryForgetCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "forget NS ID",
-		Short:   "Record a tombstone for memory ID of NS: it is never recalled again",
+		Use:   "forget NS ID",
+		Short: "Record a tombstone for memory ID of NS: it is never recalled again",
+		Long: `forget records a memory.forgotten tombstone for memory ID of NS: recall,
+list and the memory index drop it, also after rebuilds.
+
+Forgetting is not erasure. The memory's text stays in the event log, in the
+memory.remembered event that added it (and in the session it was extracted
+from, if any): the log is append-only and hash-chained, so rath events,
+rath export of that session and a copy of the store still show it.`,
 		Example: "rath memory forget user/ana m-0123456789abcdef",
 		Args:    args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {

@@ -33,6 +33,13 @@ func TestMemoryCommands(t *testing.T) {
 			t.Fatal("a forgotten memory was recalled")
 		}
 	}
+	// Forgetting is not erasure: the text stays in the log, and the help says so.
+	if out := mustRun(t, dir, "events"); !strings.Contains(out, "prefers short answers") {
+		t.Fatalf("the log no longer shows a forgotten memory's text:\n%s", out)
+	}
+	if help := mustRun(t, dir, "memory", "forget", "--help"); !strings.Contains(help, "not erasure") || !strings.Contains(help, "stays in the event log") {
+		t.Fatalf("memory forget --help does not say the text stays in the log:\n%s", help)
+	}
 	if r := rathCLI(t, dir, "memory", "forget", "user/ana", a); r.code != 1 {
 		t.Fatalf("forgetting twice: exit %d", r.code)
 	}
