@@ -227,7 +227,7 @@ func (r *Reader) NextCounter(ctx context.Context, scope string) (int64, error) {
 
 // Dump renders every row of every SQL projection as text, sorted within
 // each table. Two databases with equal dumps have equal projections; the
-// rebuild test and `rath rebuild --check` compare them.
+// rebuild tests compare them. Check compares without holding every row.
 func Dump(ctx context.Context, db *sqlx.DB) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, t := range Tables {

@@ -18,7 +18,8 @@ import (
 
 // roleEnv makes the test binary one process of
 // TestMultiProcess_AppendRebuildVerify: "append DIR INDEX", "rebuild DIR"
-// or "verify DIR". Rebuilders and verifiers loop until DIR/stop exists.
+// or "verify DIR" (which alternates verify and rebuild --check). Rebuilders
+// and verifiers loop until DIR/stop exists.
 const roleEnv = "RATH_CLI_TEST_MULTIPROCESS_ROLE"
 
 // Bounds of the multi-process test: appending processes and appends each.
@@ -41,14 +42,21 @@ func multiprocessChild(role string) int {
 	case "append":
 		return mpAppend(ctx, dir, f[2])
 	case "rebuild", "verify":
+		// The verifier also runs the read-only rebuild --check, which must
+		// compare one snapshot even while others append.
+		cmds := [][]string{{f[0]}}
+		if f[0] == "verify" {
+			cmds = append(cmds, []string{"rebuild", "--check"})
+		}
 		runs, failed := 0, 0
 		for {
 			_, err := os.Stat(filepath.Join(dir, "stop"))
 			stopping := err == nil
 			var out, errb bytes.Buffer
-			if code := Run(ctx, Config{}, []string{"--dir", dir, f[0]}, strings.NewReader(""), &out, &errb); code != ExitOK {
+			argv := cmds[runs%len(cmds)]
+			if code := Run(ctx, Config{}, append([]string{"--dir", dir}, argv...), strings.NewReader(""), &out, &errb); code != ExitOK {
 				failed++
-				fmt.Fprintf(os.Stderr, "rath %s: exit %d: %s%s\n", f[0], code, errb.String(), out.String())
+				fmt.Fprintf(os.Stderr, "rath %s: exit %d: %s%s\n", strings.Join(argv, " "), code, errb.String(), out.String())
 			}
 			runs++
 			if stopping {
@@ -120,9 +128,10 @@ func mpAppend(ctx context.Context, dir, index string) int {
 }
 
 // TestMultiProcess_AppendRebuildVerify runs four processes appending to
-// one store while a fifth runs "rath rebuild" and a sixth "rath verify",
-// each in a loop: no append may fail, no verify may raise an alarm, and at
-// the end the projections equal a rebuild from the log.
+// one store while a fifth runs "rath rebuild" and a sixth "rath verify"
+// and "rath rebuild --check", each in a loop: no append may fail, no check
+// may raise an alarm, and at the end the projections equal a rebuild from
+// the log.
 func TestMultiProcess_AppendRebuildVerify(t *testing.T) {
 	dir := t.TempDir()
 	// Create the store first, so no two processes race to migrate it.
