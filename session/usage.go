@@ -34,30 +34,12 @@ func (m *Manager) unionUsage(ctx context.Context, refs []events.ParentRef) (Usag
 			continue
 		}
 		visited[r.ID] = true
-		first, err := m.store.Read(ctx, events.Query{Stream: r.ID, Limit: 1})
+		o, err := m.origin(ctx, r.ID)
 		if err != nil {
-			return Usage{}, fmt.Errorf("usage of %s: %w", r.ID, err)
+			return Usage{}, err
 		}
-		if len(first) == 0 {
-			return Usage{}, fmt.Errorf("%w: usage of %s: no such session", ErrNotFound, r.ID)
-		}
-		p, err := first[0].Decode()
-		if errors.Is(err, events.ErrUnknownType) {
-			continue // a kind of session this build does not know: its own calls only
-		}
-		if err != nil {
-			return Usage{}, fmt.Errorf("usage of %s: %w", r.ID, err)
-		}
-		switch e := p.(type) {
-		case *events.SessionForked:
-			queue = append(queue, events.ParentRef{ID: e.Source, Version: e.SourceVersion})
-		case *events.SessionCompressed:
-			queue = append(queue, events.ParentRef{ID: e.Source, Version: e.SourceVersion})
-		case *events.SessionMerged:
-			queue = append(queue, e.Parents...)
-		case *events.SessionImported:
-			imported = imported.Add(e.Usage)
-		}
+		queue = append(queue, o.from...)
+		imported = imported.Add(o.imported)
 	}
 	own, err := m.reader.OwnUsage(ctx, bounds)
 	if err != nil {
@@ -68,4 +50,53 @@ func (m *Manager) unionUsage(ctx context.Context, refs []events.ParentRef) (Usag
 		total = total.Add(u)
 	}
 	return total, nil
+}
+
+// origin is where a session's creation event says it came from: the
+// session versions whose calls it inherits, and usage an import declared.
+// Creation events never change, so origins are cached.
+type origin struct {
+	from     []events.ParentRef
+	imported Usage
+}
+
+// maxOrigins bounds the origin cache; it is cleared when it grows past this.
+const maxOrigins = 1 << 16
+
+func (m *Manager) origin(ctx context.Context, id string) (origin, error) {
+	m.mu.Lock()
+	o, ok := m.origins[id]
+	m.mu.Unlock()
+	if ok {
+		return o, nil
+	}
+	first, err := m.store.Read(ctx, events.Query{Stream: id, Limit: 1})
+	if err != nil {
+		return o, fmt.Errorf("usage of %s: %w", id, err)
+	}
+	if len(first) == 0 {
+		return o, fmt.Errorf("%w: usage of %s: no such session", ErrNotFound, id)
+	}
+	p, err := first[0].Decode()
+	if err != nil && !errors.Is(err, events.ErrUnknownType) {
+		return o, fmt.Errorf("usage of %s: %w", id, err)
+	}
+	// A kind of session this build does not know counts its own calls only.
+	switch e := p.(type) {
+	case *events.SessionForked:
+		o.from = []events.ParentRef{{ID: e.Source, Version: e.SourceVersion}}
+	case *events.SessionCompressed:
+		o.from = []events.ParentRef{{ID: e.Source, Version: e.SourceVersion}}
+	case *events.SessionMerged:
+		o.from = e.Parents
+	case *events.SessionImported:
+		o.imported = e.Usage
+	}
+	m.mu.Lock()
+	if len(m.origins) >= maxOrigins {
+		m.origins = map[string]origin{}
+	}
+	m.origins[id] = o
+	m.mu.Unlock()
+	return o, nil
 }
