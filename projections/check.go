@@ -89,9 +89,10 @@ func (d *Difference) Is(target error) bool { return target == ErrMismatch }
 // exactly the events up to that head, as the projector writes them in the
 // events' own transactions), rebuilds events 1..head into a scratch
 // in-memory database, and compares the two table by table, row by row.
-// Appends in this or another process may go on meanwhile. A log that does
-// not rebuild (an event the projector refuses) is an error matching
-// ErrInconsistent.
+// Appends in this or another process may go on meanwhile. It holds two of
+// the store's read connections at once (the snapshot, and the scan of the
+// log), so the read pool needs at least two. A log that does not rebuild
+// (an event the projector refuses) is an error matching ErrInconsistent.
 func Check(ctx context.Context, store *events.Store, opts CheckOptions) (*CheckReport, error) {
 	if opts.Max <= 0 {
 		opts.Max = 1
