@@ -307,9 +307,47 @@ func (rt *Runtime) SessionAt(ctx context.Context, id string, seq int64) (*sessio
 	return rt.sessions.LoadAt(ctx, id, seq)
 }
 
-// Verify checks the hash chain (see events.Store.Verify).
-func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*events.VerifyReport, error) {
-	return rt.store.Verify(ctx, opts)
+// VerifyReport is what Verify proved: the hash chain and blobs (the
+// embedded report) and, once those hold, that the projections every
+// reader shows (sessions, chunks, usage, runs) equal a rebuild from the
+// log. Failure names the first problem of either kind, so OK is false and
+// Failure is set whenever something did not verify.
+type VerifyReport struct {
+	*events.VerifyReport
+	// Projections is the comparison with a rebuild; nil when the chain or
+	// a blob failed, as a rebuild from a bad log proves nothing.
+	Projections *projections.CheckReport `json:"projections,omitempty"`
+}
+
+// Verify checks the hash chain and blobs (see events.Store.Verify), then
+// that the SQL projections equal a rebuild of the log into a scratch
+// database (see projections.Check): what `show`, `sessions`, `runs` and a
+// dossier display is read from the projections, which the chain alone does
+// not protect. A differing row is reported as the Failure, naming its table
+// and key. The error is for I/O failures.
+func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*VerifyReport, error) {
+	chain, err := rt.store.Verify(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep := &VerifyReport{VerifyReport: chain}
+	if !chain.OK() {
+		return rep, nil
+	}
+	chk, err := projections.Check(ctx, rt.store, projections.CheckOptions{})
+	switch {
+	case errors.Is(err, projections.ErrInconsistent):
+		rep.Failure = &events.VerifyError{Reason: fmt.Sprintf("the log does not rebuild into projections: %v", err)}
+		return rep, nil
+	case err != nil:
+		return nil, fmt.Errorf("rath: verify projections: %w", err)
+	}
+	rep.Projections = chk
+	if !chk.OK() {
+		rep.Failure = &events.VerifyError{Reason: chk.Differences[0].Error() +
+			" (rath rebuild restores the projections from the log)"}
+	}
+	return rep, nil
 }
 
 // Rebuild drops and replays the SQL projections (see projections.Rebuild).

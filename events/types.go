@@ -184,7 +184,7 @@ type SessionMerged struct {
 	Strategy   string      `json:"strategy"`
 	Chunks     []Chunk     `json:"chunks,omitempty"`
 	Placement  Placement   `json:"placement"`
-	Usage      Usage       `json:"usage"` // sum of the parents' usage
+	Usage      Usage       `json:"usage"` // every call in the parents' lineages, once
 	Derivation Derivation  `json:"derivation"`
 }
 

@@ -505,6 +505,45 @@ func TestParallel_ForksRunsAndMerges(t *testing.T) {
 	}
 }
 
+// TestParallel_CountsSharedCallsOnce: the branches fork a session that
+// already holds a call; the merge counts that call once, not once per
+// branch.
+func TestParallel_CountsSharedCallsOnce(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	f := &fakeModel{steps: []func(model.Request) (model.Response, error){say("plan"), say("x"), say("y"), say("z")}}
+	p := provider(t, f, nil)
+	planner, _ := flow.NewAgent("", p, flow.WithName("planner"))
+	a, _ := flow.NewAgent("", p, flow.WithName("a"))
+	b, _ := flow.NewAgent("", p, flow.WithName("b"))
+	c, _ := flow.NewAgent("", p, flow.WithName("c"))
+	s, _ := rt.NewUserSession(ctx, "plan, then fan out")
+	planned, err := planner.Forward(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := flow.NewParallel(a, b, c).Forward(ctx, planned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four calls of 12 tokens each were made: the plan and one per branch.
+	if u := out.Usage(); u.Calls != 4 || u.TotalTokens != 48 {
+		t.Fatalf("merged usage = %+v, want 48 tokens in 4 calls", u)
+	}
+	var spent events.Usage
+	evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeProviderCalled}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		p, _ := ev.Decode()
+		spent = spent.Add(p.(*events.ProviderCalled).Usage)
+	}
+	if spent.TotalTokens != out.Usage().TotalTokens || len(evs) != 4 {
+		t.Fatalf("the log holds %d calls of %d tokens; the merge reports %+v", len(evs), spent.TotalTokens, out.Usage())
+	}
+}
+
 func TestParallel_FailingBranchCancelsOthers(t *testing.T) {
 	ctx := t.Context()
 	rt := MustOpen(t)

@@ -4,8 +4,10 @@
 // [Projector] is registered with the events store and updates the tables in
 // the same transaction as the events it consumes, so a read after an Append
 // sees its effect. [Rebuild] drops every row and replays the log; a rebuilt
-// database equals the incrementally built one, row for row. [Reader] answers
-// the queries the session package and the CLI need.
+// database equals the incrementally built one, row for row, and [Check]
+// proves that without changing the store, by rebuilding into a scratch
+// database and comparing. [Reader] answers the queries the session package
+// and the CLI need.
 //
 // # Structural sharing
 //

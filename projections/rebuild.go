@@ -20,58 +20,75 @@ type RebuildStats struct {
 
 // Rebuild drops every SQL projection row and replays the whole log through
 // the projector, in one exclusive transaction: readers see the old state
-// until it commits, and a failure leaves the old state in place. progress,
-// if set, is called with events done and the total.
+// until it commits, and a failure leaves the old state in place. The head
+// is read inside that transaction, which holds SQLite's write lock, so no
+// event, from this process or another, can commit between reading the head
+// and replacing the rows: every event is in the rebuilt projections, and
+// appends made meanwhile wait for the rebuild and then apply to its result.
+// progress, if set, is called with events done and the total.
 func Rebuild(ctx context.Context, store *events.Store, progress func(done, total int64)) (RebuildStats, error) {
 	var stats RebuildStats
-	head, err := store.Head(ctx)
-	if err != nil {
-		return stats, err
-	}
-	err = store.Exclusive(ctx, func(ctx context.Context, tx *events.Tx) error {
+	var head int64
+	err := store.Exclusive(ctx, func(ctx context.Context, tx *events.Tx) error {
+		stats = RebuildStats{}
+		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&head); err != nil {
+			return fmt.Errorf("projections: rebuild: read head: %w", err)
+		}
 		for _, t := range Tables {
 			if _, err := tx.Exec(`DELETE FROM ` + t); err != nil {
 				return fmt.Errorf("projections: clear %s: %w", t, err)
 			}
 		}
-		a := &applier{tx: tx, cache: map[string]*sessionInfo{}}
-		// Read and decode on another goroutine while this one writes:
-		// the two halves cost about the same.
-		readCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		decoded := make(chan decodedEvent, 1024)
-		go decodeLog(readCtx, store, head.Seq, decoded)
-		for d := range decoded {
-			if d.err != nil {
-				return fmt.Errorf("projections: rebuild: %w", d.err)
-			}
-			var err error
-			if d.payload == nil {
-				// A type this build does not know: it still moves its stream's version.
-				err = a.touch(&d.ev)
-			} else {
-				err = a.project(&d.ev, d.payload)
-			}
-			if err != nil {
-				return fmt.Errorf("projections: rebuild at seq %d: %w", d.ev.Seq, err)
-			}
-			stats.Events++
-			if progress != nil && stats.Events%5000 == 0 {
-				progress(stats.Events, head.Seq)
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return a.flush()
+		n, err := replayLog(ctx, tx, store, head, progress)
+		stats.Events = n
+		return err
 	})
 	if err != nil {
 		return RebuildStats{}, err
 	}
 	if progress != nil {
-		progress(stats.Events, head.Seq)
+		progress(stats.Events, head)
 	}
 	return stats, nil
+}
+
+// replayLog projects the events of store up to seq `to` through tx, which
+// must hold empty projection tables, and returns how many it applied.
+func replayLog(ctx context.Context, tx *events.Tx, store *events.Store, to int64, progress func(done, total int64)) (int64, error) {
+	var n int64
+	if to == 0 {
+		return 0, nil // an empty log (and ToSeq 0 would mean "to the head")
+	}
+	a := &applier{tx: tx, cache: map[string]*sessionInfo{}}
+	// Read and decode on another goroutine while this one writes: the two
+	// halves cost about the same.
+	readCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	decoded := make(chan decodedEvent, 1024)
+	go decodeLog(readCtx, store, to, decoded)
+	for d := range decoded {
+		if d.err != nil {
+			return n, fmt.Errorf("projections: rebuild: %w", d.err)
+		}
+		var err error
+		if d.payload == nil {
+			// A type this build does not know: it still moves its stream's version.
+			err = a.touch(&d.ev)
+		} else {
+			err = a.project(&d.ev, d.payload)
+		}
+		if err != nil {
+			return n, fmt.Errorf("projections: rebuild at seq %d: %w", d.ev.Seq, err)
+		}
+		n++
+		if progress != nil && n%5000 == 0 {
+			progress(n, to)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return n, err
+	}
+	return n, a.flush()
 }
 
 type decodedEvent struct {

@@ -36,8 +36,9 @@ type Manager struct {
 	// derive the same ids; a run's ids derive from its recorded seed.
 	local string
 
-	mu       sync.Mutex       // protects reserved
-	reserved map[string]int64 // scope -> next counter handed out in this process
+	mu       sync.Mutex        // protects reserved and origins
+	reserved map[string]int64  // scope -> next counter handed out in this process
+	origins  map[string]origin // session -> where its creation event says it came from
 }
 
 // ManagerOption configures NewManager.
@@ -59,7 +60,7 @@ func WithLocalSeed(seed string) ManagerOption {
 // NewManager returns a Manager over a store whose projector set includes
 // projections.Projector.
 func NewManager(store *events.Store, reader *projections.Reader, opts ...ManagerOption) *Manager {
-	m := &Manager{store: store, reader: reader, reserved: map[string]int64{}}
+	m := &Manager{store: store, reader: reader, reserved: map[string]int64{}, origins: map[string]origin{}}
 	for _, o := range opts {
 		o(m)
 	}

@@ -348,14 +348,14 @@ func commonPrefix(a, b []entry) int {
 // one or with an other before it (so A.Merge(B, C), with C a continuation
 // of B, adds B's new chunks once and then only C's own). Its
 // parents are this session and the others, in order; placement comes from
-// this session and usage is summed.
+// this session. Its usage counts every provider call in the parents'
+// lineages once, so an ancestor the parents share is not counted twice.
 func (s *Session) Merge(ctx context.Context, others ...*Session) (*Session, error) {
 	if len(others) == 0 {
 		return nil, invalidf("merge %s with nothing", s.id)
 	}
 	parents := []events.ParentRef{{ID: s.id, Version: s.version, Len: int64(s.n)}}
 	ids := []string{s.id}
-	usage := s.usage
 	before := [][]entry{s.log.view(s.n)} // the chunks of the sessions merged so far
 	var add []entry
 	for _, o := range others {
@@ -378,7 +378,10 @@ func (s *Session) Merge(ctx context.Context, others ...*Session) (*Session, erro
 		before = append(before, theirs)
 		parents = append(parents, events.ParentRef{ID: o.id, Version: o.version, Len: int64(o.n)})
 		ids = append(ids, o.id)
-		usage = usage.Add(o.usage)
+	}
+	usage, err := s.m.unionUsage(ctx, parents)
+	if err != nil {
+		return nil, fmt.Errorf("session: merge %s: %w", s.id, err)
 	}
 	chunks := make([]Chunk, len(add))
 	for i := range add {

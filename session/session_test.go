@@ -359,6 +359,62 @@ func TestSession_UsageIsCumulativeAlongLineage(t *testing.T) {
 	}
 }
 
+// TestSession_MergeCountsEachCallOnce merges sessions that share an
+// ancestor: the ancestor's calls were made once and count once.
+func TestSession_MergeCountsEachCallOnce(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	call := func(s *session.Session, tokens int64) *session.Session {
+		t.Helper()
+		next, err := s.Emit(ctx, nil, events.ProviderCalled{Session: s.ID(), Model: "m", Usage: events.Usage{PromptTokens: tokens, TotalTokens: tokens}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next
+	}
+	must := func(s *session.Session, err error) *session.Session {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	want := func(name string, s *session.Session, tokens, calls int64) {
+		t.Helper()
+		if u := s.Usage(); u.TotalTokens != tokens || u.PromptTokens != tokens || u.Calls != calls {
+			t.Fatalf("%s: usage %+v, want %d tokens in %d calls", name, u, tokens, calls)
+		}
+		loaded := must(rt.Session(ctx, s.ID()))
+		if loaded.Usage() != s.Usage() {
+			t.Fatalf("%s: loaded usage %+v != handle usage %+v", name, loaded.Usage(), s.Usage())
+		}
+	}
+	root := call(must(rt.NewUserSession(ctx, "q")), 1000)
+	a := call(must(root.Fork(ctx)), 15)
+	b := call(must(root.Fork(ctx)), 15)
+	ab := must(a.Merge(ctx, b))
+	want("two forks merged", ab, 1030, 3)
+
+	// The root went on after the forks: its later call counts once too,
+	// and its earlier one still once.
+	later := call(root, 7)
+	want("root merged with a fork of its past", must(later.Merge(ctx, a)), 1022, 3)
+
+	// A merge of a merge and a fork of it.
+	c := call(must(ab.Fork(ctx)), 5)
+	want("merge with its own fork", must(ab.Merge(ctx, c)), 1035, 4)
+
+	// A compression carries the lineage; a detached session starts afresh.
+	comp := must(b.Compress(ctx, session.Chunk{Role: "summary", Content: "s"}))
+	want("merge with a compression", must(a.Merge(ctx, comp)), 1030, 3)
+	det := call(must(b.Detach(ctx)), 1)
+	want("merge with a detached copy", must(a.Merge(ctx, det)), 1016, 3)
+
+	// Disjoint lineages still add up.
+	other := call(must(rt.NewUserSession(ctx, "other")), 40)
+	want("disjoint", must(a.Merge(ctx, other)), 1055, 3)
+}
+
 func TestSession_BadInput(t *testing.T) {
 	ctx := t.Context()
 	rt := MustOpen(t)

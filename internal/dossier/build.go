@@ -15,18 +15,34 @@ import (
 // a damaged log still gets a dossier that says what is wrong; the error
 // is for an unknown run (ErrRunNotFound) and for I/O failures.
 func Build(ctx context.Context, rt *rath.Runtime, runID string, opts Options) (*Dossier, error) {
+	d := &Dossier{Replay: opts.Replay, opts: opts, bySession: map[string]*Session{}}
+	// Verify before reading: the run, sessions, chunks and usage below come
+	// from the projections, which the verification proves equal to the log.
+	if err := verify(ctx, rt, d); err != nil {
+		return nil, err
+	}
+	if err := d.build(ctx, rt, runID); err != nil {
+		if v := d.Chain.Verify; v != nil && !v.OK() && !errors.Is(err, ErrRunNotFound) {
+			// Damaged projections can stop the build; say what was found.
+			return nil, fmt.Errorf("%w (verification had failed: %v)", err, v.Failure)
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Dossier) build(ctx context.Context, rt *rath.Runtime, runID string) error {
 	row, err := rt.Reader().Run(ctx, runID)
 	if errors.Is(err, projections.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %q", ErrRunNotFound, runID)
+		return fmt.Errorf("%w: %q", ErrRunNotFound, runID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dossier: run %s: %w", runID, err)
+		return fmt.Errorf("dossier: run %s: %w", runID, err)
 	}
 	evs, err := rt.Store().ReadRun(ctx, runID)
 	if err != nil {
-		return nil, fmt.Errorf("dossier: read run %s: %w", runID, err)
+		return fmt.Errorf("dossier: read run %s: %w", runID, err)
 	}
-	d := &Dossier{Replay: opts.Replay, opts: opts, bySession: map[string]*Session{}}
 	d.Run = Run{ID: row.ID, Workflow: row.Workflow, Status: row.Status, Error: row.Error, Seed: row.Seed,
 		CodeVersion: row.CodeVersion, ParentRun: row.ParentRun, InputSession: row.InputSession,
 		OutputSession: row.OutputSession, StartedSeq: row.StartedSeq, Events: len(evs)}
@@ -36,19 +52,19 @@ func Build(ctx context.Context, rt *rath.Runtime, runID string, opts Options) (*
 	b := &builder{d: d, rt: rt, blobs: &blobCache{store: rt.Store(), m: map[string][]byte{}}}
 	b.fold(evs)
 	if err := b.loadBlobs(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	b.finishTools()
 	b.finishProviders(ctx)
 	if err := b.sessions(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	d.Graph = layout(d.Sessions, b.edges)
 	if err := b.chain(ctx, evs); err != nil {
-		return nil, err
+		return err
 	}
 	d.blobs = b.blobs.m
-	return d, nil
+	return nil
 }
 
 // builder holds the state of one Build.
@@ -110,8 +126,21 @@ func (b *builder) setAuthor(session, path string) {
 	}
 }
 
-// chain reads the log head, the run's first and last events, and verifies
-// the chain unless told not to.
+// verify checks the chain, the blobs and the projections unless told not
+// to.
+func verify(ctx context.Context, rt *rath.Runtime, d *Dossier) error {
+	if d.opts.SkipVerify {
+		return nil
+	}
+	rep, err := rt.Verify(ctx, events.VerifyOptions{Head: d.opts.Head})
+	if err != nil {
+		return fmt.Errorf("dossier: verify: %w", err)
+	}
+	d.Chain.Verify = rep
+	return nil
+}
+
+// chain reads the log head and the run's first and last events.
 func (b *builder) chain(ctx context.Context, evs []events.Event) error {
 	d := b.d
 	head, err := b.rt.Store().Head(ctx)
@@ -123,13 +152,5 @@ func (b *builder) chain(ctx context.Context, evs []events.Event) error {
 		d.Chain.First = events.Head{Seq: evs[0].Seq, Hash: evs[0].Hash}
 		d.Chain.Last = events.Head{Seq: evs[len(evs)-1].Seq, Hash: evs[len(evs)-1].Hash}
 	}
-	if d.opts.SkipVerify {
-		return nil
-	}
-	rep, err := b.rt.Verify(ctx, events.VerifyOptions{Head: d.opts.Head})
-	if err != nil {
-		return fmt.Errorf("dossier: verify: %w", err)
-	}
-	d.Chain.Verify = rep
 	return nil
 }

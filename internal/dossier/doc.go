@@ -10,7 +10,9 @@
 // tool calls with their outputs and file diffs, provider calls with usage,
 // latency and the rebuilt request, memory writes and recalls, selector
 // decisions, workflow enter/exit spans, the hash-chain head and a
-// verification of the chain. A replay verdict is shown when the caller
+// verification, made before anything is read, of the chain, the blobs and
+// the projections the sessions and usage are read from (rath.Runtime.Verify);
+// the dossier states exactly what it proved. A replay verdict is shown when the caller
 // passes one ([Options].Replay): building a dossier never replays.
 //
 // # The session graph

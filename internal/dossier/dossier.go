@@ -1,7 +1,10 @@
 package dossier
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/gorath/rath"
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
@@ -29,8 +32,9 @@ type Options struct {
 	// Head, if set, is a head recorded elsewhere earlier; the chain is
 	// verified against it (see events.VerifyOptions.Head).
 	Head *events.Head
-	// SkipVerify skips verifying the hash chain, which reads the whole log
-	// and every blob. The chain head is still shown.
+	// SkipVerify skips verification (the hash chain, every blob, and the
+	// projections against a rebuild), which reads the whole log. The chain
+	// head is still shown.
 	SkipVerify bool
 	// TextLimit is the most bytes of one text shown in HTML and Markdown.
 	// Zero means DefaultTextLimit; negative means no limit.
@@ -117,8 +121,23 @@ type Chain struct {
 	// check later (rath verify --head) that the run was not rewritten.
 	First events.Head `json:"first"`
 	Last  events.Head `json:"last"`
-	// Verify is the verification of the whole chain; nil when skipped.
-	Verify *events.VerifyReport `json:"verify,omitempty"`
+	// Verify is the verification of the whole chain, its blobs and the
+	// projections the dossier is read from; nil when skipped.
+	Verify *rath.VerifyReport `json:"verify,omitempty"`
+}
+
+// Verified says exactly what a passed verification proved, or "" when it
+// was skipped or failed.
+func (c Chain) Verified() string {
+	v := c.Verify
+	if v == nil || !v.OK() {
+		return ""
+	}
+	s := fmt.Sprintf("hash chain of %d events and %d blobs recomputed", v.Events, v.Blobs)
+	if p := v.Projections; p != nil {
+		s += fmt.Sprintf("; the sessions, transcripts, lineage, usage and runs shown equal a rebuild from the log through seq %d (%d rows compared)", p.Seq, p.Rows)
+	}
+	return s
 }
 
 // Session is one node of the dossier: a session the run touched, or a

@@ -158,11 +158,11 @@ func (m *mdWriter) verdict() {
 	}
 	switch v := d.Chain.Verify; {
 	case v == nil:
-		m.p("- **Hash chain:** not verified\n")
+		m.p("- **Verified:** nothing (verification skipped)\n")
 	case v.OK():
-		m.p("- **Hash chain:** verified, %d events and %d blobs\n", v.Events, v.Blobs)
+		m.p("- **Verified:** %s\n", d.Chain.Verified())
 	default:
-		m.p("- **Hash chain:** verification FAILED: %s\n", inline(v.Failure.Error()))
+		m.p("- **Verification FAILED:** %s (what follows may not match the log)\n", inline(v.Failure.Error()))
 	}
 	m.p("- **Chain head:** `%d:%s`\n", d.Chain.Head.Seq, d.Chain.Head.Hash)
 	m.p("- **Run events:** first `%d:%s`, last `%d:%s`\n", d.Chain.First.Seq, d.Chain.First.Hash, d.Chain.Last.Seq, d.Chain.Last.Hash)

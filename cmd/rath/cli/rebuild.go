@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/projections"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -22,25 +24,30 @@ func newRebuildCmd(a *app) *cobra.Command {
 	var check, withMemory bool
 	cmd := &cobra.Command{
 		Use:   "rebuild",
-		Short: "Drop the SQL projections and replay the event log into them",
+		Short: "Drop the SQL projections and replay the event log into them (--check: compare only)",
 		Long: `rebuild clears every SQL projection and replays the whole log, in one
-transaction, showing progress on stderr. With --check it dumps the
-projections before and after and fails if they differ: the incrementally
-maintained read model must equal the one rebuilt from events. With
---memory it also rebuilds the memory's BM25 index from the log.`,
+transaction, showing progress on stderr. Appends from other processes wait
+for it and then apply to the rebuilt projections. With --memory it also
+rebuilds the memory's BM25 index from the log.
+
+With --check it changes nothing: it rebuilds the log into a scratch
+in-memory database and compares that, row for row, with the projections as
+of the same snapshot of the store, and fails naming the rows that differ.
+The incrementally maintained read model must equal the one rebuilt from
+events; "rath rebuild" without --check repairs a difference.`,
 		Example: "rath rebuild --check",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if check && withMemory {
+				return usagef(cmd, "--check is read-only and --memory rebuilds the memory index: run them separately")
+			}
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
 			if err != nil {
 				return err
 			}
-			var before map[string][]string
 			if check {
-				if before, err = projections.Dump(ctx, rt.Store().DB()); err != nil {
-					return err
-				}
+				return runCheck(ctx, a, rt)
 			}
 			head, err := rt.Store().Head(ctx)
 			if err != nil {
@@ -66,7 +73,7 @@ maintained read model must equal the one rebuilt from events. With
 			if err != nil {
 				return err
 			}
-			v := rebuildView{Events: stats.Events, Checked: check}
+			v := rebuildView{Events: stats.Events}
 			if withMemory {
 				m, err := rt.Memory(ctx)
 				if err != nil {
@@ -78,68 +85,49 @@ maintained read model must equal the one rebuilt from events. With
 				}
 				v.Memories = &ms.Memories
 			}
-			if check {
-				after, err := projections.Dump(ctx, rt.Store().DB())
-				if err != nil {
-					return err
-				}
-				v.Differences = diffDumps(before, after)
-			}
 			if a.json {
-				if err := a.printJSON(v); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintf(a.stdout, "events replayed  %d\n", v.Events)
-				if v.Memories != nil {
-					fmt.Fprintf(a.stdout, "memories indexed %d\n", *v.Memories)
-				}
-				if check && len(v.Differences) == 0 {
-					fmt.Fprintln(a.stdout, "check           projections equal before and after")
-				}
-				for _, d := range v.Differences {
-					fmt.Fprintf(a.stdout, "differs         %s\n", d)
-				}
+				return a.printJSON(v)
 			}
-			if len(v.Differences) > 0 {
-				return fmt.Errorf("rebuild --check: the rebuilt projections differ from the incremental ones (%d differences shown)", len(v.Differences))
+			fmt.Fprintf(a.stdout, "events replayed  %d\n", v.Events)
+			if v.Memories != nil {
+				fmt.Fprintf(a.stdout, "memories indexed %d\n", *v.Memories)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&withMemory, "memory", false, "also rebuild the memory index from the log")
-	cmd.Flags().BoolVar(&check, "check", false, "fail if the rebuilt projections differ from the ones before")
+	cmd.Flags().BoolVar(&check, "check", false, "change nothing: fail if a rebuild from the log would differ from the projections")
 	jsonFlag(cmd, a)
 	return cmd
 }
 
-// diffDumps compares two projection dumps table by table and describes up
-// to maxDiffs differing rows.
-func diffDumps(before, after map[string][]string) []string {
-	var out []string
-	for _, t := range projections.Tables {
-		b, af := set(before[t]), set(after[t])
-		for _, row := range before[t] {
-			if !af[row] {
-				out = append(out, fmt.Sprintf("%s: only before rebuild: %s", t, row))
-			}
+// runCheck is rebuild --check: a read-only comparison of the projections
+// with a rebuild of the log, as of one snapshot.
+func runCheck(ctx context.Context, a *app, rt *rath.Runtime) error {
+	rep, err := projections.Check(ctx, rt.Store(), projections.CheckOptions{Max: maxDiffs})
+	if err != nil {
+		return err
+	}
+	v := rebuildView{Events: rep.Seq, Checked: true}
+	for _, d := range rep.Differences {
+		v.Differences = append(v.Differences, d.Error())
+	}
+	if a.json {
+		if err := a.printJSON(v); err != nil {
+			return err
 		}
-		for _, row := range after[t] {
-			if !b[row] {
-				out = append(out, fmt.Sprintf("%s: only after rebuild: %s", t, row))
-			}
+	} else {
+		fmt.Fprintf(a.stdout, "events replayed  %d (into a scratch database; the store is unchanged)\n", v.Events)
+		if len(v.Differences) == 0 {
+			fmt.Fprintln(a.stdout, "check           projections equal a rebuild from the log")
 		}
-		if len(out) >= maxDiffs {
-			return out[:maxDiffs]
+		for _, d := range v.Differences {
+			fmt.Fprintf(a.stdout, "differs         %s\n", d)
 		}
 	}
-	return out
-}
-
-func set(rows []string) map[string]bool {
-	m := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		m[r] = true
+	if len(v.Differences) > 0 {
+		return fmt.Errorf("rebuild --check: the projections differ from a rebuild of the log (%d differences shown; rath rebuild repairs them): %w",
+			len(v.Differences), rep.Differences[0])
 	}
-	return m
+	return nil
 }

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 		crashingChild(dir)
 		return
 	}
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(multiprocessChild(role))
+	}
 	os.Exit(m.Run())
 }
 

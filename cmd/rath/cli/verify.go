@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
 	"github.com/spf13/cobra"
 )
 
@@ -15,19 +16,29 @@ type verifyView struct {
 	// FailedSeq is the first bad seq (0 if the failure is a blob or none).
 	FailedSeq  int64  `json:"failed_seq,omitempty"`
 	FailedBlob string `json:"failed_blob,omitempty"`
-	Failure    string `json:"failure,omitempty"`
+	// FailedTable is the projection table whose row differs from a
+	// rebuild of the log.
+	FailedTable string `json:"failed_table,omitempty"`
+	Failure     string `json:"failure,omitempty"`
+	// Projections is the comparison with a rebuild, absent when the chain
+	// failed first.
+	Projections *projections.CheckReport `json:"projections,omitempty"`
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
 	var headFlag string
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Recompute the hash chain and check every blob; print the head as SEQ:HASH",
+		Short: "Recompute the hash chain, check every blob and the projections; print the head as SEQ:HASH",
 		Long: `verify recomputes the event hash chain from the first event, checks that
 seqs are contiguous and that every blob matches its hash, and prints the
 head as SEQ:HASH. Keep that head somewhere else: "rath verify --head
 SEQ:HASH" later proves the log still holds it, which catches truncation.
-Exit code 1 on any failure, naming the first bad seq.`,
+Then it rebuilds the projections (sessions, chunks, lineage, usage, runs:
+what show, sessions, graph, runs and dossiers display) from the log into a
+scratch database and compares them row for row with the store's, without
+changing the store. Exit code 1 on any failure, naming the first bad seq
+or the first differing table and row.`,
 		Example: "rath verify --head 42:3f2a...",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,12 +59,15 @@ Exit code 1 on any failure, naming the first bad seq.`,
 			if err != nil {
 				return err
 			}
-			v := verifyView{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs}
+			v := verifyView{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections}
 			if rep.OK() && rep.Head.Seq > 0 {
 				v.Head = rep.Head.String()
 			}
 			if f := rep.Failure; f != nil {
 				v.FailedSeq, v.FailedBlob, v.Failure = f.Seq, f.Blob, f.Reason
+			}
+			if p := rep.Projections; p != nil && !p.OK() {
+				v.FailedTable = p.Differences[0].Table
 			}
 			if a.json {
 				if err := a.printJSON(v); err != nil {
@@ -67,6 +81,9 @@ Exit code 1 on any failure, naming the first bad seq.`,
 					fmt.Fprintf(a.stdout, "head            %s\n", v.Head)
 				case rep.OK():
 					fmt.Fprintln(a.stdout, "head            (empty log)")
+				}
+				if p := v.Projections; p != nil && p.OK() {
+					fmt.Fprintf(a.stdout, "projections     equal a rebuild from the log through seq %d (%d rows)\n", p.Seq, p.Rows)
 				}
 				if rep.OK() {
 					fmt.Fprintln(a.stdout, "ok")

@@ -66,7 +66,13 @@ func TestRun_VerifyDetectsTruncation(t *testing.T) {
 	db := openDB(t, w.dir)
 	exec(t, db, `DROP TRIGGER events_no_delete`, fmt.Sprintf(`DELETE FROM events WHERE seq = %d`, w.events))
 	db.Close()
-	// The shortened chain is internally consistent...
+	// The projections still hold the deleted event's session...
+	if r := rathCLI(t, w.dir, "verify"); r.code != 1 || !strings.Contains(r.stderr, "table sessions") || !strings.Contains(r.stderr, w.detached) {
+		t.Fatalf("truncated log with stale projections: exit %d stderr %q", r.code, r.stderr)
+	}
+	// ...until the attacker rebuilds them: the shortened chain is
+	// internally consistent...
+	mustRun(t, w.dir, "rebuild")
 	mustRun(t, w.dir, "verify")
 	// ...but not against the head kept from before.
 	r := rathCLI(t, w.dir, "verify", "--head", m[1])
@@ -77,12 +83,16 @@ func TestRun_VerifyDetectsTruncation(t *testing.T) {
 
 func TestRun_Rebuild(t *testing.T) {
 	w := seed(t)
-	r := rathCLI(t, w.dir, "rebuild", "--check")
-	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("events replayed  %d", w.events)) || !strings.Contains(r.stdout, "projections equal") {
-		t.Fatalf("rebuild --check: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r := rathCLI(t, w.dir, "rebuild")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("events replayed  %d", w.events)) {
+		t.Fatalf("rebuild: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "rebuild") {
 		t.Fatalf("no progress on stderr: %q", r.stderr)
+	}
+	r = rathCLI(t, w.dir, "rebuild", "--check")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("events replayed  %d", w.events)) || !strings.Contains(r.stdout, "projections equal") {
+		t.Fatalf("rebuild --check: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	type view struct {
 		Events      int64    `json:"events"`
@@ -95,14 +105,33 @@ func TestRun_Rebuild(t *testing.T) {
 	// A projection row edited by hand is what --check exists to catch.
 	db := openDB(t, w.dir)
 	exec(t, db, fmt.Sprintf(`UPDATE sessions SET children = 99 WHERE id = '%s'`, w.root))
-	db.Close()
+	sum := func() string {
+		var n, c int64
+		if err := db.QueryRow(`SELECT count(*), sum(children) FROM sessions`).Scan(&n, &c); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(n, c)
+	}
+	tampered := sum()
 	r = rathCLI(t, w.dir, "rebuild", "--check", "--json")
 	v := decodeJSON[view](t, r.stdout)
-	if r.code != 1 || len(v.Differences) != 2 || !strings.Contains(v.Differences[0], "children=99") {
+	if r.code != 1 || len(v.Differences) != 1 || !strings.Contains(v.Differences[0], "table sessions, row id="+w.root) ||
+		!strings.Contains(v.Differences[0], "children: stored 99, rebuilt 2") {
 		t.Fatalf("rebuild --check after tampering: exit %d %+v\n%s", r.code, v, r.stderr)
 	}
-	// The rebuild repaired the row, so a second check passes.
+	// --check is read-only: the row is still wrong, and so is a second check.
+	if got := sum(); got != tampered {
+		t.Fatalf("rebuild --check changed the store: %s, was %s", got, tampered)
+	}
+	if r := rathCLI(t, w.dir, "rebuild", "--check"); r.code != 1 || !strings.Contains(r.stdout, "children: stored 99") {
+		t.Fatalf("second check: exit %d\n%s", r.code, r.stdout)
+	}
+	// A rebuild repairs it.
+	mustRun(t, w.dir, "rebuild")
 	mustRun(t, w.dir, "rebuild", "--check")
+	if r := rathCLI(t, w.dir, "rebuild", "--check", "--memory"); r.code != ExitUsage {
+		t.Fatalf("--check --memory: exit %d, want a usage error", r.code)
+	}
 }
 
 func TestRun_VerifyWithHMACKey(t *testing.T) {
@@ -124,5 +153,75 @@ func TestRun_VerifyWithHMACKey(t *testing.T) {
 	mustRun(t, dir, "append", id, "more")
 	if out := mustRun(t, dir, "verify"); !strings.Contains(out, "events checked  3") {
 		t.Fatalf("verify with key:\n%s", out)
+	}
+}
+
+// TestRun_VerifyCoversProjections edits each projection table behind
+// rath's back, as someone with the database file can (no trigger guards
+// them): verify must fail naming the table, and a dossier must not claim
+// that what it shows was verified.
+func TestRun_VerifyCoversProjections(t *testing.T) {
+	// Distinct names: a "#01" suffix would end up in the database path,
+	// where SQLite's URI reads "#" as the start of a fragment.
+	tests := []struct {
+		name, table string
+		stmt        string
+	}{
+		{"forged chunk", "chunks", `UPDATE chunks SET content = 'FORGED: rm -rf /' WHERE content = 'List the files'`},
+		{"deleted chunk", "chunks", `DELETE FROM chunks WHERE content = 'fork answer'`},
+		{"edge kind", "session_edges", `UPDATE session_edges SET kind = 'compress' WHERE kind = 'fork'`},
+		{"usage tokens", "usage", `UPDATE usage SET total_tokens = 1`},
+		{"invented call", "usage", `INSERT INTO usage (seq, session, model, total_tokens) VALUES (999, 'x', 'm', 5)`},
+		{"run status", "runs", `UPDATE runs SET status = 'ok', output_session = 'forged'`},
+		{"session usage", "sessions", `UPDATE sessions SET total_tokens = 1 WHERE total_tokens > 0`},
+		{"session length", "sessions", `UPDATE sessions SET length = length - 1 WHERE kind = 'root'`},
+		{"id counter", "id_counters", `UPDATE id_counters SET n = n + 7`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := seed(t)
+			mustRun(t, w.dir, "verify")
+			db := openDB(t, w.dir)
+			exec(t, db, tt.stmt)
+			db.Close()
+
+			r := rathCLI(t, w.dir, "verify")
+			if r.code != ExitFailure || !strings.Contains(r.stderr, "table "+tt.table+",") || strings.HasSuffix(r.stdout, "ok\n") {
+				t.Fatalf("verify after editing %s: exit %d\nstdout %s\nstderr %s", tt.table, r.code, r.stdout, r.stderr)
+			}
+			type view struct {
+				OK          bool   `json:"ok"`
+				FailedTable string `json:"failed_table"`
+				Failure     string `json:"failure"`
+			}
+			r = rathCLI(t, w.dir, "verify", "--json")
+			if v := decodeJSON[view](t, r.stdout); r.code != ExitFailure || v.OK || v.FailedTable != tt.table || v.Failure == "" {
+				t.Fatalf("verify --json after editing %s: exit %d %+v", tt.table, r.code, v)
+			}
+
+			md := rathCLI(t, w.dir, "dossier", "run-1", "--format", "md")
+			if md.code != 0 {
+				// Some edits leave a transcript that cannot be read at all.
+				if md.code != ExitFailure || !strings.Contains(md.stderr, "verification had failed") || !strings.Contains(md.stderr, "table "+tt.table) {
+					t.Fatalf("dossier: exit %d\n%s\n%s", md.code, md.stderr, md.stdout)
+				}
+			} else if strings.Contains(md.stdout, "**Verified:**") || !strings.Contains(md.stdout, "**Verification FAILED:**") || !strings.Contains(md.stdout, "table "+strings.ReplaceAll(tt.table, "_", `\_`)) {
+				t.Fatalf("dossier after editing %s claims or omits the verification:\n%s", tt.table, md.stdout)
+			}
+			if html := rathCLI(t, w.dir, "dossier", "run-1"); html.code == 0 &&
+				(!strings.Contains(html.stdout, "verification failed") || strings.Contains(html.stdout, `class="big ok">verified`)) {
+				t.Fatalf("HTML dossier after editing %s does not say the verification failed", tt.table)
+			}
+
+			// A rebuild restores the projections from the log.
+			mustRun(t, w.dir, "rebuild")
+			if out := mustRun(t, w.dir, "verify"); !strings.Contains(out, "projections     equal a rebuild") {
+				t.Fatalf("verify after rebuild:\n%s", out)
+			}
+			md = rathCLI(t, w.dir, "dossier", "run-1", "--format", "md")
+			if !strings.Contains(md.stdout, "**Verified:** hash chain of") || !strings.Contains(md.stdout, "usage and runs shown equal a rebuild from the log") {
+				t.Fatalf("dossier after rebuild does not say what was verified:\n%s", md.stdout)
+			}
+		})
 	}
 }
