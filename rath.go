@@ -147,8 +147,18 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	if entropy == nil {
 		entropy = rand.Reader
 	}
-	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check)),
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}, nil
+	guard, err := storeGuard(opts.Dir)
+	if err != nil {
+		store.Close()
+		if keeper != nil {
+			keeper.Close()
+		}
+		return nil, err
+	}
+	sessions := session.NewManager(store, reader, session.WithBackendCheck(check), session.WithPlacementCheck(guard))
+	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
+		mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}, nil
 }
 
 // Migrate applies pending migrations to the database at path.

@@ -29,7 +29,8 @@ type Manager struct {
 	store  *events.Store
 	reader *projections.Reader
 
-	checkBackend func(name string) error
+	checkBackend   func(name string) error
+	checkPlacement func(backend, spec string) error
 
 	mu       sync.Mutex       // protects reserved
 	reserved map[string]int64 // scope -> next counter handed out in this process
@@ -42,6 +43,12 @@ type ManagerOption func(*Manager)
 // name the runtime does not know.
 func WithBackendCheck(check func(name string) error) ManagerOption {
 	return func(m *Manager) { m.checkBackend = check }
+}
+
+// WithPlacementCheck makes To refuse, with check's error, a placement the
+// runtime does not allow (a workspace holding the store, say).
+func WithPlacementCheck(check func(backend, spec string) error) ManagerOption {
+	return func(m *Manager) { m.checkPlacement = check }
 }
 
 // NewManager returns a Manager over a store whose projector set includes

@@ -183,3 +183,29 @@ func TestReplayLiveTools_UntrackedRefused(t *testing.T) {
 		t.Fatalf("replay: %s", out)
 	}
 }
+
+// "rath run --workspace ." with the default store ./.rath would hand the
+// log to the sandbox: refused before the run, naming both paths.
+func TestRun_WorkspaceHoldingStoreRefused(t *testing.T) {
+	base := t.TempDir()
+	t.Chdir(base)
+	t.Setenv("RATH_DIR", "")
+	cas := shellCassette(t, "rm -f .rath/rath.db-wal .rath/rath.db-shm; echo gone")
+	real, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	code := Run(t.Context(), Config{}, []string{"run", "--cassette", cas, "--workspace", ".", "--tools", "run_shell_command", "go"},
+		strings.NewReader(""), &out, &errb)
+	if code != ExitFailure || !strings.Contains(errb.String(), "workspace "+real+" contains the store "+filepath.Join(real, ".rath")) {
+		t.Fatalf("run --workspace . : exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+	}
+	if strings.Contains(out.String(), "run_shell_command") {
+		t.Fatalf("a tool ran:\n%s", out.String())
+	}
+	// The store is intact and holds no run.
+	if r := rathCLI(t, filepath.Join(base, ".rath"), "verify"); r.code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
