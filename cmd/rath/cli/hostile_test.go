@@ -209,3 +209,49 @@ func TestRun_WorkspaceHoldingStoreRefused(t *testing.T) {
 		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// Model text and tool output that carry terminal control sequences (an
+// OSC 52 clipboard write, a screen clear, a C1 CSI) are printed escaped by
+// run and show: no ESC or C1 control reaches the terminal.
+func TestRunShow_TerminalEscapesNeutralised(t *testing.T) {
+	const answer = "done \x1b]52;c;cm0gLXJmIH4=\x07 \x1b[2J\x1b[H \u009b2J \r end"
+	b, err := json.Marshal(map[string]any{"scripted": true, "responses": []any{
+		map[string]any{"tool_calls": []any{map[string]any{"id": "c1", "name": "run_shell_command",
+			"arguments": map[string]string{"cmd": `printf '\033]52;c;aGk=\007\033[2J\302\233H'`}}}},
+		map[string]any{"content": answer},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := filepath.Join(t.TempDir(), "cassette.json")
+	if err := os.WriteFile(cas, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clean := func(what, out string) {
+		t.Helper()
+		if i := strings.IndexFunc(out, func(r rune) bool { return r == 0x1b || r == 0x07 || r == '\r' || (r >= 0x80 && r <= 0x9f) }); i >= 0 {
+			t.Fatalf("%s printed a control character at byte %d: %q", what, i, out)
+		}
+		if !strings.Contains(out, `\x1b]52;c;`) {
+			t.Fatalf("%s does not show the escaped sequence:\n%s", what, out)
+		}
+	}
+	dir, ws := t.TempDir(), t.TempDir()
+	for _, stream := range []bool{true, false} {
+		argv := []string{"run", "--cassette", cas, "--workspace", ws, "--tools", "run_shell_command"}
+		if !stream {
+			argv = append(argv, "--no-stream")
+		}
+		out := mustRun(t, dir, append(argv, "go")...)
+		clean(fmt.Sprintf("run (stream %v)", stream), out)
+		m := regexp.MustCompile(`(?m)^session: (s-\S+)$`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no session in:\n%s", out)
+		}
+		show := mustRun(t, dir, "show", m[1])
+		clean("show", show)
+		if !strings.Contains(show, `\x1b[2J`) || !strings.Contains(show, `\u009b2J`) || !strings.Contains(show, `\x0d end`) {
+			t.Fatalf("show does not show the escaped text:\n%s", show)
+		}
+	}
+}

@@ -91,11 +91,19 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		return err
 	}
 	var mu sync.Mutex // one writer of stdout at a time
+	// Model text and tool results are hostile: nothing reaches the
+	// terminal unescaped.
+	tw := &termWriter{w: a.stdout}
 	out := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(a.stdout, format, args...)
+		fmt.Fprintf(tw, format, args...)
 	}
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		tw.Flush()
+	}()
 	// Streamed text waits for the follower to print what the log already
 	// holds (tool results come before the answer that reads them).
 	var printed atomic.Int64
