@@ -255,3 +255,39 @@ func TestRunShow_TerminalEscapesNeutralised(t *testing.T) {
 		}
 	}
 }
+
+// A run whose sandbox cannot be used (a workspace that is a file, a
+// backend with no server) fails before it starts, with a non-zero exit,
+// instead of recording a run in which every tool call fails and that
+// ends ok.
+func TestRun_UnusableSandboxFails(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "passwd")
+	writeFile(t, file, "root:x:0:0::/root:/bin/sh\n")
+	t.Setenv("OPEN_SANDBOX_DOMAIN", "127.0.0.1:1") // nothing listens there
+	for _, tc := range []struct {
+		name      string
+		argv      []string
+		code      int
+		wantInErr string
+	}{
+		{"workspace is a file", []string{"--workspace", file}, ExitUsage, "is not a directory"},
+		{"workspace is a file, no tools", []string{"--workspace", file, "--tools", ""}, ExitUsage, "is not a directory"},
+		{"opensandbox without a server", []string{"--workspace", "w", "--backend", "opensandbox"}, ExitFailure, "sandbox: backend unavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cas := shellCassette(t, "echo hi")
+			argv := append([]string{"run", "--cassette", cas, "--tools", "run_shell_command"}, tc.argv...)
+			r := rathWithin(t, time.Minute, dir, append(argv, "go")...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.wantInErr) {
+				t.Fatalf("exit %d, want %d with %q\nstdout: %s\nstderr: %s", r.code, tc.code, tc.wantInErr, r.stdout, r.stderr)
+			}
+			if runs := decodeJSON[[]runView](t, mustRun(t, dir, "runs", "--json")); len(runs) != 0 {
+				t.Fatalf("a run was recorded: %+v", runs)
+			}
+			if got := mustRun(t, dir, "verify"); !strings.Contains(got, "ok") {
+				t.Fatalf("verify: %s", got)
+			}
+		})
+	}
+}
