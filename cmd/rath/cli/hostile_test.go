@@ -291,3 +291,19 @@ func TestRun_UnusableSandboxFails(t *testing.T) {
 		})
 	}
 }
+
+// The restore puts back what the run replaced, in the right order: a
+// directory the run turned into a file, and a file turned into a link.
+func TestReplayLiveTools_RestoresReplacedEntries(t *testing.T) {
+	dir, ws := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, "a", "x"), "in a dir\n")
+	writeFile(t, filepath.Join(ws, "b"), "plain\n")
+	id := runCassette(t, dir, ws, shellCassette(t,
+		"cat a/x b",
+		"rm -rf a && echo now a file > a && rm b && ln -s a b",
+		"cat a b"))
+	r := rathWithin(t, time.Minute, dir, "replay", "--live-tools", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "reproduced: ") {
+		t.Fatalf("replay --live-tools: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
