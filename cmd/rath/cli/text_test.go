@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/gorath/rath/replay"
 )
 
 func TestTermSafe(t *testing.T) {
@@ -36,5 +38,19 @@ func TestTermWriter_SplitSequences(t *testing.T) {
 	}
 	if got, want := b.String(), `日\u009b2J \x1b[H\xe6`; got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// A divergence quotes model text: printed escaped.
+func TestPrintReport_Escaped(t *testing.T) {
+	var out strings.Builder
+	a := &app{stdout: &out}
+	rep := &replay.Report{Run: "run-1", Recorded: 2, Divergence: &replay.Divergence{Kind: replay.KindMismatch, Seq: 2,
+		Hint: "prompt changed: \x1b]52;c;aGk=\x07", Diff: "content:\n- a\n+ \x1b[2J\u009b"}}
+	if err := printReport(a, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(out.String(), "\x1b\x07\u009b") {
+		t.Fatalf("control characters printed: %q", out.String())
 	}
 }
