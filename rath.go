@@ -155,11 +155,21 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	if entropy == nil {
 		entropy = rand.Reader
 	}
+	guard, err := storeGuard(opts.Dir)
+	if err != nil {
+		store.Close()
+		if keeper != nil {
+			keeper.Close()
+		}
+		return nil, err
+	}
 	// Ids made outside a run derive from a seed of this runtime's own, so
 	// they differ between stores and between processes on one store.
 	local := session.WithLocalSeed("local-" + hex.EncodeToString(randomBytes(entropy, 16)))
-	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check), local),
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}
+	sessions := session.NewManager(store, reader, session.WithBackendCheck(check), session.WithPlacementCheck(guard), local)
+	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
+		mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}
 	if opts.Telemetry {
 		if rt.otel, err = telemetry.StartFromEnv(ctx, store); err != nil {
 			return nil, errors.Join(fmt.Errorf("rath: open: %w", err), rt.Close())

@@ -22,7 +22,7 @@ var integrationCases = []exampleCase{
 		`(?m)^  working directory: /workspace$`,
 		`(?m)^  host processes: hidden$`,
 		`evidence: run_shell_command ran on backend "bwrap", exit code 0, files \[note\.txt \(created\)\]`,
-		`the host reads work-bwrap/note.txt: hello`,
+		`the host reads \S*work-bwrap/note.txt: hello`,
 	}},
 	{dir: "06_mcp_tool", replays: 1, want: []string{
 		`connected to mcp-servers/everything \S+ over stdio: \d+ tools`,

@@ -20,7 +20,8 @@ import (
 // them. A Pool is safe for concurrent use; concurrent first calls for one
 // placement open it once.
 type Pool struct {
-	reg *Registry
+	reg   *Registry
+	check func(events.Placement) error // nil: every placement may open
 
 	mu     sync.Mutex // protects following fields
 	open   map[events.Placement]*poolEntry
@@ -35,9 +36,23 @@ type poolEntry struct {
 	err   error
 }
 
+// PoolOption configures NewPool.
+type PoolOption func(*Pool)
+
+// WithPlacementCheck makes Get refuse, with check's error, a placement
+// check rejects (after any remap, before the backend opens it): the
+// runtime uses it to keep a sandbox off its own store.
+func WithPlacementCheck(check func(events.Placement) error) PoolOption {
+	return func(p *Pool) { p.check = check }
+}
+
 // NewPool returns an empty pool resolving backends in reg.
-func NewPool(reg *Registry) *Pool {
-	return &Pool{reg: reg, open: make(map[events.Placement]*poolEntry)}
+func NewPool(reg *Registry, opts ...PoolOption) *Pool {
+	p := &Pool{reg: reg, open: make(map[events.Placement]*poolEntry)}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Get returns the sandbox for placement, opening it if this is the first
@@ -54,6 +69,11 @@ func (p *Pool) Get(ctx context.Context, placement events.Placement) (Sandbox, er
 	if m, ok := ctx.Value(remapKey{}).(map[events.Placement]events.Placement); ok {
 		if to, ok := m[placement]; ok {
 			placement = to
+		}
+	}
+	if p.check != nil {
+		if err := p.check(placement); err != nil {
+			return nil, err
 		}
 	}
 	b, err := p.reg.Lookup(placement.Backend)

@@ -30,7 +30,8 @@ type Manager struct {
 	store  *events.Store
 	reader *projections.Reader
 
-	checkBackend func(name string) error
+	checkBackend   func(name string) error
+	checkPlacement func(backend, spec string) error
 	// local seeds the ids of sessions made outside a run. It is random per
 	// Manager, so two stores, or two processes sharing one store, never
 	// derive the same ids; a run's ids derive from its recorded seed.
@@ -55,6 +56,12 @@ func WithBackendCheck(check func(name string) error) ManagerOption {
 // with one local seed derive the same ids.
 func WithLocalSeed(seed string) ManagerOption {
 	return func(m *Manager) { m.local = seed }
+}
+
+// WithPlacementCheck makes To refuse, with check's error, a placement the
+// runtime does not allow (a workspace holding the store, say).
+func WithPlacementCheck(check func(backend, spec string) error) ManagerOption {
+	return func(m *Manager) { m.checkPlacement = check }
 }
 
 // NewManager returns a Manager over a store whose projector set includes

@@ -184,6 +184,11 @@ func (s *Session) To(ctx context.Context, backend, spec string) (*Session, error
 			return nil, fmt.Errorf("session: place %s: %w", s.id, err)
 		}
 	}
+	if s.m.checkPlacement != nil {
+		if err := s.m.checkPlacement(backend, spec); err != nil {
+			return nil, fmt.Errorf("session: place %s: %w", s.id, err)
+		}
+	}
 	stored, err := s.m.store.Append(ctx, s.id, s.version, events.SessionPlaced{Session: s.id, Backend: backend, Spec: spec})
 	if err != nil {
 		return nil, fmt.Errorf("session: place %s: %w", s.id, s.stale(err))

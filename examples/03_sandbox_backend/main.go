@@ -49,7 +49,7 @@ func main() {
 	defer cleanup()
 
 	// Fail early, and clearly, when bubblewrap cannot run here.
-	bwrapDir := filepath.Join(rt.Dir(), "work-bwrap")
+	bwrapDir := exkit.Workspace(rt, "work-bwrap")
 	if _, err := rt.Sandboxes().Get(ctx, events.Placement{Backend: "bwrap", Spec: bwrapDir}); err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			fmt.Fprintln(os.Stderr, "bubblewrap is not available, so this example cannot run:")
@@ -65,7 +65,7 @@ func main() {
 	exkit.Check(err)
 
 	for _, backend := range []string{"local", "bwrap"} {
-		workspace := filepath.Join(rt.Dir(), "work-"+backend)
+		workspace := exkit.Workspace(rt, "work-"+backend)
 		// Each backend gets a fresh cassette: the same scripted turns.
 		p, err := exkit.Provider(cassette, *live)
 		exkit.Check(err)

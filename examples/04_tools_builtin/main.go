@@ -23,7 +23,6 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/gorath/rath"
@@ -59,7 +58,7 @@ func main() {
 
 	task, err := rt.NewUserSession(ctx, "Save the numbers 42, 7 and 19, sort them, add them up, and tell me.")
 	exkit.Check(err)
-	task, err = task.To(ctx, "local", filepath.Join(rt.Dir(), "work"))
+	task, err = task.To(ctx, "local", exkit.Workspace(rt, "work"))
 	exkit.Check(err)
 	run, err := rt.Start(ctx, "numbers", agent, task, rath.WithSeed("tools-builtin"))
 	exkit.Check(err)

@@ -45,7 +45,7 @@ func checkDemo(t *testing.T, backend string) {
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Ran 3 tests") {
 		t.Fatalf("tests in the workspace: %v\n%s", err, out)
 	}
-	if filepath.Base(first.Workspace) != "work" {
+	if filepath.Base(first.Workspace) != filepath.Base(dir)+"-work" {
 		t.Fatalf("workspace = %s", first.Workspace)
 	}
 	// A second run on the same store recalls the first run's lesson.

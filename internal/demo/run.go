@@ -76,14 +76,16 @@ func Build(ctx context.Context, rt *rath.Runtime, p *flow.Provider) (*Workflow, 
 	return New(p, rt.Sandboxes(), mem)
 }
 
-// Run sets up the workspace in rt's directory, runs the demo as a recorded
+// Run sets up the workspace beside rt's directory (DIR-work), runs the demo as a recorded
 // run, replays it and verifies the log, and sums up what happened.
 func Run(ctx context.Context, rt *rath.Runtime, opts Options) (*Summary, error) {
 	backend := opts.Backend
 	if backend == "" {
 		backend = "local"
 	}
-	ws, err := filepath.Abs(filepath.Join(rt.Dir(), "work"))
+	// The workspace sits beside the store, never in it: the runtime
+	// refuses a sandbox that could write its log.
+	ws, err := filepath.Abs(filepath.Clean(rt.Dir()) + "-work")
 	if err != nil {
 		return nil, err
 	}

@@ -191,7 +191,7 @@ func recordRun(tb testing.TB, rt *rath.Runtime) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if s, err = s.To(ctx, "local", filepath.Join(rt.Dir(), "work")); err != nil {
+	if s, err = s.To(ctx, "local", filepath.Clean(rt.Dir())+"-work"); err != nil {
 		tb.Fatal(err)
 	}
 	run, err := rt.Start(ctx, "team", wf, s, rath.WithSeed("dossier-seed"), rath.WithRunID("run-dossier"), rath.WithCodeVersion("test"))

@@ -67,9 +67,10 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "rath: %v\nTry: %s\n", ue.err, ue.hint)
+		fmt.Fprintf(stderr, "rath: %s\nTry: %s\n", termSafe(ue.err.Error()), ue.hint)
 		return ExitUsage
 	}
-	fmt.Fprintf(stderr, "rath: %v\n", err)
+	// An error can quote model text or tool output.
+	fmt.Fprintf(stderr, "rath: %s\n", termSafe(err.Error()))
 	return ExitFailure
 }

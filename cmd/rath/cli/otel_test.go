@@ -12,9 +12,9 @@ import (
 	"github.com/gorath/rath/telemetry/otlptest"
 )
 
-// runCassette records "rath run" of the repository's example cassette and
+// runExampleCassette records "rath run" of the repository's example cassette and
 // returns the run id.
-func runCassette(t *testing.T, dir string) string {
+func runExampleCassette(t *testing.T, dir string) string {
 	t.Helper()
 	cas, err := filepath.Abs("../../../examples/cassettes/write_and_check.json")
 	if err != nil {
@@ -42,7 +42,7 @@ func TestOtel_RunExportsLiveAndExportMatches(t *testing.T) {
 	rec, endpoint := otlptest.StartHTTP(t)
 	otlptest.Env(t, endpoint, telemetry.ProtocolHTTP)
 	dir := t.TempDir()
-	id := runCassette(t, dir)
+	id := runExampleCassette(t, dir)
 
 	live := rec.Spans()
 	want := []string{"chat", "chat", "chat", "execute_tool run_shell_command",
@@ -81,7 +81,7 @@ func TestOtel_ExportErrors(t *testing.T) {
 	rec, endpoint := otlptest.StartHTTP(t)
 	otlptest.Env(t, "", "")
 	dir := t.TempDir()
-	id := runCassette(t, dir)
+	id := runExampleCassette(t, dir)
 	if n := len(rec.Spans()); n != 0 {
 		t.Fatalf("%d spans sent with no endpoint set", n)
 	}
@@ -116,7 +116,7 @@ func TestOtel_CaptureContentRedactsEnvSecrets(t *testing.T) {
 	rec, endpoint := otlptest.StartHTTP(t)
 	otlptest.Env(t, "", "")
 	dir := t.TempDir()
-	id := runCassette(t, dir)
+	id := runExampleCassette(t, dir)
 	// The cassette writes "hello from rath" to a file: pretend that was a key.
 	t.Setenv("EXAMPLE_API_KEY", "hello from rath")
 	otlptest.Env(t, endpoint, telemetry.ProtocolHTTP)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/sandbox"
 	"github.com/spf13/cobra"
 )
 
@@ -96,11 +98,19 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	}
 	defer stopOtel()
 	var mu sync.Mutex // one writer of stdout at a time
+	// Model text and tool results are hostile: nothing reaches the
+	// terminal unescaped.
+	tw := &termWriter{w: a.stdout}
 	out := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(a.stdout, format, args...)
+		fmt.Fprintf(tw, format, args...)
 	}
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		tw.Flush()
+	}()
 	// Streamed text waits for the follower to print what the log already
 	// holds (tool results come before the answer that reads them).
 	var printed atomic.Int64
@@ -124,15 +134,18 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	if err != nil {
 		return err
 	}
+	// The sandbox is checked before anything is recorded: a workspace that
+	// is not a directory, or a backend that cannot be reached, would
+	// otherwise make every tool call fail on its own in a run that ends ok.
+	ws, err := a.checkWorkspace(cmd, rt, f)
+	if err != nil {
+		return err
+	}
 	input, err := rt.NewUserSession(ctx, prompt)
 	if err != nil {
 		return err
 	}
-	if f.workspace != "" {
-		ws, err := filepath.Abs(f.workspace)
-		if err != nil {
-			return err
-		}
+	if ws != "" {
 		params["workspace"] = ws
 		if input, err = input.To(ctx, f.backend, ws); err != nil {
 			return err
@@ -176,6 +189,33 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		}
 	}
 	return runErr
+}
+
+// checkWorkspace resolves --workspace and, when tools will use it, opens
+// its sandbox (the pool keeps it for the run). It returns "" without
+// --workspace.
+func (a *app) checkWorkspace(cmd *cobra.Command, rt *rath.Runtime, f runFlags) (string, error) {
+	if f.workspace == "" {
+		return "", nil
+	}
+	ws, err := filepath.Abs(f.workspace)
+	if err != nil {
+		return "", err
+	}
+	if f.backend == "local" || f.backend == "bwrap" {
+		// A missing directory is created by the backend; anything else
+		// in its place is a mistake.
+		if st, err := os.Stat(ws); err == nil && !st.IsDir() {
+			return "", usagef(cmd, "--workspace: %w: %s is not a directory", sandbox.ErrInvalidSpec, ws)
+		}
+	}
+	if f.tools == "" {
+		return ws, nil
+	}
+	if _, err := rt.Sandboxes().Get(cmd.Context(), events.Placement{Backend: f.backend, Spec: ws}); err != nil {
+		return "", fmt.Errorf("run: no run started, the %s sandbox for --workspace %s cannot be used: %w", f.backend, ws, err)
+	}
+	return ws, nil
 }
 
 func printEvent(ev events.Event, plain bool, out func(string, ...any)) {

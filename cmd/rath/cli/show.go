@@ -71,8 +71,10 @@ rath show s-0123456789abcdef0123 --at 42 --json`,
 			if a.json {
 				return a.printJSON(v)
 			}
-			printShow(a.stdout, v)
-			return nil
+			// Transcripts hold model text and tool output: escaped.
+			tw := &termWriter{w: a.stdout}
+			printShow(tw, v)
+			return tw.Flush()
 		},
 	}
 	cmd.Flags().Int64Var(&at, "at", 0, "show the session as it was right after the event at this seq")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxStdinText bounds chunk text read from stdin.
@@ -23,4 +24,74 @@ func textArg(stdin io.Reader, argv []string) (string, error) {
 		return string(b), nil
 	}
 	return strings.Join(argv, " "), nil
+}
+
+// termSafe escapes what a terminal would act on instead of showing: C0
+// control characters other than newline and tab (ESC starts clipboard
+// writes, screen clears, title changes), DEL, the C1 controls U+0080 to
+// U+009F (U+009B is a one-character CSI) and bytes that are not UTF-8.
+// Model text and tool output are hostile; they pass through it before
+// reaching a terminal.
+func termSafe(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, unsafeRune) < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for s != "" {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case r < 0x80 && unsafeRune(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
+}
+
+// termWriter writes through termSafe. A write may end inside a UTF-8
+// sequence (a streamed delta does): those bytes wait for the next write,
+// so a split character is not taken for a bad byte. Flush writes what
+// is left.
+type termWriter struct {
+	w    io.Writer
+	tail []byte
+}
+
+func (t *termWriter) Write(p []byte) (int, error) {
+	b := append(t.tail, p...)
+	cut := len(b)
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	t.tail = append([]byte(nil), b[cut:]...)
+	if _, err := io.WriteString(t.w, termSafe(string(b[:cut]))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush writes a held-back incomplete sequence, escaped.
+func (t *termWriter) Flush() error {
+	if len(t.tail) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(t.w, termSafe(string(t.tail)))
+	t.tail = nil
+	return err
 }

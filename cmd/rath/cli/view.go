@@ -58,9 +58,10 @@ func orDash(s string) string {
 	return s
 }
 
-// clip shortens s to at most n runes on one line, for table cells.
+// clip shortens s to at most n runes on one line, for table cells, with
+// control characters escaped (see termSafe).
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = termSafe(strings.Join(strings.Fields(s), " "))
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/flow"
@@ -35,7 +36,9 @@ func Open(ctx context.Context, dir string) (*rath.Runtime, func()) {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "rath-example-")
 		Check(err)
-		dir, remove = tmp, func() { os.RemoveAll(tmp) }
+		// The store in a subdirectory, so that workspaces beside it
+		// (Workspace) are removed with it.
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
 	}
 	rt, err := rath.Open(ctx, dir)
 	Check(err)
@@ -43,6 +46,13 @@ func Open(ctx context.Context, dir string) (*rath.Runtime, func()) {
 		Check(rt.Close())
 		remove()
 	}
+}
+
+// Workspace returns the workspace directory name for rt: beside the store
+// directory (DIR-name), never inside it, since the runtime refuses a
+// sandbox that could write its own log.
+func Workspace(rt *rath.Runtime, name string) string {
+	return filepath.Clean(rt.Dir()) + "-" + name
 }
 
 // Verdict prints the replay report after label, "N of N events reproduced
