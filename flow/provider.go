@@ -199,9 +199,13 @@ func NewProvider(p Provider) (*Provider, error) {
 }
 
 // ResolveProvider fills p's unset fields, explicit fields first, then the
-// environment (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_DEFAULT_MODEL,
-// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL), then the
-// config file, and builds the client. Errors match ErrProvider.
+// selected provider of the config file, then the environment
+// (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_DEFAULT_MODEL,
+// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL), and
+// builds the client. The environment's key is used only with the
+// environment's or the default base URL: a provider whose URL comes from
+// the caller or the config file gets the caller's or the file's key, or
+// none. Errors match ErrProvider.
 func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 	r, err := ResolveProviderConfig(p, opts)
 	if err != nil {
@@ -256,24 +260,41 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		}
 	}
 	prefix := map[string]string{KindOpenAI: "OPENAI", KindAnthropic: "ANTHROPIC"}[p.Kind]
-	pick := func(explicit, envName, file string) string {
-		if explicit != "" {
-			return explicit
+	envVar := func(name string) string {
+		if prefix == "" {
+			return ""
 		}
-		if prefix != "" {
-			if v := getenv(prefix + envName); v != "" {
-				return v
-			}
-		}
-		return file
+		return getenv(prefix + name)
 	}
+	// The endpoint (base URL and key) is resolved as a pair, so a key is
+	// only sent to the URL it belongs to: the environment's key goes with
+	// the environment's (or the kind's default) URL, never with a URL
+	// from the config file or the caller. A named provider that sets its
+	// own base_url or key ignores OPENAI_*/ANTHROPIC_* entirely.
 	fileKey := fromFile.APIKey
 	if fromFile.APIKeyEnv != "" {
 		fileKey = getenv(fromFile.APIKeyEnv)
 	}
-	p.APIKey = pick(p.APIKey, "_API_KEY", fileKey)
-	p.BaseURL = pick(p.BaseURL, "_BASE_URL", fromFile.BaseURL)
-	p.Model = pick(p.Model, "_DEFAULT_MODEL", fromFile.Model)
+	fileEndpoint := fromFile.BaseURL != "" || fromFile.APIKey != "" || fromFile.APIKeyEnv != ""
+	urlFromEnv := p.BaseURL == "" && fromFile.BaseURL == ""
+	if p.BaseURL == "" {
+		p.BaseURL = fromFile.BaseURL
+	}
+	if p.BaseURL == "" && !fileEndpoint {
+		p.BaseURL = envVar("_BASE_URL")
+	}
+	if p.APIKey == "" {
+		p.APIKey = fileKey
+	}
+	if p.APIKey == "" && urlFromEnv && !fileEndpoint {
+		p.APIKey = envVar("_API_KEY")
+	}
+	if p.Model == "" {
+		p.Model = fromFile.Model
+	}
+	if p.Model == "" {
+		p.Model = envVar("_DEFAULT_MODEL")
+	}
 	if p.Cassette == "" {
 		p.Cassette = fromFile.Cassette
 	}
