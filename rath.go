@@ -29,6 +29,7 @@ import (
 	"github.com/gorath/rath/sandbox/bwrap"
 	"github.com/gorath/rath/sandbox/local"
 	"github.com/gorath/rath/sandbox/opensandbox"
+	"github.com/gorath/rath/secret"
 	"github.com/gorath/rath/session"
 )
 
@@ -66,6 +67,11 @@ type Options struct {
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections.
 	Projectors []events.Projector
+	// Secrets are redacted from every payload and blob before it is
+	// written (see package secret). Nil means DefaultSecrets: the HMAC
+	// key, credential-like environment variables and the keys of the
+	// config file. Add more with Runtime.Secrets.
+	Secrets *secret.Redactor
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -78,6 +84,7 @@ type Runtime struct {
 	wfs      workflows
 	pool     *sandbox.Pool
 	mcp      *mcptool.Manager
+	secrets  *secret.Redactor
 	keeper   *sql.DB // holds an in-memory database open; nil for a file
 	memOpts  memory.LocalOptions
 
@@ -119,7 +126,12 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	} else if err := Migrate(ctx, path); err != nil {
 		return nil, err
 	}
+	secrets := opts.Secrets
+	if secrets == nil {
+		secrets = secret.New(DefaultSecrets(opts.HMACKey)...)
+	}
 	store, err := events.Open(ctx, events.Options{
+		Redactor:     secrets,
 		InMemory:     opts.InMemory,
 		DiscardBlobs: opts.DiscardBlobs,
 		Path:         path,
@@ -148,7 +160,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		entropy = rand.Reader
 	}
 	return &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: session.NewManager(store, reader, session.WithBackendCheck(check)),
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}, nil
+		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg), mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory}, nil
 }
 
 // Migrate applies pending migrations to the database at path.
@@ -251,6 +263,10 @@ func (rt *Runtime) Sandboxes() *sandbox.Pool { return rt.pool }
 func (rt *Runtime) Sandbox(ctx context.Context, s *session.Session) (sandbox.Sandbox, error) {
 	return rt.pool.Get(ctx, s.Placement())
 }
+
+// Secrets returns the values redacted from everything the runtime writes;
+// add a secret it cannot know (a key passed in code) before it can leak.
+func (rt *Runtime) Secrets() *secret.Redactor { return rt.secrets }
 
 // Dir returns the runtime directory.
 func (rt *Runtime) Dir() string { return rt.dir }

@@ -384,5 +384,6 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &AgentCapped{} })
 	add(func() Payload { return &SessionCompressed{} })
 	add(func() Payload { return &EffectRecorded{} })
+	add(func() Payload { return &SecretRedacted{} })
 	return c
 }

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/secret"
 )
 
 // Provider kinds.
@@ -333,4 +336,22 @@ func sleep(d time.Duration, done <-chan struct{}) bool {
 	case <-done:
 		return false
 	}
+}
+
+// ConfigSecrets returns the provider keys a config file holds or names:
+// literal api_key values and the values of the api_key_env variables.
+func ConfigSecrets(cf ConfigFile, getenv func(string) string) []secret.Secret {
+	var out []secret.Secret
+	for _, name := range slices.Sorted(maps.Keys(cf.Providers)) {
+		pc := cf.Providers[name]
+		if pc.APIKey != "" {
+			out = append(out, secret.Secret{Name: "provider." + name + ".api_key", Value: pc.APIKey})
+		}
+		if pc.APIKeyEnv != "" {
+			if v := getenv(pc.APIKeyEnv); v != "" {
+				out = append(out, secret.Secret{Name: pc.APIKeyEnv, Value: v})
+			}
+		}
+	}
+	return out
 }
