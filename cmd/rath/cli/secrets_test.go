@@ -143,3 +143,21 @@ func lastField(out, prefix string) string {
 	}
 	return v
 }
+
+// An imported file does not choose where tools run: "local /" is kept as
+// provenance, not as the session's placement.
+func TestImport_RootPlacementIsNotActivated(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "s.jsonl")
+	os.WriteFile(file, []byte(`{"record_type":"header","id":"imp-root","parent_session_ids":[],"lineage_kind":"root","sandbox_backend":"local","sandbox_spec":"/"}
+{"record_type":"chunk","index":0,"kind":"user","payload":{"content":"hi"}}
+{"record_type":"trailer","final_chunk_count":1}
+`), 0o644)
+	out := mustRun(t, dir, "import", file)
+	if !strings.Contains(out, "placement local / not imported") {
+		t.Fatalf("import output: %s", out)
+	}
+	if show := mustRun(t, dir, "show", "imp-root"); strings.Contains(show, "placement local") {
+		t.Fatalf("the imported session is placed on the host root:\n%s", show)
+	}
+}
