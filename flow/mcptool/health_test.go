@@ -1,11 +1,14 @@
 package mcptool_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,5 +130,44 @@ func TestManager_ResultCap(t *testing.T) {
 	}
 	if n := got["large"].ret.OutputSize; n > 1300 {
 		t.Fatalf("recorded output is %d bytes", n)
+	}
+}
+
+// An MCP result carrying a server's secret (its env, marked in the config
+// file) is redacted before it is written, like any other payload.
+func TestMCPResultSecretsAreRedacted(t *testing.T) {
+	const token, code = "tok-mcp-5ecret-123456", "code-mcp-5ecret-987654"
+	home := t.TempDir()
+	srv := helperServer(t, "exit-on-eof", map[string]string{"SERVICE_TOKEN": token, "WIDGET_CODE": code})
+	cfg, _ := json.Marshal(map[string]any{"mcp_servers": map[string]any{
+		"calc": map[string]any{"command": srv.Command, "args": srv.Args, "env": srv.Env, "secret_env": []string{"WIDGET_CODE"}},
+	}})
+	if err := os.WriteFile(filepath.Join(home, "config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("RATH_HOME", home)
+	rt := MustOpen(t) // its default secrets come from the config file
+	if err := rt.MCP().ConnectConfig(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := rt.MCP().Tools(t.Context(), "calc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runAgent(t, rt, tools,
+		scripted.ToolCall{ID: "c1", Name: "calc__getenv", Arguments: `{"name":"SERVICE_TOKEN"}`},
+		scripted.ToolCall{ID: "c2", Name: "calc__getenv", Arguments: `{"name":"WIDGET_CODE"}`})
+	if c := got["c1"].chunk.Content; c != `SERVICE_TOKEN="[redacted:mcp.calc.SERVICE_TOKEN]" set=true` {
+		t.Fatalf("c1 = %q", c)
+	}
+	if c := got["c2"].chunk.Content; c != `WIDGET_CODE="[redacted:mcp.calc.WIDGET_CODE]" set=true` {
+		t.Fatalf("c2 = %q", c)
+	}
+	files, _ := filepath.Glob(filepath.Join(rt.Dir(), "rath.db*"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if bytes.Contains(b, []byte(token)) || bytes.Contains(b, []byte(code)) {
+			t.Fatalf("%s holds an MCP server's secret", f)
+		}
 	}
 }
