@@ -1,10 +1,11 @@
 package events
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"sync"
 )
 
 // Redactor removes secret values from bytes before the store writes them
@@ -37,7 +38,8 @@ func (s *Store) redactRequest(req *request) ([]SecretRedacted, error) {
 		return nil, nil
 	}
 	var found []SecretRedacted
-	rehash := map[string]string{}
+	rehash := s.rehash.snapshot()
+	fresh := map[string]string{}
 	sizes := map[string]int{} // of the redacted blobs, by new hash
 	for wi := range req.writes {
 		w := &req.writes[wi]
@@ -46,8 +48,12 @@ func (s *Store) redactRequest(req *request) ([]SecretRedacted, error) {
 		}
 		cloned := false
 		for bi, b := range w.blobs {
-			out, hits := r.Redact(b)
-			if len(hits) == 0 {
+			// A blob may reference blobs redacted earlier (a request's
+			// message segments chain by hash): point it at their new
+			// hashes, which changes its own.
+			in, remapped := remapHashes(b, rehash)
+			out, hits := r.Redact(in)
+			if len(hits) == 0 && !remapped {
 				continue
 			}
 			if !cloned { // the caller's slice is not ours to change
@@ -55,11 +61,17 @@ func (s *Store) redactRequest(req *request) ([]SecretRedacted, error) {
 			}
 			w.blobs[bi] = out
 			newHash := BlobHash(out)
-			rehash[BlobHash(b)] = newHash
+			if rehash == nil {
+				rehash = map[string]string{}
+			}
+			rehash[BlobHash(b)], fresh[BlobHash(b)] = newHash, newHash
 			sizes[newHash] = len(out)
-			found = append(found, SecretRedacted{Stream: w.stream, Blob: newHash, Secrets: hits})
+			if len(hits) > 0 {
+				found = append(found, SecretRedacted{Stream: w.stream, Blob: newHash, Secrets: hits})
+			}
 		}
 	}
+	s.rehash.add(fresh)
 	for wi := range req.writes {
 		w := &req.writes[wi]
 		if w.stream == StreamRedactions {
@@ -67,15 +79,9 @@ func (s *Store) redactRequest(req *request) ([]SecretRedacted, error) {
 		}
 		for ii := range w.items {
 			it := &w.items[ii]
-			raw := it.payload
-			for old, nu := range rehash {
-				raw = bytes.ReplaceAll(raw, []byte(old), []byte(nu))
-			}
+			raw, remapped := remapHashes(it.payload, rehash)
 			raw, hits := r.Redact(raw)
-			if len(hits) == 0 && len(rehash) == 0 {
-				continue
-			}
-			if bytes.Equal(raw, it.payload) {
+			if len(hits) == 0 && !remapped {
 				continue
 			}
 			// Markers are plain text inside JSON strings, so the result
@@ -101,6 +107,69 @@ func (s *Store) redactRequest(req *request) ([]SecretRedacted, error) {
 	}
 	return found, nil
 }
+
+// rehashes remembers, for the life of the Store, the new hash of every
+// blob the Redactor changed, so later blobs and payloads that reference
+// one by its old hash are pointed at what was stored.
+type rehashes struct {
+	mu sync.Mutex // protects m
+	m  map[string]string
+}
+
+func (h *rehashes) snapshot() map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.m) == 0 {
+		return nil
+	}
+	return maps.Clone(h.m)
+}
+
+func (h *rehashes) add(m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]string{}
+	}
+	maps.Copy(h.m, m)
+}
+
+// remapHashes returns b with every blob hash (a run of exactly 64 lower
+// case hex digits) that m maps replaced, and whether there was one (if
+// not, b itself). One pass, whatever the size of m.
+func remapHashes(b []byte, m map[string]string) ([]byte, bool) {
+	if len(m) == 0 {
+		return b, false
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); {
+		if !isHex(b[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(b) && isHex(b[j]) {
+			j++
+		}
+		if j-i == 64 {
+			if nu, ok := m[string(b[i:j])]; ok {
+				out = append(append(out, b[last:i]...), nu...)
+				last = j
+			}
+		}
+		i = j
+	}
+	if out == nil {
+		return b, false
+	}
+	return append(out, b[last:]...), true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
 
 // recordRedactions appends what redactRequest found, now that the events
 // it names have seqs. It runs outside the request's transaction and run

@@ -3,6 +3,7 @@ package events_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -72,5 +73,40 @@ func TestStore_RedactsBeforeWriting(t *testing.T) {
 	}
 	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
+
+// A blob that references a redacted blob by its old hash (a request's
+// message segments chain so) is pointed at the stored one, in later
+// appends too, so the chain can still be followed.
+func TestStore_RedactionKeepsBlobChains(t *testing.T) {
+	const key = "sk-redact-me-0123456789"
+	s := MustOpenStore(t, events.Options{Redactor: secret.New(secret.Secret{Name: "K", Value: key})})
+	ctx := context.Background()
+	seg1 := []byte(`{"add":["my key is ` + key + `"]}`)
+	ev := func(ref string) events.Payload {
+		return events.ProviderFailed{Session: "s-1", Agent: "a", Provider: "p", Model: "m", ErrorKind: "x", Error: "e", Attempt: 1, RequestRef: ref}
+	}
+	if _, err := s.AppendWrites(ctx, events.Write{Stream: "s-1", Expected: events.AnyVersion, Events: []events.Payload{ev(events.BlobHash(seg1))}, Blobs: [][]byte{seg1}}); err != nil {
+		t.Fatal(err)
+	}
+	seg2 := []byte(`{"prev":"` + events.BlobHash(seg1) + `","add":["more"]}`)
+	stored, err := s.AppendWrites(ctx, events.Write{Stream: "s-1", Expected: events.AnyVersion, Events: []events.Payload{ev(events.BlobHash(seg2))}, Blobs: [][]byte{seg2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := stored[0].Decode()
+	ref := p.(*events.ProviderFailed).RequestRef
+	got2, err := s.GetBlob(ctx, ref)
+	if err != nil {
+		t.Fatalf("the second segment is not stored under the ref its event names: %v", err)
+	}
+	var seg struct{ Prev string }
+	if err := json.Unmarshal(got2, &seg); err != nil {
+		t.Fatal(err)
+	}
+	got1, err := s.GetBlob(ctx, seg.Prev)
+	if err != nil || !strings.Contains(string(got1), "[redacted:K]") {
+		t.Fatalf("following prev: %q, %v", got1, err)
 	}
 }

@@ -114,6 +114,8 @@ type Store struct {
 	notifyMu sync.Mutex // protects notifyCh
 	notifyCh chan struct{}
 
+	rehash rehashes // blobs the Redactor changed
+
 	// Owned by the writer goroutine.
 	w writerState
 }
