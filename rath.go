@@ -280,14 +280,17 @@ func (rt *Runtime) Reader() *projections.Reader { return rt.reader }
 // Sessions returns the session manager.
 func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
 
-// NewUserSession creates a root session holding one user message.
+// NewUserSession creates a root session holding one user message. A
+// known secret in text is redacted from the session too, not only from
+// the log, so the requests built from it are the ones a replay rebuilds.
 func (rt *Runtime) NewUserSession(ctx context.Context, text string) (*session.Session, error) {
-	return rt.sessions.New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: text})
+	return rt.sessions.New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: rt.secrets.String(text)})
 }
 
-// NewAgentSession creates a root session holding an agent's system prompt.
+// NewAgentSession creates a root session holding an agent's system prompt
+// (redacted as NewUserSession's text is).
 func (rt *Runtime) NewAgentSession(ctx context.Context, prompt string) (*session.Session, error) {
-	return rt.sessions.New(ctx, session.OriginAgentPrompt, session.Chunk{Role: events.RoleSystem, Content: prompt})
+	return rt.sessions.New(ctx, session.OriginAgentPrompt, session.Chunk{Role: events.RoleSystem, Content: rt.secrets.String(prompt)})
 }
 
 // NewSession creates an empty root session.

@@ -73,7 +73,7 @@ func TestRun_SecretsNeverReachTheEvidence(t *testing.T) {
 	casPath := filepath.Join(t.TempDir(), "cassette.json")
 	os.WriteFile(casPath, b, 0o644)
 
-	out := rathProc(t, env, "run", "--cassette", casPath, "--workspace", work, "--backend", "local", "--tools", "all", "--no-stream", "find the keys")
+	out := rathProc(t, env, "run", "--cassette", casPath, "--workspace", work, "--backend", "local", "--tools", "all", "--no-stream", "find the keys, starting with "+secrets["ANTHROPIC_API_KEY"])
 	if !strings.Contains(out, "[redacted:OPENAI_API_KEY]") {
 		t.Fatalf("the model's answer should show the marker:\n%s", out)
 	}
