@@ -2,11 +2,9 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -31,14 +29,14 @@ func lockIndexDir(ctx context.Context, dir string, timeout time.Duration) (unloc
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		held, err := tryLock(f)
+		if err == nil && held {
 			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				unlockFile(f)
 				f.Close()
 			}, nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("memory: lock %s: %w", path, err)
 		}
