@@ -8,9 +8,9 @@ import (
 var knownEnv = []string{"RATH_HMAC_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
 
 // LooksSecret reports whether an environment variable's name says it
-// holds a credential: the well-known keys, and names with KEY, TOKEN,
-// SECRET, PASSWORD, PASSWD or CREDENTIAL in them (as a word, so
-// KEYBOARD_LAYOUT is not one).
+// holds a credential: the well-known keys, and names with KEY, APIKEY,
+// TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL(S) or PAT in them as a word
+// (so KEYBOARD_LAYOUT and SSH_AUTH_SOCK are not).
 func LooksSecret(name string) bool {
 	up := strings.ToUpper(name)
 	for _, k := range knownEnv {
@@ -20,7 +20,7 @@ func LooksSecret(name string) bool {
 	}
 	for _, word := range strings.FieldsFunc(up, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
 		switch word {
-		case "KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "AUTH", "PAT":
+		case "KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "PAT":
 			return true
 		}
 	}

@@ -71,7 +71,7 @@ func TestMarker_NameIsSafe(t *testing.T) {
 }
 
 func TestFromEnviron(t *testing.T) {
-	got := secret.FromEnviron([]string{"OPENAI_API_KEY=a", "GITHUB_TOKEN=b", "KEYBOARD_LAYOUT=c", "PATH=/bin", "DB_PASSWORD=d", "EMPTY_TOKEN=", "MY_SECRET_X=e"})
+	got := secret.FromEnviron([]string{"OPENAI_API_KEY=a", "GITHUB_TOKEN=b", "KEYBOARD_LAYOUT=c", "SSH_AUTH_SOCK=/tmp/ssh-abcdef/agent.1", "PATH=/bin", "DB_PASSWORD=d", "EMPTY_TOKEN=", "MY_SECRET_X=e"})
 	var names []string
 	for _, s := range got {
 		names = append(names, s.Name)
