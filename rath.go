@@ -29,6 +29,7 @@ import (
 	"github.com/gorath/rath/sandbox/bwrap"
 	"github.com/gorath/rath/sandbox/local"
 	"github.com/gorath/rath/sandbox/opensandbox"
+	"github.com/gorath/rath/secret"
 	"github.com/gorath/rath/session"
 	"github.com/gorath/rath/telemetry"
 )
@@ -72,6 +73,11 @@ type Options struct {
 	// OTEL_EXPORTER_OTLP_* variables name an endpoint (see package
 	// telemetry); Close flushes. With no endpoint set nothing is started.
 	Telemetry bool
+	// Secrets are redacted from every payload and blob before it is
+	// written (see package secret). Nil means DefaultSecrets: the HMAC
+	// key, credential-like environment variables and the keys of the
+	// config file. Add more with Runtime.Secrets.
+	Secrets *secret.Redactor
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -84,6 +90,7 @@ type Runtime struct {
 	wfs      workflows
 	pool     *sandbox.Pool
 	mcp      *mcptool.Manager
+	secrets  *secret.Redactor
 	keeper   *sql.DB // holds an in-memory database open; nil for a file
 	memOpts  memory.LocalOptions
 
@@ -127,7 +134,12 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	} else if err := Migrate(ctx, path); err != nil {
 		return nil, err
 	}
+	secrets := opts.Secrets
+	if secrets == nil {
+		secrets = secret.New(DefaultSecrets(opts.HMACKey)...)
+	}
 	store, err := events.Open(ctx, events.Options{
+		Redactor:     secrets,
 		InMemory:     opts.InMemory,
 		DiscardBlobs: opts.DiscardBlobs,
 		Path:         path,
@@ -169,7 +181,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	sessions := session.NewManager(store, reader, session.WithBackendCheck(check), session.WithPlacementCheck(guard), local)
 	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
 		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
-		mcp: mcptool.NewManager(), keeper: keeper, memOpts: opts.Memory}
+		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory}
 	if opts.Telemetry {
 		if rt.otel, err = telemetry.StartFromEnv(ctx, store); err != nil {
 			return nil, errors.Join(fmt.Errorf("rath: open: %w", err), rt.Close())
@@ -280,6 +292,10 @@ func (rt *Runtime) Sandbox(ctx context.Context, s *session.Session) (sandbox.San
 	return rt.pool.Get(ctx, s.Placement())
 }
 
+// Secrets returns the values redacted from everything the runtime writes;
+// add a secret it cannot know (a key passed in code) before it can leak.
+func (rt *Runtime) Secrets() *secret.Redactor { return rt.secrets }
+
 // Dir returns the runtime directory.
 func (rt *Runtime) Dir() string { return rt.dir }
 
@@ -292,14 +308,17 @@ func (rt *Runtime) Reader() *projections.Reader { return rt.reader }
 // Sessions returns the session manager.
 func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
 
-// NewUserSession creates a root session holding one user message.
+// NewUserSession creates a root session holding one user message. A
+// known secret in text is redacted from the session too, not only from
+// the log, so the requests built from it are the ones a replay rebuilds.
 func (rt *Runtime) NewUserSession(ctx context.Context, text string) (*session.Session, error) {
-	return rt.sessions.New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: text})
+	return rt.sessions.New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: rt.secrets.String(text)})
 }
 
-// NewAgentSession creates a root session holding an agent's system prompt.
+// NewAgentSession creates a root session holding an agent's system prompt
+// (redacted as NewUserSession's text is).
 func (rt *Runtime) NewAgentSession(ctx context.Context, prompt string) (*session.Session, error) {
-	return rt.sessions.New(ctx, session.OriginAgentPrompt, session.Chunk{Role: events.RoleSystem, Content: prompt})
+	return rt.sessions.New(ctx, session.OriginAgentPrompt, session.Chunk{Role: events.RoleSystem, Content: rt.secrets.String(prompt)})
 }
 
 // NewSession creates an empty root session.

@@ -13,6 +13,9 @@
 //     subscriptions, content-addressed blobs, the hash chain and [Store.Verify].
 //   - The [Projector] hook: read models registered with the store are updated
 //     in the same transaction as the events they consume.
+//   - The [Redactor] hook: secrets are removed from every payload and blob
+//     before it is hashed and written, and each removal is recorded as a
+//     [SecretRedacted] event on [StreamRedactions].
 //
 // # What it does not own
 //

@@ -70,6 +70,10 @@ type Options struct {
 	// Projectors are run for every appended event inside the append's
 	// transaction, in order.
 	Projectors []Projector
+	// Redactor, if set, removes secrets from every payload and blob before
+	// it is hashed and written, and each removal is recorded on
+	// StreamRedactions (see package secret).
+	Redactor Redactor
 }
 
 // Projector updates a read model from events. It runs on the writer
@@ -109,6 +113,8 @@ type Store struct {
 
 	notifyMu sync.Mutex // protects notifyCh
 	notifyCh chan struct{}
+
+	rehash rehashes // blobs the Redactor changed
 
 	// Owned by the writer goroutine.
 	w writerState
@@ -295,7 +301,15 @@ func (s *Store) AppendWrites(ctx context.Context, writes ...Write) ([]Event, err
 		req.n += len(pw.items)
 		req.writes = append(req.writes, pw)
 	}
-	return s.send(ctx, req)
+	found, err := s.redactRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := s.send(ctx, req)
+	if err == nil {
+		s.recordRedactions(ctx, req, stored, found)
+	}
+	return stored, err
 }
 
 func prepare(stream string, p Payload) (item, error) {
@@ -338,13 +352,19 @@ func asPointer(p Payload) Payload {
 }
 
 // PutBlob stores b content-addressed and returns its hash. Storing the same
-// bytes twice stores them once.
+// bytes twice stores them once. With a Redactor, what is stored (and
+// hashed) is b with its secrets removed.
 func (s *Store) PutBlob(ctx context.Context, b []byte) (string, error) {
 	req := &request{ctx: ctx, reply: make(chan result, 1), writes: []pendingWrite{{blobs: [][]byte{b}}}}
+	found, err := s.redactRequest(req)
+	if err != nil {
+		return "", err
+	}
 	if _, err := s.send(ctx, req); err != nil {
 		return "", err
 	}
-	return BlobHash(b), nil
+	s.recordRedactions(ctx, req, nil, found)
+	return BlobHash(req.writes[0].blobs[0]), nil
 }
 
 // Exclusive runs fn on the writer goroutine in a transaction of its own,

@@ -232,6 +232,10 @@ type SessionImported struct {
 	Incomplete  bool      `json:"incomplete,omitempty"` // no trailer: the writer crashed
 	// DeclaredParents are the parent ids the file named, present or not.
 	DeclaredParents []string `json:"declared_parents,omitempty"`
+	// DeclaredPlacement is the placement the file named, kept as
+	// provenance: Placement is set from it only when the importer
+	// accepted it (see session/jsonl.Options.Placement).
+	DeclaredPlacement *Placement `json:"declared_placement,omitempty"`
 }
 
 func (SessionImported) EventType() string  { return TypeSessionImported }
@@ -384,5 +388,6 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &AgentCapped{} })
 	add(func() Payload { return &SessionCompressed{} })
 	add(func() Payload { return &EffectRecorded{} })
+	add(func() Payload { return &SecretRedacted{} })
 	return c
 }

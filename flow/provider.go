@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/secret"
 )
 
 // Provider kinds.
@@ -199,9 +202,13 @@ func NewProvider(p Provider) (*Provider, error) {
 }
 
 // ResolveProvider fills p's unset fields, explicit fields first, then the
-// environment (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_DEFAULT_MODEL,
-// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL), then the
-// config file, and builds the client. Errors match ErrProvider.
+// selected provider of the config file, then the environment
+// (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_DEFAULT_MODEL,
+// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL), and
+// builds the client. The environment's key is used only with the
+// environment's or the default base URL: a provider whose URL comes from
+// the caller or the config file gets the caller's or the file's key, or
+// none. Errors match ErrProvider.
 func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 	r, err := ResolveProviderConfig(p, opts)
 	if err != nil {
@@ -256,24 +263,41 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		}
 	}
 	prefix := map[string]string{KindOpenAI: "OPENAI", KindAnthropic: "ANTHROPIC"}[p.Kind]
-	pick := func(explicit, envName, file string) string {
-		if explicit != "" {
-			return explicit
+	envVar := func(name string) string {
+		if prefix == "" {
+			return ""
 		}
-		if prefix != "" {
-			if v := getenv(prefix + envName); v != "" {
-				return v
-			}
-		}
-		return file
+		return getenv(prefix + name)
 	}
+	// The endpoint (base URL and key) is resolved as a pair, so a key is
+	// only sent to the URL it belongs to: the environment's key goes with
+	// the environment's (or the kind's default) URL, never with a URL
+	// from the config file or the caller. A named provider that sets its
+	// own base_url or key ignores OPENAI_*/ANTHROPIC_* entirely.
 	fileKey := fromFile.APIKey
 	if fromFile.APIKeyEnv != "" {
 		fileKey = getenv(fromFile.APIKeyEnv)
 	}
-	p.APIKey = pick(p.APIKey, "_API_KEY", fileKey)
-	p.BaseURL = pick(p.BaseURL, "_BASE_URL", fromFile.BaseURL)
-	p.Model = pick(p.Model, "_DEFAULT_MODEL", fromFile.Model)
+	fileEndpoint := fromFile.BaseURL != "" || fromFile.APIKey != "" || fromFile.APIKeyEnv != ""
+	urlFromEnv := p.BaseURL == "" && fromFile.BaseURL == ""
+	if p.BaseURL == "" {
+		p.BaseURL = fromFile.BaseURL
+	}
+	if p.BaseURL == "" && !fileEndpoint {
+		p.BaseURL = envVar("_BASE_URL")
+	}
+	if p.APIKey == "" {
+		p.APIKey = fileKey
+	}
+	if p.APIKey == "" && urlFromEnv && !fileEndpoint {
+		p.APIKey = envVar("_API_KEY")
+	}
+	if p.Model == "" {
+		p.Model = fromFile.Model
+	}
+	if p.Model == "" {
+		p.Model = envVar("_DEFAULT_MODEL")
+	}
 	if p.Cassette == "" {
 		p.Cassette = fromFile.Cassette
 	}
@@ -312,4 +336,22 @@ func sleep(d time.Duration, done <-chan struct{}) bool {
 	case <-done:
 		return false
 	}
+}
+
+// ConfigSecrets returns the provider keys a config file holds or names:
+// literal api_key values and the values of the api_key_env variables.
+func ConfigSecrets(cf ConfigFile, getenv func(string) string) []secret.Secret {
+	var out []secret.Secret
+	for _, name := range slices.Sorted(maps.Keys(cf.Providers)) {
+		pc := cf.Providers[name]
+		if pc.APIKey != "" {
+			out = append(out, secret.Secret{Name: "provider." + name + ".api_key", Value: pc.APIKey})
+		}
+		if pc.APIKeyEnv != "" {
+			if v := getenv(pc.APIKeyEnv); v != "" {
+				out = append(out, secret.Secret{Name: pc.APIKeyEnv, Value: v})
+			}
+		}
+	}
+	return out
 }

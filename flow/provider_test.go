@@ -25,7 +25,10 @@ func TestResolveProvider_Order(t *testing.T) {
 		maxTokens              int
 	}{
 		{"config default", flow.Provider{}, map[string]string{"LOCAL_KEY": "k-file"}, "openai", "file-model", "http://file/v1", "k-file", 77},
-		{"env beats file", flow.Provider{}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k-env"}, "openai", "env-model", "http://env/v1", "k-env", 77},
+		{"file beats env", flow.Provider{}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k-env"}, "openai", "file-model", "http://file/v1", "", 77},
+		{"file key with file url", flow.Provider{}, map[string]string{"OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k-env", "LOCAL_KEY": "k-file"}, "openai", "file-model", "http://file/v1", "k-file", 77},
+		{"env pair without a named provider", flow.Provider{Kind: "openai"}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k-env"}, "openai", "env-model", "http://env/v1", "k-env", 0},
+		{"explicit url never gets the env key", flow.Provider{Kind: "openai", BaseURL: "http://mine/v1"}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_API_KEY": "k-env"}, "openai", "env-model", "http://mine/v1", "", 0},
 		{"explicit beats env", flow.Provider{Model: "explicit", APIKey: "k-x"}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_API_KEY": "k-env"}, "openai", "explicit", "http://file/v1", "k-x", 77},
 		{"named provider", flow.Provider{Name: "claude"}, map[string]string{"ANTHROPIC_API_KEY": "k-a"}, "anthropic", "file-claude", "", "k-a", 0},
 	}

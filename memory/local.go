@@ -150,13 +150,20 @@ func OpenLocal(ctx context.Context, store *events.Store, dir string, opts LocalO
 	}
 	l.progress.init()
 	l.durable.init()
+	unlock, err := lockIndexDir(ctx, dir, opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
 	idx, st, err := l.openIndex(ctx)
 	if err != nil {
+		unlock()
 		return nil, err
 	}
 	// A rebuild that crashed leaves its scratch directory behind. It is
 	// removed only now that this process holds the index.
-	if err := os.RemoveAll(rebuildDir(dir)); err != nil {
+	err = os.RemoveAll(rebuildDir(dir))
+	unlock() // from here bleve's own lock keeps other processes out
+	if err != nil {
 		closeQuietly(idx)
 		return nil, fmt.Errorf("memory: open: %w", err)
 	}

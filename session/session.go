@@ -248,6 +248,7 @@ func (s *Session) Record(ctx context.Context, r Record) (*Session, error) {
 	for _, p := range r.Events {
 		applyEffect(&c, p)
 	}
+	keepRedacted(add, stored[len(stored)-len(add):])
 	if len(add) > 0 {
 		c.log = s.log.extend(s.n, add)
 		c.n = s.n + len(add)

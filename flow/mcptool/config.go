@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/secret"
 )
 
 // Server describes a stdio MCP server: one entry of the config file's
@@ -24,6 +25,10 @@ type Server struct {
 	// Env is added to the few variables a server inherits (see the package
 	// documentation) and wins over them.
 	Env map[string]string `json:"env,omitempty"`
+	// SecretEnv names the Env entries that hold credentials, so their
+	// values are redacted from the log (see package secret). Entries whose
+	// names look like credentials (secret.LooksSecret) are redacted too.
+	SecretEnv []string `json:"secret_env,omitempty"`
 	// Cwd is the server's working directory. Empty means rath's; in a
 	// config file, a relative Cwd is relative to the file's directory.
 	Cwd string `json:"cwd,omitempty"`
@@ -74,6 +79,25 @@ func (srv Server) command() *exec.Cmd {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
 	return cmd
+}
+
+// ConfigSecrets returns the secret Env values of the config file's MCP
+// servers: those listed in secret_env and those whose names look like
+// credentials. Entries that do not parse add nothing.
+func ConfigSecrets(cf flow.ConfigFile) []secret.Secret {
+	var out []secret.Secret
+	for _, name := range slices.Sorted(maps.Keys(cf.MCPServers)) {
+		srv, err := ParseServer(cf.MCPServers[name])
+		if err != nil {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
+			if slices.Contains(srv.SecretEnv, k) || secret.LooksSecret(k) {
+				out = append(out, secret.Secret{Name: "mcp." + name + "." + k, Value: srv.Env[k]})
+			}
+		}
+	}
+	return out
 }
 
 // ConnectServer starts srv as the server name; see Connect.

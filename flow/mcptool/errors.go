@@ -16,6 +16,9 @@ const (
 	KindToolError = "mcp_tool_error"
 	// KindServerGone: the server exited or closed the connection.
 	KindServerGone = "mcp_server_gone"
+	// KindServerHung: after a call timed out, the server did not answer a
+	// ping and could not be restarted.
+	KindServerHung = "mcp_server_unresponsive"
 )
 
 var (
@@ -34,7 +37,41 @@ var (
 	ErrConfig = errors.New("mcptool: invalid server config")
 	// ErrServerGone is matched by a *ServerGoneError.
 	ErrServerGone = errors.New("mcptool: server gone")
+	// ErrUnresponsive is matched by an *UnresponsiveError.
+	ErrUnresponsive = errors.New("mcptool: server not responding")
 )
+
+// UnresponsiveError reports a server that, after a call to it timed out,
+// did not answer a ping, and that could not be restarted (Restart says
+// why; nil for a connection Connect did not start, which has no command
+// to run again).
+type UnresponsiveError struct {
+	Server  string
+	Waited  string // how long the ping waited; empty once given up on
+	Restart error
+	Stderr  string
+}
+
+func (e *UnresponsiveError) Error() string {
+	msg := fmt.Sprintf("mcptool: server %s is not responding after a call timed out", e.Server)
+	if e.Waited != "" {
+		msg += " (no answer to a ping in " + e.Waited + ")"
+	}
+	if e.Restart != nil {
+		msg += "; restarting it failed: " + e.Restart.Error()
+	} else {
+		msg += "; reconnect it with Manager.Connect"
+	}
+	if e.Stderr != "" {
+		msg += "; its stderr ended with:\n" + e.Stderr
+	}
+	return msg
+}
+
+func (e *UnresponsiveError) Unwrap() error { return e.Restart }
+
+// Is makes errors.Is(err, ErrUnresponsive) true.
+func (e *UnresponsiveError) Is(target error) bool { return target == ErrUnresponsive }
 
 // ServerGoneError reports a server whose connection ended: it exited,
 // crashed, or closed its stdout. Stderr holds the end of what it wrote

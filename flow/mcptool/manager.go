@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,7 +37,27 @@ type Options struct {
 	// Client is how rath introduces itself to servers. Nil means
 	// {Name: "rath", Version: "dev"}.
 	Client *mcp.Implementation
+	// MaxResultBytes caps the text of one tool result, and separately the
+	// binary parts kept with it; the rest is dropped and the result says
+	// so. Zero means DefaultMaxResultBytes; negative, no cap.
+	MaxResultBytes int
+	// PingTimeout bounds the health check made before the next call to a
+	// server after a call to it timed out. Zero means DefaultPingTimeout.
+	PingTimeout time.Duration
+	// CallTimeout, if positive, is the timeout of every MCP tool call
+	// (flow.TimeoutTool); zero leaves flow.DefaultToolTimeout.
+	CallTimeout time.Duration
 }
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultMaxResultBytes is the default cap of one tool result.
+	DefaultMaxResultBytes = 1 << 20
+	// DefaultPingTimeout is how long a server suspected of hanging has to
+	// answer a ping before it is restarted (or, when it cannot be, given
+	// up on).
+	DefaultPingTimeout = 2 * time.Second
+)
 
 // Manager holds one long-lived connection per MCP server. It is safe for
 // concurrent use; calls to one server share its connection.
@@ -54,12 +75,43 @@ type Manager struct {
 type conn struct {
 	name    string
 	session *mcp.ClientSession
-	stderr  *tail // nil when not captured (ConnectTransport)
+	stderr  *tail    // nil when not captured (ConnectTransport)
+	spec    *cmdSpec // how to start the server again; nil for ConnectTransport
 	done    chan struct{}
 	err     error
+
+	// suspect is set when a call timed out: the next call pings first.
+	suspect atomic.Bool
+	// hung is set when a suspect server did not answer the ping and could
+	// not be restarted: calls fail at once until it is connected again.
+	hung atomic.Bool
+}
+
+// cmdSpec is what starting a server's process again needs: an exec.Cmd
+// runs once.
+type cmdSpec struct {
+	path       string
+	args, env  []string
+	dir        string
+	stderr     io.Writer
+	waitDelay  time.Duration
+	sysProcAtt *syscall.SysProcAttr
+}
+
+func specOf(cmd *exec.Cmd) *cmdSpec {
+	return &cmdSpec{path: cmd.Path, args: slices.Clone(cmd.Args), env: slices.Clone(cmd.Env), dir: cmd.Dir,
+		stderr: cmd.Stderr, waitDelay: cmd.WaitDelay, sysProcAtt: cmd.SysProcAttr}
+}
+
+func (s *cmdSpec) command() *exec.Cmd {
+	return &exec.Cmd{Path: s.path, Args: slices.Clone(s.args), Env: slices.Clone(s.env), Dir: s.dir,
+		Stderr: s.stderr, WaitDelay: s.waitDelay, SysProcAttr: s.sysProcAtt}
 }
 
 func (c *conn) alive() bool {
+	if c.hung.Load() {
+		return false
+	}
 	select {
 	case <-c.done:
 		return false
@@ -100,6 +152,12 @@ func NewManagerWith(opts Options) *Manager {
 	if opts.TerminateDuration <= 0 {
 		opts.TerminateDuration = DefaultTerminateDuration
 	}
+	if opts.MaxResultBytes == 0 {
+		opts.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if opts.PingTimeout <= 0 {
+		opts.PingTimeout = DefaultPingTimeout
+	}
 	impl := opts.Client
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "rath", Version: "dev"}
@@ -125,6 +183,11 @@ func (m *Manager) Connect(ctx context.Context, name string, cmd *exec.Cmd) error
 	if err := m.check(name); err != nil {
 		return err
 	}
+	return m.start(ctx, name, cmd, specOf(cmd), nil)
+}
+
+// start connects cmd as name, replacing old (nil: nothing to replace).
+func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *cmdSpec, old *conn) error {
 	t := &tail{max: stderrTail}
 	switch {
 	case cmd.Stderr != nil:
@@ -139,7 +202,7 @@ func (m *Manager) Connect(ctx context.Context, name string, cmd *exec.Cmd) error
 		// Wait, and so Close, blocked on the copy.
 		cmd.WaitDelay = m.opts.TerminateDuration
 	}
-	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t)
+	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t, spec, old)
 	if err != nil && t.String() != "" {
 		return fmt.Errorf("%w; its stderr ended with:\n%s", err, t.String())
 	}
@@ -153,7 +216,7 @@ func (m *Manager) ConnectTransport(ctx context.Context, name string, t mcp.Trans
 	if err := m.check(name); err != nil {
 		return err
 	}
-	return m.connect(ctx, name, t, nil)
+	return m.connect(ctx, name, t, nil, nil, nil)
 }
 
 // check rejects a bad name or one already connected; connect checks the
@@ -173,12 +236,12 @@ func (m *Manager) check(name string) error {
 	return nil
 }
 
-func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail) error {
+func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail, spec *cmdSpec, replace *conn) error {
 	cs, err := m.client.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcptool: connect %s: %w", name, err)
 	}
-	c := &conn{name: name, session: cs, stderr: stderr, done: make(chan struct{})}
+	c := &conn{name: name, session: cs, stderr: stderr, spec: spec, done: make(chan struct{})}
 	go func() {
 		c.err = cs.Wait()
 		close(c.done)
@@ -190,14 +253,19 @@ func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, std
 		m.mu.Unlock()
 		closeConn(c)
 		return ErrClosed
-	case exists && old.alive():
+	case exists && old != replace && old.alive():
 		m.mu.Unlock()
 		closeConn(c)
 		return fmt.Errorf("%w: %s", ErrAlreadyConnected, name)
 	}
 	m.conns[name] = c
 	m.mu.Unlock()
-	if exists {
+	switch {
+	case exists && (old == replace || old.hung.Load()):
+		// A hung server takes TerminateDuration twice to stop; the
+		// caller, who is waiting for the new one, does not wait for that.
+		go closeConn(old)
+	case exists:
 		closeConn(old) // gone already: this only reaps the process
 	}
 	return nil
@@ -264,7 +332,8 @@ func (m *Manager) Close() error {
 // closeConn closes one connection and reports a failure to stop a server
 // that was still alive.
 func closeConn(c *conn) error {
-	wasAlive := c.alive()
+	// A server suspected of hanging may need SIGKILL: expected, not an error.
+	wasAlive := c.alive() && !c.suspect.Load()
 	err := c.session.Close()
 	// ErrProcessDone: the server exited on EOF just after the SDK stopped
 	// waiting, so its SIGTERM and SIGKILL found nothing to stop.

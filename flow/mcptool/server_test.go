@@ -17,6 +17,11 @@ import (
 // set it serves calcServer on stdin and stdout instead of running tests,
 // which lets the tests start real server processes without node.
 func TestMain(m *testing.M) {
+	if mode := os.Getenv("RATH_MCPTOOL_SERVER"); mode == "freezer" {
+		err := freezerServer().Run(context.Background(), &mcp.StdioTransport{})
+		fmt.Fprintln(os.Stderr, "freezer server stopped:", err)
+		os.Exit(0)
+	}
 	if mode := os.Getenv("RATH_MCPTOOL_SERVER"); mode != "" {
 		err := calcServer().Run(context.Background(), &mcp.StdioTransport{})
 		fmt.Fprintln(os.Stderr, "calc server stopped:", err)

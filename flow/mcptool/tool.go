@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -68,6 +69,7 @@ var (
 	_ flow.Tool              = (*tool)(nil)
 	_ flow.ArgumentValidator = (*tool)(nil)
 	_ flow.ParallelSafe      = (*tool)(nil)
+	_ flow.TimeoutTool       = (*tool)(nil)
 )
 
 func (m *Manager) wrap(server string, t *mcp.Tool) (*tool, error) {
@@ -110,6 +112,9 @@ func (m *Manager) wrap(server string, t *mcp.Tool) (*tool, error) {
 	return wt, nil
 }
 
+// Timeout is Options.CallTimeout (zero: flow's default).
+func (t *tool) Timeout() time.Duration { return t.m.opts.CallTimeout }
+
 func (t *tool) Name() string            { return t.name }
 func (t *tool) Description() string     { return t.desc }
 func (t *tool) Schema() json.RawMessage { return t.schema }
@@ -143,6 +148,9 @@ func (m *Manager) Call(ctx context.Context, server, toolName string, args json.R
 	if err != nil {
 		return res, &flow.ToolError{Kind: KindServerGone, Err: err}
 	}
+	if c, err = m.healthy(ctx, c); err != nil {
+		return res, err
+	}
 	if !c.alive() {
 		return res, &flow.ToolError{Kind: KindServerGone, Err: c.goneError()}
 	}
@@ -152,6 +160,11 @@ func (m *Manager) Call(ctx context.Context, server, toolName string, args json.R
 	out, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: toolName, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// The server may be hung: check before trusting it with
+				// another call's whole timeout.
+				c.suspect.Store(true)
+			}
 			return res, ctx.Err()
 		}
 		var we *jsonrpc.Error
@@ -165,6 +178,7 @@ func (m *Manager) Call(ctx context.Context, server, toolName string, args json.R
 		}
 	}
 	res.Content, res.Blobs = render(out)
+	res.Content, res.Blobs = capResult(res.Content, res.Blobs, m.opts.MaxResultBytes)
 	if out.IsError {
 		return res, &flow.ToolError{Kind: KindToolError, Err: &CallError{Server: server, Tool: toolName, Message: res.Content}}
 	}

@@ -45,9 +45,19 @@
 // store fails with a [*ExistsError] and the file is skipped; the other
 // files are still imported.
 //
-// Import reads every file completely before writing anything, since the
-// import order depends on all the headers; memory use grows with the
-// total size of the files of one call.
+// Import reads the headers of all files first, since the import order
+// depends on them, then reads and writes one file at a time: memory holds
+// one session, and no line longer than Options.MaxLineBytes (a longer one
+// fails its file with a *ParseError matching [ErrLineTooLong]).
+//
+// # Placements
+//
+// A file's sandbox_backend and sandbox_spec say where its tools ran on the
+// machine that wrote it. They are not trusted to say where they run here:
+// by default the session is imported without a placement, and the
+// declared one is kept as provenance (SessionImported.DeclaredPlacement,
+// [FileReport]). [Options].Placement accepts the ones a policy allows;
+// [UnderRoots] allows local and bwrap workspaces inside given directories.
 //
 // # Concurrency
 //

@@ -12,6 +12,9 @@ var (
 	// ErrExists is matched by an *ExistsError: the session is already in
 	// the store.
 	ErrExists = errors.New("jsonl: session already exists")
+	// ErrLineTooLong is matched by the *ParseError of a line over
+	// Options.MaxLineBytes (its File and Line say where).
+	ErrLineTooLong = errors.New("jsonl: line too long")
 )
 
 // ParseError reports malformed input. Line is 1-based; 0 means the problem

@@ -69,7 +69,8 @@ func TestExport_RoundTrip(t *testing.T) {
 		files[id] = export(t, src, id)
 		srcs = append(srcs, jsonl.Source{Name: id + ".jsonl", Reader: strings.NewReader(files[id])})
 	}
-	rep, err := jsonl.ImportSources(ctx, dst.Sessions(), srcs...)
+	// The sessions' workspaces are under /work: accept placements there.
+	rep, err := jsonl.ImportSourcesWith(ctx, dst.Sessions(), jsonl.Options{Placement: jsonl.UnderRoots("/work")}, srcs...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,10 @@ const (
 	KindToolResult = "tool_result"
 )
 
-// MaxLineBytes bounds one line of input, so a corrupt file without
-// newlines cannot exhaust memory.
-const MaxLineBytes = 64 << 20
+// MaxLineBytes is the default bound of one line of input
+// (Options.MaxLineBytes), so a file with a huge line, or none, cannot
+// exhaust memory: a line is held a few times over while it is decoded.
+const MaxLineBytes = 16 << 20
 
 // record is every field any record type may carry; which ones must be set
 // depends on record_type. Pointers tell "absent" from zero where that

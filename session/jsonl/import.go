@@ -19,57 +19,95 @@ type Source struct {
 	Reader io.Reader
 }
 
-// Import imports session files (see the package doc for the format and the
-// guarantees). Every file is tried: one that fails is reported and skipped,
-// and the others are still imported. The error joins the per-file errors
-// (each also in the report): *ParseError (ErrMalformed), *ExistsError
-// (ErrExists), file and store errors. The context's error stops the call;
-// files not yet imported then report it.
+// Options configure an import. The zero value is the default.
+type Options struct {
+	// MaxLineBytes bounds one line of input; a longer line fails its file
+	// with a *ParseError matching ErrLineTooLong. Zero means MaxLineBytes.
+	MaxLineBytes int
+	// Placement decides whether the placement a file declares (its
+	// sandbox_backend and sandbox_spec) becomes the imported session's: a
+	// nil error accepts it. A file is not trusted to say where tools run,
+	// so nil (the default) accepts none: the session is imported without
+	// a placement, and the declared one is kept as provenance
+	// (events.SessionImported.DeclaredPlacement, FileReport). See
+	// UnderRoots.
+	Placement func(events.Placement) error
+}
+
+// Import imports session files with default Options (see the package doc
+// for the format and the guarantees). Every file is tried: one that fails
+// is reported and skipped, and the others are still imported. The error
+// joins the per-file errors (each also in the report): *ParseError
+// (ErrMalformed), *ExistsError (ErrExists), file and store errors. The
+// context's error stops the call; files not yet imported then report it.
 func Import(ctx context.Context, m *session.Manager, files ...string) (Report, error) {
-	parsed := make([]parsedSource, len(files))
+	return ImportWith(ctx, m, Options{}, files...)
+}
+
+// ImportWith is Import with options. Files are read twice: their headers
+// first, for the import order, then each in full when its turn comes, so
+// memory holds one file's session at a time.
+func ImportWith(ctx context.Context, m *session.Manager, opts Options, files ...string) (Report, error) {
+	srcs := make([]pendingSource, len(files))
 	for i, name := range files {
-		parsed[i] = parseFile(name)
+		srcs[i] = pendingSource{name: name}
+		f, err := os.Open(name)
+		if err != nil {
+			srcs[i].err = fmt.Errorf("jsonl: %w", err)
+			continue
+		}
+		srcs[i].hdr, srcs[i].err = newParser(name, f, opts.MaxLineBytes).header()
+		f.Close()
+		srcs[i].body = func() (*transcript, error) {
+			f, err := os.Open(name)
+			if err != nil {
+				return nil, fmt.Errorf("jsonl: %w", err)
+			}
+			defer f.Close()
+			return parse(name, f, opts.MaxLineBytes)
+		}
 	}
-	return importParsed(ctx, m, parsed)
+	return importPending(ctx, m, opts, srcs)
 }
 
 // ImportSources is Import over readers, for input that is not a file.
 func ImportSources(ctx context.Context, m *session.Manager, srcs ...Source) (Report, error) {
-	parsed := make([]parsedSource, len(srcs))
+	return ImportSourcesWith(ctx, m, Options{}, srcs...)
+}
+
+// ImportSourcesWith is ImportSources with options. Each reader is read up
+// to its header first, and the rest when its session is imported.
+func ImportSourcesWith(ctx context.Context, m *session.Manager, opts Options, srcs ...Source) (Report, error) {
+	pending := make([]pendingSource, len(srcs))
 	for i, src := range srcs {
+		pending[i] = pendingSource{name: src.Name}
 		if src.Reader == nil {
-			parsed[i] = parsedSource{name: src.Name, err: fmt.Errorf("jsonl: source %q has no reader", src.Name)}
+			pending[i].err = fmt.Errorf("jsonl: source %q has no reader", src.Name)
 			continue
 		}
-		t, err := parse(src.Name, src.Reader)
-		parsed[i] = parsedSource{name: src.Name, t: t, err: err}
+		p := newParser(src.Name, src.Reader, opts.MaxLineBytes)
+		pending[i].hdr, pending[i].err = p.header()
+		pending[i].body = p.body
 	}
-	return importParsed(ctx, m, parsed)
+	return importPending(ctx, m, opts, pending)
 }
 
-type parsedSource struct {
+// pendingSource is one input whose header has been read: hdr holds the
+// header's fields only, body reads the whole transcript.
+type pendingSource struct {
 	name string
-	t    *transcript
+	hdr  *transcript
 	err  error
+	body func() (*transcript, error)
 }
 
-func parseFile(name string) parsedSource {
-	f, err := os.Open(name)
-	if err != nil {
-		return parsedSource{name: name, err: fmt.Errorf("jsonl: %w", err)}
-	}
-	defer f.Close()
-	t, err := parse(name, f)
-	return parsedSource{name: name, t: t, err: err}
-}
-
-func importParsed(ctx context.Context, m *session.Manager, srcs []parsedSource) (Report, error) {
+func importPending(ctx context.Context, m *session.Manager, opts Options, srcs []pendingSource) (Report, error) {
 	rep := Report{Files: make([]FileReport, len(srcs))}
 	for i, s := range srcs {
 		fr := &rep.Files[i]
 		fr.File, fr.Err = s.name, s.err
-		if s.t != nil {
-			fr.Session, fr.Format, fr.DeclaredParents = s.t.id, s.t.format, s.t.parents
+		if s.hdr != nil {
+			fr.Session, fr.Format, fr.DeclaredParents = s.hdr.id, s.hdr.format, s.hdr.parents
 		}
 	}
 	for _, i := range order(srcs) {
@@ -78,12 +116,22 @@ func importParsed(ctx context.Context, m *session.Manager, srcs []parsedSource) 
 			fr.Err = err
 			continue
 		}
-		linked, err := write(ctx, m, srcs[i].t)
+		t, err := srcs[i].body()
+		if err == nil && t.id != srcs[i].hdr.id {
+			err = fmt.Errorf("jsonl: %s changed while it was imported (session %s, then %s)", t.file, srcs[i].hdr.id, t.id)
+		}
 		if err != nil {
 			fr.Err = err
 			continue
 		}
-		fr.Chunks, fr.Incomplete, fr.Parents = len(srcs[i].t.chunks), srcs[i].t.incomplete, linked
+		placed, refused := acceptPlacement(opts, t.placement)
+		linked, err := write(ctx, m, t, placed)
+		if err != nil {
+			fr.Err = err
+			continue
+		}
+		fr.Chunks, fr.Incomplete, fr.Parents = len(t.chunks), t.incomplete, linked
+		fr.Placement, fr.DeclaredPlacement, fr.PlacementRefused = placed, t.placement, refused
 	}
 	if err := ctx.Err(); err != nil {
 		return rep, err
@@ -91,19 +139,34 @@ func importParsed(ctx context.Context, m *session.Manager, srcs []parsedSource) 
 	return rep, rep.Err()
 }
 
+// acceptPlacement returns the placement to give the session and, when the
+// file declared one that is not given, why.
+func acceptPlacement(opts Options, declared events.Placement) (events.Placement, string) {
+	if declared == (events.Placement{}) {
+		return declared, ""
+	}
+	if opts.Placement == nil {
+		return events.Placement{}, "placements in imported files are not trusted (none is accepted by default)"
+	}
+	if err := opts.Placement(declared); err != nil {
+		return events.Placement{}, err.Error()
+	}
+	return declared, ""
+}
+
 // order returns the indexes of the parsed sources in import order: every
 // file after the files that hold its declared parents, ties broken by
 // argument order. A file whose id repeats an earlier file's depends on
 // nothing extra and comes after it, so the first one wins. Cycles are cut
 // where they close.
-func order(srcs []parsedSource) []int {
+func order(srcs []pendingSource) []int {
 	first := map[string]int{}
 	for i, s := range srcs {
-		if s.t == nil {
+		if s.hdr == nil {
 			continue
 		}
-		if _, ok := first[s.t.id]; !ok {
-			first[s.t.id] = i
+		if _, ok := first[s.hdr.id]; !ok {
+			first[s.hdr.id] = i
 		}
 	}
 	const (
@@ -117,14 +180,14 @@ func order(srcs []parsedSource) []int {
 	// not grow the goroutine stack without bound.
 	type frame struct{ i, next int }
 	for root := range srcs {
-		if srcs[root].t == nil || state[root] != unseen {
+		if srcs[root].hdr == nil || state[root] != unseen {
 			continue
 		}
 		stack := []frame{{i: root}}
 		state[root] = visiting
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
-			parents := srcs[top.i].t.parents
+			parents := srcs[top.i].hdr.parents
 			if top.next < len(parents) {
 				p := parents[top.next]
 				top.next++
@@ -144,7 +207,7 @@ func order(srcs []parsedSource) []int {
 
 // write appends one session in one transaction and returns the parents it
 // linked.
-func write(ctx context.Context, m *session.Manager, t *transcript) ([]string, error) {
+func write(ctx context.Context, m *session.Manager, t *transcript, placed events.Placement) ([]string, error) {
 	exists, err := sessionExists(ctx, m, t.id)
 	if err != nil {
 		return nil, fmt.Errorf("jsonl: import %s: %w", t.file, err)
@@ -163,10 +226,15 @@ func write(ctx context.Context, m *session.Manager, t *transcript) ([]string, er
 		}
 	}
 	evs := make([]events.Payload, 0, 1+len(t.chunks))
-	evs = append(evs, events.SessionImported{
+	imported := events.SessionImported{
 		Session: t.id, Format: t.format, File: t.file, Parents: linked, LineageKind: t.lineageKind,
-		Placement: t.placement, Usage: t.usage, Incomplete: t.incomplete, DeclaredParents: t.parents,
-	})
+		Placement: placed, Usage: t.usage, Incomplete: t.incomplete, DeclaredParents: t.parents,
+	}
+	if t.placement != (events.Placement{}) {
+		declared := t.placement
+		imported.DeclaredPlacement = &declared
+	}
+	evs = append(evs, imported)
 	for i, c := range t.chunks {
 		evs = append(evs, events.ChunkAppended{Session: t.id, Index: int64(i), Chunk: c})
 	}

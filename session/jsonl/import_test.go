@@ -65,8 +65,12 @@ func TestImport_GoodFiles(t *testing.T) {
 			if diff := cmp.Diff(tt.roles, roles(s.Chunks())); diff != "" {
 				t.Fatalf("roles (-want +got):\n%s", diff)
 			}
-			if s.Placement() != tt.placement || s.Usage() != tt.usage || s.Lineage().Kind != session.KindImport {
+			// A file's placement is provenance, never where tools run.
+			if s.Placement() != (events.Placement{}) || s.Usage() != tt.usage || s.Lineage().Kind != session.KindImport {
 				t.Fatalf("placement %+v usage %+v lineage %+v", s.Placement(), s.Usage(), s.Lineage())
+			}
+			if fr.DeclaredPlacement != tt.placement || (tt.placement != (events.Placement{})) != (fr.PlacementRefused != "") {
+				t.Fatalf("report placement = %+v, refused %q", fr.DeclaredPlacement, fr.PlacementRefused)
 			}
 			row, err := rt.Reader().Session(ctx, tt.id)
 			if err != nil {

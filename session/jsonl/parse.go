@@ -26,25 +26,40 @@ type transcript struct {
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// parse reads a whole session file. Any error is a *ParseError, except
-// read errors from r, which are wrapped as they are.
-func parse(file string, r io.Reader) (*transcript, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
-	var (
-		t                *transcript
-		headerLine       int
-		trailerLine      int
-		headerIncomplete bool
-		line             int
-	)
-	fail := func(format string, args ...any) error {
-		return &ParseError{File: file, Line: line, Err: fmt.Errorf(format, args...)}
+// parser reads a session file one line at a time: the header first (all
+// the import order needs), the rest when the file's turn comes. Any error
+// is a *ParseError, except read errors from the reader, which are wrapped
+// as they are.
+type parser struct {
+	file    string
+	sc      *bufio.Scanner
+	maxLine int
+	line    int
+
+	t                *transcript
+	headerLine       int
+	headerIncomplete bool
+}
+
+func newParser(file string, r io.Reader, maxLine int) *parser {
+	if maxLine <= 0 {
+		maxLine = MaxLineBytes
 	}
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if line == 1 {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, min(64<<10, maxLine)), maxLine)
+	return &parser{file: file, sc: sc, maxLine: maxLine}
+}
+
+func (p *parser) fail(format string, args ...any) error {
+	return &ParseError{File: p.file, Line: p.line, Err: fmt.Errorf(format, args...)}
+}
+
+// next returns the next non-blank line's record, or nil at the end.
+func (p *parser) next() (*record, error) {
+	for p.sc.Scan() {
+		p.line++
+		b := p.sc.Bytes()
+		if p.line == 1 {
 			b = bytes.TrimPrefix(b, utf8BOM)
 		}
 		if len(bytes.TrimSpace(b)) == 0 {
@@ -54,70 +69,109 @@ func parse(file string, r io.Reader) (*transcript, error) {
 		if err := json.Unmarshal(b, &rec); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return nil, fail("invalid record: %w", err)
+				return nil, p.fail("invalid record: %w", err)
 			}
-			return nil, fail("not valid JSON: %w", err)
+			return nil, p.fail("not valid JSON: %w", err)
+		}
+		return &rec, nil
+	}
+	if err := p.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			p.line++
+			return nil, p.fail("%w: the line is longer than %d bytes", ErrLineTooLong, p.maxLine)
+		}
+		return nil, fmt.Errorf("jsonl: read %s: %w", p.file, err)
+	}
+	return nil, nil
+}
+
+// header reads up to the header record, which must come first.
+func (p *parser) header() (*transcript, error) {
+	rec, err := p.next()
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, &ParseError{File: p.file, Err: errors.New("no header record")}
+	}
+	switch rec.RecordType {
+	case RecordHeader:
+	case RecordChunk:
+		return nil, p.fail("chunk before the header")
+	case RecordTrailer:
+		return nil, p.fail("trailer before the header")
+	case "":
+		return nil, p.fail("record without record_type")
+	default:
+		return nil, p.fail("unknown record_type %q (want header, chunk or trailer)", rec.RecordType)
+	}
+	t, err := parseHeader(p.file, rec)
+	if err != nil {
+		return nil, p.fail("header: %w", err)
+	}
+	p.t, p.headerLine, p.headerIncomplete = t, p.line, rec.Incomplete
+	return t, nil
+}
+
+// body reads the records after the header and returns the whole
+// transcript.
+func (p *parser) body() (*transcript, error) {
+	t := p.t
+	trailerLine := 0
+	for {
+		rec, err := p.next()
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			break
 		}
 		if trailerLine > 0 {
-			return nil, fail("%q record after the trailer on line %d", rec.RecordType, trailerLine)
+			return nil, p.fail("%q record after the trailer on line %d", rec.RecordType, trailerLine)
 		}
 		switch rec.RecordType {
 		case RecordHeader:
-			if t != nil {
-				return nil, fail("second header (the first is on line %d)", headerLine)
-			}
-			h, err := parseHeader(file, &rec)
-			if err != nil {
-				return nil, fail("header: %w", err)
-			}
-			t, headerLine, headerIncomplete = h, line, rec.Incomplete
+			return nil, p.fail("second header (the first is on line %d)", p.headerLine)
 		case RecordChunk:
-			if t == nil {
-				return nil, fail("chunk before the header")
-			}
-			c, err := parseChunk(&rec, int64(len(t.chunks)))
+			c, err := parseChunk(rec, int64(len(t.chunks)))
 			if err != nil {
-				return nil, fail("chunk: %w", err)
+				return nil, p.fail("chunk: %w", err)
 			}
 			t.chunks = append(t.chunks, c)
 		case RecordTrailer:
-			if t == nil {
-				return nil, fail("trailer before the header")
-			}
 			if rec.FinalChunkCount == nil {
-				return nil, fail("trailer without final_chunk_count")
+				return nil, p.fail("trailer without final_chunk_count")
 			}
 			if n := *rec.FinalChunkCount; n != int64(len(t.chunks)) {
-				return nil, fail("trailer says final_chunk_count %d, but the file has %d chunks", n, len(t.chunks))
+				return nil, p.fail("trailer says final_chunk_count %d, but the file has %d chunks", n, len(t.chunks))
 			}
 			if u := rec.CumulativeUsage; u != nil {
 				if u.PromptTokens < 0 || u.CompletionTokens < 0 || u.TotalTokens < 0 || u.Calls < 0 {
-					return nil, fail("trailer has negative cumulative_usage")
+					return nil, p.fail("trailer has negative cumulative_usage")
 				}
 				t.usage = u.usage()
 			}
-			trailerLine = line
+			trailerLine = p.line
 		case "":
-			return nil, fail("record without record_type")
+			return nil, p.fail("record without record_type")
 		default:
-			return nil, fail("unknown record_type %q (want header, chunk or trailer)", rec.RecordType)
+			return nil, p.fail("unknown record_type %q (want header, chunk or trailer)", rec.RecordType)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			line++
-			return nil, fail("line longer than %d bytes", MaxLineBytes)
-		}
-		return nil, fmt.Errorf("jsonl: read %s: %w", file, err)
-	}
-	if t == nil {
-		return nil, &ParseError{File: file, Err: errors.New("no header record")}
 	}
 	// No trailer means the writer stopped before closing the session. An
 	// export of such a session says so in its header, since Export always
 	// writes a trailer.
-	t.incomplete = trailerLine == 0 || headerIncomplete
+	t.incomplete = trailerLine == 0 || p.headerIncomplete
 	return t, nil
+}
+
+// parse reads a whole session file.
+func parse(file string, r io.Reader, maxLine int) (*transcript, error) {
+	p := newParser(file, r, maxLine)
+	if _, err := p.header(); err != nil {
+		return nil, err
+	}
+	return p.body()
 }
 
 func parseHeader(file string, rec *record) (*transcript, error) {

@@ -3,6 +3,8 @@ package jsonl
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/gorath/rath/events"
 )
 
 // FileReport is the outcome of importing one file.
@@ -23,6 +25,12 @@ type FileReport struct {
 	// graph edges; DeclaredParents are all the parents the header named.
 	Parents         []string
 	DeclaredParents []string
+	// Placement is the placement the session was given; DeclaredPlacement
+	// the one the file named; PlacementRefused, when the file named one
+	// that was not given, says why (see Options.Placement).
+	Placement         events.Placement
+	DeclaredPlacement events.Placement
+	PlacementRefused  string
 	// Err is why the file was not imported: a *ParseError, an *ExistsError,
 	// a read error or a store error. Nil when the file was imported.
 	Err error
@@ -34,17 +42,26 @@ func (f FileReport) OK() bool { return f.Err == nil }
 // MarshalJSON renders the report with the error as text.
 func (f FileReport) MarshalJSON() ([]byte, error) {
 	type view struct {
-		File            string   `json:"file"`
-		Session         string   `json:"session,omitempty"`
-		Format          string   `json:"format,omitempty"`
-		Chunks          int      `json:"chunks"`
-		Incomplete      bool     `json:"incomplete,omitempty"`
-		Parents         []string `json:"parents,omitempty"`
-		DeclaredParents []string `json:"declared_parents,omitempty"`
-		Error           string   `json:"error,omitempty"`
+		File              string            `json:"file"`
+		Session           string            `json:"session,omitempty"`
+		Format            string            `json:"format,omitempty"`
+		Chunks            int               `json:"chunks"`
+		Incomplete        bool              `json:"incomplete,omitempty"`
+		Parents           []string          `json:"parents,omitempty"`
+		DeclaredParents   []string          `json:"declared_parents,omitempty"`
+		Placement         *events.Placement `json:"placement,omitempty"`
+		DeclaredPlacement *events.Placement `json:"declared_placement,omitempty"`
+		PlacementRefused  string            `json:"placement_refused,omitempty"`
+		Error             string            `json:"error,omitempty"`
 	}
 	v := view{File: f.File, Session: f.Session, Format: f.Format, Chunks: f.Chunks, Incomplete: f.Incomplete,
-		Parents: f.Parents, DeclaredParents: f.DeclaredParents}
+		Parents: f.Parents, DeclaredParents: f.DeclaredParents, PlacementRefused: f.PlacementRefused}
+	if f.Placement != (events.Placement{}) {
+		v.Placement = &f.Placement
+	}
+	if f.DeclaredPlacement != (events.Placement{}) {
+		v.DeclaredPlacement = &f.DeclaredPlacement
+	}
 	if f.Err != nil {
 		v.Error = f.Err.Error()
 	}

@@ -16,6 +16,8 @@ type importView struct {
 }
 
 func newImportCmd(a *app) *cobra.Command {
+	var roots []string
+	var maxLine int
 	cmd := &cobra.Command{
 		Use:   "import FILE...",
 		Short: "Import sessions from OpenRath v1 JSONL files (or rath exports)",
@@ -25,7 +27,11 @@ files, and become graph edges when present. A malformed file, or one whose
 session already exists, is reported and skipped; the others are still
 imported, and the exit code is 1. A file without a trailer (its writer
 crashed) is imported and marked incomplete. It creates the store if the
-directory has none.`,
+directory has none.
+
+A file's sandbox placement is not trusted: it is kept as provenance, and
+the session is imported without one, unless --allow-workspace names a
+directory the placement's local or bwrap workspace lies in.`,
 		Example: "rath import parent.jsonl child.jsonl",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -34,7 +40,11 @@ directory has none.`,
 			if err != nil {
 				return err
 			}
-			rep, _ := jsonl.Import(ctx, rt.Sessions(), argv...) // per-file errors are in the report
+			opts := jsonl.Options{MaxLineBytes: maxLine}
+			if len(roots) > 0 {
+				opts.Placement = jsonl.UnderRoots(roots...)
+			}
+			rep, _ := jsonl.ImportWith(ctx, rt.Sessions(), opts, argv...) // per-file errors are in the report
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -54,6 +64,9 @@ directory has none.`,
 					case f.Incomplete:
 						status = "ok, incomplete (no trailer)"
 					}
+					if f.Err == nil && f.PlacementRefused != "" {
+						status += fmt.Sprintf("; placement %s %s not imported: %s", f.DeclaredPlacement.Backend, f.DeclaredPlacement.Spec, f.PlacementRefused)
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", f.File, orDash(f.Session), f.Chunks, orDash(strings.Join(f.Parents, ",")), status)
 				}
 				if err := tw.Flush(); err != nil {
@@ -66,6 +79,8 @@ directory has none.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&roots, "allow-workspace", nil, "accept a file's local or bwrap placement inside this directory (repeatable)")
+	cmd.Flags().IntVar(&maxLine, "max-line-bytes", jsonl.MaxLineBytes, "refuse a file with a longer line")
 	jsonFlag(cmd, a)
 	return cmd
 }

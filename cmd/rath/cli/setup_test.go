@@ -22,6 +22,9 @@ import (
 const childEnv = "RATH_CLI_TEST_CRASH_CHILD"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		Main(Config{}) // the test binary as the rath command
+	}
 	if dir := os.Getenv(childEnv); dir != "" {
 		crashingChild(dir)
 		return

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,6 +90,8 @@ func (a *app) agentFromParams(rt *rath.Runtime, params map[string]string, live b
 	if err != nil {
 		return nil, err
 	}
+	// The key may have come from anywhere; it must not reach the log.
+	rt.Secrets().Add("provider."+cmp.Or(prov.Name, prov.Kind)+".api_key", prov.APIKey)
 	opts := []flow.AgentOption{}
 	if names := params["tools"]; names != "" {
 		tools, err := builtin.New(rt.Sandboxes(), strings.Split(names, ",")...)
