@@ -52,11 +52,15 @@ type CommitCall struct {
 	Session, Agent, Namespace string
 }
 
-// CommitAnswer holds the recorded memory events of a commit, to be
-// written again as they were.
+// CommitAnswer places a recorded commit: the caller computes the commit
+// again with the replayed code and appends its events at the recorded
+// stream version, so the replay compares them with the record. The record
+// supplies only the position (the memory ids derive from it), never the
+// memos.
 type CommitAnswer struct {
-	Live   bool
-	Writes []events.Write
+	Live bool
+	// First is the stream version of the recorded commit's first event.
+	First int64
 }
 
 // ModelCall identifies a model call attempt being replayed.

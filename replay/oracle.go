@@ -59,7 +59,7 @@ type oracle struct {
 
 	recalls map[string][]*events.MemoryRecalled // by agent
 	effects map[string][]*events.EffectRecorded // by path + "\x00" + kind
-	commits map[string][]events.Write           // by namespace + "\x00" + session
+	commits map[string][]int64                  // first stream version, by namespace + "\x00" + session
 
 	mu       sync.Mutex // protects the fields below
 	models   map[string][]attempt
@@ -72,11 +72,7 @@ type oracle struct {
 // newOracle indexes the recorded events up to limit (0: all).
 func newOracle(store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
 	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
-		recalls: map[string][]*events.MemoryRecalled{}, commits: map[string][]events.Write{}, effects: map[string][]*events.EffectRecorded{}}
-	byKey := map[key]events.Event{}
-	for _, ev := range recorded {
-		byKey[key{ev.Stream, ev.Version}] = ev
-	}
+		recalls: map[string][]*events.MemoryRecalled{}, commits: map[string][]int64{}, effects: map[string][]*events.EffectRecorded{}}
 	for _, ev := range recorded {
 		if limit > 0 && ev.Seq > limit {
 			break
@@ -106,22 +102,10 @@ func newOracle(store *events.Store, recorded []events.Event, limit int64, strict
 			k := e.Path + "\x00" + e.Kind
 			o.effects[k] = append(o.effects[k], e)
 		case *events.MemoryCommitted:
-			// The commit's memories were appended with it, just before it.
-			first := ev.Version - int64(len(e.IDs))
-			w := events.Write{Stream: ev.Stream, Expected: first - 1}
-			for v := first; v <= ev.Version; v++ {
-				rec, ok := byKey[key{ev.Stream, v}]
-				if !ok {
-					return nil, fmt.Errorf("replay: memory commit at seq %d: event %s v%d is not in the run", ev.Seq, ev.Stream, v)
-				}
-				p, err := rec.Decode()
-				if err != nil {
-					return nil, err
-				}
-				w.Events = append(w.Events, p)
-			}
+			// The commit's memories were appended with it, just before it:
+			// the record gives the replay their position, not their text.
 			k := e.Namespace + "\x00" + e.Session
-			o.commits[k] = append(o.commits[k], w)
+			o.commits[k] = append(o.commits[k], ev.Version-int64(len(e.IDs)))
 		}
 	}
 	// Read every blob the answers need in a few queries, not one per call.
@@ -291,7 +275,7 @@ func (o *oracle) Commit(ctx context.Context, call flow.CommitCall) (flow.CommitA
 	}
 	o.commits[k] = q[1:]
 	o.answered++
-	return flow.CommitAnswer{Writes: []events.Write{q[0]}}, nil
+	return flow.CommitAnswer{First: q[0]}, nil
 }
 
 func (o *oracle) Effect(ctx context.Context, call flow.EffectCall) (flow.EffectAnswer, error) {
