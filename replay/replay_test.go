@@ -174,6 +174,10 @@ func TestRun_ReportsAChangedPromptAtItsSeq(t *testing.T) {
 	if d.Seq != want {
 		t.Fatalf("divergence at seq %d, want %d (the counter's first call)", d.Seq, want)
 	}
+	// And names that event's place in its stream, not "v0".
+	if d.Version == 0 || d.Stream == "" || !strings.Contains(d.Error(), fmt.Sprintf("%s v%d)", d.Stream, d.Version)) {
+		t.Fatalf("divergence place: %v", d)
+	}
 	if !errors.Is(d, replay.ErrDiverged) {
 		t.Fatal("divergence does not match ErrDiverged")
 	}
