@@ -60,10 +60,12 @@ func TestDemo_Local(t *testing.T) { checkDemo(t, "local") }
 
 // The demo's tools reproduce when run again: a replay with live tools, in
 // a fresh copy of the workspace, matches every recorded event.
-func TestDemo_ReplayWithLiveTools(t *testing.T) {
+func TestDemo_ReplayWithLiveTools(t *testing.T) { checkLiveTools(t, "local") }
+
+func checkLiveTools(t *testing.T, backend string) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	sum := runDemo(t, dir, "local")
+	sum := runDemo(t, dir, backend)
 	rt, err := rath.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
