@@ -19,7 +19,8 @@ type Oracle interface {
 	Tool(ctx context.Context, call ToolCall) (ToolAnswer, error)
 	// Recall answers a memory recall made for an agent.
 	Recall(ctx context.Context, call RecallCall) (RecallAnswer, error)
-	// Commit answers an agent's commit to memory with the recorded writes.
+	// Commit answers an agent's commit to memory with its recorded place
+	// in the namespace's stream; the caller computes the commit itself.
 	Commit(ctx context.Context, call CommitCall) (CommitAnswer, error)
 	// Effect answers a side effect (flow.Now, flow.Rand) made at a path.
 	Effect(ctx context.Context, call EffectCall) (EffectAnswer, error)
