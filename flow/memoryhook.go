@@ -101,8 +101,10 @@ func (a *Agent) recall(ctx context.Context, s *session.Session, path string) (*s
 	return s.Record(ctx, rec)
 }
 
-// commit commits the finished session to memory. In a replay the memory
-// events are the recorded ones, written again to the replay's store.
+// commit commits the finished session to memory. In a replay the commit
+// is computed again by this code (the extraction's model call answered by
+// the oracle) and appended to the replay's store at the recorded stream
+// version, where the replay compares it with the record.
 func (a *Agent) commit(ctx context.Context, s *session.Session, path string) (*session.Session, error) {
 	c := a.memory
 	if c == nil || !c.opts.Commit {
@@ -111,8 +113,10 @@ func (a *Agent) commit(ctx context.Context, s *session.Session, path string) (*s
 	ns := c.namespace(path)
 	cur := s
 	var opts []memory.CommitOption
-	extractor := func(ctx context.Context) (memory.Extraction, error) {
-		return a.extract(ctx, &cur, path, s)
+	if c.opts.Extract != nil {
+		opts = append(opts, memory.WithExtractor(memory.ExtractorFunc(func(ctx context.Context, _ *session.Session) (memory.Extraction, error) {
+			return a.extract(ctx, &cur, path, s)
+		})))
 	}
 	if o := oracleFrom(ctx); o != nil {
 		ans, err := o.Commit(ctx, CommitCall{Session: s.ID(), Agent: path, Namespace: ns})
@@ -120,21 +124,16 @@ func (a *Agent) commit(ctx context.Context, s *session.Session, path string) (*s
 			return cur, err
 		}
 		if !ans.Live {
-			if c.opts.Extract != nil {
-				if _, err := extractor(ctx); err != nil {
-					return cur, err
-				}
+			plan, err := memory.PlanCommit(ctx, ns, s, opts...)
+			if err != nil {
+				return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
 			}
-			if _, err := s.Manager().Store().AppendWrites(ctx, ans.Writes...); err != nil {
+			w := events.Write{Stream: events.MemoryStream(ns), Expected: ans.First - 1, Events: plan.Events(ans.First)}
+			if _, err := s.Manager().Store().AppendWrites(ctx, w); err != nil {
 				return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
 			}
 			return cur, nil
 		}
-	}
-	if c.opts.Extract != nil {
-		opts = append(opts, memory.WithExtractor(memory.ExtractorFunc(func(ctx context.Context, _ *session.Session) (memory.Extraction, error) {
-			return extractor(ctx)
-		})))
 	}
 	if _, err := c.m.Commit(ctx, ns, s, opts...); err != nil {
 		return cur, fmt.Errorf("flow: agent %s commit: %w", path, err)

@@ -19,7 +19,8 @@ type Oracle interface {
 	Tool(ctx context.Context, call ToolCall) (ToolAnswer, error)
 	// Recall answers a memory recall made for an agent.
 	Recall(ctx context.Context, call RecallCall) (RecallAnswer, error)
-	// Commit answers an agent's commit to memory with the recorded writes.
+	// Commit answers an agent's commit to memory with its recorded place
+	// in the namespace's stream; the caller computes the commit itself.
 	Commit(ctx context.Context, call CommitCall) (CommitAnswer, error)
 	// Effect answers a side effect (flow.Now, flow.Rand) made at a path.
 	Effect(ctx context.Context, call EffectCall) (EffectAnswer, error)
@@ -52,11 +53,15 @@ type CommitCall struct {
 	Session, Agent, Namespace string
 }
 
-// CommitAnswer holds the recorded memory events of a commit, to be
-// written again as they were.
+// CommitAnswer places a recorded commit: the caller computes the commit
+// again with the replayed code and appends its events at the recorded
+// stream version, so the replay compares them with the record. The record
+// supplies only the position (the memory ids derive from it), never the
+// memos.
 type CommitAnswer struct {
-	Live   bool
-	Writes []events.Write
+	Live bool
+	// First is the stream version of the recorded commit's first event.
+	First int64
 }
 
 // ModelCall identifies a model call attempt being replayed.

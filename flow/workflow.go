@@ -289,21 +289,36 @@ func (q *Sequential) forwardAs(ctx context.Context, s *session.Session, hint str
 }
 
 // stepHints names positional children: their own name when they have one
-// (made unique), else prefix plus index.
+// (made unique by appending the index, then a counter, on a collision),
+// else prefix plus index. The names are a function of the list alone, so
+// a replay gets the recorded ones.
 func stepHints(ws []Workflow, prefix string) []string {
 	out := make([]string, len(ws))
-	seen := map[string]int{}
+	used := map[string]bool{}
 	for i, w := range ws {
 		name := fmt.Sprintf("%s%d", prefix, i)
 		if n, ok := w.(Namer); ok && n.Name() != "" {
 			name = n.Name()
 		}
-		if seen[name]++; seen[name] > 1 {
-			name = fmt.Sprintf("%s%d", name, i)
+		if used[name] {
+			base := name
+			name = fmt.Sprintf("%s%d", base, i)
+			for k := i + 1; used[name]; k++ {
+				name = fmt.Sprintf("%s%d", base, k)
+			}
 		}
+		used[name] = true
 		out[i] = name
 	}
 	return out
+}
+
+// ownName is the path segment wf would choose for itself ("" for none).
+func ownName(wf Workflow) string {
+	if n, ok := wf.(Namer); ok {
+		return n.Name()
+	}
+	return ""
 }
 
 // Parallel forks the session once per branch, runs the branches
@@ -358,6 +373,17 @@ func (p *Parallel) forwardAs(ctx context.Context, s *session.Session, hint strin
 		firstFail = -1
 	)
 	for i, b := range p.Branches {
+		if name := ownName(b); name != "" && name != hints[i] {
+			// Branches of one name (NewParallel(critic, critic)) get
+			// distinct paths: the oracle of a replay answers each path
+			// from its own queue, so a shared path would hand one
+			// branch's answers to the other. Distinct names keep their
+			// recorded paths.
+			if n, ok := b.(named); ok {
+				b = n.wf
+			}
+			b = Named(hints[i], b)
+		}
 		wg.Go(func() {
 			outs[i], errs[i] = forward(bctx, b, forks[i], hints[i])
 			if errs[i] != nil {

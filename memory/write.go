@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -143,59 +142,14 @@ func (l *Local) Forget(ctx context.Context, ns, id string) error {
 // does not check whether s was committed before. Errors: ErrInvalid, the
 // extractor's, or the store's.
 func (l *Local) Commit(ctx context.Context, ns string, s *session.Session, opts ...CommitOption) ([]string, error) {
-	if err := checkNamespace(ns); err != nil {
+	plan, err := PlanCommit(ctx, ns, s, opts...)
+	if err != nil {
 		return nil, err
 	}
-	if s == nil {
-		return nil, invalidf("commit to %q: nil session", ns)
-	}
-	var o commitOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	type memo struct {
-		text string
-		meta map[string]string
-	}
-	var memos []memo
-	var model string
-	if o.extractor != nil {
-		ex, err := o.extractor.Extract(ctx, s)
-		if err != nil {
-			return nil, fmt.Errorf("memory: commit %s to %q: extract: %w", s.ID(), ns, err)
-		}
-		model = ex.Model
-		for _, m := range ex.Memos {
-			if strings.TrimSpace(m) == "" {
-				continue
-			}
-			meta := map[string]string{"session": s.ID()}
-			if model != "" {
-				meta["model"] = model
-			}
-			memos = append(memos, memo{text: m, meta: meta})
-		}
-	} else {
-		for i, c := range s.Chunks() {
-			if (c.Role != events.RoleUser && c.Role != events.RoleAssistant) || strings.TrimSpace(c.Content) == "" {
-				continue
-			}
-			meta := map[string]string{"session": s.ID(), "chunk": strconv.Itoa(i), "role": c.Role}
-			if c.Author != "" {
-				meta["author"] = c.Author
-			}
-			memos = append(memos, memo{text: c.Content, meta: meta})
-		}
-	}
 	var ids []string
-	_, err := l.appendNS(ctx, ns, func(first int64) []events.Payload {
-		ids = make([]string, len(memos))
-		evs := make([]events.Payload, 0, len(memos)+1)
-		for i, m := range memos {
-			ids[i] = DeriveID(ns, first+int64(i))
-			evs = append(evs, events.MemoryRemembered{Namespace: ns, ID: ids[i], Text: m.text, Meta: m.meta, Session: s.ID()})
-		}
-		return append(evs, events.MemoryCommitted{Namespace: ns, Session: s.ID(), IDs: ids, Model: model})
+	_, err = l.appendNS(ctx, ns, func(first int64) []events.Payload {
+		ids = plan.IDs(first)
+		return plan.Events(first)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("memory: commit %s to %q: %w", s.ID(), ns, err)

@@ -81,7 +81,7 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		if !ok {
 			if d == nil {
 				d = &Divergence{Kind: KindMissing, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
-					Want: normalize(want.Payload), Hint: hintFor(KindMissing, want.Type)}
+					Want: normalize(want.Payload), Hint: hintFor(KindMissing, want.Type, "")}
 			}
 			continue
 		}
@@ -93,7 +93,7 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		if g.Type != want.Type || w != gp {
 			if d == nil {
 				d = &Divergence{Kind: KindMismatch, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
-					Want: w, Got: gp, Diff: fieldDiff(want.Type, w, g.Type, gp), Hint: hintFor(KindMismatch, want.Type)}
+					Want: w, Got: gp, Diff: fieldDiff(want.Type, w, g.Type, gp), Hint: hintFor(KindMismatch, want.Type, g.Type)}
 			}
 			continue
 		}
@@ -107,32 +107,43 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		for _, ev := range produced {
 			if !seen[key{ev.Stream, ev.Version}] {
 				return matched, &Divergence{Kind: KindExtra, Seq: last, Type: ev.Type, Stream: ev.Stream, Version: ev.Version,
-					Got: normalize(ev.Payload), Hint: hintFor(KindExtra, ev.Type)}
+					Got: normalize(ev.Payload), Hint: hintFor(KindExtra, "", ev.Type)}
 			}
 		}
 	}
 	return matched, d
 }
 
-func hintFor(kind, typ string) string {
-	switch kind {
-	case KindMissing:
-		return "the replay did not produce this event: the code path changed, or the replay stopped earlier"
-	case KindExtra:
-		return "the replay produced an event the record does not have: the code path changed"
+// hintFor says what a divergence of kind suggests changed: want is the
+// recorded event's type, got the replayed one's ("" where there is none).
+// Only a payload mismatch between events of one type says anything about
+// that type's content; a different type at the same place, or an event
+// only one side has, means the code took another path.
+func hintFor(kind, want, got string) string {
+	switch {
+	case kind == KindMissing:
+		return fmt.Sprintf("the replay did not produce this %s event: the code path changed, or the replay stopped earlier", want)
+	case kind == KindExtra:
+		return fmt.Sprintf("the replay produced a %s event the record does not have: the code path changed", got)
+	case want != got:
+		return fmt.Sprintf("the replay wrote %s where the record has %s: the code path changed (different steps, calls or order)", got, want)
 	}
 	switch {
-	case typ == events.TypeProviderCalled || typ == events.TypeProviderFailed:
-		return "the model call differs: the prompt, the tools or the provider settings changed"
-	case typ == events.TypeToolCalled || typ == events.TypeToolReturned:
-		return "tool sequence or tool output changed"
-	case typ == events.TypeChunkAppended:
+	case want == events.TypeProviderCalled || want == events.TypeProviderFailed:
+		return "the model call's record differs: the provider settings, usage accounting or the model's recorded answer changed"
+	case want == events.TypeToolCalled:
+		return "the tool call differs: the model's call was handled differently (arguments, tool or call id)"
+	case want == events.TypeToolReturned:
+		return "the tool result differs: the tool's output or file changes changed"
+	case want == events.TypeChunkAppended:
 		return "the transcript differs: a chunk written by the code changed"
-	case strings.HasPrefix(typ, "workflow."):
+	case want == events.TypeMemoryRemembered || want == events.TypeMemoryCommitted:
+		return "the memory write differs: memo extraction or archiving changed"
+	case strings.HasPrefix(want, "workflow."):
 		return "the workflow structure changed (module paths or order)"
-	case strings.HasPrefix(typ, "session."):
+	case strings.HasPrefix(want, "session."):
 		return "session lineage changed (a fork, merge or placement differs)"
-	case strings.HasPrefix(typ, "run."):
+	case strings.HasPrefix(want, "run."):
 		return "the run's outcome differs"
 	}
 	return "the event content differs"

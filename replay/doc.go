@@ -10,13 +10,17 @@
 // compared and matched and the first divergence, in the three kinds of
 // Temporal's replayer: missing, extra and mismatch, with the recorded seq,
 // both sides as a readable diff, and a hint (prompt changed, tool sequence
-// changed, code path changed).
+// changed, code path changed). Memory writes are computed again by the
+// replayed code (the record gives only their stream versions, from which
+// the memory ids derive), so a change to memo extraction or archiving is
+// a divergence too.
 //
 // [Resume] continues a crashed run: recorded calls are answered from the
-// log, and once the record runs out the run goes on live, its new events
-// forwarded to the store as they are written, so no recorded model call
-// or tool call is made twice. [ForkAt] replays a run up to a seq and goes
-// on live from there as a new run linked to the original.
+// log, and once the record runs out the run goes on live. Its new events
+// are forwarded to the store once the scratch store committed them, and
+// all of them before each live call, so no recorded model call or tool
+// call is made twice. [ForkAt] replays a run up to a seq and goes on live
+// from there as a new run linked to the original.
 //
 // This package imports rath, flow, session, events and projections.
 package replay

@@ -35,7 +35,11 @@ type Divergence struct {
 }
 
 func (d *Divergence) Error() string {
-	msg := fmt.Sprintf("replay: %s at seq %d (%s on %s v%d): %s", d.Kind, d.Seq, d.Type, d.Stream, d.Version, d.Hint)
+	where := d.Stream
+	if d.Version > 0 { // unknown for a call the record does not have
+		where = fmt.Sprintf("%s v%d", d.Stream, d.Version)
+	}
+	msg := fmt.Sprintf("replay: %s at seq %d (%s on %s): %s", d.Kind, d.Seq, d.Type, where, d.Hint)
 	if d.Diff != "" {
 		msg += "\n" + d.Diff
 	}

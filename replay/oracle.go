@@ -17,6 +17,7 @@ import (
 // attempt is one recorded model call attempt.
 type attempt struct {
 	seq    int64
+	at     key // the recorded event's stream and version
 	called *events.ProviderCalled
 	failed *events.ProviderFailed
 }
@@ -44,7 +45,14 @@ func (a attempt) number() int {
 
 type toolRecord struct {
 	seq int64
+	at  key
 	ret *events.ToolReturned
+}
+
+type recallRecord struct {
+	seq int64
+	at  key
+	rec *events.MemoryRecalled
 }
 
 // oracle answers from a recorded run: model attempts and tool results, per
@@ -57,26 +65,25 @@ type oracle struct {
 
 	blobs map[string][]byte // prefetched response and tool blobs
 
-	recalls map[string][]*events.MemoryRecalled // by agent
+	recalls map[string][]recallRecord           // by agent
 	effects map[string][]*events.EffectRecorded // by path + "\x00" + kind
-	commits map[string][]events.Write           // by namespace + "\x00" + session
+	commits map[string][]int64                  // first stream version, by namespace + "\x00" + session
 
 	mu       sync.Mutex // protects the fields below
 	models   map[string][]attempt
 	tools    map[string][]toolRecord
 	diverged *Divergence
 	cancel   context.CancelFunc
-	answered int
+	// beforeLive, if set, runs before the oracle lets a call go live (a
+	// resume forwards its events to the real store then).
+	beforeLive func(context.Context) error
+	answered   int
 }
 
 // newOracle indexes the recorded events up to limit (0: all).
 func newOracle(store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
 	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
-		recalls: map[string][]*events.MemoryRecalled{}, commits: map[string][]events.Write{}, effects: map[string][]*events.EffectRecorded{}}
-	byKey := map[key]events.Event{}
-	for _, ev := range recorded {
-		byKey[key{ev.Stream, ev.Version}] = ev
-	}
+		recalls: map[string][]recallRecord{}, commits: map[string][]int64{}, effects: map[string][]*events.EffectRecorded{}}
 	for _, ev := range recorded {
 		if limit > 0 && ev.Seq > limit {
 			break
@@ -92,36 +99,24 @@ func newOracle(store *events.Store, recorded []events.Event, limit int64, strict
 		}
 		switch e := p.(type) {
 		case *events.ProviderCalled:
-			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, called: e})
+			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, at: key{ev.Stream, ev.Version}, called: e})
 		case *events.ProviderFailed:
 			if e.ErrorKind == "budget" {
 				continue // a budget stop is not a model attempt: the budget check replays it
 			}
-			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, failed: e})
+			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, at: key{ev.Stream, ev.Version}, failed: e})
 		case *events.ToolReturned:
-			o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, ret: e})
+			o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, at: key{ev.Stream, ev.Version}, ret: e})
 		case *events.MemoryRecalled:
-			o.recalls[e.Agent] = append(o.recalls[e.Agent], e)
+			o.recalls[e.Agent] = append(o.recalls[e.Agent], recallRecord{seq: ev.Seq, at: key{ev.Stream, ev.Version}, rec: e})
 		case *events.EffectRecorded:
 			k := e.Path + "\x00" + e.Kind
 			o.effects[k] = append(o.effects[k], e)
 		case *events.MemoryCommitted:
-			// The commit's memories were appended with it, just before it.
-			first := ev.Version - int64(len(e.IDs))
-			w := events.Write{Stream: ev.Stream, Expected: first - 1}
-			for v := first; v <= ev.Version; v++ {
-				rec, ok := byKey[key{ev.Stream, v}]
-				if !ok {
-					return nil, fmt.Errorf("replay: memory commit at seq %d: event %s v%d is not in the run", ev.Seq, ev.Stream, v)
-				}
-				p, err := rec.Decode()
-				if err != nil {
-					return nil, err
-				}
-				w.Events = append(w.Events, p)
-			}
+			// The commit's memories were appended with it, just before it:
+			// the record gives the replay their position, not their text.
 			k := e.Namespace + "\x00" + e.Session
-			o.commits[k] = append(o.commits[k], w)
+			o.commits[k] = append(o.commits[k], ev.Version-int64(len(e.IDs)))
 		}
 	}
 	// Read every blob the answers need in a few queries, not one per call.
@@ -143,6 +138,14 @@ func newOracle(store *events.Store, recorded []events.Event, limit int64, strict
 		return nil, err
 	}
 	return o, nil
+}
+
+// goLive runs beforeLive, if set.
+func (o *oracle) goLive(ctx context.Context) error {
+	if o.beforeLive == nil {
+		return nil
+	}
+	return o.beforeLive(ctx)
 }
 
 // blob returns a prefetched blob, falling back to the store.
@@ -170,7 +173,7 @@ func (o *oracle) Model(ctx context.Context, call flow.ModelCall) (flow.ModelAnsw
 	q := o.models[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.ModelAnswer{Live: true}, nil
+			return flow.ModelAnswer{Live: true}, o.goLive(ctx)
 		}
 		return flow.ModelAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeProviderCalled, Stream: call.Session,
 			Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed", call.Agent, call.Attempt)})
@@ -178,7 +181,7 @@ func (o *oracle) Model(ctx context.Context, call flow.ModelCall) (flow.ModelAnsw
 	a := q[0]
 	o.models[call.Agent] = q[1:]
 	if a.digest() != call.Digest {
-		d := &Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: call.Session,
+		d := &Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
 			Hint: fmt.Sprintf("prompt changed: agent %s sent a different request than the record (digest %.12s, recorded %.12s)", call.Agent, call.Digest, a.digest())}
 		if a.failed != nil {
 			d.Type = events.TypeProviderFailed
@@ -187,7 +190,7 @@ func (o *oracle) Model(ctx context.Context, call flow.ModelCall) (flow.ModelAnsw
 		return flow.ModelAnswer{}, o.diverge(d)
 	}
 	if a.number() != call.Attempt {
-		return flow.ModelAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: call.Session,
+		return flow.ModelAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
 			Hint: fmt.Sprintf("retry sequence changed: agent %s is at attempt %d, the record at %d", call.Agent, call.Attempt, a.number())})
 	}
 	o.answered++
@@ -211,7 +214,7 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 	q := o.tools[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.ToolAnswer{Live: true}, nil
+			return flow.ToolAnswer{Live: true}, o.goLive(ctx)
 		}
 		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeToolReturned, Stream: call.Session,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), which the record does not have", call.Agent, call.Tool, call.CallID)})
@@ -224,7 +227,7 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 	}
 	if i == len(q) || q[i].ret.Tool != call.Tool {
 		t := q[0]
-		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: call.Session,
+		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: t.at.stream, Version: t.at.version,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s) next", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
 	}
 	t := q[i]
@@ -262,19 +265,19 @@ func (o *oracle) Recall(ctx context.Context, call flow.RecallCall) (flow.RecallA
 	q := o.recalls[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.RecallAnswer{Live: true}, nil
+			return flow.RecallAnswer{Live: true}, o.goLive(ctx)
 		}
 		return flow.RecallAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
 			Hint: fmt.Sprintf("extra memory recall by agent %s; the code path changed", call.Agent)})
 	}
 	r := q[0]
 	o.recalls[call.Agent] = q[1:]
-	if r.Query != call.Query || r.Namespace != call.Namespace {
-		return flow.RecallAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Type: events.TypeMemoryRecalled, Stream: call.Session,
-			Hint: fmt.Sprintf("memory recall changed: agent %s asked %q in %s, the record asked %q in %s", call.Agent, call.Query, call.Namespace, r.Query, r.Namespace)})
+	if r.rec.Query != call.Query || r.rec.Namespace != call.Namespace {
+		return flow.RecallAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: r.seq, Type: events.TypeMemoryRecalled, Stream: r.at.stream, Version: r.at.version,
+			Hint: fmt.Sprintf("memory recall changed: agent %s asked %q in %s, the record asked %q in %s", call.Agent, call.Query, call.Namespace, r.rec.Query, r.rec.Namespace)})
 	}
 	o.answered++
-	return flow.RecallAnswer{Hits: r.Hits}, nil
+	return flow.RecallAnswer{Hits: r.rec.Hits}, nil
 }
 
 func (o *oracle) Commit(ctx context.Context, call flow.CommitCall) (flow.CommitAnswer, error) {
@@ -284,14 +287,14 @@ func (o *oracle) Commit(ctx context.Context, call flow.CommitCall) (flow.CommitA
 	q := o.commits[k]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.CommitAnswer{Live: true}, nil
+			return flow.CommitAnswer{Live: true}, o.goLive(ctx)
 		}
 		return flow.CommitAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryCommitted, Stream: events.MemoryStream(call.Namespace),
 			Hint: fmt.Sprintf("extra commit to memory %s by agent %s; the code path changed", call.Namespace, call.Agent)})
 	}
 	o.commits[k] = q[1:]
 	o.answered++
-	return flow.CommitAnswer{Writes: []events.Write{q[0]}}, nil
+	return flow.CommitAnswer{First: q[0]}, nil
 }
 
 func (o *oracle) Effect(ctx context.Context, call flow.EffectCall) (flow.EffectAnswer, error) {
@@ -301,7 +304,7 @@ func (o *oracle) Effect(ctx context.Context, call flow.EffectCall) (flow.EffectA
 	q := o.effects[k]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.EffectAnswer{Live: true}, nil
+			return flow.EffectAnswer{Live: true}, o.goLive(ctx)
 		}
 		return flow.EffectAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeEffectRecorded, Stream: call.Path,
 			Hint: fmt.Sprintf("extra flow.%s at %s; the code path changed", call.Kind, call.Path)})
@@ -318,19 +321,20 @@ func (o *oracle) unconsumed() *Divergence {
 	defer o.mu.Unlock()
 	type left struct {
 		seq  int64
+		at   key
 		typ  string
 		hint string
 	}
 	var all []left
 	for agent, q := range o.models {
 		for _, a := range q {
-			all = append(all, left{a.seq, events.TypeProviderCalled, fmt.Sprintf("missing model call: agent %s made %d more call(s) in the record; the code path changed", agent, len(q))})
+			all = append(all, left{a.seq, a.at, events.TypeProviderCalled, fmt.Sprintf("missing model call: agent %s made %d more call(s) in the record; the code path changed", agent, len(q))})
 			break
 		}
 	}
 	for agent, q := range o.tools {
 		for _, t := range q {
-			all = append(all, left{t.seq, events.TypeToolReturned, fmt.Sprintf("missing tool call: agent %s called %s in the record, the replay did not", agent, t.ret.Tool)})
+			all = append(all, left{t.seq, t.at, events.TypeToolReturned, fmt.Sprintf("missing tool call: agent %s called %s in the record, the replay did not", agent, t.ret.Tool)})
 			break
 		}
 	}
@@ -338,7 +342,7 @@ func (o *oracle) unconsumed() *Divergence {
 		return nil
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
-	return &Divergence{Kind: KindMissing, Seq: all[0].seq, Type: all[0].typ, Hint: all[0].hint}
+	return &Divergence{Kind: KindMissing, Seq: all[0].seq, Type: all[0].typ, Stream: all[0].at.stream, Version: all[0].at.version, Hint: all[0].hint}
 }
 
 // requestDiff shows how a request differs from the recorded one.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,6 +174,10 @@ func TestRun_ReportsAChangedPromptAtItsSeq(t *testing.T) {
 	if d.Seq != want {
 		t.Fatalf("divergence at seq %d, want %d (the counter's first call)", d.Seq, want)
 	}
+	// And names that event's place in its stream, not "v0".
+	if d.Version == 0 || d.Stream == "" || !strings.Contains(d.Error(), fmt.Sprintf("%s v%d)", d.Stream, d.Version)) {
+		t.Fatalf("divergence place: %v", d)
+	}
 	if !errors.Is(d, replay.ErrDiverged) {
 		t.Fatal("divergence does not match ErrDiverged")
 	}
@@ -294,6 +299,63 @@ func TestRun_ParallelToolCallsInAnyOrder(t *testing.T) {
 		rep, err := replay.Run(ctx, rt, run.ID, mk())
 		if err != nil || !rep.OK() {
 			t.Fatalf("replay: %v %v", rep, err)
+		}
+	}
+}
+
+// turnModel answers each call with the next of its answers, whatever the
+// request: two branches sending the same request get different answers.
+type turnModel struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (m *turnModel) Complete(context.Context, model.Request) (model.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	return model.Response{Content: fmt.Sprintf("critique %d", m.n)}, nil
+}
+
+func TestReplay_ParallelBranchesOfOneAgent(t *testing.T) {
+	ctx := t.Context()
+	rt := mustOpen(t)
+	build := func(c model.Client) flow.Workflow {
+		critic, err := flow.NewAgent("Criticize.", provider(t, c), flow.WithName("critic"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return flow.NewParallel(critic, critic, flow.Named("critic", critic))
+	}
+	in, _ := rt.NewUserSession(ctx, "review this")
+	run, err := rt.Start(ctx, "critics", build(&turnModel{}), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		rep, err := replay.Run(ctx, rt, run.ID, build(failingModel{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() || rep.Matched != rep.Recorded {
+			t.Fatalf("replay %d of unchanged code: %v", i, rep)
+		}
+	}
+	evs, err := rt.Store().ReadRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Type == events.TypeProviderCalled {
+			p, _ := ev.Decode()
+			paths[p.(*events.ProviderCalled).Agent] = true
+		}
+	}
+	// The first branch keeps the path a lone critic would have.
+	for _, want := range []string{"root.critic", "root.critic1", "root.critic2"} {
+		if !paths[want] {
+			t.Fatalf("paths %v, want %s among them", paths, want)
 		}
 	}
 }

@@ -24,10 +24,7 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	if info.finished != nil {
 		return nil, fmt.Errorf("%w: %s finished with status %s", ErrNotResumable, runID, info.finished.Status)
 	}
-	fw := &forwarder{dst: rt.Store(), runID: runID, recorded: map[key]string{}}
-	for _, ev := range info.events {
-		fw.recorded[key{ev.Stream, ev.Version}] = normalize(ev.Payload)
-	}
+	fw := newForwarder(rt.Store(), runID, info.events)
 	sc, err := newScratchWith(ctx, false, fw)
 	if err != nil {
 		return nil, err
@@ -40,8 +37,16 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	if err != nil {
 		return nil, err
 	}
-	fw.start(ctx)
+	if err := fw.start(ctx, sc.rt.Store()); err != nil {
+		return nil, err
+	}
+	// A live call waits until every event before it is in the real store:
+	// a crash during the call must find them there.
+	orc.beforeLive = fw.flush
 	out, err := execute(ctx, sc.rt, info, wf, orc)
+	if ferr := fw.stop(); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -60,25 +65,76 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	return run, nil
 }
 
-// forwarder is a projector on the scratch store: events of the run that
-// the record has are checked against it, and the others are appended to
-// the real store in the same moment, with the blobs they reference.
+// forwarder carries a resumed run's new events from the scratch store to
+// the real one. As a projector on the scratch store it checks each event
+// the record has against it (a mismatch refuses the write); the others are
+// forwarded only once the scratch store committed them, read back in seq
+// order: a projector also runs for a write that is later rolled back, or
+// twice for a batch the writer redoes, and neither may reach the real
+// store. A goroutine forwards after each scratch commit, and flush does so
+// at once (the oracle calls it before each live call).
 type forwarder struct {
 	dst      *events.Store
 	runID    string
-	recorded map[key]string // (stream, version) -> normalized payload
+	recorded map[key]recordedEvent
 
-	mu       sync.Mutex // protects the fields below
-	ctx      context.Context
-	active   bool
+	mu       sync.Mutex // protects diverged
 	diverged *Divergence
+
+	flushMu sync.Mutex // protects the fields below; held for a whole flush
+	src     *events.Store
+	ctx     context.Context
+	next    int64 // first scratch seq not yet forwarded
+	err     error // the first failed forward; later flushes return it
+	quit    chan struct{}
+	done    chan struct{}
 }
 
-func (f *forwarder) start(ctx context.Context) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+type recordedEvent struct {
+	seq     int64
+	typ     string
+	payload string // normalized
+}
+
+func newForwarder(dst *events.Store, runID string, recorded []events.Event) *forwarder {
+	f := &forwarder{dst: dst, runID: runID, recorded: make(map[key]recordedEvent, len(recorded))}
+	for _, ev := range recorded {
+		f.recorded[key{ev.Stream, ev.Version}] = recordedEvent{seq: ev.Seq, typ: ev.Type, payload: normalize(ev.Payload)}
+	}
+	return f
+}
+
+// start forwards the run's events src commits from now on.
+func (f *forwarder) start(ctx context.Context, src *events.Store) error {
+	head, err := src.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("replay: resume: %w", err)
+	}
+	f.flushMu.Lock()
+	f.src, f.next = src, head.Seq+1
 	f.ctx = events.ContextWithRun(context.WithoutCancel(ctx), events.Run{ID: f.runID})
-	f.active = true
+	f.quit, f.done = make(chan struct{}), make(chan struct{})
+	f.flushMu.Unlock()
+	go func() {
+		defer close(f.done)
+		for {
+			wake := src.Notify()
+			f.flush(f.ctx)
+			select {
+			case <-f.quit:
+				return
+			case <-wake:
+			}
+		}
+	}()
+	return nil
+}
+
+// stop ends the forwarding goroutine and forwards what is left.
+func (f *forwarder) stop() error {
+	close(f.quit)
+	<-f.done
+	return f.flush(f.ctx)
 }
 
 func (f *forwarder) failure() *Divergence {
@@ -87,36 +143,99 @@ func (f *forwarder) failure() *Divergence {
 	return f.diverged
 }
 
-func (f *forwarder) Project(_ context.Context, tx *events.Tx, ev *events.Event, p events.Payload) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active || ev.RunID != f.runID {
+// Project checks an event of the run against the record; it forwards
+// nothing (see forwarder).
+func (f *forwarder) Project(_ context.Context, _ *events.Tx, ev *events.Event, _ events.Payload) error {
+	if ev.RunID != f.runID {
 		return nil
 	}
-	if want, ok := f.recorded[key{ev.Stream, ev.Version}]; ok {
-		if got := normalize(ev.Payload); got != want {
-			d := &Divergence{Kind: KindMismatch, Type: ev.Type, Stream: ev.Stream, Version: ev.Version, Want: want, Got: got,
-				Diff: fieldDiff(ev.Type, want, ev.Type, got), Hint: "the resumed code does not reproduce the recorded prefix: " + hintFor(KindMismatch, ev.Type)}
-			if f.diverged == nil {
-				f.diverged = d
-			}
-			return d
-		}
+	want, ok := f.recorded[key{ev.Stream, ev.Version}]
+	if !ok {
 		return nil
 	}
-	var blobs [][]byte
-	if br, ok := p.(events.BlobReferrer); ok {
-		for _, ref := range br.BlobRefs() {
-			var b []byte
-			if err := tx.QueryRow(`SELECT bytes FROM blobs WHERE hash = ?`, ref).Scan(&b); err != nil {
-				return fmt.Errorf("replay: forward blob %s: %w", ref, err)
-			}
-			blobs = append(blobs, b)
+	if got := normalize(ev.Payload); ev.Type != want.typ || got != want.payload {
+		d := &Divergence{Kind: KindMismatch, Seq: want.seq, Type: want.typ, Stream: ev.Stream, Version: ev.Version, Want: want.payload, Got: got,
+			Diff: fieldDiff(want.typ, want.payload, ev.Type, got), Hint: "the resumed code does not reproduce the recorded prefix: " + hintFor(KindMismatch, want.typ, ev.Type)}
+		f.mu.Lock()
+		if f.diverged == nil {
+			f.diverged = d
 		}
+		f.mu.Unlock()
+		return d
 	}
-	_, err := f.dst.AppendWrites(f.ctx, events.Write{Stream: ev.Stream, Expected: ev.Version - 1, Events: []events.Payload{p}, Blobs: blobs})
+	return nil
+}
+
+// flush forwards the run's committed scratch events the record does not
+// have, in seq order, with the blobs they reference.
+func (f *forwarder) flush(ctx context.Context) error {
+	f.flushMu.Lock()
+	defer f.flushMu.Unlock()
+	if f.err != nil || f.src == nil {
+		return f.err
+	}
+	evs, err := f.src.Read(ctx, events.Query{RunID: f.runID, FromSeq: f.next})
 	if err != nil {
-		return fmt.Errorf("replay: forward %s v%d to the store: %w", ev.Stream, ev.Version, err)
+		return fmt.Errorf("replay: resume: read the scratch store: %w", err)
+	}
+	for len(evs) > 0 {
+		// One write per run of events on one stream.
+		n := 1
+		for n < len(evs) && evs[n].Stream == evs[0].Stream && evs[n].Version == evs[n-1].Version+1 && f.isRecorded(evs[n]) == f.isRecorded(evs[0]) {
+			n++
+		}
+		if err := f.forward(evs[:n]); err != nil {
+			f.err = err
+			return err
+		}
+		f.next = evs[n-1].Seq + 1
+		evs = evs[n:]
+	}
+	return nil
+}
+
+func (f *forwarder) isRecorded(ev events.Event) bool {
+	_, ok := f.recorded[key{ev.Stream, ev.Version}]
+	return ok
+}
+
+func (f *forwarder) forward(evs []events.Event) error {
+	w := events.Write{Stream: evs[0].Stream}
+	var refs []string
+	for _, ev := range evs {
+		if _, ok := f.recorded[key{ev.Stream, ev.Version}]; ok {
+			continue // checked by Project, already in the store
+		}
+		p, err := ev.Decode()
+		if err != nil {
+			return fmt.Errorf("replay: forward %s v%d: %w", ev.Stream, ev.Version, err)
+		}
+		if len(w.Events) == 0 {
+			w.Expected = ev.Version - 1
+		}
+		w.Events = append(w.Events, p)
+		if br, ok := p.(events.BlobReferrer); ok {
+			refs = append(refs, br.BlobRefs()...)
+		}
+	}
+	if len(w.Events) == 0 {
+		return nil
+	}
+	if len(refs) > 0 {
+		blobs, err := f.src.GetBlobs(f.ctx, refs)
+		if err != nil {
+			return fmt.Errorf("replay: forward blobs of %s: %w", w.Stream, err)
+		}
+		for _, ref := range refs {
+			b, ok := blobs[ref]
+			if !ok {
+				return fmt.Errorf("replay: forward %s: blob %s is not in the scratch store", w.Stream, ref)
+			}
+			w.Blobs = append(w.Blobs, b)
+		}
+	}
+	if _, err := f.dst.AppendWrites(f.ctx, w); err != nil {
+		return fmt.Errorf("replay: forward %s v%d to the store: %w", w.Stream, w.Expected+1, err)
 	}
 	return nil
 }

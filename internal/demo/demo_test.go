@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/internal/demo"
+	"github.com/gorath/rath/replay"
 )
 
 func runDemo(t *testing.T, dir, backend string) *demo.Summary {
@@ -56,3 +57,31 @@ func checkDemo(t *testing.T, backend string) {
 }
 
 func TestDemo_Local(t *testing.T) { checkDemo(t, "local") }
+
+// The demo's tools reproduce when run again: a replay with live tools, in
+// a fresh copy of the workspace, matches every recorded event.
+func TestDemo_ReplayWithLiveTools(t *testing.T) { checkLiveTools(t, "local") }
+
+func checkLiveTools(t *testing.T, backend string) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	sum := runDemo(t, dir, backend)
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	for i := range 2 {
+		wf, err := demo.Build(ctx, rt, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := replay.Run(ctx, rt, sum.Run, wf, replay.WithLiveTools())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() || rep.Matched != rep.Recorded {
+			t.Fatalf("live-tools replay %d: %v", i, rep)
+		}
+	}
+}

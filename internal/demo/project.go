@@ -7,7 +7,11 @@ import (
 )
 
 // The project the agents work on: a tiny Python module and its tests.
-// Python because its tests run in milliseconds in a fresh sandbox.
+// Python because its tests run in milliseconds in a fresh sandbox. The
+// tests run through run_tests.py, which prints the same text for the same
+// code on every run (no timings, no paths, no bytecode files written), so
+// a replay with live tools (rath replay --live-tools) can compare the
+// tools' outputs and file changes exactly.
 var projectFiles = map[string]string{
 	"ISSUE.md": `# Issue 17: add slugify to textkit
 
@@ -16,7 +20,7 @@ slug: lowercase words joined by single hyphens, with punctuation dropped.
 
     slugify("Hello World") == "hello-world"
 
-Run the tests with: python3 -m unittest -q
+Run the tests with: python3 run_tests.py
 `,
 	"textkit.py": `"""Small text helpers."""
 
@@ -25,6 +29,7 @@ def shout(text):
     """Return text in upper case with an exclamation mark."""
     return text.upper() + "!"
 `,
+	"run_tests.py": runTests,
 	"test_textkit.py": `import unittest
 
 import textkit
@@ -58,3 +63,37 @@ func SetupWorkspace(dir string) error {
 	}
 	return nil
 }
+
+// runTests runs every test_*.py with unittest and reports each failure by
+// test id and message, without the traceback (whose paths name the
+// directory the tests ran in) or the time taken.
+const runTests = `"""Run the tests; print a summary that is the same on every run."""
+import sys
+import unittest
+
+sys.dont_write_bytecode = True  # no __pycache__ in the workspace
+
+
+class Result(unittest.TestResult):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self.lines.append("FAIL %s: %s" % (test.id(), err[1]))
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self.lines.append("ERROR %s: %s: %s" % (test.id(), err[0].__name__, err[1]))
+
+
+suite = unittest.defaultTestLoader.discover(".", pattern="test_*.py")
+result = Result()
+suite.run(result)
+for line in result.lines:
+    print(line)
+print("%d tests, %d failures, %d errors" % (result.testsRun, len(result.failures), len(result.errors)))
+print("OK" if result.wasSuccessful() else "FAILED")
+sys.exit(0 if result.wasSuccessful() else 1)
+`

@@ -26,7 +26,7 @@ const MaxAttempts = 3
 // Prompts of the three agents and the router.
 const (
 	PlannerPrompt = "You are the planner. Read ISSUE.md in the workspace with read_workspace_file, then write a short numbered plan for the coder. Mention lessons from memory if any apply."
-	CoderPrompt   = "You are the coder. Implement the plan in the workspace with write_workspace_file, run the tests with run_shell_command (python3 -m unittest -q), and report what you changed. If a reviewer gave feedback, address it."
+	CoderPrompt   = "You are the coder. Implement the plan in the workspace with write_workspace_file, run the tests with run_shell_command (python3 run_tests.py), and report what you changed. If a reviewer gave feedback, address it."
 	ReviewPrompt  = "You are the reviewer. Read the code, add a test for an edge case the coder missed if you find one, run the tests, and answer starting with APPROVED or REJECTED, followed by the reason."
 	RouterPrompt  = "You route the work on an issue. Choose code when there is no patch yet or the last review rejected it, review after a patch, and none once the reviewer approved."
 	LessonsPrompt = "You keep the team's notes. Acknowledge the outcome in one sentence."

@@ -94,6 +94,11 @@ func TestDemoCommand(t *testing.T) {
 	if out := mustRun(t, dir, "replay", runs[0].ID); !strings.Contains(out, "reproduced: ") {
 		t.Fatalf("replay of the demo: %s", out)
 	}
+	// The demo's tools print the same for the same code: they reproduce
+	// when run again in a fresh copy of the workspace.
+	if r := rathCLI(t, dir, "replay", "--live-tools", runs[0].ID); r.code != 0 || !strings.Contains(r.stdout, "reproduced: ") {
+		t.Fatalf("replay --live-tools of the demo: exit %d\n%s", r.code, r.stdout)
+	}
 	html := filepath.Join(t.TempDir(), "d.html")
 	mustRun(t, dir, "dossier", runs[0].ID, "--replay", "-o", html)
 	b, err := os.ReadFile(html)
