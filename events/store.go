@@ -70,6 +70,10 @@ type Options struct {
 	// Projectors are run for every appended event inside the append's
 	// transaction, in order.
 	Projectors []Projector
+
+	// afterVersionRead, for tests, runs when the writer has read
+	// data_version and before it reads the chain tail.
+	afterVersionRead func()
 }
 
 // Projector updates a read model from events. It runs on the writer
