@@ -24,14 +24,14 @@ func TestStore_KeyFingerprintRefusesMismatchedWriters(t *testing.T) {
 		reasonContain string
 	}{
 		{"keyed, same key", secret, secret, false, false, ""},
-		{"keyed, no key", secret, "", false, true, "no key was given"},
+		{"keyed, no key", secret, "", false, true, "none was given"},
 		{"keyed, wrong key", secret, "other", false, true, "is not the key"},
-		{"unkeyed, a key", "", secret, false, true, "not keyed"},
+		{"unkeyed, a key", "", secret, false, true, "has no HMAC key"},
 		{"unkeyed, no key", "", "", false, false, ""},
 		{"legacy keyed, same key", secret, secret, true, false, ""},
-		{"legacy keyed, no key", secret, "", true, true, "no key was given"},
+		{"legacy keyed, no key", secret, "", true, true, "none was given"},
 		{"legacy keyed, wrong key", secret, "other", true, true, "is not the key"},
-		{"legacy unkeyed, a key", "", secret, true, true, "not keyed"},
+		{"legacy unkeyed, a key", "", secret, true, true, "has no HMAC key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,9 +60,9 @@ func readMeta(ctx context.Context, q queryer) (storeMeta, error) {
 // Reasons of a KeyError. They name RATH_HMAC_KEY, where the CLI reads the
 // key from, and never the key.
 const (
-	reasonKeyMissing = "the hash chain is keyed and no key was given: set RATH_HMAC_KEY (Options.HMACKey) to the chain's key"
-	reasonKeyWrong   = "the key given (RATH_HMAC_KEY, Options.HMACKey) is not the key the hash chain was written with"
-	reasonKeyUnkeyed = "the hash chain is not keyed but a key was given: unset RATH_HMAC_KEY (Options.HMACKey); a chain that has events cannot switch to a key"
+	reasonKeyMissing = "the hash chain is keyed with an HMAC key and none was given: set RATH_HMAC_KEY (Options.HMACKey) to the chain's key"
+	reasonKeyWrong   = "the HMAC key given (RATH_HMAC_KEY, Options.HMACKey) is not the key the hash chain was written with"
+	reasonKeyUnkeyed = "the hash chain has no HMAC key but one was given: unset RATH_HMAC_KEY (Options.HMACKey); a chain that has events cannot switch to a key"
 )
 
 // checkKey compares the store's key with the chain's, for a chain that

@@ -149,16 +149,27 @@ type result struct {
 // DSN returns the SQLite data source name for a database file, or, with
 // inMemory, for an in-memory database named path (SQLite's memdb VFS,
 // shared by every connection of the process that opens the same name, and
-// gone when the last one closes).
+// gone when the last one closes). Each pragma becomes a _pragma parameter.
+//
+// The DSN is a file: URI with the path percent-encoded, so a path holding
+// '?', '#', '%', spaces or any other byte names that file and nothing
+// else ("/tmp/we?ird" must not open "/tmp/we").
 func DSN(path string, inMemory bool, pragmas ...string) string {
 	v := url.Values{}
 	for _, p := range pragmas {
 		v.Add("_pragma", p)
 	}
 	if inMemory {
-		return "file:/" + strings.TrimLeft(path, "/") + "?vfs=memdb&" + v.Encode()
+		v.Set("vfs", "memdb")
+		return "file:" + escapePath("/"+strings.TrimLeft(path, "/")) + "?" + v.Encode()
 	}
-	return "file:" + path + "?" + v.Encode()
+	return "file:" + escapePath(path) + "?" + v.Encode()
+}
+
+// escapePath percent-encodes a path for a SQLite URI, which decodes %HH
+// and ends the path at '?' or '#'.
+func escapePath(path string) string {
+	return (&url.URL{Path: path}).EscapedPath()
 }
 
 // Open opens the log in an already migrated database and starts the writer.

@@ -126,3 +126,31 @@ func TestRun_VerifyWithHMACKey(t *testing.T) {
 		t.Fatalf("verify with key:\n%s", out)
 	}
 }
+
+// A keyed store refuses "rath append" without its key or with another
+// one: exit 1, an error naming RATH_HMAC_KEY and not the key, nothing
+// written, and the chain still verifies with the right key.
+func TestRun_AppendRefusesAMismatchedKey(t *testing.T) {
+	const key = "k1-secret-value"
+	dir := t.TempDir()
+	t.Setenv("RATH_HMAC_KEY", key)
+	id := strings.TrimSpace(mustRun(t, dir, "new", "keyed"))
+	for _, wrong := range []string{"", "k2-other-value"} {
+		t.Setenv("RATH_HMAC_KEY", wrong)
+		r := rathCLI(t, dir, "append", id, "forged")
+		if r.code != 1 || !strings.Contains(r.stderr, "RATH_HMAC_KEY") || !strings.Contains(r.stderr, "refusing to write") {
+			t.Fatalf("append with key %q: exit %d %q", wrong, r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, key) || (wrong != "" && strings.Contains(r.stderr, wrong)) {
+			t.Fatalf("the error shows a key: %q", r.stderr)
+		}
+	}
+	t.Setenv("RATH_HMAC_KEY", key)
+	if out := mustRun(t, dir, "verify"); !strings.Contains(out, "events checked  1") || !strings.HasSuffix(out, "ok\n") {
+		t.Fatalf("verify with the key after refused appends:\n%s", out)
+	}
+	mustRun(t, dir, "append", id, "more")
+	if out := mustRun(t, dir, "verify"); !strings.Contains(out, "events checked  2") {
+		t.Fatalf("verify after an append with the key:\n%s", out)
+	}
+}
