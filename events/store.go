@@ -26,6 +26,8 @@ const (
 	DefaultMaxBatch = 1024
 	// DefaultReadConns is the size of the read pool.
 	DefaultReadConns = 4
+	// DefaultBusyTimeout is how long a write waits for the write lock.
+	DefaultBusyTimeout = 10 * time.Second
 )
 
 // Expected stream versions with special meaning.
@@ -64,6 +66,10 @@ type Options struct {
 	// loss), "NORMAL" (survives a process crash, not power loss) or "OFF"
 	// (for throwaway stores such as a replay's scratch store).
 	Synchronous string
+	// BusyTimeout is how long a write waits for another connection's
+	// write lock before failing with a *StorageError matching ErrBusy.
+	// Zero means DefaultBusyTimeout.
+	BusyTimeout time.Duration
 	// Clock stamps the at column. Nil means time.Now. The time is recorded,
 	// never used for ordering.
 	Clock func() time.Time
@@ -197,7 +203,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	base := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)"}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	busy := fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1))
+	base := []string{busy, "journal_mode(WAL)", "foreign_keys(1)"}
 	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")")...))
 	if err != nil {
 		return nil, fmt.Errorf("events: open writer: %w", err)
