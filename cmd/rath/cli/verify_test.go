@@ -154,3 +154,42 @@ func TestRun_AppendRefusesAMismatchedKey(t *testing.T) {
 		t.Fatalf("verify after an append with the key:\n%s", out)
 	}
 }
+
+// Deleting the prompt texts of a recorded run (the message segments its
+// requests reach through messages_ref, which no event names directly)
+// makes verify fail, naming a deleted blob.
+func TestRun_VerifyCatchesDeletedPromptSegments(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "demo")
+	mustRun(t, dir, "verify")
+	db := openDB(t, dir)
+	rows, err := db.Query(`SELECT hash FROM blobs WHERE CAST(bytes AS TEXT) LIKE '{"add":%' OR CAST(bytes AS TEXT) LIKE '{"prev":%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		segs = append(segs, h)
+	}
+	rows.Close()
+	if len(segs) == 0 {
+		t.Fatal("the demo stored no message segments")
+	}
+	exec(t, db, `DELETE FROM blobs WHERE CAST(bytes AS TEXT) LIKE '{"add":%' OR CAST(bytes AS TEXT) LIKE '{"prev":%'`)
+	db.Close()
+	r := rathCLI(t, dir, "verify")
+	if r.code != 1 || !strings.Contains(r.stderr, "message segment") {
+		t.Fatalf("verify after deleting %d segments: exit %d\n%s%s", len(segs), r.code, r.stdout, r.stderr)
+	}
+	named := false
+	for _, h := range segs {
+		named = named || strings.Contains(r.stderr, h)
+	}
+	if !named {
+		t.Fatalf("verify does not name a deleted segment: %s", r.stderr)
+	}
+}
