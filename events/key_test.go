@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,10 @@ func TestStore_FirstEventDecidesTheKey(t *testing.T) {
 	}
 	if _, err := unkeyed.Append(ctx, "t", events.NoStream, placed("t", "local")); !errors.Is(err, events.ErrKey) {
 		t.Fatalf("unkeyed append to a keyed chain = %v, want ErrKey", err)
+	}
+	// Rebuilds (Exclusive) write no event and need no key.
+	if err := unkeyed.Exclusive(ctx, func(context.Context, *events.Tx) error { return nil }); err != nil {
+		t.Fatalf("exclusive without the key: %v", err)
 	}
 	if _, err := keyed.Append(ctx, "t", events.NoStream, placed("t", "local")); err != nil {
 		t.Fatal(err)

@@ -177,9 +177,11 @@ func (w *writerState) exec(ctx context.Context, query string, args ...any) error
 // begin opens an IMMEDIATE transaction (taking SQLite's write lock up
 // front, so no read-to-write upgrade can fail with SQLITE_BUSY) and
 // refreshes caches if another connection committed since our last look.
-// It refuses to write with a key that does not match the chain's, and
-// records the chain's key fingerprint and hash format with the first write.
-func (w *writerState) begin(ctx context.Context) error {
+// For appends (events true) it refuses a key that does not match the
+// chain's, and records the chain's key fingerprint and hash format with
+// the first write; Exclusive's transactions (rebuilds) touch no event and
+// need neither.
+func (w *writerState) begin(ctx context.Context, events bool) error {
 	if _, err := w.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return storageErr("begin", err)
 	}
@@ -197,6 +199,9 @@ func (w *writerState) begin(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if !events {
+		return nil
 	}
 	if w.keyErr != nil {
 		w.rollback()
@@ -345,7 +350,7 @@ func (w *writerState) forceReload() {
 func (w *writerState) run(batch []*request, savepoints bool) (results []result, ok int, dirty, stale bool) {
 	ctx := context.Background()
 	results = make([]result, len(batch))
-	if err := w.begin(ctx); err != nil {
+	if err := w.begin(ctx, true); err != nil {
 		for i := range results {
 			results[i].err = err
 		}
@@ -519,7 +524,7 @@ func (w *writerState) putBlob(ctx context.Context, b []byte) error {
 func (w *writerState) exclusive(req *request) {
 	ctx := req.ctx
 	var res result
-	if err := w.begin(context.Background()); err != nil {
+	if err := w.begin(context.Background(), false); err != nil {
 		res.err = err
 	} else if err := req.fn(ctx, &Tx{ctx: ctx, w: w}); err != nil {
 		w.rollback()

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -114,9 +115,61 @@ func (f *forwarder) Project(_ context.Context, tx *events.Tx, ev *events.Event, 
 			blobs = append(blobs, b)
 		}
 	}
-	_, err := f.dst.AppendWrites(f.ctx, events.Write{Stream: ev.Stream, Expected: ev.Version - 1, Events: []events.Payload{p}, Blobs: blobs})
+	segs, err := f.messageSegments(tx, p)
+	if err != nil {
+		return err
+	}
+	blobs = append(blobs, segs...)
+	_, err = f.dst.AppendWrites(f.ctx, events.Write{Stream: ev.Stream, Expected: ev.Version - 1, Events: []events.Payload{p}, Blobs: blobs})
 	if err != nil {
 		return fmt.Errorf("replay: forward %s v%d to the store: %w", ev.Stream, ev.Version, err)
 	}
 	return nil
+}
+
+// messageSegments returns the message segments a model request reaches
+// through its messages_ref chain (flow/request.go) that the store does not
+// hold yet: the request blob names only the last segment, and verify
+// checks them all. Earlier calls of the loop forwarded the older ones.
+func (f *forwarder) messageSegments(tx *events.Tx, p events.Payload) ([][]byte, error) {
+	var req string
+	switch e := p.(type) {
+	case *events.ProviderCalled:
+		req = e.RequestRef
+	case *events.ProviderFailed:
+		req = e.RequestRef
+	}
+	if req == "" {
+		return nil, nil
+	}
+	var raw []byte
+	if err := tx.QueryRow(`SELECT bytes FROM blobs WHERE hash = ?`, req).Scan(&raw); err != nil {
+		return nil, fmt.Errorf("replay: forward request %s: %w", req, err)
+	}
+	var rec struct {
+		MessagesRef string `json:"messages_ref"`
+	}
+	if json.Unmarshal(raw, &rec) != nil {
+		return nil, nil
+	}
+	var out [][]byte
+	for next := rec.MessagesRef; next != ""; {
+		var one int
+		if f.dst.DB().QueryRow(`SELECT 1 FROM blobs WHERE hash = ?`, next).Scan(&one) == nil {
+			break // forwarded with an earlier call, and so is what precedes it
+		}
+		var b []byte
+		if err := tx.QueryRow(`SELECT bytes FROM blobs WHERE hash = ?`, next).Scan(&b); err != nil {
+			return nil, fmt.Errorf("replay: forward message segment %s: %w", next, err)
+		}
+		out = append(out, b)
+		var seg struct {
+			Prev string `json:"prev"`
+		}
+		if json.Unmarshal(b, &seg) != nil {
+			break
+		}
+		next = seg.Prev
+	}
+	return out, nil
 }
