@@ -20,16 +20,16 @@ var ErrVerify = errors.New("events: verification failed")
 // VerifyError names the first event (or blob) that failed verification.
 type VerifyError struct {
 	Seq    int64  // 0 for a failure not tied to one event
-	Blob   string // set when a blob failed
+	Blob   string // set when a blob failed: missing, altered, or not what the event says
 	Reason string
 }
 
 func (e *VerifyError) Error() string {
 	switch {
+	case e.Seq > 0: // the reason names the blob, if one failed
+		return fmt.Sprintf("events: verification failed at seq %d: %s", e.Seq, e.Reason)
 	case e.Blob != "":
 		return fmt.Sprintf("events: verification failed: blob %s: %s", e.Blob, e.Reason)
-	case e.Seq > 0:
-		return fmt.Sprintf("events: verification failed at seq %d: %s", e.Seq, e.Reason)
 	}
 	return "events: verification failed: " + e.Reason
 }

@@ -186,6 +186,27 @@ func TestWriter_ProcessesAppend(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rath.db")
 	migrate(t, path)
 	const procs, per = 4, 40
+	// Verify in a loop meanwhile: no false alarm.
+	verifier := MustOpenStore(t, events.Options{Path: path})
+	stop := make(chan struct{})
+	verified := make(chan int)
+	go func() {
+		n := 0
+		defer func() { verified <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rep, err := verifier.Verify(t.Context(), events.VerifyOptions{})
+			if err != nil || !rep.OK() {
+				t.Errorf("verify while processes append = %+v, %v", rep, err)
+				return
+			}
+			n++
+		}
+	}()
 	var wg sync.WaitGroup
 	for p := range procs {
 		wg.Go(func() {
@@ -197,6 +218,8 @@ func TestWriter_ProcessesAppend(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	close(stop)
+	t.Logf("%d verifications while appending", <-verified)
 	s := MustOpenStore(t, events.Options{Path: path})
 	if rep, err := s.Verify(ctx(t), events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != procs*per {
 		t.Fatalf("verify = %+v, %v; want %d events", rep, err, procs*per)
