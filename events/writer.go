@@ -177,11 +177,11 @@ func (w *writerState) exec(ctx context.Context, query string, args ...any) error
 // begin opens an IMMEDIATE transaction (taking SQLite's write lock up
 // front, so no read-to-write upgrade can fail with SQLITE_BUSY) and
 // refreshes caches if another connection committed since our last look.
-// For appends (events true) it refuses a key that does not match the
+// For appends it refuses a key that does not match the
 // chain's, and records the chain's key fingerprint and hash format with
 // the first write; Exclusive's transactions (rebuilds) touch no event and
 // need neither.
-func (w *writerState) begin(ctx context.Context, events bool) error {
+func (w *writerState) begin(ctx context.Context, appends bool) error {
 	if _, err := w.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return storageErr("begin", err)
 	}
@@ -200,7 +200,7 @@ func (w *writerState) begin(ctx context.Context, events bool) error {
 			}
 		}
 	}
-	if !events {
+	if !appends {
 		return nil
 	}
 	if w.keyErr != nil {
