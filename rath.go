@@ -214,7 +214,7 @@ func MigrationStatus(ctx context.Context, path string) ([]migrations.Migration, 
 }
 
 func openMigrationDB(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	db, err := sql.Open("sqlite", events.DSN(path, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("rath: open %s: %w", path, err)
 	}

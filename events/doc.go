@@ -5,7 +5,11 @@
 //
 //   - The event catalogue: one Go struct per event type, each with a type name
 //     and a version ([Payload]), canonical JSON encoding ([Canonical]) and a
-//     strict decoder ([Decode]) with upcasters for old versions.
+//     strict decoder ([Decode]). A type whose struct changes gets a new
+//     version and an upcaster from the old one, declared with it in the
+//     catalogue; Decode upcasts stored old versions step by step, and the
+//     catalogue refuses a type missing one. Every type is at version 1 so
+//     far, so no upcaster is declared yet.
 //   - [Store]: Append with optimistic concurrency per stream (a typed
 //     [*ConflictError]), one writer goroutine with group commit (many
 //     concurrent appenders share a transaction, and Append returns only after

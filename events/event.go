@@ -122,7 +122,12 @@ func Types() map[string]int {
 // struct. Unknown fields are rejected, old versions are upcast, and
 // payloads that implement Validator are validated.
 func Decode(typ string, version int, payload []byte) (Payload, error) {
-	ti, ok := catalogue[typ]
+	return decodeWith(catalogue, typ, version, payload)
+}
+
+// decodeWith is Decode against catalogue cat.
+func decodeWith(cat map[string]*typeInfo, typ string, version int, payload []byte) (Payload, error) {
+	ti, ok := cat[typ]
 	if !ok {
 		return nil, &DecodeError{Type: typ, Err: fmt.Errorf("%w %q", ErrUnknownType, typ)}
 	}

@@ -8,6 +8,17 @@ import (
 	"hash"
 )
 
+// Hash input formats. Format 1 hashed a NULL run_id like an empty one, so
+// an edit between the two went unnoticed; format 2 marks NULL with a
+// length of -1, which no string has. Stores keep the first seq hashed with
+// format 2 in store_meta (metaChainV2From): older events keep verifying
+// under format 1, and Verify refuses an empty run_id there instead, since
+// the writer has only ever stored NULL for "no run".
+const (
+	hashFormat1 = 1
+	hashFormat2 = 2
+)
+
 // chainHasher computes the hash chain. Each event's hash covers the
 // previous hash and every stored column except seq's rowid alias and the
 // hash itself, with each field length-prefixed so no two different rows
@@ -41,7 +52,8 @@ func (c *chainHasher) bytes(b []byte) {
 }
 
 // eventHash returns the hex hash of a row given the previous row's hash.
-func (c *chainHasher) eventHash(prev string, seq int64, stream string, version int64, typ string, typeVersion int, runID string, payload []byte, atNanos int64) string {
+// hasRun false means a NULL run_id; format is hashFormat1 or hashFormat2.
+func (c *chainHasher) eventHash(format int, prev string, seq int64, stream string, version int64, typ string, typeVersion int, runID string, hasRun bool, payload []byte, atNanos int64) string {
 	c.h.Reset()
 	c.str(prev)
 	c.int(seq)
@@ -49,11 +61,32 @@ func (c *chainHasher) eventHash(prev string, seq int64, stream string, version i
 	c.int(version)
 	c.str(typ)
 	c.int(int64(typeVersion))
-	c.str(runID)
+	if format >= hashFormat2 && !hasRun {
+		c.int(-1)
+	} else {
+		c.str(runID)
+	}
 	c.bytes(payload)
 	c.int(atNanos)
 	return hex.EncodeToString(c.h.Sum(c.sum[:0]))
 }
+
+// keyFingerprint identifies the chain's key without revealing it: the
+// HMAC of a fixed label under the key, or "sha256" for an unkeyed chain.
+// Only a holder of the key can compute it, and it is not the key.
+func keyFingerprint(key []byte) string {
+	if len(key) == 0 {
+		return fingerprintUnkeyed
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("rath hash chain key fingerprint v1"))
+	return fingerprintKeyedPrefix + hex.EncodeToString(m.Sum(nil))
+}
+
+const (
+	fingerprintUnkeyed     = "sha256"
+	fingerprintKeyedPrefix = "hmac-sha256:"
+)
 
 // BlobHash returns the content address of b: its hex SHA-256.
 func BlobHash(b []byte) string {

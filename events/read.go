@@ -87,9 +87,14 @@ func (q Query) where(after int64) (string, []any) {
 
 // rows reads one page of stored rows after seq `after`.
 func (s *Store) rows(ctx context.Context, q Query, after int64, limit int) ([]row, error) {
+	return scanRows(ctx, s.rdb, q, after, limit)
+}
+
+// scanRows reads one page of stored rows after seq `after` through db.
+func scanRows(ctx context.Context, db queryer, q Query, after int64, limit int) ([]row, error) {
 	where, args := q.where(after)
 	args = append(args, limit)
-	rs, err := s.rdb.QueryContext(ctx, selectEvents+where+" ORDER BY seq LIMIT ?", args...)
+	rs, err := db.QueryContext(ctx, selectEvents+where+" ORDER BY seq LIMIT ?", args...)
 	if err != nil {
 		return nil, fmt.Errorf("events: read: %w", err)
 	}

@@ -26,6 +26,8 @@ const (
 	DefaultMaxBatch = 1024
 	// DefaultReadConns is the size of the read pool.
 	DefaultReadConns = 4
+	// DefaultBusyTimeout is how long a write waits for the write lock.
+	DefaultBusyTimeout = 10 * time.Second
 )
 
 // Expected stream versions with special meaning.
@@ -64,6 +66,10 @@ type Options struct {
 	// loss), "NORMAL" (survives a process crash, not power loss) or "OFF"
 	// (for throwaway stores such as a replay's scratch store).
 	Synchronous string
+	// BusyTimeout is how long a write waits for another connection's
+	// write lock before failing with a *StorageError matching ErrBusy.
+	// Zero means DefaultBusyTimeout.
+	BusyTimeout time.Duration
 	// Clock stamps the at column. Nil means time.Now. The time is recorded,
 	// never used for ordering.
 	Clock func() time.Time
@@ -74,6 +80,10 @@ type Options struct {
 	// it is hashed and written, and each removal is recorded on
 	// StreamRedactions (see package secret).
 	Redactor Redactor
+
+	// afterVersionRead, for tests, runs when the writer has read
+	// data_version and before it reads the chain tail.
+	afterVersionRead func()
 }
 
 // Projector updates a read model from events. It runs on the writer
@@ -151,16 +161,27 @@ type result struct {
 // DSN returns the SQLite data source name for a database file, or, with
 // inMemory, for an in-memory database named path (SQLite's memdb VFS,
 // shared by every connection of the process that opens the same name, and
-// gone when the last one closes).
+// gone when the last one closes). Each pragma becomes a _pragma parameter.
+//
+// The DSN is a file: URI with the path percent-encoded, so a path holding
+// '?', '#', '%', spaces or any other byte names that file and nothing
+// else ("/tmp/we?ird" must not open "/tmp/we").
 func DSN(path string, inMemory bool, pragmas ...string) string {
 	v := url.Values{}
 	for _, p := range pragmas {
 		v.Add("_pragma", p)
 	}
 	if inMemory {
-		return "file:/" + strings.TrimLeft(path, "/") + "?vfs=memdb&" + v.Encode()
+		v.Set("vfs", "memdb")
+		return "file:" + escapePath("/"+strings.TrimLeft(path, "/")) + "?" + v.Encode()
 	}
-	return "file:" + path + "?" + v.Encode()
+	return "file:" + escapePath(path) + "?" + v.Encode()
+}
+
+// escapePath percent-encodes a path for a SQLite URI, which decodes %HH
+// and ends the path at '?' or '#'.
+func escapePath(path string) string {
+	return (&url.URL{Path: path}).EscapedPath()
 }
 
 // Open opens the log in an already migrated database and starts the writer.
@@ -188,7 +209,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	base := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)"}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	busy := fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1))
+	base := []string{busy, "journal_mode(WAL)", "foreign_keys(1)"}
 	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")")...))
 	if err != nil {
 		return nil, fmt.Errorf("events: open writer: %w", err)

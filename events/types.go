@@ -359,11 +359,27 @@ func validateDerived(session, source string, baseLen int64) error {
 	return nil
 }
 
+// Upcasts declares, for one event type, the upcaster from each old
+// version v to v+1. When a type's struct changes incompatibly, bump its
+// EventVersion and declare the upcaster from the old version next to it
+// in buildCatalogue; Decode then reads events stored at any older version
+// as the current struct. Every type is at version 1 so far.
+type upcasts map[int]upcaster
+
 func buildCatalogue() map[string]*typeInfo {
 	c := map[string]*typeInfo{}
-	add := func(newFn func() Payload) {
+	add := func(newFn func() Payload, ups ...upcasts) {
 		p := newFn()
-		c[p.EventType()] = &typeInfo{version: p.EventVersion(), newFn: newFn}
+		ti := &typeInfo{version: p.EventVersion(), newFn: newFn, upcasters: map[int]upcaster{}}
+		for _, u := range ups {
+			for v, f := range u {
+				ti.upcasters[v] = f
+			}
+		}
+		if err := ti.check(p.EventType()); err != nil {
+			panic(err) // a catalogue bug: fails every test at init
+		}
+		c[p.EventType()] = ti
 	}
 	add(func() Payload { return &SessionCreated{} })
 	add(func() Payload { return &ChunkAppended{} })
@@ -390,4 +406,20 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &EffectRecorded{} })
 	add(func() Payload { return &SecretRedacted{} })
 	return c
+}
+
+// check reports a type whose old versions cannot all be upcast to the
+// current one.
+func (ti *typeInfo) check(typ string) error {
+	for v := 1; v < ti.version; v++ {
+		if ti.upcasters[v] == nil {
+			return fmt.Errorf("events: catalogue: %s is at version %d but has no upcaster from version %d", typ, ti.version, v)
+		}
+	}
+	for v := range ti.upcasters {
+		if v < 1 || v >= ti.version {
+			return fmt.Errorf("events: catalogue: %s has an upcaster from version %d, outside 1..%d", typ, v, ti.version-1)
+		}
+	}
+	return nil
 }

@@ -3,9 +3,12 @@ package events
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // blobReferrers are the event types whose payloads reference blobs.
@@ -17,16 +20,16 @@ var ErrVerify = errors.New("events: verification failed")
 // VerifyError names the first event (or blob) that failed verification.
 type VerifyError struct {
 	Seq    int64  // 0 for a failure not tied to one event
-	Blob   string // set when a blob failed
+	Blob   string // set when a blob failed: missing, altered, or not what the event says
 	Reason string
 }
 
 func (e *VerifyError) Error() string {
 	switch {
+	case e.Seq > 0: // the reason names the blob, if one failed
+		return fmt.Sprintf("events: verification failed at seq %d: %s", e.Seq, e.Reason)
 	case e.Blob != "":
 		return fmt.Sprintf("events: verification failed: blob %s: %s", e.Blob, e.Reason)
-	case e.Seq > 0:
-		return fmt.Sprintf("events: verification failed at seq %d: %s", e.Seq, e.Reason)
 	}
 	return "events: verification failed: " + e.Reason
 }
@@ -56,23 +59,64 @@ type VerifyReport struct {
 func (r *VerifyReport) OK() bool { return r.Failure == nil }
 
 // Verify recomputes the hash chain from the first event, checks that seqs
-// are contiguous, that every blob matches its address and every blob an
-// event references (a payload stored as a blob, a model request, a tool
-// output, file contents) exists, and, if opts.Head is given, that the log still holds that
-// head. A verification failure is reported in the report (the first bad
-// seq), not as an error; the error is for I/O failures.
+// are contiguous, that every blob matches its address and that every blob
+// an event references exists: a payload stored as a blob, a tool output,
+// file contents, and a model request with every message segment its
+// messages_ref chain reaches. With opts.Head it also checks that the log
+// still holds that head. It reads one consistent snapshot, so appends
+// running meanwhile neither fail it nor are half seen; the report's Head
+// is the snapshot's. A verification failure is reported in the report (the
+// first bad seq), not as an error; the error is for I/O failures.
 func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
-	rep := &VerifyReport{}
-	h := newChainHasher(s.opts.HMACKey)
-	prevHash, prevSeq := "", int64(0)
-	fail := func(seq int64, format string, args ...any) (*VerifyReport, error) {
-		rep.Failure = &VerifyError{Seq: seq, Reason: fmt.Sprintf(format, args...)}
-		return rep, nil
+	tx, err := s.rdb.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("events: verify: %w", err)
 	}
-	// Hashes of the stored blobs, to check that every blob an event
-	// references (a request, a tool output, file contents) exists.
-	have := map[string]bool{}
-	hrows, err := s.rdb.QueryContext(ctx, `SELECT hash FROM blobs`)
+	defer tx.Rollback()
+	v := &verifier{s: s, tx: tx, rep: &VerifyReport{}, have: map[string]bool{}, followed: map[string]bool{}}
+	return v.run(ctx, opts)
+}
+
+// verifier is one Verify call, reading through tx.
+type verifier struct {
+	s   *Store
+	tx  *sqlx.Tx
+	rep *VerifyReport
+	// have holds the stored blob hashes; followed the request records and
+	// message segments already checked (successive calls share segments).
+	have, followed map[string]bool
+}
+
+func (v *verifier) fail(seq int64, blob, format string, args ...any) (*VerifyReport, error) {
+	v.rep.Failure = &VerifyError{Seq: seq, Blob: blob, Reason: fmt.Sprintf(format, args...)}
+	return v.rep, nil
+}
+
+func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
+	tx, rep := v.tx, v.rep
+	var end Head
+	err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&end.Seq, &end.Hash)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("events: verify: %w", err)
+	}
+	meta, err := readMeta(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if meta.v2From < 0 {
+		return v.fail(0, "", "store_meta %s is not a seq: it was altered", metaChainV2From)
+	}
+	if end.Seq > 0 {
+		keyErr, err := checkKey(ctx, tx, v.s.opts.HMACKey, meta)
+		if err != nil {
+			return nil, err
+		}
+		var ke *KeyError
+		if errors.As(keyErr, &ke) {
+			return v.fail(1, "", "%s", ke.Reason)
+		}
+	}
+	hrows, err := tx.QueryContext(ctx, `SELECT hash FROM blobs`)
 	if err != nil {
 		return nil, fmt.Errorf("events: verify blobs: %w", err)
 	}
@@ -82,63 +126,47 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 			hrows.Close()
 			return nil, fmt.Errorf("events: verify blobs: %w", err)
 		}
-		have[h] = true
+		v.have[h] = true
 	}
 	hrows.Close()
+	if err := hrows.Err(); err != nil {
+		return nil, fmt.Errorf("events: verify blobs: %w", err)
+	}
+	h := newChainHasher(v.s.opts.HMACKey)
+	prevHash, prevSeq := "", int64(0)
 	var headFound bool
-	for {
-		rs, err := s.rows(ctx, Query{}, prevSeq, scanPage)
+	for end.Seq > 0 {
+		rs, err := scanRows(ctx, tx, Query{ToSeq: end.Seq}, prevSeq, scanPage)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range rs {
 			if r.Seq != prevSeq+1 {
-				return fail(prevSeq+1, "event missing: seq jumps from %d to %d", prevSeq, r.Seq)
+				return v.fail(prevSeq+1, "", "event missing: seq jumps from %d to %d", prevSeq, r.Seq)
 			}
-			want := h.eventHash(prevHash, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, r.RunID.String, []byte(r.Payload), r.At)
+			format := hashFormat1
+			if meta.v2From > 0 && r.Seq >= meta.v2From {
+				format = hashFormat2
+			}
+			if format == hashFormat1 && r.RunID.Valid && r.RunID.String == "" {
+				// Format 1 hashes '' like NULL, and the writer stores no
+				// run as NULL: an empty run_id was written behind its back.
+				return v.fail(r.Seq, "", "run_id is empty where the writer stores NULL: the row was altered")
+			}
+			want := h.eventHash(format, prevHash, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, r.RunID.String, r.RunID.Valid, []byte(r.Payload), r.At)
 			if want != r.Hash {
 				reason := "hash mismatch: the row was altered or the chain was rewritten"
 				if r.Seq == 1 {
 					reason += " (or the HMAC key differs)"
 				}
-				return fail(r.Seq, "%s", reason)
+				return v.fail(r.Seq, "", "%s", reason)
 			}
-			if bytes.HasPrefix([]byte(r.Payload), blobPrefix) {
-				var bp blobPointer
-				if err := json.Unmarshal([]byte(r.Payload), &bp); err != nil {
-					return fail(r.Seq, "bad blob reference: %v", err)
-				}
-				b, err := s.GetBlob(ctx, bp.Blob)
-				if errors.Is(err, ErrBlobNotFound) {
-					return fail(r.Seq, "payload blob %s is missing", bp.Blob)
-				}
-				if err != nil {
-					return nil, err
-				}
-				if BlobHash(b) != bp.Blob || len(b) != bp.Size {
-					return fail(r.Seq, "payload blob %s does not match its hash", bp.Blob)
-				}
-			}
-			if _, refers := blobReferrers[r.Type]; refers {
-				ev, err := s.toEvent(ctx, r)
-				if err != nil {
-					return fail(r.Seq, "payload unreadable: %v", err)
-				}
-				p, err := ev.Decode()
-				if err != nil {
-					return fail(r.Seq, "payload does not decode: %v", err)
-				}
-				if br, ok := p.(BlobReferrer); ok {
-					for _, ref := range br.BlobRefs() {
-						if !have[ref] {
-							return fail(r.Seq, "referenced blob %s is missing", ref)
-						}
-					}
-				}
+			if done, err := v.checkRefs(ctx, r); done || err != nil {
+				return rep, err
 			}
 			if opts.Head != nil && r.Seq == opts.Head.Seq {
 				if r.Hash != opts.Head.Hash {
-					return fail(r.Seq, "hash %s differs from the recorded head %s", r.Hash, opts.Head.Hash)
+					return v.fail(r.Seq, "", "hash %s differs from the recorded head %s", r.Hash, opts.Head.Hash)
 				}
 				headFound = true
 			}
@@ -148,16 +176,19 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		if opts.Progress != nil {
 			opts.Progress(rep.Events)
 		}
-		if len(rs) < scanPage {
+		if len(rs) < scanPage || prevSeq >= end.Seq {
 			break
 		}
 	}
+	if prevSeq != end.Seq {
+		return v.fail(prevSeq+1, "", "event missing: the log ends at seq %d, its head is %d", prevSeq, end.Seq)
+	}
 	rep.Head = Head{Seq: prevSeq, Hash: prevHash}
 	if opts.Head != nil && !headFound {
-		return fail(opts.Head.Seq, "the log ends at seq %d, before the recorded head %d: it was truncated", prevSeq, opts.Head.Seq)
+		return v.fail(opts.Head.Seq, "", "the log ends at seq %d, before the recorded head %d: it was truncated", prevSeq, opts.Head.Seq)
 	}
 	// Every blob must match its content address.
-	rows, err := s.rdb.QueryContext(ctx, `SELECT hash, bytes FROM blobs ORDER BY hash`)
+	rows, err := tx.QueryContext(ctx, `SELECT hash, bytes FROM blobs ORDER BY hash`)
 	if err != nil {
 		return nil, fmt.Errorf("events: verify blobs: %w", err)
 	}
@@ -169,8 +200,7 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 			return nil, fmt.Errorf("events: verify blobs: %w", err)
 		}
 		if BlobHash(b) != hash {
-			rep.Failure = &VerifyError{Blob: hash, Reason: "content does not match its hash"}
-			return rep, nil
+			return v.fail(0, hash, "content does not match its hash")
 		}
 		rep.Blobs++
 	}
@@ -178,4 +208,144 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		return nil, fmt.Errorf("events: verify blobs: %w", err)
 	}
 	return rep, nil
+}
+
+// checkRefs checks the blobs an event reaches. It reports done when it
+// recorded a failure in the report.
+func (v *verifier) checkRefs(ctx context.Context, r row) (done bool, err error) {
+	payload := []byte(r.Payload)
+	if bytes.HasPrefix(payload, blobPrefix) {
+		var bp blobPointer
+		if err := json.Unmarshal(payload, &bp); err != nil {
+			v.fail(r.Seq, "", "bad blob reference: %v", err)
+			return true, nil
+		}
+		b, ok, err := v.blob(ctx, bp.Blob)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			v.fail(r.Seq, bp.Blob, "payload blob %s is missing", bp.Blob)
+			return true, nil
+		}
+		if BlobHash(b) != bp.Blob || len(b) != bp.Size {
+			v.fail(r.Seq, bp.Blob, "payload blob %s does not match its hash", bp.Blob)
+			return true, nil
+		}
+		payload = b
+	}
+	if _, refers := blobReferrers[r.Type]; !refers {
+		return false, nil
+	}
+	p, err := Decode(r.Type, r.TypeVersion, payload)
+	if err != nil {
+		v.fail(r.Seq, "", "payload does not decode: %v", err)
+		return true, nil
+	}
+	if br, ok := p.(BlobReferrer); ok {
+		for _, ref := range br.BlobRefs() {
+			if !v.has(ctx, ref) {
+				v.fail(r.Seq, ref, "referenced blob %s is missing", ref)
+				return true, nil
+			}
+		}
+	}
+	var req string
+	switch e := p.(type) {
+	case *ProviderCalled:
+		req = e.RequestRef
+	case *ProviderFailed:
+		req = e.RequestRef
+	}
+	if req == "" {
+		return false, nil
+	}
+	return v.followRequest(ctx, r.Seq, req)
+}
+
+// The stored shapes of a model request (written by package flow, see
+// flow/request.go): a record naming the last message segment, and
+// segments each naming the one before.
+type (
+	requestHead struct {
+		MessagesRef string `json:"messages_ref"`
+	}
+	messageSegment struct {
+		Prev string          `json:"prev"`
+		Add  json.RawMessage `json:"add"`
+	}
+)
+
+// followRequest checks every message segment reachable from a request
+// record: each must exist and match its hash. A request blob that is not
+// a record with messages_ref (an older or foreign shape) has no chain.
+func (v *verifier) followRequest(ctx context.Context, seq int64, ref string) (bool, error) {
+	if v.followed[ref] {
+		return false, nil
+	}
+	b, ok, err := v.blob(ctx, ref)
+	if err != nil || !ok {
+		return false, err // existence was checked with the event's refs
+	}
+	if BlobHash(b) != ref {
+		v.fail(seq, ref, "request blob %s does not match its hash", ref)
+		return true, nil
+	}
+	v.followed[ref] = true
+	var rec requestHead
+	if json.Unmarshal(b, &rec) != nil || rec.MessagesRef == "" {
+		return false, nil
+	}
+	for next, depth := rec.MessagesRef, 0; next != "" && !v.followed[next]; depth++ {
+		seg, ok, err := v.blob(ctx, next)
+		if err != nil {
+			return false, err
+		}
+		what := "message segment"
+		if depth > 0 {
+			what = "earlier message segment"
+		}
+		if !ok {
+			v.fail(seq, next, "%s %s of request %s is missing", what, next, ref)
+			return true, nil
+		}
+		if BlobHash(seg) != next {
+			v.fail(seq, next, "%s %s of request %s does not match its hash", what, next, ref)
+			return true, nil
+		}
+		var m messageSegment
+		if err := json.Unmarshal(seg, &m); err != nil || m.Add == nil {
+			v.fail(seq, next, "%s %s of request %s is not a message segment", what, next, ref)
+			return true, nil
+		}
+		v.followed[next] = true
+		next = m.Prev
+	}
+	return false, nil
+}
+
+// has reports whether a blob is stored, looking it up in the snapshot when
+// the list read at the start does not have it.
+func (v *verifier) has(ctx context.Context, hash string) bool {
+	if v.have[hash] {
+		return true
+	}
+	var one int
+	if v.tx.QueryRowContext(ctx, `SELECT 1 FROM blobs WHERE hash = ?`, hash).Scan(&one) == nil {
+		v.have[hash] = true
+		return true
+	}
+	return false
+}
+
+// blob reads a blob in the snapshot; ok is false when it is not stored.
+func (v *verifier) blob(ctx context.Context, hash string) (b []byte, ok bool, err error) {
+	err = v.tx.QueryRowContext(ctx, `SELECT bytes FROM blobs WHERE hash = ?`, hash).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("events: verify blob %s: %w", hash, err)
+	}
+	return b, true, nil
 }

@@ -23,6 +23,16 @@ type writerState struct {
 	lastHash    string
 	heads       map[string]int64
 	dataVersion int64
+
+	// From store_meta, read with the tail.
+	fingerprint string // the chain's key fingerprint, "" if not recorded yet
+	v2From      int64  // first seq hashed with hashFormat2, 0 if not recorded yet
+	// keyErr is set when the store's key does not match the chain's; every
+	// write fails with it.
+	keyErr error
+	// metaWritten is set while the open transaction holds store_meta rows
+	// written by begin: a rollback must make the next begin re-read them.
+	metaWritten bool
 }
 
 // Tx is the writer's open transaction, handed to projectors. Statements
@@ -76,7 +86,13 @@ func (w *writerState) init(ctx context.Context, s *Store) error {
 	if n == 0 {
 		return errors.New("events: open: no events table (run the migrations first)")
 	}
-	return w.reload(ctx)
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='store_meta'`).Scan(&n); err != nil {
+		return fmt.Errorf("events: open: %w", err)
+	}
+	if n == 0 {
+		return errors.New("events: open: no store_meta table (run the migrations first)")
+	}
+	return w.reload(ctx, false)
 }
 
 func (w *writerState) closeStmts() {
@@ -88,19 +104,53 @@ func (w *writerState) closeStmts() {
 	}
 }
 
-// reload reads the chain tail and forgets cached stream heads; needed when
-// another connection may have written.
-func (w *writerState) reload(ctx context.Context) error {
+// reload reads the chain tail and the store's metadata and forgets cached
+// stream heads; needed when another connection may have written. inTx says
+// the caller holds a transaction already (begin's, which holds the write
+// lock); otherwise reload reads in a read transaction of its own, so the
+// tail and the metadata come from one snapshot.
+//
+// data_version is read first, before the snapshot: if another connection
+// commits after it, the version read is older than the data, and the next
+// begin sees a change and reloads again. Read the other way round, such a
+// commit would leave the version current and the tail stale, and every
+// later insert would collide on its seq.
+func (w *writerState) reload(ctx context.Context, inTx bool) error {
 	w.heads = map[string]int64{}
+	var dv int64
+	if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
+		return storageErr("data_version", err)
+	}
+	if h := w.s.opts.afterVersionRead; h != nil {
+		h()
+	}
+	if !inTx {
+		if _, err := w.conn.ExecContext(ctx, `BEGIN`); err != nil {
+			return storageErr("begin read", err)
+		}
+		defer w.conn.ExecContext(context.Background(), `ROLLBACK`)
+	}
 	err := w.conn.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&w.lastSeq, &w.lastHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		w.lastSeq, w.lastHash = 0, ""
 		err = nil
 	}
 	if err != nil {
-		return fmt.Errorf("events: read chain tail: %w", err)
+		return storageErr("read chain tail", err)
 	}
-	return w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&w.dataVersion)
+	meta, err := readMeta(ctx, w.conn)
+	if err != nil {
+		return err
+	}
+	w.fingerprint, w.v2From = meta.fingerprint, meta.v2From
+	w.keyErr = nil
+	if w.lastSeq > 0 {
+		if w.keyErr, err = checkKey(ctx, w.conn, w.s.opts.HMACKey, meta); err != nil {
+			return err
+		}
+	}
+	w.dataVersion = dv
+	return nil
 }
 
 func (w *writerState) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -127,23 +177,71 @@ func (w *writerState) exec(ctx context.Context, query string, args ...any) error
 // begin opens an IMMEDIATE transaction (taking SQLite's write lock up
 // front, so no read-to-write upgrade can fail with SQLITE_BUSY) and
 // refreshes caches if another connection committed since our last look.
-func (w *writerState) begin(ctx context.Context) error {
+// For appends it refuses a key that does not match the
+// chain's, and records the chain's key fingerprint and hash format with
+// the first write; Exclusive's transactions (rebuilds) touch no event and
+// need neither.
+func (w *writerState) begin(ctx context.Context, appends bool) error {
 	if _, err := w.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		return fmt.Errorf("events: begin: %w", err)
+		return storageErr("begin", err)
 	}
-	if w.s.opts.InMemory && w.dataVersion >= 0 {
-		return nil // only this process can write an in-memory database
-	}
-	var dv int64
-	if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
-		w.rollback()
-		return fmt.Errorf("events: data_version: %w", err)
-	}
-	if dv != w.dataVersion {
-		if err := w.reload(ctx); err != nil {
+	if !w.s.opts.InMemory || w.dataVersion < 0 {
+		// Only this process can write an in-memory database, so its
+		// caches go stale only after a failure.
+		var dv int64
+		if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
 			w.rollback()
-			return err
+			return storageErr("data_version", err)
 		}
+		if dv != w.dataVersion {
+			if err := w.reload(ctx, true); err != nil {
+				w.rollback()
+				return err
+			}
+		}
+	}
+	if !appends {
+		return nil
+	}
+	if w.keyErr != nil {
+		w.rollback()
+		return w.keyErr
+	}
+	if err := w.writeMeta(ctx); err != nil {
+		w.rollback()
+		return err
+	}
+	return nil
+}
+
+// writeMeta records, in the open transaction, what the chain's next
+// events are hashed with: the key's fingerprint (replaced while the chain
+// is still empty, so the first event's writer decides) and, once, the
+// first seq hashed with hashFormat2.
+func (w *writerState) writeMeta(ctx context.Context) error {
+	want := keyFingerprint(w.s.opts.HMACKey)
+	if w.fingerprint != want && w.lastSeq == 0 || w.fingerprint == "" {
+		if err := w.exec(ctx, `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, metaKeyFingerprint, want); err != nil {
+			return storageErr("record key fingerprint", err)
+		}
+		w.fingerprint, w.metaWritten = want, true
+	}
+	if w.v2From == 0 {
+		// Read back what is stored: a stale cache may have missed a row
+		// another connection wrote (its inserts then collide and the batch
+		// is redone after a reload).
+		var v string
+		if err := w.exec(ctx, `INSERT OR IGNORE INTO store_meta (key, value) VALUES (?, ?)`, metaChainV2From, strconv.FormatInt(w.lastSeq+1, 10)); err != nil {
+			return storageErr("record hash format", err)
+		}
+		if err := w.conn.QueryRowContext(ctx, `SELECT value FROM store_meta WHERE key = ?`, metaChainV2From).Scan(&v); err != nil {
+			return storageErr("record hash format", err)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("events: store_meta %s is %q, not a seq", metaChainV2From, v)
+		}
+		w.v2From, w.metaWritten = n, true
 	}
 	return nil
 }
@@ -152,7 +250,13 @@ func (w *writerState) rollback() {
 	// The writer's lifetime context: rollback must run even if the request
 	// context is done.
 	w.conn.ExecContext(context.Background(), `ROLLBACK`)
+	if w.metaWritten {
+		w.forceReload()
+	}
 }
+
+// committed is called after a successful COMMIT.
+func (w *writerState) committed() { w.metaWritten = false }
 
 func (w *writerState) head(ctx context.Context, stream string) (int64, error) {
 	if v, ok := w.heads[stream]; ok {
@@ -185,10 +289,23 @@ type undo struct {
 // back and the batch is redone with a savepoint around each request, so
 // one bad request never takes its batch-mates down. Version conflicts are
 // detected before a request writes anything and need no rollback.
+//
+// An event insert that collides with a stored row means the cached tail
+// or heads were stale (another connection wrote unseen): the batch is
+// rolled back, the caches re-read and the batch redone.
 func (w *writerState) commit(batch []*request) {
-	results, ok, dirty := w.run(batch, false)
-	if dirty {
-		results, ok, _ = w.run(batch, true)
+	var results []result
+	var ok int
+	for attempt := 0; ; attempt++ {
+		var dirty, stale bool
+		results, ok, dirty, stale = w.run(batch, false)
+		if dirty {
+			results, ok, _, stale = w.run(batch, true)
+		}
+		if !stale || attempt == maxStaleRetries {
+			break
+		}
+		w.forceReload()
 	}
 	if ok == 0 {
 		w.replyAll(batch, results)
@@ -196,7 +313,7 @@ func (w *writerState) commit(batch []*request) {
 	}
 	if _, err := w.conn.ExecContext(context.Background(), `COMMIT`); err != nil {
 		w.rollback()
-		err = fmt.Errorf("events: commit: %w", err)
+		err = storageErr("commit", err)
 		for i := range results {
 			if results[i].err == nil {
 				results[i] = result{err: err}
@@ -206,32 +323,40 @@ func (w *writerState) commit(batch []*request) {
 		w.replyAll(batch, results)
 		return
 	}
+	w.committed()
 	w.replyAll(batch, results)
 	w.s.broadcast()
 }
+
+// maxStaleRetries bounds the redos of a batch whose inserts collided.
+const maxStaleRetries = 2
+
+// errStaleTail marks an event insert that collided with a stored row.
+var errStaleTail = errors.New("events: the cached chain tail is stale")
 
 // forceReload makes the next begin re-read the chain tail and forget the
 // cached heads, after a failure left the in-memory state uncertain.
 func (w *writerState) forceReload() {
 	w.dataVersion = -1
 	w.heads = map[string]int64{}
+	w.metaWritten = false
 }
 
 // run applies the batch inside a new transaction. It returns the results,
-// how many requests succeeded, and whether the batch must be redone with
-// savepoints (the transaction was then rolled back). When no request
-// succeeded the transaction is rolled back too.
-func (w *writerState) run(batch []*request, savepoints bool) ([]result, int, bool) {
+// how many requests succeeded, whether the batch must be redone with
+// savepoints, and whether it must be redone after a reload because an
+// insert collided (in both cases the transaction was rolled back). When no
+// request succeeded the transaction is rolled back too.
+func (w *writerState) run(batch []*request, savepoints bool) (results []result, ok int, dirty, stale bool) {
 	ctx := context.Background()
-	results := make([]result, len(batch))
-	if err := w.begin(ctx); err != nil {
+	results = make([]result, len(batch))
+	if err := w.begin(ctx, true); err != nil {
 		for i := range results {
 			results[i].err = err
 		}
-		return results, 0, false
+		return results, 0, false, false
 	}
 	start := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
-	ok := 0
 	for i, req := range batch {
 		if req.ctx.Err() != nil {
 			// The caller gave up before we started; do not write.
@@ -241,7 +366,7 @@ func (w *writerState) run(batch []*request, savepoints bool) ([]result, int, boo
 		u := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
 		if savepoints {
 			if err := w.exec(ctx, `SAVEPOINT req`); err != nil {
-				results[i].err = fmt.Errorf("events: savepoint: %w", err)
+				results[i].err = storageErr("savepoint", err)
 				continue
 			}
 		}
@@ -251,12 +376,17 @@ func (w *writerState) run(batch []*request, savepoints bool) ([]result, int, boo
 				start.heads[k] = v
 			}
 		}
+		if errors.Is(err, errStaleTail) {
+			w.rollback()
+			w.restore(start)
+			return nil, 0, false, true
+		}
 		if err != nil {
 			w.restore(u)
 			if wrote && !savepoints {
 				w.rollback()
 				w.restore(start)
-				return nil, 0, true
+				return nil, 0, true, false
 			}
 			if savepoints {
 				w.exec(ctx, `ROLLBACK TO req`)
@@ -270,9 +400,9 @@ func (w *writerState) run(batch []*request, savepoints bool) ([]result, int, boo
 				w.rollback()
 				w.forceReload()
 				for j := range results {
-					results[j] = result{err: fmt.Errorf("events: release: %w", err)}
+					results[j] = result{err: storageErr("release", err)}
 				}
-				return results, 0, false
+				return results, 0, false, false
 			}
 		}
 		results[i].events = evs
@@ -281,7 +411,7 @@ func (w *writerState) run(batch []*request, savepoints bool) ([]result, int, boo
 	if ok == 0 {
 		w.rollback()
 	}
-	return results, ok, false
+	return results, ok, false, false
 }
 
 func (w *writerState) restore(u undo) {
@@ -361,9 +491,13 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 			if req.runID != "" {
 				runID = req.runID
 			}
-			hash := w.hasher.eventHash(w.lastHash, seq, pw.stream, head, it.typ, it.version, req.runID, stored, at.UnixNano())
+			hash := w.hasher.eventHash(w.hashFormat(seq), w.lastHash, seq, pw.stream, head, it.typ, it.version, req.runID, req.runID != "", stored, at.UnixNano())
 			if err := w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), hash); err != nil {
-				return nil, wrote, fmt.Errorf("events: insert %s seq %d: %w", it.typ, seq, err)
+				if sqliteCode(err) == sqliteConstraint {
+					// seq or (stream, version) is taken: our cache is stale.
+					return nil, wrote, fmt.Errorf("%w: insert %s seq %d: %w", errStaleTail, it.typ, seq, err)
+				}
+				return nil, wrote, storageErr(fmt.Sprintf("insert %s seq %d", it.typ, seq), err)
 			}
 			ev := Event{Seq: seq, Stream: pw.stream, Version: head, Type: it.typ, TypeVersion: it.version,
 				RunID: req.runID, Payload: it.payload, At: at, Hash: hash}
@@ -382,7 +516,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 
 func (w *writerState) putBlob(ctx context.Context, b []byte) error {
 	if err := w.exec(ctx, `INSERT OR IGNORE INTO blobs (hash, size, bytes) VALUES (?, ?, ?)`, BlobHash(b), len(b), b); err != nil {
-		return fmt.Errorf("events: put blob: %w", err)
+		return storageErr("put blob", err)
 	}
 	return nil
 }
@@ -390,21 +524,31 @@ func (w *writerState) putBlob(ctx context.Context, b []byte) error {
 func (w *writerState) exclusive(req *request) {
 	ctx := req.ctx
 	var res result
-	if err := w.begin(context.Background()); err != nil {
+	if err := w.begin(context.Background(), false); err != nil {
 		res.err = err
 	} else if err := req.fn(ctx, &Tx{ctx: ctx, w: w}); err != nil {
 		w.rollback()
 		res.err = err
 	} else if _, err := w.conn.ExecContext(context.Background(), `COMMIT`); err != nil {
 		w.rollback()
-		res.err = fmt.Errorf("events: commit: %w", err)
+		res.err = storageErr("commit", err)
+	} else {
+		w.committed()
 	}
 	// fn may have changed anything; start from the database again.
-	if err := w.reload(context.Background()); err != nil && res.err == nil {
+	if err := w.reload(context.Background(), false); err != nil && res.err == nil {
 		res.err = err
 	}
 	req.reply <- res
 	w.s.broadcast()
+}
+
+// hashFormat is the hash input format of the event at seq.
+func (w *writerState) hashFormat(seq int64) int {
+	if w.v2From > 0 && seq >= w.v2From {
+		return hashFormat2
+	}
+	return hashFormat1
 }
 
 // blobRef is the stored stand-in for a payload kept in blobs.

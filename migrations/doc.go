@@ -2,10 +2,16 @@
 // with embed.FS and the helpers that apply and list them.
 //
 // The schema has two halves. The events and blobs tables are the source of
-// truth and are append-only (triggers refuse UPDATE and DELETE on events).
+// truth and are append-only (triggers refuse UPDATE and DELETE on events);
+// store_meta holds facts about the chain (its key fingerprint, the first
+// seq of hash format 2) that package events writes and rebuilds keep.
 // Everything else (sessions, session_edges, chunks, usage, runs, id_counters,
 // projection_checkpoints) is a projection that package projections can drop and
 // rebuild from the log at any time.
+//
+// Up refuses a database whose recorded version is newer than the highest
+// embedded migration (a *SchemaTooNewError): this binary does not know
+// that schema.
 //
 // This package imports no other rath package.
 package migrations

@@ -4,7 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/pressly/goose/v3"
@@ -36,10 +41,74 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 	return p, nil
 }
 
-// Up applies every pending migration and returns how many it applied.
+// ErrSchemaTooNew is matched by a *SchemaTooNewError.
+var ErrSchemaTooNew = errors.New("migrations: the database schema is newer than this binary")
+
+// SchemaTooNewError reports a database migrated by a newer rath than the
+// one running: this binary does not know its schema, and writing to it
+// could break the data or the newer binary's invariants. It matches
+// ErrSchemaTooNew with errors.Is.
+type SchemaTooNewError struct {
+	Database int64 // the database's schema version
+	Binary   int64 // the highest migration this binary embeds
+}
+
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("migrations: the database is at schema version %d, newer than this binary's %d: use a rath at least as new as the one that wrote it", e.Database, e.Binary)
+}
+
+// Is makes errors.Is(err, ErrSchemaTooNew) true.
+func (e *SchemaTooNewError) Is(target error) bool { return target == ErrSchemaTooNew }
+
+// Latest returns the highest migration version this binary embeds.
+func Latest() int64 {
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		panic(fmt.Sprintf("migrations: embedded files: %v", err)) // embed.FS cannot fail here
+	}
+	var versions []int64
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if v, err := strconv.ParseInt(num, 10, 64); ok && err == nil {
+			versions = append(versions, v)
+		}
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
+	if len(versions) == 0 {
+		return 0
+	}
+	return versions[len(versions)-1]
+}
+
+// Check returns a *SchemaTooNewError when the database records a
+// migration newer than this binary's latest, and nil for a database that
+// is current, behind, or not migrated at all.
+func Check(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`).Scan(&n); err != nil {
+		return fmt.Errorf("migrations: check version: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	var v int64
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version`).Scan(&v); err != nil {
+		return fmt.Errorf("migrations: check version: %w", err)
+	}
+	if latest := Latest(); v > latest {
+		return &SchemaTooNewError{Database: v, Binary: latest}
+	}
+	return nil
+}
+
+// Up applies every pending migration and returns how many it applied. It
+// refuses (a *SchemaTooNewError) a database written by a newer schema.
 func Up(ctx context.Context, db *sql.DB) (int, error) {
 	upMu.Lock()
 	defer upMu.Unlock()
+	if err := Check(ctx, db); err != nil {
+		return 0, err
+	}
 	p, err := provider(db)
 	if err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -234,8 +235,64 @@ func (f *forwarder) forward(evs []events.Event) error {
 			w.Blobs = append(w.Blobs, b)
 		}
 	}
+	// The prompt texts a request reaches through messages_ref are blobs no
+	// event names directly: forward them too, or the store cannot verify.
+	for _, p := range w.Events {
+		segs, err := f.messageSegments(f.ctx, p)
+		if err != nil {
+			return err
+		}
+		w.Blobs = append(w.Blobs, segs...)
+	}
 	if _, err := f.dst.AppendWrites(f.ctx, w); err != nil {
 		return fmt.Errorf("replay: forward %s v%d to the store: %w", w.Stream, w.Expected+1, err)
 	}
 	return nil
+}
+
+// messageSegments returns the message segments a model request reaches
+// through its messages_ref chain (flow/request.go) that the store does not
+// hold yet: the request blob names only the last segment, and verify
+// checks them all. Earlier calls of the loop forwarded the older ones.
+func (f *forwarder) messageSegments(ctx context.Context, p events.Payload) ([][]byte, error) {
+	var req string
+	switch e := p.(type) {
+	case *events.ProviderCalled:
+		req = e.RequestRef
+	case *events.ProviderFailed:
+		req = e.RequestRef
+	}
+	if req == "" {
+		return nil, nil
+	}
+	raw, err := f.src.GetBlob(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("replay: forward request %s: %w", req, err)
+	}
+	var rec struct {
+		MessagesRef string `json:"messages_ref"`
+	}
+	if json.Unmarshal(raw, &rec) != nil {
+		return nil, nil
+	}
+	var out [][]byte
+	for next := rec.MessagesRef; next != ""; {
+		var one int
+		if f.dst.DB().QueryRow(`SELECT 1 FROM blobs WHERE hash = ?`, next).Scan(&one) == nil {
+			break // forwarded with an earlier call, and so is what precedes it
+		}
+		b, err := f.src.GetBlob(ctx, next)
+		if err != nil {
+			return nil, fmt.Errorf("replay: forward message segment %s: %w", next, err)
+		}
+		out = append(out, b)
+		var seg struct {
+			Prev string `json:"prev"`
+		}
+		if json.Unmarshal(b, &seg) != nil {
+			break
+		}
+		next = seg.Prev
+	}
+	return out, nil
 }

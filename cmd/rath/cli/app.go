@@ -22,8 +22,9 @@ const defaultDir = "./.rath"
 type app struct {
 	dir string
 	// hmacKey keys the hash chain (RATH_HMAC_KEY). A store written with a
-	// key must always be opened with it: appends without it would extend
-	// the chain with unkeyed hashes, and verify would fail.
+	// key must always be opened with it: the store refuses appends with
+	// no key or another one (events.KeyError), which would extend the
+	// chain with links that never verify.
 	hmacKey []byte
 	json    bool
 	stdin   io.Reader

@@ -18,7 +18,9 @@
 //
 // Every command takes --dir (default ./.rath, or $RATH_DIR). A store whose
 // hash chain is keyed (rath.Options.HMACKey) needs the key in
-// $RATH_HMAC_KEY, for verify and for every command that appends. Commands
+// $RATH_HMAC_KEY, for verify and for every command that appends; a command
+// that appends with no key or another key is refused (events.KeyError),
+// and so is a key for an unkeyed store that has events. Commands
 // whose output is data take --json and then print JSON on stdout; logs and
 // progress go to stderr. Exit codes: ExitOK, ExitFailure, and ExitUsage for
 // a usage error (which prints a "Try:" hint).

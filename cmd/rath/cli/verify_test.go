@@ -225,3 +225,70 @@ func TestRun_VerifyCoversProjections(t *testing.T) {
 		})
 	}
 }
+
+// A keyed store refuses "rath append" without its key or with another
+// one: exit 1, an error naming RATH_HMAC_KEY and not the key, nothing
+// written, and the chain still verifies with the right key.
+func TestRun_AppendRefusesAMismatchedKey(t *testing.T) {
+	const key = "k1-secret-value"
+	dir := t.TempDir()
+	t.Setenv("RATH_HMAC_KEY", key)
+	id := strings.TrimSpace(mustRun(t, dir, "new", "keyed"))
+	for _, wrong := range []string{"", "k2-other-value"} {
+		t.Setenv("RATH_HMAC_KEY", wrong)
+		r := rathCLI(t, dir, "append", id, "forged")
+		if r.code != 1 || !strings.Contains(r.stderr, "RATH_HMAC_KEY") || !strings.Contains(r.stderr, "refusing to write") {
+			t.Fatalf("append with key %q: exit %d %q", wrong, r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, key) || (wrong != "" && strings.Contains(r.stderr, wrong)) {
+			t.Fatalf("the error shows a key: %q", r.stderr)
+		}
+	}
+	t.Setenv("RATH_HMAC_KEY", key)
+	if out := mustRun(t, dir, "verify"); !strings.Contains(out, "events checked  1") || !strings.HasSuffix(out, "ok\n") {
+		t.Fatalf("verify with the key after refused appends:\n%s", out)
+	}
+	mustRun(t, dir, "append", id, "more")
+	if out := mustRun(t, dir, "verify"); !strings.Contains(out, "events checked  2") {
+		t.Fatalf("verify after an append with the key:\n%s", out)
+	}
+}
+
+// Deleting the prompt texts of a recorded run (the message segments its
+// requests reach through messages_ref, which no event names directly)
+// makes verify fail, naming a deleted blob.
+func TestRun_VerifyCatchesDeletedPromptSegments(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "demo")
+	mustRun(t, dir, "verify")
+	db := openDB(t, dir)
+	rows, err := db.Query(`SELECT hash FROM blobs WHERE CAST(bytes AS TEXT) LIKE '{"add":%' OR CAST(bytes AS TEXT) LIKE '{"prev":%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		segs = append(segs, h)
+	}
+	rows.Close()
+	if len(segs) == 0 {
+		t.Fatal("the demo stored no message segments")
+	}
+	exec(t, db, `DELETE FROM blobs WHERE CAST(bytes AS TEXT) LIKE '{"add":%' OR CAST(bytes AS TEXT) LIKE '{"prev":%'`)
+	db.Close()
+	r := rathCLI(t, dir, "verify")
+	if r.code != 1 || !strings.Contains(r.stderr, "message segment") {
+		t.Fatalf("verify after deleting %d segments: exit %d\n%s%s", len(segs), r.code, r.stdout, r.stderr)
+	}
+	named := false
+	for _, h := range segs {
+		named = named || strings.Contains(r.stderr, h)
+	}
+	if !named {
+		t.Fatalf("verify does not name a deleted segment: %s", r.stderr)
+	}
+}

@@ -1,0 +1,75 @@
+package events_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/migrations"
+)
+
+// A store path is a path: characters that mean something in a URI name
+// that file and no other, and the file is where the path says.
+func TestDSN_PathsAreEscaped(t *testing.T) {
+	tests := []struct{ name, dir string }{
+		{"question mark", "we?ird"},
+		{"hash", "we#ird"},
+		{"percent escape", "we%20ird"},
+		{"percent alone", "100%"},
+		{"space", "we ird"},
+		{"unicode", "wéird-目录"},
+		{"ampersand and equals", "a&b=c"},
+		{"plain", "plain"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			root := t.TempDir()
+			dir := filepath.Join(root, tt.dir)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "rath.db")
+			db, err := sql.Open("sqlite", events.DSN(path, false, "journal_mode(WAL)"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := migrations.Up(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			s, err := events.Open(ctx, events.Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(ctx, "s", events.NoStream, placed("s", "local")); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("the database is not at %q: %v", path, err)
+			}
+			// Nothing else was created next to the directory or inside it.
+			for _, d := range []string{root, dir} {
+				entries, _ := os.ReadDir(d)
+				for _, e := range entries {
+					if n := e.Name(); n != tt.dir && n != "rath.db" && n != "rath.db-wal" && n != "rath.db-shm" {
+						t.Errorf("stray file %q in %s", n, d)
+					}
+				}
+			}
+			// Reopened from the path, the event is there.
+			s, err = events.Open(context.Background(), events.Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if h, err := s.Head(ctx); err != nil || h.Seq != 1 {
+				t.Fatalf("head = %v, %v", h, err)
+			}
+		})
+	}
+}

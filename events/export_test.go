@@ -1,0 +1,44 @@
+package events
+
+import "database/sql"
+
+// WithAfterVersionRead returns opts with a hook that runs when the writer
+// has read data_version and before it reads the chain tail.
+func WithAfterVersionRead(opts Options, f func()) Options {
+	opts.afterVersionRead = f
+	return opts
+}
+
+// EventHashForTest exposes the chain hasher to tests.
+func EventHashForTest(format int, runID string, hasRun bool) string {
+	return newChainHasher(nil).eventHash(format, "", 1, "s", 1, "t", 1, runID, hasRun, []byte(`{}`), 0)
+}
+
+// RewriteAsFormat1 turns a store into one written before store_meta
+// existed (commit 7d73e0a): every event rehashed with hash format 1 under
+// key, and no store_meta rows. The update trigger must be dropped first.
+func RewriteAsFormat1(db *sql.DB, key []byte) error {
+	rows, err := db.Query(selectEvents + ` ORDER BY seq`)
+	if err != nil {
+		return err
+	}
+	var rs []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.Seq, &r.Stream, &r.Version, &r.Type, &r.TypeVersion, &r.RunID, &r.Payload, &r.At, &r.Hash); err != nil {
+			rows.Close()
+			return err
+		}
+		rs = append(rs, r)
+	}
+	rows.Close()
+	h, prev := newChainHasher(key), ""
+	for _, r := range rs {
+		prev = h.eventHash(hashFormat1, prev, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, r.RunID.String, r.RunID.Valid, []byte(r.Payload), r.At)
+		if _, err := db.Exec(`UPDATE events SET hash = ? WHERE seq = ?`, prev, r.Seq); err != nil {
+			return err
+		}
+	}
+	_, err = db.Exec(`DELETE FROM store_meta`)
+	return err
+}
