@@ -29,6 +29,10 @@ type Workspace struct {
 	// with errors.Is rather than by matching message text.
 	escape error
 
+	// owner, when set (SetOwner), owns the files the operations create.
+	// Protected by mu.
+	owner *owner
+
 	// mu serialises WriteFile and Remove, so the before and after hashes of
 	// one change are not interleaved with another file-tool change. Commands
 	// can still modify files concurrently; the hashes say what this call saw.
@@ -208,7 +212,7 @@ func (w *Workspace) WriteFile(ctx context.Context, p string, data []byte) (sandb
 		return sandbox.FileChange{}, err
 	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+		if err := w.mkdirAll(dir); err != nil {
 			return sandbox.FileChange{}, w.mapErr(op, p, err)
 		}
 	}
@@ -225,6 +229,9 @@ func (w *Workspace) WriteFile(ctx context.Context, p string, data []byte) (sandb
 	}
 	if !fi.Mode().IsRegular() {
 		return sandbox.FileChange{}, sandbox.PathErr(op, p, sandbox.ErrNotRegular)
+	}
+	if err := w.chownFile(f, fi); err != nil {
+		return sandbox.FileChange{}, w.mapErr(op, p, err)
 	}
 	if err := f.Truncate(0); err != nil {
 		return sandbox.FileChange{}, w.mapErr(op, p, err)

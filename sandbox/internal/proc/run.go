@@ -41,8 +41,13 @@ type Command struct {
 	// Finish, if set, is called exactly once, after the command exited and
 	// its group was killed and before its output is drained: the place to
 	// kill and wait for processes the group kill cannot reach (bwrap's
-	// pid namespace).
-	Finish func()
+	// pid namespace). An error it returns is Run's error unless Run
+	// already has one.
+	Finish func() error
+	// KillWithParent kills the command's whole process group when this
+	// process dies, however it dies (SIGKILL, a crash): see guard. The
+	// command itself also gets SIGKILL as its parent-death signal.
+	KillWithParent bool
 }
 
 // Run starts c in a new process group and waits for it.
@@ -55,10 +60,11 @@ type Command struct {
 // stays bounded whatever the command prints.
 func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	var res sandbox.ExecResult
-	finish := sync.OnceFunc(func() {
+	finish := sync.OnceValue(func() error {
 		if c.Finish != nil {
-			c.Finish()
+			return c.Finish()
 		}
+		return nil
 	})
 	defer finish()
 	extraOpen := true
@@ -92,14 +98,17 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	}
 	defer errR.Close()
 	cmd := &exec.Cmd{
-		Path:        c.Path,
-		Args:        c.Args,
-		Dir:         c.Dir,
-		Env:         c.Env,
-		Stdout:      outW,
-		Stderr:      errW,
-		ExtraFiles:  c.ExtraFiles,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path:       c.Path,
+		Args:       c.Args,
+		Dir:        c.Dir,
+		Env:        c.Env,
+		Stdout:     outW,
+		Stderr:     errW,
+		ExtraFiles: c.ExtraFiles,
+		// SIGKILL when the thread that started it dies: the least that
+		// ends a command whose rath was killed. KillWithParent's guard
+		// covers the rest of the group.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	var inW *os.File
 	if c.Stdin != nil {
@@ -114,6 +123,24 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 		cmd.Stdin = inR
 	}
 
+	// Only stdin, stdout, stderr and ExtraFiles may reach the command.
+	if err := CloseOnExec(); err != nil {
+		outW.Close()
+		errW.Close()
+		return res, err
+	}
+	var g *guard
+	if c.KillWithParent {
+		if g, err = startGuard(); err != nil {
+			outW.Close()
+			errW.Close()
+			return res, err
+		}
+		defer g.stop()
+		// The command joins the guard's group: the guard's kill reaches it.
+		cmd.SysProcAttr.Pgid = g.pid()
+	}
+
 	start := time.Now()
 	err = cmd.Start()
 	// The child has its own copies of the write ends; ours must go or the
@@ -125,6 +152,9 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 		return res, fmt.Errorf("start %s: %w", c.Path, err)
 	}
 	pgid := cmd.Process.Pid
+	if g != nil {
+		pgid = g.pid()
+	}
 
 	stdout := sandbox.NewCappedBuffer(c.MaxStdout)
 	stderr := sandbox.NewCappedBuffer(c.MaxStderr)
@@ -159,7 +189,9 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	res.Duration = time.Since(start)
 	// Sweep the group: background jobs the command started die with it.
 	killGroup(pgid)
-	finish()
+	if err := finish(); err != nil && callErr == nil {
+		callErr = err
+	}
 
 	drained := make(chan struct{})
 	go func() {
