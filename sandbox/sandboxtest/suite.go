@@ -63,6 +63,7 @@ func Run(t *testing.T, b sandbox.Backend, opts Options) {
 		{"SymlinkEscape", s.testSymlinkEscape},
 		{"Concurrent", s.testConcurrent},
 		{"Isolation", s.testIsolation},
+		{"Descriptors", s.testDescriptors},
 		{"Network", s.testNetwork},
 		{"Close", s.testClose},
 	}
