@@ -58,6 +58,7 @@ func Run(t *testing.T, b sandbox.Backend, opts Options) {
 		{"FileErrors", s.testFileErrors},
 		{"Stat", s.testStat},
 		{"List", s.testList},
+		{"Walk", s.testWalk},
 		{"Remove", s.testRemove},
 		{"PathEscape", s.testPathEscape},
 		{"SymlinkEscape", s.testSymlinkEscape},

@@ -353,6 +353,80 @@ func (w *Workspace) List(ctx context.Context, p string, recursive bool) ([]sandb
 	return out, nil
 }
 
+// walkBatch is how many directory entries Walk reads at a time: a
+// directory of a million files costs one batch of memory, not a million.
+const walkBatch = 256
+
+// Walk implements sandbox.Walker.
+func (w *Workspace) Walk(ctx context.Context, p string, fn func(sandbox.FileInfo) error) error {
+	const op = "walk"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rel, err := w.Resolve(op, p)
+	if err != nil {
+		return err
+	}
+	fi, err := w.root.Stat(rel)
+	if err != nil {
+		return w.mapErr(op, p, err)
+	}
+	if !fi.IsDir() {
+		return sandbox.PathErr(op, p, sandbox.ErrNotDir)
+	}
+	err = w.walkDir(ctx, rel, fn)
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+// walkDir reads dir in batches and calls fn for each entry, descending
+// into subdirectories (never through a symlink: entries are Lstat'ed).
+func (w *Workspace) walkDir(ctx context.Context, dir string, fn func(sandbox.FileInfo) error) error {
+	f, err := w.root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed while we walked
+	}
+	if err != nil {
+		return w.mapErr("walk", dir, err)
+	}
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(walkBatch)
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			name := path.Join(dir, e.Name())
+			fi, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return w.mapErr("walk", name, err)
+			}
+			switch err := fn(info(name, fi)); {
+			case errors.Is(err, fs.SkipDir) && e.IsDir():
+				continue
+			case err != nil:
+				return err
+			}
+			if e.IsDir() {
+				if err := w.walkDir(ctx, name, fn); err != nil {
+					return err
+				}
+			}
+		}
+		if err == io.EOF || (err == nil && len(entries) == 0) {
+			return nil
+		}
+		if err != nil {
+			return w.mapErr("walk", dir, err)
+		}
+	}
+}
+
 func info(rel string, fi fs.FileInfo) sandbox.FileInfo {
 	return sandbox.FileInfo{Path: rel, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
 }
