@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -141,6 +142,13 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 		cmd.SysProcAttr.Pgid = g.pid()
 	}
 
+	// A parent-death signal fires when the thread that forked exits, and
+	// the Go runtime ends a thread whose locked goroutine returned; a
+	// thread we hold locked until the command is gone cannot be that
+	// thread, so the signal (bwrap's --die-with-parent is one too) only
+	// comes when rath dies.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
 	err = cmd.Start()
 	// The child has its own copies of the write ends; ours must go or the
