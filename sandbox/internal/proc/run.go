@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gorath/rath/sandbox"
 )
 
@@ -20,6 +22,43 @@ import (
 // can still hold the pipes open by then; after the grace period the pipes
 // are closed under it so Run always returns.
 const DrainGrace = 200 * time.Millisecond
+
+// drainLimit bounds the wait, after DrainGrace, for output already in the
+// pipes to be read: a process outside the group that keeps writing must
+// not keep Run waiting.
+const drainLimit = 5 * time.Second
+
+// waitUnread returns when done is closed, when no pipe in rs holds unread
+// bytes, or after limit.
+func waitUnread(done <-chan struct{}, limit time.Duration, rs ...*os.File) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && unread(rs...) > 0 {
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// unread returns the bytes waiting in the pipes rs (FIONREAD). It uses
+// SyscallConn, not Fd, which would put the files into blocking mode and
+// keep Close from interrupting a Read.
+func unread(rs ...*os.File) int {
+	total := 0
+	for _, r := range rs {
+		rc, err := r.SyscallConn()
+		if err != nil {
+			continue
+		}
+		rc.Control(func(fd uintptr) {
+			if n, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil { // TIOCINQ is FIONREAD
+				total += n
+			}
+		})
+	}
+	return total
+}
 
 // Command is one process to run.
 type Command struct {
@@ -209,9 +248,13 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	select {
 	case <-drained:
 	case <-time.After(DrainGrace):
-		// A process outside the group holds a pipe; closing our read ends
-		// makes the copiers return (the fds are pollable, so Close
-		// interrupts a blocked Read).
+		// A process outside the group holds a pipe (or the copiers are
+		// slow to run on a loaded machine). Output already in the pipes
+		// is the command's: wait until it has been read, up to
+		// drainLimit, then close our read ends, which makes the copiers
+		// return (the fds are pollable, so Close interrupts a blocked
+		// Read).
+		waitUnread(drained, drainLimit, outR, errR)
 		outR.Close()
 		errR.Close()
 		<-drained
