@@ -107,6 +107,20 @@ type Remover interface {
 	Remove(ctx context.Context, path string) (FileChange, error)
 }
 
+// Walker is implemented by sandboxes that can go through a directory tree
+// one entry at a time, so a caller that needs only part of it (change
+// tracking stops at its file cap) neither waits for nor holds the whole
+// listing. The host backends implement it; a remote one may not.
+type Walker interface {
+	// Walk calls fn for each entry under path, recursively, without the
+	// directory itself and without following symlinks, in no particular
+	// order. fn returning fs.SkipDir for a directory skips its contents;
+	// fs.SkipAll stops the walk, and Walk returns nil; any other error
+	// stops it and is returned. Walk fails with ErrNotFound or ErrNotDir
+	// for path as List does.
+	Walk(ctx context.Context, path string, fn func(FileInfo) error) error
+}
+
 // ExecRequest is one command to run. Zero fields take the backend's
 // defaults.
 type ExecRequest struct {

@@ -113,7 +113,7 @@ func TestEvidence_TrackingBounds(t *testing.T) {
 	}{
 		{name: "too many files", tracking: builtin.Tracking{MaxFiles: 2},
 			files: map[string]string{"a": "1", "b": "2", "c": "3"}, cmd: "echo x > a",
-			note: "[file changes not tracked: the workspace has 3 files, more than the 2 tracked]"},
+			note: "[file changes not tracked: the workspace has more than the 2 files tracked; tracking is off for this command]"},
 		{name: "too many bytes", tracking: builtin.Tracking{MaxBytes: 10},
 			files: map[string]string{"a": "123456", "b": "123456"}, cmd: "echo x > a",
 			note: "[file changes not tracked: the workspace's files add up to more than the 10 bytes tracked]"},

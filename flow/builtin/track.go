@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -42,18 +43,12 @@ func (t Tracking) take(ctx context.Context, sb sandbox.Sandbox) snapshot {
 	if t.Off {
 		return snapshot{off: "tracking disabled"}
 	}
-	entries, err := sb.List(ctx, ".", true)
+	regular, over, err := t.regularFiles(ctx, sb)
 	if err != nil {
 		return snapshot{off: fmt.Sprintf("listing the workspace failed: %v", err)}
 	}
-	var regular []sandbox.FileInfo
-	for _, e := range entries {
-		if e.Mode.IsRegular() && !excluded(e.Path) {
-			regular = append(regular, e)
-		}
-	}
-	if len(regular) > t.MaxFiles {
-		return snapshot{off: fmt.Sprintf("the workspace has %d files, more than the %d tracked", len(regular), t.MaxFiles)}
+	if over {
+		return snapshot{off: fmt.Sprintf("the workspace has more than the %d files tracked; tracking is off for this command", t.MaxFiles)}
 	}
 	snap := snapshot{files: make(map[string]tracked, len(regular)), big: map[string]bigFile{}}
 	var total int64
@@ -86,6 +81,46 @@ func (t Tracking) take(ctx context.Context, sb sandbox.Sandbox) snapshot {
 		snap.files[e.Path] = tracked{hash: sandbox.Hash(data), data: data}
 	}
 	return snap
+}
+
+// regularFiles returns the workspace's trackable files, or over when there
+// are more than MaxFiles. A sandbox that can walk (sandbox.Walker) is read
+// only up to the first file past the cap: a workspace of 300,000 files
+// used to be listed whole before every command (seconds and hundreds of
+// MB each time) only to find that it is not tracked. .git is not entered.
+func (t Tracking) regularFiles(ctx context.Context, sb sandbox.Sandbox) (regular []sandbox.FileInfo, over bool, err error) {
+	w, ok := sb.(sandbox.Walker)
+	if !ok {
+		entries, err := sb.List(ctx, ".", true)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, e := range entries {
+			if e.Mode.IsRegular() && !excluded(e.Path) {
+				regular = append(regular, e)
+			}
+		}
+		return regular, len(regular) > t.MaxFiles, nil
+	}
+	err = w.Walk(ctx, ".", func(e sandbox.FileInfo) error {
+		switch {
+		case excluded(e.Path):
+			if e.Mode.IsDir() {
+				return fs.SkipDir
+			}
+		case e.Mode.IsRegular():
+			if len(regular) == t.MaxFiles {
+				over = true
+				return fs.SkipAll
+			}
+			regular = append(regular, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return regular, over, nil
 }
 
 // changes is what a command did to the workspace.

@@ -136,13 +136,18 @@ func TestBackend_NetworkOption(t *testing.T) {
 
 func TestBackend_ExtraReadOnly(t *testing.T) {
 	extra := t.TempDir()
+	// As root, commands run as an unprivileged user: the directory must
+	// be readable by others, as the system directories are.
+	if err := os.Chmod(extra, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(extra, "tool.txt"), []byte("tool\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sb := MustOpen(t, &bwrap.Backend{ReadOnly: append(bwrap.DefaultReadOnly(), extra)})
 	res := sh(t, sb, fmt.Sprintf("cat %[1]s/tool.txt; touch %[1]s/new", extra))
 	if string(res.Stdout) != "tool\n" || res.ExitCode == 0 {
-		t.Errorf("extra read-only dir: stdout %q exit %d", res.Stdout, res.ExitCode)
+		t.Errorf("extra read-only dir: stdout %q stderr %q exit %d", res.Stdout, res.Stderr, res.ExitCode)
 	}
 	if _, err := os.Stat(filepath.Join(extra, "new")); !os.IsNotExist(err) {
 		t.Errorf("wrote into a read-only bind: %v", err)

@@ -58,15 +58,16 @@ func (rp *reaper) watch() {
 }
 
 // Finish kills the sandbox's init and waits until it, and with it the
-// whole pid namespace, is gone.
-func (rp *reaper) Finish() {
+// whole pid namespace, is gone. It never fails (the error is for
+// proc.Command.Finish).
+func (rp *reaper) Finish() error {
 	// The outer bwrap has exited, so the info pipe has no writer left and
 	// watch returns even if bwrap never wrote anything.
 	rp.w.Close()
 	<-rp.ready
 	rp.r.Close()
 	if rp.pidfd < 0 {
-		return
+		return nil
 	}
 	defer unix.Close(rp.pidfd)
 	_ = unix.PidfdSendSignal(rp.pidfd, unix.SIGKILL, nil, 0)
@@ -75,14 +76,14 @@ func (rp *reaper) Finish() {
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return
+			return nil
 		}
 		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil || n > 0 {
-			return
+			return nil
 		}
 	}
 }

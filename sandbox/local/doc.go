@@ -14,7 +14,11 @@
 //   - Commands run as sh -c in the workspace, in their own process group,
 //     with a per-call timeout; on timeout or cancellation the whole group is
 //     killed, and after the command exits any background job it left in
-//     the group is killed too.
+//     the group is killed too. If rath itself dies, even by SIGKILL, the
+//     group is killed as well: a guard process leads the group and kills
+//     it when its pipe from rath closes.
+//   - Commands inherit only stdin, stdout and stderr: descriptors rath
+//     inherited without close-on-exec are marked close-on-exec first.
 //   - stdout and stderr are capped (sandbox.DefaultMaxOutput each by
 //     default); the excess is counted, not stored.
 //   - Commands get a small environment (PATH, HOME set to the workspace,

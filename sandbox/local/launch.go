@@ -33,5 +33,8 @@ func (l launcher) Command(req sandbox.ExecRequest, rel string) (proc.Command, er
 		Timeout:   req.Timeout,
 		MaxStdout: req.MaxStdout,
 		MaxStderr: req.MaxStderr,
+		// Nothing else ends a local command's background jobs when rath
+		// itself is killed.
+		KillWithParent: true,
 	}, nil
 }

@@ -3,6 +3,7 @@ package opensandbox_test
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,4 +66,23 @@ func MustOpen(tb testing.TB, b *opensandbox.Backend, spec string) sandbox.Sandbo
 	}
 	tb.Cleanup(func() { sb.Close() })
 	return sb
+}
+
+// The fake server's pinger used to emit after the command's handler had
+// returned, racing with net/http's final flush (seen once in five make
+// test runs). With a ping every 100µs nearly every command ends while a
+// ping is due; run under -race, this fails without the fix.
+func TestServer_PingsStopWithTheCommand(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b := MustServe(t, opensandboxtest.Options{Root: root, PingInterval: 100 * time.Microsecond})
+	sb := MustOpen(t, b, workdirs(root)(t))
+	for i := range 50 {
+		res, err := sb.Exec(t.Context(), sandbox.ExecRequest{Command: "echo " + strconv.Itoa(i)})
+		if err != nil || string(res.Stdout) != strconv.Itoa(i)+"\n" {
+			t.Fatalf("exec %d: %q, %v", i, res.Stdout, err)
+		}
+	}
 }

@@ -58,11 +58,13 @@ func Run(t *testing.T, b sandbox.Backend, opts Options) {
 		{"FileErrors", s.testFileErrors},
 		{"Stat", s.testStat},
 		{"List", s.testList},
+		{"Walk", s.testWalk},
 		{"Remove", s.testRemove},
 		{"PathEscape", s.testPathEscape},
 		{"SymlinkEscape", s.testSymlinkEscape},
 		{"Concurrent", s.testConcurrent},
 		{"Isolation", s.testIsolation},
+		{"Descriptors", s.testDescriptors},
 		{"Network", s.testNetwork},
 		{"Close", s.testClose},
 	}

@@ -47,6 +47,7 @@ type Sandbox struct {
 var (
 	_ sandbox.Sandbox = (*Sandbox)(nil)
 	_ sandbox.Remover = (*Sandbox)(nil)
+	_ sandbox.Walker  = (*Sandbox)(nil)
 )
 
 // New returns a sandbox over ws whose commands are launched by l.
@@ -146,6 +147,15 @@ func (s *Sandbox) List(ctx context.Context, p string, recursive bool) ([]sandbox
 	}
 	defer s.running.Done()
 	return s.Workspace.List(ctx, p, recursive)
+}
+
+// Walk implements sandbox.Walker.
+func (s *Sandbox) Walk(ctx context.Context, p string, fn func(sandbox.FileInfo) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.running.Done()
+	return s.Workspace.Walk(ctx, p, fn)
 }
 
 // Stat implements sandbox.Sandbox.

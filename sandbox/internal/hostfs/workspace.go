@@ -29,6 +29,10 @@ type Workspace struct {
 	// with errors.Is rather than by matching message text.
 	escape error
 
+	// owner, when set (SetOwner), owns the files the operations create.
+	// Protected by mu.
+	owner *owner
+
 	// mu serialises WriteFile and Remove, so the before and after hashes of
 	// one change are not interleaved with another file-tool change. Commands
 	// can still modify files concurrently; the hashes say what this call saw.
@@ -208,7 +212,7 @@ func (w *Workspace) WriteFile(ctx context.Context, p string, data []byte) (sandb
 		return sandbox.FileChange{}, err
 	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+		if err := w.mkdirAll(dir); err != nil {
 			return sandbox.FileChange{}, w.mapErr(op, p, err)
 		}
 	}
@@ -225,6 +229,9 @@ func (w *Workspace) WriteFile(ctx context.Context, p string, data []byte) (sandb
 	}
 	if !fi.Mode().IsRegular() {
 		return sandbox.FileChange{}, sandbox.PathErr(op, p, sandbox.ErrNotRegular)
+	}
+	if err := w.chownFile(f, fi); err != nil {
+		return sandbox.FileChange{}, w.mapErr(op, p, err)
 	}
 	if err := f.Truncate(0); err != nil {
 		return sandbox.FileChange{}, w.mapErr(op, p, err)
@@ -344,6 +351,80 @@ func (w *Workspace) List(ctx context.Context, p string, recursive bool) ([]sandb
 	}
 	slices.SortFunc(out, func(a, b sandbox.FileInfo) int { return cmp.Compare(a.Path, b.Path) })
 	return out, nil
+}
+
+// walkBatch is how many directory entries Walk reads at a time: a
+// directory of a million files costs one batch of memory, not a million.
+const walkBatch = 256
+
+// Walk implements sandbox.Walker.
+func (w *Workspace) Walk(ctx context.Context, p string, fn func(sandbox.FileInfo) error) error {
+	const op = "walk"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rel, err := w.Resolve(op, p)
+	if err != nil {
+		return err
+	}
+	fi, err := w.root.Stat(rel)
+	if err != nil {
+		return w.mapErr(op, p, err)
+	}
+	if !fi.IsDir() {
+		return sandbox.PathErr(op, p, sandbox.ErrNotDir)
+	}
+	err = w.walkDir(ctx, rel, fn)
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+// walkDir reads dir in batches and calls fn for each entry, descending
+// into subdirectories (never through a symlink: entries are Lstat'ed).
+func (w *Workspace) walkDir(ctx context.Context, dir string, fn func(sandbox.FileInfo) error) error {
+	f, err := w.root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed while we walked
+	}
+	if err != nil {
+		return w.mapErr("walk", dir, err)
+	}
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(walkBatch)
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			name := path.Join(dir, e.Name())
+			fi, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return w.mapErr("walk", name, err)
+			}
+			switch err := fn(info(name, fi)); {
+			case errors.Is(err, fs.SkipDir) && e.IsDir():
+				continue
+			case err != nil:
+				return err
+			}
+			if e.IsDir() {
+				if err := w.walkDir(ctx, name, fn); err != nil {
+					return err
+				}
+			}
+		}
+		if err == io.EOF || (err == nil && len(entries) == 0) {
+			return nil
+		}
+		if err != nil {
+			return w.mapErr("walk", dir, err)
+		}
+	}
 }
 
 func info(rel string, fi fs.FileInfo) sandbox.FileInfo {

@@ -7,9 +7,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gorath/rath/sandbox"
 )
@@ -19,6 +22,43 @@ import (
 // can still hold the pipes open by then; after the grace period the pipes
 // are closed under it so Run always returns.
 const DrainGrace = 200 * time.Millisecond
+
+// drainLimit bounds the wait, after DrainGrace, for output already in the
+// pipes to be read: a process outside the group that keeps writing must
+// not keep Run waiting.
+const drainLimit = 5 * time.Second
+
+// waitUnread returns when done is closed, when no pipe in rs holds unread
+// bytes, or after limit.
+func waitUnread(done <-chan struct{}, limit time.Duration, rs ...*os.File) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && unread(rs...) > 0 {
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// unread returns the bytes waiting in the pipes rs (FIONREAD). It uses
+// SyscallConn, not Fd, which would put the files into blocking mode and
+// keep Close from interrupting a Read.
+func unread(rs ...*os.File) int {
+	total := 0
+	for _, r := range rs {
+		rc, err := r.SyscallConn()
+		if err != nil {
+			continue
+		}
+		rc.Control(func(fd uintptr) {
+			if n, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil { // TIOCINQ is FIONREAD
+				total += n
+			}
+		})
+	}
+	return total
+}
 
 // Command is one process to run.
 type Command struct {
@@ -41,8 +81,13 @@ type Command struct {
 	// Finish, if set, is called exactly once, after the command exited and
 	// its group was killed and before its output is drained: the place to
 	// kill and wait for processes the group kill cannot reach (bwrap's
-	// pid namespace).
-	Finish func()
+	// pid namespace). An error it returns is Run's error unless Run
+	// already has one.
+	Finish func() error
+	// KillWithParent kills the command's whole process group when this
+	// process dies, however it dies (SIGKILL, a crash): see guard. The
+	// command itself also gets SIGKILL as its parent-death signal.
+	KillWithParent bool
 }
 
 // Run starts c in a new process group and waits for it.
@@ -55,10 +100,11 @@ type Command struct {
 // stays bounded whatever the command prints.
 func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	var res sandbox.ExecResult
-	finish := sync.OnceFunc(func() {
+	finish := sync.OnceValue(func() error {
 		if c.Finish != nil {
-			c.Finish()
+			return c.Finish()
 		}
+		return nil
 	})
 	defer finish()
 	extraOpen := true
@@ -92,14 +138,17 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	}
 	defer errR.Close()
 	cmd := &exec.Cmd{
-		Path:        c.Path,
-		Args:        c.Args,
-		Dir:         c.Dir,
-		Env:         c.Env,
-		Stdout:      outW,
-		Stderr:      errW,
-		ExtraFiles:  c.ExtraFiles,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path:       c.Path,
+		Args:       c.Args,
+		Dir:        c.Dir,
+		Env:        c.Env,
+		Stdout:     outW,
+		Stderr:     errW,
+		ExtraFiles: c.ExtraFiles,
+		// SIGKILL when the thread that started it dies: the least that
+		// ends a command whose rath was killed. KillWithParent's guard
+		// covers the rest of the group.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	var inW *os.File
 	if c.Stdin != nil {
@@ -114,6 +163,31 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 		cmd.Stdin = inR
 	}
 
+	// Only stdin, stdout, stderr and ExtraFiles may reach the command.
+	if err := CloseOnExec(); err != nil {
+		outW.Close()
+		errW.Close()
+		return res, err
+	}
+	var g *guard
+	if c.KillWithParent {
+		if g, err = startGuard(); err != nil {
+			outW.Close()
+			errW.Close()
+			return res, err
+		}
+		defer g.stop()
+		// The command joins the guard's group: the guard's kill reaches it.
+		cmd.SysProcAttr.Pgid = g.pid()
+	}
+
+	// A parent-death signal fires when the thread that forked exits, and
+	// the Go runtime ends a thread whose locked goroutine returned; a
+	// thread we hold locked until the command is gone cannot be that
+	// thread, so the signal (bwrap's --die-with-parent is one too) only
+	// comes when rath dies.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
 	err = cmd.Start()
 	// The child has its own copies of the write ends; ours must go or the
@@ -125,6 +199,9 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 		return res, fmt.Errorf("start %s: %w", c.Path, err)
 	}
 	pgid := cmd.Process.Pid
+	if g != nil {
+		pgid = g.pid()
+	}
 
 	stdout := sandbox.NewCappedBuffer(c.MaxStdout)
 	stderr := sandbox.NewCappedBuffer(c.MaxStderr)
@@ -159,7 +236,9 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	res.Duration = time.Since(start)
 	// Sweep the group: background jobs the command started die with it.
 	killGroup(pgid)
-	finish()
+	if err := finish(); err != nil && callErr == nil {
+		callErr = err
+	}
 
 	drained := make(chan struct{})
 	go func() {
@@ -169,9 +248,13 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	select {
 	case <-drained:
 	case <-time.After(DrainGrace):
-		// A process outside the group holds a pipe; closing our read ends
-		// makes the copiers return (the fds are pollable, so Close
-		// interrupts a blocked Read).
+		// A process outside the group holds a pipe (or the copiers are
+		// slow to run on a loaded machine). Output already in the pipes
+		// is the command's: wait until it has been read, up to
+		// drainLimit, then close our read ends, which makes the copiers
+		// return (the fds are pollable, so Close interrupts a blocked
+		// Read).
+		waitUnread(drained, drainLimit, outR, errR)
 		outR.Close()
 		errR.Close()
 		<-drained

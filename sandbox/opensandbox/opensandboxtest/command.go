@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gorath/rath/sandbox/internal/proc"
 )
 
 // running is one command in progress.
@@ -40,10 +42,23 @@ func (b *box) killAll() {
 // streamWriter writes events as execd does: one JSON object per frame,
 // frames separated by a blank line, flushed at once. Writes after the
 // client went away are dropped, like execd's (the command keeps running).
+//
+// An http.ResponseWriter must not be used after its handler returned, so
+// the handler waits for every goroutine that emits and then closes the
+// writer; a late emit is dropped instead of racing with the server's own
+// final flush.
 type streamWriter struct {
 	mu     sync.Mutex
 	w      http.ResponseWriter
 	prefix string
+	closed bool
+}
+
+// close makes later emits no-ops; the handler defers it.
+func (sw *streamWriter) close() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.closed = true
 }
 
 // frame is execd's event, fields in execd's order (type first).
@@ -68,6 +83,9 @@ func (sw *streamWriter) emit(ev frame) {
 	}
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
+	if sw.closed {
+		return
+	}
 	io.WriteString(sw.w, sw.prefix)
 	sw.w.Write(data)
 	io.WriteString(sw.w, "\n\n")
@@ -110,6 +128,7 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, b *box) {
 	cmd := &exec.Cmd{Path: shell, Args: []string{shell, "-c", req.Command}, Dir: cwd, Env: env, Stdout: outW, Stderr: errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	sw := &streamWriter{w: w}
+	defer sw.close()
 	if s.opts.DataPrefix {
 		sw.prefix = "data: "
 	}
@@ -119,7 +138,12 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, b *box) {
 	sw.emit(frame{Type: "init", Text: id, Timestamp: time.Now().UnixMilli()})
 
 	start := time.Now()
-	err = cmd.Start()
+	// Like execd in its container, the command gets no descriptor of the
+	// server's (this test process's) beyond its pipes.
+	err = proc.CloseOnExec()
+	if err == nil {
+		err = cmd.Start()
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -143,7 +167,8 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, b *box) {
 	readers.Go(func() { s.lines(sw, "stdout", outR) })
 	readers.Go(func() { s.lines(sw, "stderr", errR) })
 	stopPings := make(chan struct{})
-	go func() {
+	var pinger sync.WaitGroup
+	pinger.Go(func() {
 		t := time.NewTicker(s.opts.PingInterval)
 		defer t.Stop()
 		for {
@@ -154,7 +179,7 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, b *box) {
 				sw.emit(frame{Type: "ping", Text: "pong"})
 			}
 		}
-	}()
+	})
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	var timeout <-chan time.Time
@@ -187,7 +212,10 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, b *box) {
 	}
 	outR.Close()
 	errR.Close()
+	// The pinger may be in the middle of an emit: wait for it, so no ping
+	// follows the terminal event or outlives the handler.
 	close(stopPings)
+	pinger.Wait()
 
 	var exitErr *exec.ExitError
 	switch {
