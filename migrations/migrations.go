@@ -141,6 +141,3 @@ func Status(ctx context.Context, db *sql.DB) ([]Migration, error) {
 	return out, nil
 }
 
-// ProjectionTables lists the tables that are pure projections of the event
-// log, in an order safe for deleting their rows.
-var ProjectionTables = []string{"chunks", "session_edges", "usage", "runs", "sessions", "id_counters", "projection_checkpoints"}

@@ -151,3 +151,24 @@ func TestProjector_RefusesInconsistentEvents(t *testing.T) {
 		t.Fatalf("log has %d events, want 1: a refused event was written", head.Seq)
 	}
 }
+
+// Every table of the schema is either the log's own (events, blobs,
+// store_meta, goose's version table), an asynchronous projection's
+// checkpoint, or in projections.Tables, the one list Rebuild, Check and
+// Dump use: a new read model cannot be forgotten by rebuild and verify.
+func TestTables_CoverTheSchema(t *testing.T) {
+	rt := MustOpen(t)
+	var names []string
+	if err := rt.Store().DB().SelectContext(t.Context(), &names, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`); err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]bool{"events": true, "blobs": true, "store_meta": true, "goose_db_version": true, "projection_checkpoints": true}
+	for _, t2 := range projections.Tables {
+		own[t2] = true
+	}
+	for _, name := range names {
+		if !own[name] {
+			t.Errorf("table %s is in the schema but neither the log's nor in projections.Tables", name)
+		}
+	}
+}
