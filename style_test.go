@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,19 +46,71 @@ func TestStyle_EveryPackageHasDocGo(t *testing.T) {
 	}
 }
 
-// The event log imports nothing else from rath (docs/ARCHITECTURE.md), and sandbox
-// and memory do not import flow.
-func TestStyle_ImportDirection(t *testing.T) {
-	forbidden := map[string][]string{
-		"events":  {"github.com/gorath/rath"},
-		"sandbox": {"github.com/gorath/rath/flow"},
-		"memory":  {"github.com/gorath/rath/flow"},
-	}
+// allowedImports is the dependency policy, in the manner of the standard
+// library's deps test: for each package, the rath packages it may import.
+// A package that is not listed, or an import that is not allowed, fails
+// TestStyle_AllowedImports; change this table deliberately, with the
+// layering in docs/ARCHITECTURE.md in mind. Tests and examples are free.
+var allowedImports = map[string][]string{
+	// The log and its schema are the bottom: nothing of ours beneath them.
+	"events":     {},
+	"migrations": {},
+	"secret":     {"events"},
+
+	"projections": {"events", "migrations"},
+	"session":     {"events", "projections", "secret"},
+	"memory":      {"events", "session"}, // never flow: flow uses memory
+
+	"sandbox":                 {"events"}, // never flow
+	"sandbox/internal/proc":   {"sandbox"},
+	"sandbox/internal/hostfs": {"sandbox"},
+	"sandbox/internal/host":   {"sandbox", "sandbox/internal/hostfs", "sandbox/internal/proc"},
+	"sandbox/local":           {"sandbox", "sandbox/internal/host", "sandbox/internal/hostfs", "sandbox/internal/proc"},
+	"sandbox/bwrap":           {"sandbox", "sandbox/internal/host", "sandbox/internal/hostfs", "sandbox/internal/proc"},
+	"sandbox/opensandbox":     {"sandbox"},
+	"sandbox/sandboxtest":     {"sandbox"},
+
+	"sandbox/opensandbox/opensandboxtest": {"sandbox/internal/proc"},
+
+	"flow/model":                    {"events"},
+	"flow/model/internal/httperr":   {"flow/model"},
+	"flow/model/internal/textsplit": {},
+	"flow/model/openai":             {"events", "flow/model", "flow/model/internal/httperr"},
+	"flow/model/anthropic":          {"events", "flow/model", "flow/model/internal/httperr"},
+	"flow/model/scripted":           {"events", "flow/model", "flow/model/internal/textsplit"},
+	"flow/model/modeltest":          {"events", "flow/model/internal/textsplit"},
+	"flow":                          {"events", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "secret", "session"},
+	"flow/builtin":                  {"events", "flow", "sandbox", "session"},
+	"flow/mcptool":                  {"events", "flow", "secret", "session"},
+	"memory/memorytest":             {"events", "memory", "session"},
+	"memory/openaiembed":            {"memory"},
+	"session/jsonl":                 {"events", "projections", "session"},
+	"telemetry":                     {"events", "flow", "flow/model"},
+	"telemetry/otlptest":            {},
+
+	".": {"events", "flow", "flow/mcptool", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
+
+	"replay":           {".", "events", "flow", "flow/builtin", "flow/model", "sandbox", "session"},
+	"internal/dossier": {".", "events", "flow", "flow/model", "projections", "replay", "session"},
+	"internal/demo":    {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
+	"internal/pgtest":  {},
+
+	"cmd/rath/cli": {".", "events", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath":     {"cmd/rath/cli"},
+}
+
+// Each package imports only the rath packages allowedImports lets it.
+func TestStyle_AllowedImports(t *testing.T) {
+	const module = "github.com/gorath/rath"
 	fset := token.NewFileSet()
 	for dir, files := range packageDirs(t) {
-		top := strings.Split(filepath.ToSlash(dir), "/")[0]
-		bans, ok := forbidden[top]
+		pkg := filepath.ToSlash(dir)
+		if strings.HasPrefix(pkg, "examples") {
+			continue // programs that show the public API; they may use all of it
+		}
+		allowed, ok := allowedImports[pkg]
 		if !ok {
+			t.Errorf("package %s is not in allowedImports: add it with the rath packages it may import", pkg)
 			continue
 		}
 		for _, f := range files {
@@ -67,10 +120,15 @@ func TestStyle_ImportDirection(t *testing.T) {
 			}
 			for _, imp := range af.Imports {
 				path, _ := strconv.Unquote(imp.Path.Value)
-				for _, ban := range bans {
-					if path == ban || strings.HasPrefix(path, ban+"/") {
-						t.Errorf("%s imports %s", f, path)
-					}
+				if path != module && !strings.HasPrefix(path, module+"/") {
+					continue
+				}
+				rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+				if rel == "" {
+					rel = "."
+				}
+				if !slices.Contains(allowed, rel) {
+					t.Errorf("%s imports %s, which allowedImports does not allow for %s", f, path, pkg)
 				}
 			}
 		}
