@@ -26,5 +26,6 @@
 // provider.failed), and a bad tool call becomes a tool_result chunk with a
 // typed error kind, never a crash.
 //
-// This package imports events, session and flow/model (and its clients).
+// What it may import is the allowedImports table in the repository's
+// style_test.go, which the tests enforce.
 package flow

@@ -16,5 +16,6 @@
 // chunks a session wrote itself. Reading a session walks the base chain, so
 // fork cost and storage are O(1) in the number of chunks.
 //
-// This package imports events and migrations, nothing else from rath.
+// It imports events and migrations and nothing else from rath (enforced
+// by allowedImports in the repository's style_test.go).
 package projections

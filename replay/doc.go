@@ -22,5 +22,6 @@
 // call is made twice. [ForkAt] replays a run up to a seq and goes on live
 // from there as a new run linked to the original.
 //
-// This package imports rath, flow, session, events and projections.
+// What it may import is the allowedImports table in the repository's
+// style_test.go, which the tests enforce.
 package replay

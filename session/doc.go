@@ -24,5 +24,6 @@
 // Fork and Detach are O(1): the new session shares its parent's chunks,
 // both in memory and in the store (see package projections).
 //
-// This package imports events and projections.
+// It imports events, projections and secret (enforced by allowedImports
+// in the repository's style_test.go).
 package session

@@ -16,5 +16,6 @@
 // of a command are killed when it exits, so a stream always ends; output
 // is read from pipes rather than polled from files.
 //
-// It imports nothing from rath.
+// From rath it imports only sandbox/internal/proc (to start commands with
+// no inherited descriptors).
 package opensandboxtest
