@@ -140,4 +140,3 @@ func Status(ctx context.Context, db *sql.DB) ([]Migration, error) {
 	}
 	return out, nil
 }
-
