@@ -287,7 +287,7 @@ func TestExportRuns_ContentOnlyWhenAskedAndRedacted(t *testing.T) {
 	}
 	for _, s := range exportToMemory(t, rt.Store(), true, []string{leakedSecret}, run.ID) {
 		for _, kv := range s.Attributes {
-			if strings.Contains(kv.Value.Emit(), leakedSecret) {
+			if strings.Contains(kv.Value.String(), leakedSecret) {
 				t.Errorf("%s: %s holds the secret", s.Name, kv.Key)
 			}
 		}
