@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
 )
 
 // Config is what a program that embeds the rath CLI adds to it.
@@ -33,11 +35,14 @@ func Main(cfg Config) {
 	os.Exit(code)
 }
 
-// Exit codes.
+// Exit codes. Scripts can tell "could not run" from "ran and found a
+// problem": verify and replay have codes of their own.
 const (
-	ExitOK      = 0 // the command succeeded
-	ExitFailure = 1 // it failed, or verify or replay found a problem
-	ExitUsage   = 2 // the command line was wrong; a "Try:" hint is printed
+	ExitOK           = 0 // the command succeeded
+	ExitFailure      = 1 // it could not run, or failed
+	ExitUsage        = 2 // the command line was wrong (bad flag value too); a "Try:" hint is printed
+	ExitVerifyFailed = 3 // verify or rebuild --check found a problem: a broken chain, a bad blob, projections that differ
+	ExitDiverged     = 4 // a replay diverged from the record (replay, demo, dossier --replay)
 )
 
 // Run executes one rath invocation with args (without the program name)
@@ -72,5 +77,12 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	// An error can quote model text or tool output.
 	fmt.Fprintf(stderr, "rath: %s\n", termSafe(err.Error()))
+	var diff *projections.Difference
+	switch {
+	case errors.Is(err, errDiverged):
+		return ExitDiverged
+	case errors.Is(err, events.ErrVerify), errors.As(err, &diff):
+		return ExitVerifyFailed
+	}
 	return ExitFailure
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +86,9 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		}
 		for i := range names {
 			names[i] = strings.TrimSpace(names[i])
+			if !slices.Contains(builtin.Names(), names[i]) {
+				return usagef(cmd, "--tools: unknown tool %q (want all or some of: %s)", names[i], strings.Join(builtin.Names(), ", "))
+			}
 		}
 		params["tools"] = strings.Join(names, ",")
 	}
