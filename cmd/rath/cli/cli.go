@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/gorath/rath"
@@ -72,11 +73,10 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "rath: %s\nTry: %s\n", termSafe(ue.err.Error()), ue.hint)
+		fmt.Fprintf(stderr, "rath: %s\nTry: %s\n", message(ue.err), ue.hint)
 		return ExitUsage
 	}
-	// An error can quote model text or tool output.
-	fmt.Fprintf(stderr, "rath: %s\n", termSafe(err.Error()))
+	fmt.Fprintf(stderr, "rath: %s\n", message(err))
 	var diff *projections.Difference
 	switch {
 	case errors.Is(err, errDiverged):
@@ -85,4 +85,12 @@ func exitCode(stderr io.Writer, err error) int {
 		return ExitVerifyFailed
 	}
 	return ExitFailure
+}
+
+// message is err's text as printed after the program's "rath: ". Errors
+// of the root package carry the package prefix "rath: " as Go packages'
+// errors do; the program has the same name, so the prefix is said once.
+// An error can quote model text or tool output: it is escaped.
+func message(err error) string {
+	return termSafe(strings.TrimPrefix(err.Error(), "rath: "))
 }
