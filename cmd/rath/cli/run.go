@@ -110,10 +110,19 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		defer mu.Unlock()
 		fmt.Fprintf(tw, format, args...)
 	}
+	// Retry notices and caps are diagnostics: stderr, so stdout is only
+	// the transcript.
+	ew := &termWriter{w: a.stderr}
+	diag := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(ew, format, args...)
+	}
 	defer func() {
 		mu.Lock()
 		defer mu.Unlock()
 		tw.Flush()
+		ew.Flush()
 	}()
 	// Streamed text waits for the follower to print what the log already
 	// holds (tool results come before the answer that reads them).
@@ -172,7 +181,7 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 			if ev.Type == events.TypeChunkAppended {
 				answering.Store(false) // the next delta starts a new answer
 			}
-			printEvent(ev, f.noStream, out)
+			printEvent(ev, f.noStream, out, diag)
 			printed.Store(ev.Seq)
 		}
 	}()
@@ -222,7 +231,8 @@ func (a *app) checkWorkspace(cmd *cobra.Command, rt *rath.Runtime, f runFlags) (
 	return ws, nil
 }
 
-func printEvent(ev events.Event, plain bool, out func(string, ...any)) {
+// printEvent prints the transcript with out and diagnostics with diag.
+func printEvent(ev events.Event, plain bool, out, diag func(string, ...any)) {
 	p, err := ev.Decode()
 	if err != nil {
 		return
@@ -252,8 +262,8 @@ func printEvent(ev events.Event, plain bool, out func(string, ...any)) {
 		}
 		out("%s\n", line)
 	case *events.ProviderFailed:
-		out("\n[model call failed: %s, attempt %d, retry: %v]\n", e.ErrorKind, e.Attempt, e.WillRetry)
+		diag("rath: model call failed: %s, attempt %d, retry: %v\n", e.ErrorKind, e.Attempt, e.WillRetry)
 	case *events.AgentCapped:
-		out("\n[round cap %d reached]\n", e.Rounds)
+		diag("rath: round cap %d reached\n", e.Rounds)
 	}
 }
