@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath/flow/model/modeltest"
 )
@@ -35,5 +38,56 @@ func TestRebuild_NoProgressBarWhenNotATerminal(t *testing.T) {
 	}
 	if strings.ContainsAny(r.stderr, "\r█▏▎▍▌▋▊▉░▒▓") || strings.Contains(r.stderr, "rebuild") {
 		t.Fatalf("rebuild drew a progress bar into a buffer: %q", r.stderr)
+	}
+}
+
+// Bad flag values and a missing provider are usage errors that name the
+// flag or the variables, and record nothing: no session, no run.
+func TestRun_BadInputRecordsNothing(t *testing.T) {
+	t.Setenv("RATH_HOME", t.TempDir())
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	for _, tc := range []struct {
+		name string
+		argv []string
+		want []string
+	}{
+		{"unknown backend", []string{"--backend", "bogus", "--workspace", "w", "--cassette", "c.json"}, []string{`--backend "bogus"`, "local"}},
+		{"no provider", nil, []string{"--provider", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := rathCLI(t, dir, append(append([]string{"run"}, tc.argv...), "go")...)
+			if r.code != ExitUsage || strings.Contains(r.stderr, "Provider.Kind") {
+				t.Fatalf("exit %d, want %d\nstderr: %s", r.code, ExitUsage, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Fatalf("stderr %q does not name %q", r.stderr, w)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "rath.db")); err == nil {
+				if out := mustRun(t, dir, "sessions", "--json"); strings.Contains(out, `"id"`) {
+					t.Fatalf("a session was left behind: %s", out)
+				}
+			}
+		})
+	}
+}
+
+// A malformed base URL fails at once, before any call or retry.
+func TestRun_MalformedBaseURLFailsAtOnce(t *testing.T) {
+	t.Setenv("RATH_HOME", t.TempDir())
+	t.Setenv("OPENAI_API_KEY", "sk-test-0123456789")
+	t.Setenv("OPENAI_BASE_URL", "localhost:8080/v1") // no scheme
+	dir := t.TempDir()
+	start := time.Now()
+	r := rathCLI(t, dir, "run", "--model", "m", "go")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "base URL") || strings.Contains(r.stderr, "model call failed") {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v: retried", d)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,10 @@ import (
 
 // DefaultSystemPrompt is the agent's prompt when --system is not given.
 const DefaultSystemPrompt = "You are a careful assistant. Use the tools you are given when they help; say what you did."
+
+// cliBackends are the sandbox backends of the runtimes the CLI opens
+// (rath.Options' defaults).
+var cliBackends = []string{"local", "bwrap", "opensandbox"}
 
 type runFlags struct {
 	model, provider, cassette, workspace, backend, tools, system string
@@ -68,6 +73,11 @@ rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_w
 
 func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	ctx := cmd.Context()
+	// Flag values are checked before the store is touched: a bad one
+	// leaves no session behind.
+	if !slices.Contains(cliBackends, f.backend) {
+		return usagef(cmd, "--backend %q: want %s", f.backend, strings.Join(cliBackends, ", "))
+	}
 	params := map[string]string{
 		"model": f.model, "provider": f.provider, "system": f.system, "backend": f.backend,
 		"max_rounds": strconv.Itoa(f.maxRounds), "stream": strconv.FormatBool(!f.noStream),
@@ -144,6 +154,10 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		}
 		out("%s", d.Content)
 	})
+	if errors.Is(err, flow.ErrNoProviderKind) {
+		return usagef(cmd, "no model to run: pass --provider NAME (from %s) or --cassette FILE, or set OPENAI_API_KEY or ANTHROPIC_API_KEY",
+			flow.DefaultConfigPath(os.Getenv))
+	}
 	if err != nil {
 		return err
 	}
