@@ -69,6 +69,7 @@ Exit codes:
 		newDemoCmd(a),
 		newDossierCmd(a),
 		newOtelCmd(a),
+		newConfigCmd(a),
 	)
 	completeIDs(a, root)
 	return root
