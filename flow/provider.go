@@ -1,10 +1,12 @@
 package flow
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +45,54 @@ type RetryPolicy struct {
 	// MaxBackoff caps one wait (and a Retry-After). Zero means
 	// DefaultMaxBackoff.
 	MaxBackoff time.Duration `json:"max_backoff,omitempty"`
+}
+
+// UnmarshalJSON reads the backoffs as duration strings ("1s", "250ms")
+// or, as before, as numbers of nanoseconds.
+func (r *RetryPolicy) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		MaxAttempts    int             `json:"max_attempts"`
+		InitialBackoff json.RawMessage `json:"initial_backoff"`
+		MaxBackoff     json.RawMessage `json:"max_backoff"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := RetryPolicy{MaxAttempts: raw.MaxAttempts}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *time.Duration
+	}{{"initial_backoff", raw.InitialBackoff, &out.InitialBackoff}, {"max_backoff", raw.MaxBackoff, &out.MaxBackoff}} {
+		d, err := parseDuration(f.raw)
+		if err != nil {
+			return fmt.Errorf("retry.%s: %w", f.name, err)
+		}
+		*f.dst = d
+	}
+	*r = out
+	return nil
+}
+
+// parseDuration reads a JSON duration: a string for time.ParseDuration or
+// a number of nanoseconds; null or absent is zero.
+func parseDuration(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("want a duration such as \"1s\" or \"250ms\": %w", err)
+		}
+		return d, nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, fmt.Errorf("want a duration such as \"1s\", got %s", raw)
+	}
+	return time.Duration(n), nil
 }
 
 func (r RetryPolicy) withDefaults() RetryPolicy {
@@ -321,10 +371,22 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		p.Kind = "custom"
 	}
 	if p.Kind == "" {
-		return p, fmt.Errorf("%w: no provider kind: set Provider.Kind, OPENAI_API_KEY or ANTHROPIC_API_KEY, or a default in %s", ErrProvider, cfgPath)
+		return p, fmt.Errorf("%w: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or a default provider in %s", ErrNoProviderKind, cfgPath)
+	}
+	if p.BaseURL != "" {
+		// A malformed URL would otherwise fail every call as a
+		// connection error, retried to the end.
+		u, err := url.Parse(p.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return p, fmt.Errorf("%w: the base URL of provider %s is malformed: want http://HOST[:PORT]/PATH or https://…", ErrProvider, cmp.Or(p.Name, p.Kind))
+		}
 	}
 	return p, nil
 }
+
+// ErrNoProviderKind is returned when nothing says which kind of model
+// provider to use. It matches ErrProvider.
+var ErrNoProviderKind = fmt.Errorf("%w: no model provider", ErrProvider)
 
 // sleep waits d or until done closes; it reports whether it waited fully.
 func sleep(d time.Duration, done <-chan struct{}) bool {

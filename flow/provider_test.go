@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath/flow"
 )
@@ -66,5 +68,51 @@ func TestResolveProvider_Errors(t *testing.T) {
 				t.Fatalf("err = %v, want ErrProvider", err)
 			}
 		})
+	}
+}
+
+// Backoffs in the config file read as duration strings, and still as
+// numbers of nanoseconds; a bad string is an error naming the field.
+func TestLoadConfig_RetryDurations(t *testing.T) {
+	tests := []struct {
+		name, retry  string
+		initial, max time.Duration
+		wantErr      string
+	}{
+		{"strings", `{"max_attempts": 2, "initial_backoff": "1s", "max_backoff": "1m30s"}`, time.Second, 90 * time.Second, ""},
+		{"numbers", `{"initial_backoff": 250000000}`, 250 * time.Millisecond, 0, ""},
+		{"bad string", `{"initial_backoff": "soon"}`, 0, 0, "retry.initial_backoff"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.json")
+			cfg := `{"providers": {"p": {"kind": "openai", "retry": ` + tt.retry + `}}}`
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cf, err := flow.LoadConfig(path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := cf.Providers["p"].Retry; r.InitialBackoff != tt.initial || r.MaxBackoff != tt.max {
+				t.Fatalf("retry = %+v", r)
+			}
+		})
+	}
+}
+
+// A malformed base URL is refused when the provider is resolved.
+func TestResolveProviderConfig_MalformedBaseURL(t *testing.T) {
+	for _, u := range []string{"localhost:8080/v1", "ftp://h/v1", "http://"} {
+		_, err := flow.ResolveProviderConfig(flow.Provider{Kind: "openai", BaseURL: u}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none"})
+		if !errors.Is(err, flow.ErrProvider) || !strings.Contains(err.Error(), "base URL") {
+			t.Errorf("%q: err = %v", u, err)
+		}
 	}
 }

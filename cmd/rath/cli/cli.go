@@ -7,9 +7,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
 )
 
 // Config is what a program that embeds the rath CLI adds to it.
@@ -33,11 +36,14 @@ func Main(cfg Config) {
 	os.Exit(code)
 }
 
-// Exit codes.
+// Exit codes. Scripts can tell "could not run" from "ran and found a
+// problem": verify and replay have codes of their own.
 const (
-	ExitOK      = 0 // the command succeeded
-	ExitFailure = 1 // it failed, or verify or replay found a problem
-	ExitUsage   = 2 // the command line was wrong; a "Try:" hint is printed
+	ExitOK           = 0 // the command succeeded
+	ExitFailure      = 1 // it could not run, or failed
+	ExitUsage        = 2 // the command line was wrong (bad flag value too); a "Try:" hint is printed
+	ExitVerifyFailed = 3 // verify or rebuild --check found a problem: a broken chain, a bad blob, projections that differ
+	ExitDiverged     = 4 // a replay diverged from the record (replay, demo, dossier --replay)
 )
 
 // Run executes one rath invocation with args (without the program name)
@@ -67,10 +73,24 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "rath: %s\nTry: %s\n", termSafe(ue.err.Error()), ue.hint)
+		fmt.Fprintf(stderr, "rath: %s\nTry: %s\n", message(ue.err), ue.hint)
 		return ExitUsage
 	}
-	// An error can quote model text or tool output.
-	fmt.Fprintf(stderr, "rath: %s\n", termSafe(err.Error()))
+	fmt.Fprintf(stderr, "rath: %s\n", message(err))
+	var diff *projections.Difference
+	switch {
+	case errors.Is(err, errDiverged):
+		return ExitDiverged
+	case errors.Is(err, events.ErrVerify), errors.As(err, &diff):
+		return ExitVerifyFailed
+	}
 	return ExitFailure
+}
+
+// message is err's text as printed after the program's "rath: ". Errors
+// of the root package carry the package prefix "rath: " as Go packages'
+// errors do; the program has the same name, so the prefix is said once.
+// An error can quote model text or tool output: it is escaped.
+func message(err error) string {
+	return termSafe(strings.TrimPrefix(err.Error(), "rath: "))
 }

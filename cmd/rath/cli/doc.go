@@ -22,8 +22,9 @@
 // that appends with no key or another key is refused (events.KeyError),
 // and so is a key for an unkeyed store that has events. Commands
 // whose output is data take --json and then print JSON on stdout; logs and
-// progress go to stderr. Exit codes: ExitOK, ExitFailure, and ExitUsage for
-// a usage error (which prints a "Try:" hint).
+// progress go to stderr, progress bars only when stderr is a terminal.
+// Exit codes: ExitOK, ExitFailure, ExitUsage for a usage error (which
+// prints a "Try:" hint), ExitVerifyFailed and ExitDiverged.
 //
 // # Layout
 //

@@ -62,14 +62,20 @@ with --replay the replay verdict. The HTML needs no network.`,
 				return err
 			}
 			if out == "" || out == "-" {
-				return d.Render(a.stdout, format)
+				err = d.Render(a.stdout, format)
+			} else {
+				// Render first: a failure leaves no half-written file.
+				var buf bytes.Buffer
+				if err := d.Render(&buf, format); err != nil {
+					return err
+				}
+				err = os.WriteFile(out, buf.Bytes(), 0o644)
 			}
-			// Render first: a failure leaves no half-written file.
-			var buf bytes.Buffer
-			if err := d.Render(&buf, format); err != nil {
-				return err
+			if err == nil && opts.Replay != nil && !opts.Replay.OK() {
+				// The dossier holds the divergence; the exit code says it too.
+				return errDiverged
 			}
-			return os.WriteFile(out, buf.Bytes(), 0o644)
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of stdout (its extension picks md or jsonl)")

@@ -54,7 +54,9 @@ events; "rath rebuild" without --check repairs a difference.`,
 				return err
 			}
 			var progress func(done, total int64)
-			if head.Seq > 0 {
+			// A bar redraws with \r and block glyphs: only for a terminal,
+			// never into a redirected log.
+			if head.Seq > 0 && isTerminal(a.stderr) {
 				bar := progressbar.NewOptions64(head.Seq,
 					progressbar.OptionSetWriter(a.stderr),
 					progressbar.OptionSetDescription("rebuild"),

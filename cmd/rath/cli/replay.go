@@ -8,14 +8,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// errDiverged makes a diverged replay exit 1 after its report is printed.
+// errDiverged makes a diverged replay exit ExitDiverged after its report
+// is printed.
 var errDiverged = errors.New("the replay diverged from the record")
 
 func newReplayCmd(a *app) *cobra.Command {
 	var liveTools bool
 	cmd := &cobra.Command{
 		Use:   "replay RUN",
-		Short: "Re-execute a recorded run against its recorded model and tool answers and compare every event (exit 1 if it diverges)",
+		Short: "Re-execute a recorded run against its recorded model and tool answers and compare every event (exit 4 if it diverges)",
 		Long: `replay re-executes a run's workflow in a scratch store. Every model call
 and tool call is answered from the recorded events: no network, no side
 effects. The events it produces are compared with the recorded ones,

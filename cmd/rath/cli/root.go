@@ -12,8 +12,16 @@ func newRootCmd(a *app) *cobra.Command {
 		Short: "Inspect and operate a rath runtime: sessions, the event log, lineage, import and export",
 		Long: `rath operates on a runtime directory (--dir, default ./.rath, or $RATH_DIR)
 holding the event log rath.db. Data goes to stdout (as JSON with --json),
-logs and progress to stderr. Exit codes: 0 ok, 1 failure, 2 usage error.
-A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
+logs and progress to stderr. A store with a keyed hash chain needs the key
+in $RATH_HMAC_KEY.
+
+Exit codes:
+  0  ok
+  1  could not run, or failed
+  2  usage error: unknown command or flag, bad flag value, wrong arguments
+  3  verify (or rebuild --check) found a problem: tampering, a bad blob,
+     projections that differ from the log
+  4  a replay diverged from the record (replay, demo, dossier --replay)`,
 		Example:       "rath --help",
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -61,6 +69,7 @@ A store with a keyed hash chain needs the key in $RATH_HMAC_KEY.`,
 		newDemoCmd(a),
 		newDossierCmd(a),
 		newOtelCmd(a),
+		newConfigCmd(a),
 	)
 	completeIDs(a, root)
 	return root

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +25,10 @@ import (
 
 // DefaultSystemPrompt is the agent's prompt when --system is not given.
 const DefaultSystemPrompt = "You are a careful assistant. Use the tools you are given when they help; say what you did."
+
+// cliBackends are the sandbox backends of the runtimes the CLI opens
+// (rath.Options' defaults).
+var cliBackends = []string{"local", "bwrap", "opensandbox"}
 
 type runFlags struct {
 	model, provider, cassette, workspace, backend, tools, system string
@@ -67,6 +73,11 @@ rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_w
 
 func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	ctx := cmd.Context()
+	// Flag values are checked before the store is touched: a bad one
+	// leaves no session behind.
+	if !slices.Contains(cliBackends, f.backend) {
+		return usagef(cmd, "--backend %q: want %s", f.backend, strings.Join(cliBackends, ", "))
+	}
 	params := map[string]string{
 		"model": f.model, "provider": f.provider, "system": f.system, "backend": f.backend,
 		"max_rounds": strconv.Itoa(f.maxRounds), "stream": strconv.FormatBool(!f.noStream),
@@ -85,6 +96,9 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		}
 		for i := range names {
 			names[i] = strings.TrimSpace(names[i])
+			if !slices.Contains(builtin.Names(), names[i]) {
+				return usagef(cmd, "--tools: unknown tool %q (want all or some of: %s)", names[i], strings.Join(builtin.Names(), ", "))
+			}
 		}
 		params["tools"] = strings.Join(names, ",")
 	}
@@ -106,10 +120,19 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		defer mu.Unlock()
 		fmt.Fprintf(tw, format, args...)
 	}
+	// Retry notices and caps are diagnostics: stderr, so stdout is only
+	// the transcript.
+	ew := &termWriter{w: a.stderr}
+	diag := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(ew, format, args...)
+	}
 	defer func() {
 		mu.Lock()
 		defer mu.Unlock()
 		tw.Flush()
+		ew.Flush()
 	}()
 	// Streamed text waits for the follower to print what the log already
 	// holds (tool results come before the answer that reads them).
@@ -131,6 +154,10 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		}
 		out("%s", d.Content)
 	})
+	if errors.Is(err, flow.ErrNoProviderKind) {
+		return usagef(cmd, "no model to run: pass --provider NAME (from %s) or --cassette FILE, or set OPENAI_API_KEY or ANTHROPIC_API_KEY",
+			flow.DefaultConfigPath(os.Getenv))
+	}
 	if err != nil {
 		return err
 	}
@@ -168,7 +195,7 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 			if ev.Type == events.TypeChunkAppended {
 				answering.Store(false) // the next delta starts a new answer
 			}
-			printEvent(ev, f.noStream, out)
+			printEvent(ev, f.noStream, out, diag)
 			printed.Store(ev.Seq)
 		}
 	}()
@@ -218,7 +245,8 @@ func (a *app) checkWorkspace(cmd *cobra.Command, rt *rath.Runtime, f runFlags) (
 	return ws, nil
 }
 
-func printEvent(ev events.Event, plain bool, out func(string, ...any)) {
+// printEvent prints the transcript with out and diagnostics with diag.
+func printEvent(ev events.Event, plain bool, out, diag func(string, ...any)) {
 	p, err := ev.Decode()
 	if err != nil {
 		return
@@ -248,8 +276,8 @@ func printEvent(ev events.Event, plain bool, out func(string, ...any)) {
 		}
 		out("%s\n", line)
 	case *events.ProviderFailed:
-		out("\n[model call failed: %s, attempt %d, retry: %v]\n", e.ErrorKind, e.Attempt, e.WillRetry)
+		diag("rath: model call failed: %s, attempt %d, retry: %v\n", e.ErrorKind, e.Attempt, e.WillRetry)
 	case *events.AgentCapped:
-		out("\n[round cap %d reached]\n", e.Rounds)
+		diag("rath: round cap %d reached\n", e.Rounds)
 	}
 }

@@ -49,10 +49,10 @@ func TestRunReplayResume(t *testing.T) {
 	if r := rathCLI(t, dir, "replay", "--live-tools", id); r.code != 0 {
 		t.Fatalf("live-tools replay should restore the files the run touched: exit %d\n%s", r.code, r.stdout)
 	}
-	// ...but a new file in the workspace changes what ls prints: exit 1.
+	// ...but a new file in the workspace changes what ls prints: it diverges.
 	os.WriteFile(filepath.Join(work, "other.txt"), nil, 0o644)
 	r := rathCLI(t, dir, "replay", "--live-tools", id)
-	if r.code != 1 || !strings.Contains(r.stdout, "other.txt") || !strings.Contains(r.stdout, "tool.returned") {
+	if r.code != ExitDiverged || !strings.Contains(r.stdout, "other.txt") || !strings.Contains(r.stdout, "tool.returned") {
 		t.Fatalf("live-tools replay in a changed environment: exit %d\n%s", r.code, r.stdout)
 	}
 	// A plain replay never looks at the workspace.
@@ -68,7 +68,7 @@ func TestRunReplayResume(t *testing.T) {
 	if r := rathCLI(t, dir, "run"); r.code != 2 {
 		t.Fatalf("run without a prompt: exit %d", r.code)
 	}
-	if r := rathCLI(t, dir, "run", "--tools", "teleport", "--cassette", cas, "x"); r.code != 1 || !strings.Contains(r.stderr, "run_shell_command") {
+	if r := rathCLI(t, dir, "run", "--tools", "teleport", "--cassette", cas, "x"); r.code != ExitUsage || !strings.Contains(r.stderr, "run_shell_command") || !strings.Contains(r.stderr, "Try: ") {
 		t.Fatalf("unknown tool: exit %d %s", r.code, r.stderr)
 	}
 }

@@ -3,8 +3,11 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/term"
 )
 
 // maxStdinText bounds chunk text read from stdin.
@@ -94,4 +97,11 @@ func (t *termWriter) Flush() error {
 	_, err := io.WriteString(t.w, termSafe(string(t.tail)))
 	t.tail = nil
 	return err
+}
+
+// isTerminal reports whether w is a terminal, where progress can be
+// redrawn in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

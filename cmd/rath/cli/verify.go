@@ -37,7 +37,7 @@ SEQ:HASH" later proves the log still holds it, which catches truncation.
 Then it rebuilds the projections (sessions, chunks, lineage, usage, runs:
 what show, sessions, graph, runs and dossiers display) from the log into a
 scratch database and compares them row for row with the store's, without
-changing the store. Exit code 1 on any failure, naming the first bad seq
+changing the store. Exit code 3 on any failure, naming the first bad seq
 or the first differing table and row.`,
 		Example: "rath verify --head 42:3f2a...",
 		Args:    args(cobra.NoArgs),
