@@ -94,6 +94,7 @@ var allowedImports = map[string][]string{
 	"internal/dossier": {".", "events", "flow", "flow/model", "projections", "replay", "session"},
 	"internal/demo":    {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/pgtest":  {},
+	"internal/tmpfs":   {},
 
 	"cmd/rath/cli": {".", "events", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":     {"cmd/rath/cli"},

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/tmpfs"
 )
 
 // The store's file system fills up while appending (a 2 MiB tmpfs, with a
@@ -19,19 +19,8 @@ import (
 // matching ErrFull, every acknowledged event is still there and verifies,
 // and appends succeed again once the filler is removed.
 func TestStore_FullDiskIsATypedErrorAndLosesNothing(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
 	ctx := t.Context()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount tmpfs (running as root, so this must work): %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount: %v\n%s", err, out)
-		}
-	})
+	dir := tmpfs.Mount(t, "2m")
 	path := filepath.Join(dir, "rath.db")
 	migrate(t, path)
 	s, err := events.Open(ctx, events.Options{Path: path, BlobThreshold: 1024})

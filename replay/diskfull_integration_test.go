@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/internal/tmpfs"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -26,19 +26,8 @@ import (
 // returns the run is resumed to the end without repeating the tool calls
 // that had finished.
 func TestResume_AfterTheDiskFilledUp(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
 	ctx := t.Context()
-	disk := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", disk).CombinedOutput(); err != nil {
-		t.Fatalf("mount tmpfs (running as root, so this must work): %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", disk).CombinedOutput(); err != nil {
-			t.Errorf("umount: %v\n%s", err, out)
-		}
-	})
+	disk := tmpfs.Mount(t, "6m")
 	effects := t.TempDir() // the tool's side effects live off the full disk
 	filler := filepath.Join(disk, "filler")
 	agent := diskFillingAgent(t, effects, filler, 2)
