@@ -121,15 +121,8 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		// one for the runtime's life, and migrate through it.
 		path = "rath-" + hex.EncodeToString(randomBytes(opts.Entropy, 12))
 		var err error
-		if keeper, err = sql.Open("sqlite", events.DSN(path, true, "busy_timeout(10000)")); err != nil {
-			return nil, fmt.Errorf("rath: open: %w", err)
-		}
-		keeper.SetMaxOpenConns(1)
-		keeper.SetConnMaxLifetime(0)
-		keeper.SetConnMaxIdleTime(0)
-		if _, err := migrations.Up(ctx, keeper); err != nil {
-			keeper.Close()
-			return nil, fmt.Errorf("rath: migrate in-memory store: %w", err)
+		if keeper, err = migrations.OpenInMemory(ctx, events.DSN(path, true, "busy_timeout(10000)")); err != nil {
+			return nil, fmt.Errorf("rath: open in-memory store: %w", err)
 		}
 	} else if err := Migrate(ctx, path); err != nil {
 		return nil, err

@@ -140,3 +140,23 @@ func Status(ctx context.Context, db *sql.DB) ([]Migration, error) {
 	}
 	return out, nil
 }
+
+// OpenInMemory opens the in-memory SQLite database dsn names (see
+// events.DSN with inMemory set), applies the migrations, and returns the
+// handle that keeps it alive: an in-memory database lives while one of its
+// connections is open, so the handle holds exactly one, forever, until
+// Close. The sqlite driver must be registered (package events does).
+func OpenInMemory(ctx context.Context, dsn string) (*sql.DB, error) {
+	keeper, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: open in-memory database: %w", err)
+	}
+	keeper.SetMaxOpenConns(1)
+	keeper.SetConnMaxLifetime(0)
+	keeper.SetConnMaxIdleTime(0)
+	if _, err := Up(ctx, keeper); err != nil {
+		keeper.Close()
+		return nil, err
+	}
+	return keeper, nil
+}

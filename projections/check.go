@@ -145,16 +145,9 @@ func openScratch(ctx context.Context) (*scratch, error) {
 		return nil, fmt.Errorf("projections: scratch name: %w", err)
 	}
 	name := "rath-check-" + hex.EncodeToString(b[:])
-	keeper, err := sql.Open("sqlite", events.DSN(name, true, "busy_timeout(10000)"))
+	keeper, err := migrations.OpenInMemory(ctx, events.DSN(name, true, "busy_timeout(10000)"))
 	if err != nil {
-		return nil, fmt.Errorf("projections: open scratch: %w", err)
-	}
-	keeper.SetMaxOpenConns(1)
-	keeper.SetConnMaxLifetime(0)
-	keeper.SetConnMaxIdleTime(0)
-	if _, err := migrations.Up(ctx, keeper); err != nil {
-		keeper.Close()
-		return nil, fmt.Errorf("projections: migrate scratch: %w", err)
+		return nil, fmt.Errorf("projections: scratch: %w", err)
 	}
 	st, err := events.Open(ctx, events.Options{Path: name, InMemory: true, Synchronous: "OFF", BlobThreshold: -1, ReadConns: 1})
 	if err != nil {
