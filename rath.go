@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
@@ -42,6 +44,11 @@ type Options struct {
 	// Dir holds the database (Dir/rath.db) and anything else the runtime
 	// keeps on disk. It is created if missing. Required.
 	Dir string
+	// DSN, if set, keeps the event log in the PostgreSQL database it names
+	// (postgres://…) instead of Dir/rath.db; many processes on many
+	// machines can share it. Dir is still required: it holds what each
+	// process keeps for itself, such as the memory index.
+	DSN string
 	// HMACKey keys the event hash chain (see events.Options.HMACKey).
 	HMACKey []byte
 	// Synchronous is the SQLite synchronous mode: "FULL" (default) or
@@ -116,7 +123,14 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	path := filepath.Join(opts.Dir, DBFile)
 	var keeper *sql.DB
-	if opts.InMemory {
+	if opts.DSN != "" {
+		if opts.InMemory {
+			return nil, errors.New("rath: open: InMemory and DSN exclude each other")
+		}
+		if err := Migrate(ctx, opts.DSN); err != nil {
+			return nil, err
+		}
+	} else if opts.InMemory {
 		// The in-memory database lives while a connection is open: keep
 		// one for the runtime's life, and migrate through it.
 		path = "rath-" + hex.EncodeToString(randomBytes(opts.Entropy, 12))
@@ -136,6 +150,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		InMemory:     opts.InMemory,
 		DiscardBlobs: opts.DiscardBlobs,
 		Path:         path,
+		DSN:          opts.DSN,
 		HMACKey:      opts.HMACKey,
 		Synchronous:  opts.Synchronous,
 		Clock:        opts.Clock,
@@ -183,20 +198,34 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	return rt, nil
 }
 
-// Migrate applies pending migrations to the database at path.
-func Migrate(ctx context.Context, path string) error {
-	db, err := openMigrationDB(path)
+// Migrate applies pending migrations to the database at target: a SQLite
+// file's path, or a PostgreSQL DSN (postgres://…).
+func Migrate(ctx context.Context, target string) error {
+	db, err := openMigrationDB(target)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	if _, err := migrations.Up(ctx, db); err != nil {
-		return fmt.Errorf("rath: migrate %s: %w", path, err)
+		return fmt.Errorf("rath: migrate %s: %w", describeTarget(target), err)
 	}
 	return nil
 }
 
-// MigrationStatus lists the schema migrations of the database at path.
+// describeTarget names a migration target without its password.
+func describeTarget(target string) string {
+	if !events.IsPostgresDSN(target) {
+		return target
+	}
+	cfg, err := events.ParsePostgresDSN(target)
+	if err != nil {
+		return "PostgreSQL"
+	}
+	return fmt.Sprintf("PostgreSQL at %s:%d database %s", cfg.Host, cfg.Port, cfg.Database)
+}
+
+// MigrationStatus lists the schema migrations of the database at target
+// (a SQLite file's path or a PostgreSQL DSN).
 func MigrationStatus(ctx context.Context, path string) ([]migrations.Migration, error) {
 	db, err := openMigrationDB(path)
 	if err != nil {
@@ -207,6 +236,15 @@ func MigrationStatus(ctx context.Context, path string) ([]migrations.Migration, 
 }
 
 func openMigrationDB(path string) (*sql.DB, error) {
+	if events.IsPostgresDSN(path) {
+		cfg, err := events.ParsePostgresDSN(path)
+		if err != nil {
+			return nil, err
+		}
+		db := stdlib.OpenDB(*cfg)
+		db.SetMaxOpenConns(2)
+		return db, nil
+	}
 	db, err := sql.Open("sqlite", events.DSN(path, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("rath: open %s: %w", path, err)

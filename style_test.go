@@ -90,11 +90,12 @@ var allowedImports = map[string][]string{
 
 	".": {"events", "flow", "flow/mcptool", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
 
-	"replay":           {".", "events", "flow", "flow/builtin", "flow/model", "sandbox", "session"},
-	"internal/dossier": {".", "events", "flow", "flow/model", "projections", "replay", "session"},
-	"internal/demo":    {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
-	"internal/pgtest":  {},
-	"internal/tmpfs":   {},
+	"replay":             {".", "events", "flow", "flow/builtin", "flow/model", "sandbox", "session"},
+	"internal/dossier":   {".", "events", "flow", "flow/model", "projections", "replay", "session"},
+	"internal/demo":      {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
+	"internal/pgtest":    {},
+	"internal/tmpfs":     {},
+	"internal/storetest": {".", "events", "projections", "session"},
 
 	"cmd/rath/cli": {".", "events", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":     {"cmd/rath/cli"},

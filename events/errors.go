@@ -134,6 +134,12 @@ func storageErr(op string, err error) error {
 	case sqliteFull:
 		return &StorageError{Op: op, Kind: ErrFull, Err: err}
 	}
+	switch pgCode(err) {
+	case pgLockNotAvail, pgSerialization, pgDeadlock:
+		return &StorageError{Op: op, Kind: ErrBusy, Err: err}
+	case pgDiskFull, pgOutOfMemory:
+		return &StorageError{Op: op, Kind: ErrFull, Err: err}
+	}
 	if errors.Is(err, syscall.ENOSPC) {
 		return &StorageError{Op: op, Kind: ErrFull, Err: err}
 	}

@@ -29,7 +29,7 @@ type storeMeta struct {
 
 func readMeta(ctx context.Context, q queryer) (storeMeta, error) {
 	var m storeMeta
-	rows, err := q.QueryContext(ctx, `SELECT key, value FROM store_meta WHERE key IN (?, ?)`, metaKeyFingerprint, metaChainV2From)
+	rows, err := q.QueryContext(ctx, `SELECT key, value FROM store_meta WHERE key IN ('`+metaKeyFingerprint+`', '`+metaChainV2From+`')`)
 	if err != nil {
 		return m, storageErr("read store_meta", err)
 	}

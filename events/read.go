@@ -87,14 +87,14 @@ func (q Query) where(after int64) (string, []any) {
 
 // rows reads one page of stored rows after seq `after`.
 func (s *Store) rows(ctx context.Context, q Query, after int64, limit int) ([]row, error) {
-	return scanRows(ctx, s.rdb, q, after, limit)
+	return s.scanRows(ctx, s.rdb, q, after, limit)
 }
 
 // scanRows reads one page of stored rows after seq `after` through db.
-func scanRows(ctx context.Context, db queryer, q Query, after int64, limit int) ([]row, error) {
+func (s *Store) scanRows(ctx context.Context, db queryer, q Query, after int64, limit int) ([]row, error) {
 	where, args := q.where(after)
 	args = append(args, limit)
-	rs, err := db.QueryContext(ctx, selectEvents+where+" ORDER BY seq LIMIT ?", args...)
+	rs, err := db.QueryContext(ctx, s.rebind(selectEvents+where+" ORDER BY seq LIMIT ?"), args...)
 	if err != nil {
 		return nil, fmt.Errorf("events: read: %w", err)
 	}
@@ -165,7 +165,7 @@ func (s *Store) Read(ctx context.Context, q Query) ([]Event, error) {
 // ReadStream returns a stream's events with version >= fromVersion.
 func (s *Store) ReadStream(ctx context.Context, stream string, fromVersion int64) ([]Event, error) {
 	var rs []row
-	if err := s.rdb.SelectContext(ctx, &rs, selectEvents+` WHERE stream = ? AND version >= ? ORDER BY version`, stream, fromVersion); err != nil {
+	if err := s.rdb.SelectContext(ctx, &rs, s.rebind(selectEvents+` WHERE stream = ? AND version >= ? ORDER BY version`), stream, fromVersion); err != nil {
 		return nil, fmt.Errorf("events: read stream %q: %w", stream, err)
 	}
 	out := make([]Event, 0, len(rs))
@@ -187,7 +187,7 @@ func (s *Store) ReadRun(ctx context.Context, runID string) ([]Event, error) {
 // Get returns the event at seq, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, seq int64) (Event, error) {
 	var r row
-	err := s.rdb.GetContext(ctx, &r, selectEvents+` WHERE seq = ?`, seq)
+	err := s.rdb.GetContext(ctx, &r, s.rebind(selectEvents+` WHERE seq = ?`), seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Event{}, fmt.Errorf("%w: seq %d", ErrNotFound, seq)
 	}
@@ -213,7 +213,7 @@ func (s *Store) Head(ctx context.Context) (Head, error) {
 // StreamVersion returns the stream's current version (0 if it has no events).
 func (s *Store) StreamVersion(ctx context.Context, stream string) (int64, error) {
 	var v int64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = ?`, stream).Scan(&v); err != nil {
+	if err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = ?`), stream).Scan(&v); err != nil {
 		return 0, fmt.Errorf("events: stream version: %w", err)
 	}
 	return v, nil
@@ -222,7 +222,7 @@ func (s *Store) StreamVersion(ctx context.Context, stream string) (int64, error)
 // GetBlob returns the bytes stored under hash, or ErrBlobNotFound.
 func (s *Store) GetBlob(ctx context.Context, hash string) ([]byte, error) {
 	var b []byte
-	err := s.rdb.QueryRowContext(ctx, `SELECT bytes FROM blobs WHERE hash = ?`, hash).Scan(&b)
+	err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT bytes FROM blobs WHERE hash = ?`), hash).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", ErrBlobNotFound, hash)
 	}
@@ -242,7 +242,7 @@ func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byt
 		for i, h := range hashes[:n] {
 			args[i] = h
 		}
-		rows, err := s.rdb.QueryContext(ctx, `SELECT hash, bytes FROM blobs WHERE hash IN (?`+strings.Repeat(",?", n-1)+`)`, args...)
+		rows, err := s.rdb.QueryContext(ctx, s.rebind(`SELECT hash, bytes FROM blobs WHERE hash IN (?`+strings.Repeat(",?", n-1)+`)`), args...)
 		if err != nil {
 			return nil, fmt.Errorf("events: get blobs: %w", err)
 		}

@@ -43,6 +43,12 @@ type Options struct {
 	// Path is the SQLite database file. Its schema must already be migrated
 	// (package migrations); Open does not create tables.
 	Path string
+	// DSN, if set, opens a PostgreSQL database instead (postgres://…; see
+	// IsPostgresDSN) and Path, InMemory and Synchronous are ignored. Its
+	// schema must already be migrated too. Many processes on many machines
+	// can share it: the chain is serialized by a lock row, and every
+	// process's subscribers wake on LISTEN/NOTIFY.
+	DSN string
 	// DiscardBlobs drops the blobs of Write.Blobs instead of storing them
 	// (payloads over BlobThreshold are still stored): for a strict replay's
 	// scratch store, where nothing reads them and only events are compared.
@@ -108,6 +114,7 @@ type Write struct {
 // Store is the event log. It is safe for concurrent use.
 type Store struct {
 	opts   Options
+	pg     bool     // PostgreSQL (Options.DSN), else SQLite
 	wdb    *sql.DB  // one connection, used only by the writer goroutine
 	rdb    *sqlx.DB // read pool
 	reqs   chan *request
@@ -123,6 +130,9 @@ type Store struct {
 
 	notifyMu sync.Mutex // protects notifyCh
 	notifyCh chan struct{}
+	// listenDone is closed when the PostgreSQL listener stopped (nil
+	// for SQLite).
+	listenDone chan struct{}
 
 	rehash rehashes // blobs the Redactor changed
 
@@ -186,8 +196,11 @@ func escapePath(path string) string {
 
 // Open opens the log in an already migrated database and starts the writer.
 func Open(ctx context.Context, opts Options) (*Store, error) {
-	if opts.Path == "" {
-		return nil, errors.New("events: open: Options.Path is required")
+	if opts.Path == "" && opts.DSN == "" {
+		return nil, errors.New("events: open: Options.Path or Options.DSN is required")
+	}
+	if opts.DSN != "" && !IsPostgresDSN(opts.DSN) {
+		return nil, fmt.Errorf("events: open: DSN must start with postgres:// or postgresql://")
 	}
 	if opts.BlobThreshold == 0 {
 		opts.BlobThreshold = DefaultBlobThreshold
@@ -212,25 +225,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = DefaultBusyTimeout
 	}
-	busy := fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1))
-	base := []string{busy, "journal_mode(WAL)", "foreign_keys(1)"}
-	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")")...))
-	if err != nil {
-		return nil, fmt.Errorf("events: open writer: %w", err)
+	var wdb *sql.DB
+	var rdb *sqlx.DB
+	var err error
+	if opts.DSN != "" {
+		wdb, rdb, err = openPostgres(ctx, opts)
+	} else {
+		wdb, rdb, err = openSQLite(opts)
 	}
-	wdb.SetMaxOpenConns(1)
-	wdb.SetMaxIdleConns(1)
-	wdb.SetConnMaxLifetime(0)
-	wdb.SetConnMaxIdleTime(0)
-	rdb, err := sqlx.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "query_only(1)")...))
 	if err != nil {
-		wdb.Close()
-		return nil, fmt.Errorf("events: open readers: %w", err)
+		return nil, err
 	}
-	rdb.SetMaxOpenConns(opts.ReadConns)
-	rdb.SetMaxIdleConns(opts.ReadConns)
 	s := &Store{
 		opts:     opts,
+		pg:       opts.DSN != "",
 		wdb:      wdb,
 		rdb:      rdb,
 		reqs:     make(chan *request, 4096),
@@ -239,12 +247,39 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		notifyCh: make(chan struct{}),
 	}
 	if err := s.w.init(ctx, s); err != nil {
+		s.w.closeStmts()
 		wdb.Close()
 		rdb.Close()
 		return nil, err
 	}
+	if s.pg {
+		cfg, _ := ParsePostgresDSN(opts.DSN) // parsed once already
+		s.listenDone = make(chan struct{})
+		go s.listen(cfg)
+	}
 	go s.loop()
 	return s, nil
+}
+
+func openSQLite(opts Options) (*sql.DB, *sqlx.DB, error) {
+	busy := fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1))
+	base := []string{busy, "journal_mode(WAL)", "foreign_keys(1)"}
+	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")")...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("events: open writer: %w", err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	rdb, err := sqlx.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "query_only(1)")...))
+	if err != nil {
+		wdb.Close()
+		return nil, nil, fmt.Errorf("events: open readers: %w", err)
+	}
+	rdb.SetMaxOpenConns(opts.ReadConns)
+	rdb.SetMaxIdleConns(opts.ReadConns)
+	return wdb, rdb, nil
 }
 
 // Close stops the writer after the commit in progress and closes the
@@ -254,6 +289,9 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.stop)
 		<-s.done
+		if s.listenDone != nil {
+			<-s.listenDone
+		}
 		s.w.closeStmts()
 		err = errors.Join(s.wdb.Close(), s.rdb.Close())
 	})
@@ -273,7 +311,32 @@ func (s *Store) Stats() Stats {
 }
 
 // DB returns the read-only connection pool, for read models to query.
+// Write queries with ? placeholders and pass them through DB().Rebind:
+// PostgreSQL's are $1, $2, ….
 func (s *Store) DB() *sqlx.DB { return s.rdb }
+
+// rebind turns a query's ? placeholders into the backend's.
+func (s *Store) rebind(q string) string {
+	if s.pg {
+		return sqlx.Rebind(sqlx.DOLLAR, q)
+	}
+	return q
+}
+
+// Postgres reports whether the store is on PostgreSQL (else SQLite).
+func (s *Store) Postgres() bool { return s.pg }
+
+// Snapshot begins a read-only transaction that sees one consistent state
+// of the database for its whole life, on either backend (PostgreSQL
+// needs REPEATABLE READ for that; SQLite's read transactions are
+// snapshots already). Roll it back when done.
+func (s *Store) Snapshot(ctx context.Context) (*sqlx.Tx, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.pg {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	return s.rdb.BeginTxx(ctx, opts)
+}
 
 // Notify returns a channel that is closed at the next commit. Call it again
 // after each wake-up: every commit closes the channel and makes a new one,

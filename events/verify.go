@@ -68,7 +68,7 @@ func (r *VerifyReport) OK() bool { return r.Failure == nil }
 // is the snapshot's. A verification failure is reported in the report (the
 // first bad seq), not as an error; the error is for I/O failures.
 func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
-	tx, err := s.rdb.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("events: verify: %w", err)
 	}
@@ -136,7 +136,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	prevHash, prevSeq := "", int64(0)
 	var headFound bool
 	for end.Seq > 0 {
-		rs, err := scanRows(ctx, tx, Query{ToSeq: end.Seq}, prevSeq, scanPage)
+		rs, err := v.s.scanRows(ctx, tx, Query{ToSeq: end.Seq}, prevSeq, scanPage)
 		if err != nil {
 			return nil, err
 		}
@@ -331,7 +331,7 @@ func (v *verifier) has(ctx context.Context, hash string) bool {
 		return true
 	}
 	var one int
-	if v.tx.QueryRowContext(ctx, `SELECT 1 FROM blobs WHERE hash = ?`, hash).Scan(&one) == nil {
+	if v.tx.QueryRowContext(ctx, v.s.rebind(`SELECT 1 FROM blobs WHERE hash = ?`), hash).Scan(&one) == nil {
 		v.have[hash] = true
 		return true
 	}
@@ -340,7 +340,7 @@ func (v *verifier) has(ctx context.Context, hash string) bool {
 
 // blob reads a blob in the snapshot; ok is false when it is not stored.
 func (v *verifier) blob(ctx context.Context, hash string) (b []byte, ok bool, err error) {
-	err = v.tx.QueryRowContext(ctx, `SELECT bytes FROM blobs WHERE hash = ?`, hash).Scan(&b)
+	err = v.tx.QueryRowContext(ctx, v.s.rebind(`SELECT bytes FROM blobs WHERE hash = ?`), hash).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}

@@ -56,7 +56,7 @@ func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
 	st, err := t.w.stmt(t.ctx, query)
 	if err != nil {
 		// Surface the prepare error through Scan.
-		return t.w.conn.QueryRowContext(t.ctx, query, args...)
+		return t.w.conn.QueryRowContext(t.ctx, t.w.s.rebind(query), args...)
 	}
 	return st.QueryRowContext(t.ctx, args...)
 }
@@ -74,25 +74,61 @@ func (w *writerState) init(ctx context.Context, s *Store) error {
 	w.s = s
 	w.stmts = map[string]*sql.Stmt{}
 	w.hasher = newChainHasher(s.opts.HMACKey)
-	conn, err := s.wdb.Conn(ctx)
+	if err := w.connect(ctx); err != nil {
+		return err
+	}
+	tables := []string{"events", "store_meta"}
+	probe := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
+	if s.pg {
+		tables = append(tables, "chain_lock")
+		probe = `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1`
+	}
+	for _, t := range tables {
+		var n int
+		if err := w.conn.QueryRowContext(ctx, probe, t).Scan(&n); err != nil {
+			return fmt.Errorf("events: open: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("events: open: no %s table (run the migrations first)", t)
+		}
+	}
+	return w.reload(ctx, false)
+}
+
+// connect takes the writer's connection from its pool, if it has none.
+func (w *writerState) connect(ctx context.Context) error {
+	if w.conn != nil {
+		return nil
+	}
+	conn, err := w.s.wdb.Conn(ctx)
 	if err != nil {
+		if w.s.pg {
+			cfg, perr := ParsePostgresDSN(w.s.opts.DSN)
+			if perr == nil {
+				return connectErr(cfg, err)
+			}
+		}
 		return fmt.Errorf("events: open writer connection: %w", err)
 	}
 	w.conn = conn
-	var n int
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='events'`).Scan(&n); err != nil {
-		return fmt.Errorf("events: open: %w", err)
+	return nil
+}
+
+// disconnect drops the writer's PostgreSQL connection after a failure
+// that may have broken it (the server restarted, the network went away);
+// the next write dials again and re-reads the chain tail. SQLite's
+// connection is a file handle and is kept.
+func (w *writerState) disconnect() {
+	if !w.s.pg || w.conn == nil {
+		return
 	}
-	if n == 0 {
-		return errors.New("events: open: no events table (run the migrations first)")
+	for q, st := range w.stmts {
+		st.Close()
+		delete(w.stmts, q)
 	}
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='store_meta'`).Scan(&n); err != nil {
-		return fmt.Errorf("events: open: %w", err)
-	}
-	if n == 0 {
-		return errors.New("events: open: no store_meta table (run the migrations first)")
-	}
-	return w.reload(ctx, false)
+	discardConn(w.conn)
+	w.conn = nil
+	w.forceReload()
 }
 
 func (w *writerState) closeStmts() {
@@ -101,6 +137,7 @@ func (w *writerState) closeStmts() {
 	}
 	if w.conn != nil {
 		w.conn.Close()
+		w.conn = nil
 	}
 }
 
@@ -118,14 +155,20 @@ func (w *writerState) closeStmts() {
 func (w *writerState) reload(ctx context.Context, inTx bool) error {
 	w.heads = map[string]int64{}
 	var dv int64
-	if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
-		return storageErr("data_version", err)
+	if !w.s.pg {
+		if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
+			return storageErr("data_version", err)
+		}
 	}
 	if h := w.s.opts.afterVersionRead; h != nil {
 		h()
 	}
 	if !inTx {
-		if _, err := w.conn.ExecContext(ctx, `BEGIN`); err != nil {
+		begin := `BEGIN`
+		if w.s.pg {
+			begin = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+		}
+		if _, err := w.conn.ExecContext(ctx, begin); err != nil {
 			return storageErr("begin read", err)
 		}
 		defer w.conn.ExecContext(context.Background(), `ROLLBACK`)
@@ -157,7 +200,7 @@ func (w *writerState) stmt(ctx context.Context, query string) (*sql.Stmt, error)
 	if st, ok := w.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := w.conn.PrepareContext(ctx, query)
+	st, err := w.conn.PrepareContext(ctx, w.s.rebind(query))
 	if err != nil {
 		return nil, fmt.Errorf("events: prepare: %w", err)
 	}
@@ -182,10 +225,14 @@ func (w *writerState) exec(ctx context.Context, query string, args ...any) error
 // the first write; Exclusive's transactions (rebuilds) touch no event and
 // need neither.
 func (w *writerState) begin(ctx context.Context, appends bool) error {
-	if _, err := w.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+	if w.s.pg {
+		if err := w.beginPostgres(ctx); err != nil {
+			return err
+		}
+	} else if _, err := w.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return storageErr("begin", err)
 	}
-	if !w.s.opts.InMemory || w.dataVersion < 0 {
+	if !w.s.pg && (!w.s.opts.InMemory || w.dataVersion < 0) {
 		// Only this process can write an in-memory database, so its
 		// caches go stale only after a failure.
 		var dv int64
@@ -214,6 +261,45 @@ func (w *writerState) begin(ctx context.Context, appends bool) error {
 	return nil
 }
 
+// beginPostgres opens a transaction holding the chain lock (the one row
+// of chain_lock, locked FOR UPDATE until commit), so one writer in any
+// process appends at a time and seqs are handed out in commit order. The
+// tail read after the lock sees the previous holder's commit; if it is not
+// the one cached, another process wrote and the caches are reloaded.
+func (w *writerState) beginPostgres(ctx context.Context) error {
+	if err := w.connect(ctx); err != nil {
+		return err
+	}
+	if _, err := w.conn.ExecContext(ctx, `BEGIN`); err != nil {
+		w.disconnect()
+		return storageErr("begin", err)
+	}
+	var one int
+	if err := w.conn.QueryRowContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`).Scan(&one); err != nil {
+		w.rollback()
+		w.disconnect()
+		return storageErr("lock the chain", err)
+	}
+	var seq int64
+	var hash string
+	err := w.conn.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	if err != nil {
+		w.rollback()
+		w.disconnect()
+		return storageErr("read chain tail", err)
+	}
+	if w.dataVersion < 0 || seq != w.lastSeq || hash != w.lastHash {
+		if err := w.reload(ctx, true); err != nil {
+			w.rollback()
+			return err
+		}
+	}
+	return nil
+}
+
 // writeMeta records, in the open transaction, what the chain's next
 // events are hashed with: the key's fingerprint (replaced while the chain
 // is still empty, so the first event's writer decides) and, once, the
@@ -231,10 +317,10 @@ func (w *writerState) writeMeta(ctx context.Context) error {
 		// another connection wrote (its inserts then collide and the batch
 		// is redone after a reload).
 		var v string
-		if err := w.exec(ctx, `INSERT OR IGNORE INTO store_meta (key, value) VALUES (?, ?)`, metaChainV2From, strconv.FormatInt(w.lastSeq+1, 10)); err != nil {
+		if err := w.exec(ctx, `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, metaChainV2From, strconv.FormatInt(w.lastSeq+1, 10)); err != nil {
 			return storageErr("record hash format", err)
 		}
-		if err := w.conn.QueryRowContext(ctx, `SELECT value FROM store_meta WHERE key = ?`, metaChainV2From).Scan(&v); err != nil {
+		if err := w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT value FROM store_meta WHERE key = ?`), metaChainV2From).Scan(&v); err != nil {
 			return storageErr("record hash format", err)
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -249,6 +335,9 @@ func (w *writerState) writeMeta(ctx context.Context) error {
 func (w *writerState) rollback() {
 	// The writer's lifetime context: rollback must run even if the request
 	// context is done.
+	if w.conn == nil {
+		return
+	}
 	w.conn.ExecContext(context.Background(), `ROLLBACK`)
 	if w.metaWritten {
 		w.forceReload()
@@ -268,7 +357,7 @@ func (w *writerState) head(ctx context.Context, stream string) (int64, error) {
 		return 0, err
 	}
 	if err := st.QueryRowContext(ctx, stream).Scan(&v); err != nil {
-		return 0, fmt.Errorf("events: stream head: %w", err)
+		return 0, storageErr("stream head", err)
 	}
 	if len(w.heads) >= maxHeadCache {
 		w.heads = map[string]int64{}
@@ -311,21 +400,42 @@ func (w *writerState) commit(batch []*request) {
 		w.replyAll(batch, results)
 		return
 	}
-	if _, err := w.conn.ExecContext(context.Background(), `COMMIT`); err != nil {
+	if err := w.commitTx(); err != nil {
 		w.rollback()
-		err = storageErr("commit", err)
 		for i := range results {
 			if results[i].err == nil {
 				results[i] = result{err: err}
 			}
 		}
 		w.forceReload()
+		w.disconnect()
 		w.replyAll(batch, results)
 		return
 	}
 	w.committed()
 	w.replyAll(batch, results)
 	w.s.broadcast()
+}
+
+// commitTx commits the writer's transaction. On PostgreSQL it first
+// signals the commit to every listening process (NOTIFY is delivered at
+// commit, and only if it commits) and refuses to commit a transaction a
+// failed statement left aborted: PostgreSQL would roll it back while
+// reporting success.
+func (w *writerState) commitTx() error {
+	ctx := context.Background()
+	if w.s.pg {
+		if pgTxFailed(w.conn) {
+			return storageErr("commit", errors.New("a statement in the transaction failed; rolled back"))
+		}
+		if err := w.exec(ctx, `NOTIFY `+notifyChannel); err != nil {
+			return storageErr("notify", err)
+		}
+	}
+	if _, err := w.conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return storageErr("commit", err)
+	}
+	return nil
 }
 
 // maxStaleRetries bounds the redos of a batch whose inserts collided.
@@ -449,7 +559,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 		}
 		head, err := w.head(ctx, pw.stream)
 		if err != nil {
-			return nil, false, err
+			// On PostgreSQL a failed statement aborts the transaction:
+			// report it as written so the batch is redone with savepoints.
+			return nil, w.s.pg, err
 		}
 		if pw.expected != AnyVersion && pw.expected != head {
 			return nil, false, &ConflictError{Stream: pw.stream, Expected: pw.expected, Actual: head}
@@ -493,7 +605,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 			}
 			hash := w.hasher.eventHash(w.hashFormat(seq), w.lastHash, seq, pw.stream, head, it.typ, it.version, req.runID, req.runID != "", stored, at.UnixNano())
 			if err := w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), hash); err != nil {
-				if sqliteCode(err) == sqliteConstraint {
+				if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
 					// seq or (stream, version) is taken: our cache is stale.
 					return nil, wrote, fmt.Errorf("%w: insert %s seq %d: %w", errStaleTail, it.typ, seq, err)
 				}
@@ -515,7 +627,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 }
 
 func (w *writerState) putBlob(ctx context.Context, b []byte) error {
-	if err := w.exec(ctx, `INSERT OR IGNORE INTO blobs (hash, size, bytes) VALUES (?, ?, ?)`, BlobHash(b), len(b), b); err != nil {
+	if err := w.exec(ctx, `INSERT INTO blobs (hash, size, bytes) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`, BlobHash(b), len(b), b); err != nil {
 		return storageErr("put blob", err)
 	}
 	return nil
@@ -529,7 +641,7 @@ func (w *writerState) exclusive(req *request) {
 	} else if err := req.fn(ctx, &Tx{ctx: ctx, w: w}); err != nil {
 		w.rollback()
 		res.err = err
-	} else if _, err := w.conn.ExecContext(context.Background(), `COMMIT`); err != nil {
+	} else if err := w.commitTx(); err != nil {
 		w.rollback()
 		res.err = storageErr("commit", err)
 	} else {

@@ -249,7 +249,7 @@ func (l *Local) matchesLog(ctx context.Context, st state) error {
 // database (0 if none).
 func (l *Local) recordedCheckpoint(ctx context.Context) (int64, error) {
 	var seq int64
-	err := l.store.DB().GetContext(ctx, &seq, `SELECT seq FROM projection_checkpoints WHERE name = ?`, CheckpointName)
+	err := l.store.DB().GetContext(ctx, &seq, l.store.DB().Rebind(`SELECT seq FROM projection_checkpoints WHERE name = ?`), CheckpointName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

@@ -1,5 +1,7 @@
-// Package migrations owns rath's SQLite schema: goose SQL migrations embedded
-// with embed.FS and the helpers that apply and list them.
+// Package migrations owns rath's schema: goose SQL migrations embedded with
+// embed.FS, one set per dialect (sqlite/ and postgres/, the same versions
+// and tables), and the helpers that apply and list them. The dialect is
+// taken from the database handle's driver (DialectOf).
 //
 // The schema has two halves. The events and blobs tables are the source of
 // truth and are append-only (triggers refuse UPDATE and DELETE on events);

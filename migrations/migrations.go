@@ -12,17 +12,49 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
+	"github.com/pressly/goose/v3/lock"
 )
 
-//go:embed *.sql
+// One directory of migrations per SQL dialect, with the same versions:
+// a schema version means the same tables on both.
+//
+//go:embed sqlite/*.sql postgres/*.sql
 var files embed.FS
 
 // goose has no session locker for SQLite, so runs in one process are
 // serialized here; across processes SQLite's own write lock serializes the
-// migration transactions.
+// migration transactions. On PostgreSQL goose's advisory-lock session
+// locker serializes migrations across processes and machines.
 var upMu sync.Mutex
+
+// Dialect names the SQL dialect of a database handle.
+type Dialect string
+
+// The dialects rath's schema exists in.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DialectOf tells the dialect of db from its driver: pgx's database/sql
+// driver means PostgreSQL, anything else SQLite.
+func DialectOf(db *sql.DB) Dialect {
+	if _, ok := db.Driver().(*stdlib.Driver); ok {
+		return Postgres
+	}
+	return SQLite
+}
+
+func dialectFiles(d Dialect) fs.FS {
+	sub, err := fs.Sub(files, string(d))
+	if err != nil {
+		panic(fmt.Sprintf("migrations: embedded files: %v", err)) // embed.FS cannot fail here
+	}
+	return sub
+}
 
 // Migration is one migration and whether it has been applied.
 type Migration struct {
@@ -34,7 +66,16 @@ type Migration struct {
 }
 
 func provider(db *sql.DB) (*goose.Provider, error) {
-	p, err := goose.NewProvider(database.DialectSQLite3, db, files)
+	d := DialectOf(db)
+	dialect, opts := database.DialectSQLite3, []goose.ProviderOption(nil)
+	if d == Postgres {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, fmt.Errorf("migrations: session locker: %w", err)
+		}
+		dialect, opts = database.DialectPostgres, append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(dialect, db, dialectFiles(d), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: new provider: %w", err)
 	}
@@ -62,7 +103,7 @@ func (e *SchemaTooNewError) Is(target error) bool { return target == ErrSchemaTo
 
 // Latest returns the highest migration version this binary embeds.
 func Latest() int64 {
-	entries, err := fs.ReadDir(files, ".")
+	entries, err := fs.ReadDir(dialectFiles(SQLite), ".")
 	if err != nil {
 		panic(fmt.Sprintf("migrations: embedded files: %v", err)) // embed.FS cannot fail here
 	}
@@ -85,7 +126,11 @@ func Latest() int64 {
 // is current, behind, or not migrated at all.
 func Check(ctx context.Context, db *sql.DB) error {
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`).Scan(&n); err != nil {
+	probe := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`
+	if DialectOf(db) == Postgres {
+		probe = `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'goose_db_version'`
+	}
+	if err := db.QueryRowContext(ctx, probe).Scan(&n); err != nil {
 		return fmt.Errorf("migrations: check version: %w", err)
 	}
 	if n == 0 {

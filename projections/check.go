@@ -97,7 +97,7 @@ func Check(ctx context.Context, store *events.Store, opts CheckOptions) (*CheckR
 	if opts.Max <= 0 {
 		opts.Max = 1
 	}
-	snap, err := store.DB().BeginTxx(ctx, nil)
+	snap, err := store.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("projections: check: %w", err)
 	}

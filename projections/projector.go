@@ -199,7 +199,7 @@ func putChunk(tx *events.Tx, session string, idx int64, c *events.Chunk, seq int
 
 // counted records that the id counter in d's scope was used.
 func counted(tx *events.Tx, d events.Derivation) error {
-	_, err := tx.Exec(`INSERT INTO id_counters (scope, n) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET n = max(n, excluded.n)`,
+	_, err := tx.Exec(`INSERT INTO id_counters (scope, n) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET n = CASE WHEN excluded.n > id_counters.n THEN excluded.n ELSE id_counters.n END`,
 		CounterScope(d.Seed, d.Scope), d.Counter+1)
 	return err
 }

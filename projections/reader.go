@@ -90,7 +90,7 @@ const sessionCols = `id, version, kind, origin, source, base, base_len, length, 
 // Session returns one session's row, or ErrNotFound.
 func (r *Reader) Session(ctx context.Context, id string) (SessionRow, error) {
 	var row SessionRow
-	err := r.db.GetContext(ctx, &row, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id)
+	err := r.db.GetContext(ctx, &row, r.db.Rebind(`SELECT `+sessionCols+` FROM sessions WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, fmt.Errorf("%w: session %q", ErrNotFound, id)
 	}
@@ -103,7 +103,7 @@ func (r *Reader) Session(ctx context.Context, id string) (SessionRow, error) {
 // Sessions lists every session in creation order.
 func (r *Reader) Sessions(ctx context.Context) ([]SessionRow, error) {
 	var rows []SessionRow
-	if err := r.db.SelectContext(ctx, &rows, `SELECT `+sessionCols+` FROM sessions ORDER BY created_seq`); err != nil {
+	if err := r.db.SelectContext(ctx, &rows, r.db.Rebind(`SELECT `+sessionCols+` FROM sessions ORDER BY created_seq`)); err != nil {
 		return nil, fmt.Errorf("projections: sessions: %w", err)
 	}
 	return rows, nil
@@ -121,7 +121,7 @@ func (r *Reader) Chunks(ctx context.Context, id string, n int64) ([]StoredChunk,
 	for hi > 0 {
 		var baseLen int64
 		var base sql.NullString
-		err := r.db.QueryRowContext(ctx, `SELECT base_len, base FROM sessions WHERE id = ?`, cur).Scan(&baseLen, &base)
+		err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT base_len, base FROM sessions WHERE id = ?`), cur).Scan(&baseLen, &base)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("%w: session %q", ErrNotFound, cur)
 		}
@@ -140,7 +140,7 @@ func (r *Reader) Chunks(ctx context.Context, id string, n int64) ([]StoredChunk,
 	out := make([]StoredChunk, 0, n)
 	for i := len(spans) - 1; i >= 0; i-- {
 		sp := spans[i]
-		rows, err := r.db.QueryContext(ctx, `SELECT role, author, content, extra FROM chunks WHERE session = ? AND idx >= ? AND idx < ? ORDER BY idx`, sp.session, sp.lo, sp.hi)
+		rows, err := r.db.QueryContext(ctx, r.db.Rebind(`SELECT role, author, content, extra FROM chunks WHERE session = ? AND idx >= ? AND idx < ? ORDER BY idx`), sp.session, sp.lo, sp.hi)
 		if err != nil {
 			return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
 		}
@@ -175,7 +175,7 @@ func (r *Reader) Chunks(ctx context.Context, id string, n int64) ([]StoredChunk,
 // Parents returns a session's lineage parents in order.
 func (r *Reader) Parents(ctx context.Context, id string) ([]Edge, error) {
 	var es []Edge
-	if err := r.db.SelectContext(ctx, &es, `SELECT child, parent, kind, position, seq FROM session_edges WHERE child = ? ORDER BY position`, id); err != nil {
+	if err := r.db.SelectContext(ctx, &es, r.db.Rebind(`SELECT child, parent, kind, position, seq FROM session_edges WHERE child = ? ORDER BY position`), id); err != nil {
 		return nil, fmt.Errorf("projections: parents of %q: %w", id, err)
 	}
 	return es, nil
@@ -184,7 +184,7 @@ func (r *Reader) Parents(ctx context.Context, id string) ([]Edge, error) {
 // Edges returns the whole session graph.
 func (r *Reader) Edges(ctx context.Context) ([]Edge, error) {
 	var es []Edge
-	if err := r.db.SelectContext(ctx, &es, `SELECT child, parent, kind, position, seq FROM session_edges ORDER BY seq, position`); err != nil {
+	if err := r.db.SelectContext(ctx, &es, r.db.Rebind(`SELECT child, parent, kind, position, seq FROM session_edges ORDER BY seq, position`)); err != nil {
 		return nil, fmt.Errorf("projections: edges: %w", err)
 	}
 	return es, nil
@@ -193,7 +193,7 @@ func (r *Reader) Edges(ctx context.Context) ([]Edge, error) {
 // Runs lists runs in start order.
 func (r *Reader) Runs(ctx context.Context) ([]RunRow, error) {
 	var rs []RunRow
-	if err := r.db.SelectContext(ctx, &rs, `SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs ORDER BY started_seq`); err != nil {
+	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs ORDER BY started_seq`)); err != nil {
 		return nil, fmt.Errorf("projections: runs: %w", err)
 	}
 	return rs, nil
@@ -202,7 +202,7 @@ func (r *Reader) Runs(ctx context.Context) ([]RunRow, error) {
 // Run returns one run, or ErrNotFound.
 func (r *Reader) Run(ctx context.Context, id string) (RunRow, error) {
 	var rr RunRow
-	err := r.db.GetContext(ctx, &rr, `SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs WHERE id = ?`, id)
+	err := r.db.GetContext(ctx, &rr, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return rr, fmt.Errorf("%w: run %q", ErrNotFound, id)
 	}
@@ -215,7 +215,7 @@ func (r *Reader) Run(ctx context.Context, id string) (RunRow, error) {
 // NextCounter returns the next free id counter in a scope (see CounterScope).
 func (r *Reader) NextCounter(ctx context.Context, scope string) (int64, error) {
 	var n int64
-	err := r.db.QueryRowContext(ctx, `SELECT n FROM id_counters WHERE scope = ?`, scope).Scan(&n)
+	err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT n FROM id_counters WHERE scope = ?`), scope).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -279,7 +279,7 @@ func (r *Reader) OwnUsage(ctx context.Context, bounds map[string]int64) (map[str
 			return nil, fmt.Errorf("projections: own usage: %w", err)
 		}
 		ids = ids[n:]
-		rows, err := r.db.QueryContext(ctx, q, args...)
+		rows, err := r.db.QueryContext(ctx, r.db.Rebind(q), args...)
 		if err != nil {
 			return nil, fmt.Errorf("projections: own usage: %w", err)
 		}

@@ -278,7 +278,7 @@ func (f *forwarder) messageSegments(ctx context.Context, p events.Payload) ([][]
 	var out [][]byte
 	for next := rec.MessagesRef; next != ""; {
 		var one int
-		if f.dst.DB().QueryRow(`SELECT 1 FROM blobs WHERE hash = ?`, next).Scan(&one) == nil {
+		if f.dst.DB().QueryRow(f.dst.DB().Rebind(`SELECT 1 FROM blobs WHERE hash = ?`), next).Scan(&one) == nil {
 			break // forwarded with an earlier call, and so is what precedes it
 		}
 		b, err := f.src.GetBlob(ctx, next)

@@ -1,0 +1,175 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
+)
+
+// IsPostgresDSN reports whether dsn names a PostgreSQL database: a
+// postgres:// or postgresql:// URL. Anything else is not one (rath's
+// embedded store is chosen by a directory, never by a DSN).
+func IsPostgresDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// notifyChannel is the LISTEN/NOTIFY channel every commit signals: the
+// wake-up of subscribers in every process sharing the database.
+const notifyChannel = "rath_events"
+
+// ErrUnreachable is matched by a *ConnectError.
+var ErrUnreachable = errors.New("events: database server unreachable")
+
+// ConnectError reports a PostgreSQL server that could not be reached or
+// refused the connection. It names the host and port (never the password)
+// and matches ErrUnreachable.
+type ConnectError struct {
+	Host string
+	Port uint16
+	Err  error
+}
+
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("events: connect to PostgreSQL at %s: %v", net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err)
+}
+
+// Is makes errors.Is(err, ErrUnreachable) true.
+func (e *ConnectError) Is(target error) bool { return target == ErrUnreachable }
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// ParsePostgresDSN parses a PostgreSQL DSN. Its errors never contain the
+// password (pgx redacts it).
+func ParsePostgresDSN(dsn string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("events: PostgreSQL DSN: %w", err)
+	}
+	return cfg, nil
+}
+
+// openPostgres opens the writer's and the readers' pools on the server
+// the DSN names and checks it answers.
+func openPostgres(ctx context.Context, opts Options) (wdb *sql.DB, rdb *sqlx.DB, err error) {
+	cfg, err := ParsePostgresDSN(opts.DSN)
+	if err != nil {
+		return nil, nil, err
+	}
+	wcfg := cfg.Copy()
+	if wcfg.RuntimeParams == nil {
+		wcfg.RuntimeParams = map[string]string{}
+	}
+	// The chain lock is a row lock: waiting for it longer than the busy
+	// timeout fails the write with ErrBusy, as SQLite's busy_timeout does.
+	wcfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(opts.BusyTimeout.Milliseconds(), 1), 10)
+	wdb = stdlib.OpenDB(*wcfg)
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	rdb = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	rdb.SetMaxOpenConns(opts.ReadConns)
+	rdb.SetMaxIdleConns(opts.ReadConns)
+	if err := wdb.PingContext(ctx); err != nil {
+		wdb.Close()
+		rdb.Close()
+		return nil, nil, connectErr(cfg, err)
+	}
+	return wdb, rdb, nil
+}
+
+func connectErr(cfg *pgx.ConnConfig, err error) error {
+	return &ConnectError{Host: cfg.Host, Port: cfg.Port, Err: err}
+}
+
+// PostgreSQL error codes (https://www.postgresql.org/docs/current/errcodes-appendix.html).
+const (
+	pgUniqueViolation = "23505"
+	pgDiskFull        = "53100"
+	pgOutOfMemory     = "53200"
+	pgLockNotAvail    = "55P03"
+	pgSerialization   = "40001"
+	pgDeadlock        = "40P01"
+	pgQueryCanceled   = "57014"
+)
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// pgTxFailed reports whether the writer connection's transaction is in
+// PostgreSQL's failed state (a statement in it errored). COMMIT of such a
+// transaction rolls back without an error through database/sql, so the
+// writer asks before it commits.
+func pgTxFailed(conn *sql.Conn) bool {
+	failed := false
+	conn.Raw(func(dc any) error {
+		if c, ok := dc.(*stdlib.Conn); ok {
+			failed = c.Conn().PgConn().TxStatus() == 'E'
+		}
+		return nil
+	})
+	return failed
+}
+
+// discardConn makes database/sql throw conn away on Close instead of
+// pooling it: after a failure the writer cannot tell whether the server
+// still holds its session.
+func discardConn(conn *sql.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
+}
+
+// listen wakes Notify's waiters whenever any process sharing the database
+// commits, through LISTEN/NOTIFY, until the store closes. A dropped
+// connection is redialed with backoff; every (re)connect wakes the waiters
+// too, since notifications sent while disconnected are lost, and waiters
+// re-read from their own position.
+func (s *Store) listen(cfg *pgx.ConnConfig) {
+	defer close(s.listenDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+notifyChannel)
+		}
+		if err == nil {
+			backoff = 50 * time.Millisecond
+			s.broadcast()
+			for err == nil {
+				_, err = conn.WaitForNotification(ctx)
+				if err == nil {
+					s.broadcast()
+				}
+			}
+		}
+		if conn != nil {
+			closeCtx, done := context.WithTimeout(context.Background(), time.Second)
+			conn.Close(closeCtx)
+			done()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}

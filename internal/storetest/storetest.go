@@ -1,0 +1,509 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
+	"github.com/gorath/rath/session"
+)
+
+// Target is one fresh database.
+type Target struct {
+	// Dir is a directory of the target's own; for SQLite it holds the
+	// database (Dir/rath.db).
+	Dir string
+	// DSN is set for PostgreSQL.
+	DSN string
+	// Exec runs statements on the database directly, as someone with
+	// the database's password could.
+	Exec func(t testing.TB, sql string) error
+	// DropGuards removes the append-only triggers on events, as such a
+	// person could too.
+	DropGuards func(t testing.TB)
+}
+
+// Options are the runtime options that open the target.
+func (tg Target) Options() rath.Options { return rath.Options{Dir: tg.Dir, DSN: tg.DSN} }
+
+// Backend makes targets.
+type Backend struct {
+	Name string
+	// New returns a fresh, empty database.
+	New func(t testing.TB) Target
+}
+
+// Run runs the whole suite against b.
+func Run(t *testing.T, b Backend) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, Backend)
+	}{
+		{"AppendAndRead", testAppendAndRead},
+		{"ConcurrentStoresAppend", testConcurrentStores},
+		{"Conflicts", testConflicts},
+		{"TriggersRefuseEdits", testTriggers},
+		{"TamperingIsFound", testTampering},
+		{"TruncationIsFound", testTruncation},
+		{"KeyedChains", testKeyedChains},
+		{"RebuildAndCheck", testRebuild},
+		{"SubscribeAcrossStores", testSubscribe},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, b)
+		})
+	}
+}
+
+func open(t testing.TB, tg Target) *rath.Runtime {
+	t.Helper()
+	rt, err := rath.OpenWith(t.Context(), tg.Options())
+	if err != nil {
+		t.Fatalf("open %s: %v", describe(tg), err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// openStore opens the bare event log of tg (no projections), migrating it
+// first, with key as the HMAC key.
+func openStore(t testing.TB, tg Target, key ...byte) *events.Store {
+	t.Helper()
+	path := filepath.Join(tg.Dir, rath.DBFile)
+	target := path
+	if tg.DSN != "" {
+		target = tg.DSN
+	}
+	if err := rath.Migrate(t.Context(), target); err != nil {
+		t.Fatal(err)
+	}
+	s, err := events.Open(t.Context(), events.Options{Path: path, DSN: tg.DSN, HMACKey: key})
+	if err != nil {
+		t.Fatalf("open %s: %v", describe(tg), err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func describe(tg Target) string {
+	if tg.DSN != "" {
+		return "postgres"
+	}
+	return tg.Dir
+}
+
+func placed(session string, n int) events.Payload {
+	return &events.SessionPlaced{Session: session, Backend: "local", Spec: fmt.Sprintf("/w/%d", n)}
+}
+
+func mustVerify(t testing.TB, s *events.Store) *events.VerifyReport {
+	t.Helper()
+	rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if !rep.OK() {
+		t.Fatalf("verify failed: %v", rep.Failure)
+	}
+	return rep
+}
+
+func testAppendAndRead(t *testing.T, b Backend) {
+	ctx := t.Context()
+	s := openStore(t, b.New(t))
+	if _, err := s.Append(ctx, "s1", events.NoStream, placed("s1", 1), placed("s1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s2", events.NoStream, placed("s2", 1)); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 40<<10) // over the blob threshold
+	if _, err := s.Append(ctx, "s1", 2, &events.SessionPlaced{Session: "s1", Backend: "local", Spec: big}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.ReadStream(ctx, "s1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 3 || evs[0].Seq != 1 || evs[1].Seq != 2 || evs[2].Seq != 4 || evs[2].Version != 3 {
+		t.Fatalf("stream s1 = %+v", evs)
+	}
+	p, err := evs[2].Decode()
+	if err != nil || p.(*events.SessionPlaced).Spec != big {
+		t.Fatalf("blob payload did not come back: %v", err)
+	}
+	if v, err := s.StreamVersion(ctx, "s2"); err != nil || v != 1 {
+		t.Fatalf("StreamVersion(s2) = %d, %v", v, err)
+	}
+	h, err := s.Head(ctx)
+	if err != nil || h.Seq != 4 || h.Hash != evs[2].Hash {
+		t.Fatalf("Head = %v, %v", h, err)
+	}
+	if got, err := s.Get(ctx, 3); err != nil || got.Stream != "s2" {
+		t.Fatalf("Get(3) = %+v, %v", got, err)
+	}
+	if _, err := s.Get(ctx, 99); !errors.Is(err, events.ErrNotFound) {
+		t.Fatalf("Get(99) = %v, want ErrNotFound", err)
+	}
+	rep := mustVerify(t, s)
+	if rep.Head.Seq != 4 {
+		t.Fatalf("verify head = %v", rep.Head)
+	}
+}
+
+// Several stores on one database stand for several processes: their
+// appends interleave into one gap-free, verifiable chain and none is lost.
+func testConcurrentStores(t *testing.T, b Backend) {
+	ctx := t.Context()
+	tg := b.New(t)
+	const stores, workers, each = 3, 8, 25
+	var mu sync.Mutex
+	acked := map[int64]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, stores*workers)
+	for i := range stores {
+		s := openStore(t, tg)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stream := fmt.Sprintf("st%d-w%d", i, w)
+				shared := "shared"
+				for k := range each {
+					evs, err := s.Append(ctx, stream, events.AnyVersion, placed(stream, k))
+					if err != nil {
+						errs <- err
+						return
+					}
+					if k%5 == 0 { // some appends on one stream shared by all
+						more, err := s.Append(ctx, shared, events.AnyVersion, placed(shared, k))
+						if err != nil {
+							errs <- err
+							return
+						}
+						evs = append(evs, more...)
+					}
+					mu.Lock()
+					for _, ev := range evs {
+						acked[ev.Seq] = ev.Hash
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	check := openStore(t, tg)
+	rep := mustVerify(t, check)
+	if rep.Head.Seq != int64(len(acked)) {
+		t.Fatalf("head %d, %d appends acknowledged", rep.Head.Seq, len(acked))
+	}
+	all, err := check.Read(ctx, events.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range all {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("seq gap: event %d has seq %d", i, ev.Seq)
+		}
+		if acked[ev.Seq] != ev.Hash {
+			t.Fatalf("seq %d: stored hash %s, acknowledged %s", ev.Seq, ev.Hash, acked[ev.Seq])
+		}
+	}
+	v, err := check.StreamVersion(ctx, "shared")
+	if err != nil || v != stores*workers*each/5 {
+		t.Fatalf("shared stream at %d, %v; want %d", v, err, stores*workers*each/5)
+	}
+}
+
+// Two stores appending at the same expected version: exactly one wins,
+// the other gets a typed conflict, and nothing interleaves.
+func testConflicts(t *testing.T, b Backend) {
+	ctx := t.Context()
+	tg := b.New(t)
+	s1, s2 := openStore(t, tg), openStore(t, tg)
+	if _, err := s1.Append(ctx, "sess", events.NoStream, placed("sess", 0)); err != nil {
+		t.Fatal(err)
+	}
+	v := int64(1)
+	for round := range 20 {
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, s := range []*events.Store{s1, s2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = s.Append(ctx, "sess", v, placed("sess", round*2+i+1), placed("sess", round*2+i+100))
+			}()
+		}
+		wg.Wait()
+		var won, lost int
+		for _, err := range errs {
+			var ce *events.ConflictError
+			switch {
+			case err == nil:
+				won++
+			case errors.As(err, &ce) && errors.Is(err, events.ErrConflict):
+				if ce.Stream != "sess" || ce.Expected != v || ce.Actual != v+2 {
+					t.Fatalf("conflict %+v", ce)
+				}
+				lost++
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if won != 1 || lost != 1 {
+			t.Fatalf("round %d: %d won, %d conflicted; want 1 and 1", round, won, lost)
+		}
+		v += 2
+	}
+	evs, err := s2.ReadStream(ctx, "sess", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if ev.Version != int64(i+1) {
+			t.Fatalf("stream version %d at position %d", ev.Version, i)
+		}
+	}
+	mustVerify(t, s2)
+}
+
+func testTriggers(t *testing.T, b Backend) {
+	tg := b.New(t)
+	s := openStore(t, tg)
+	if _, err := s.Append(t.Context(), "s", events.NoStream, placed("s", 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`UPDATE events SET payload = '{}'`, `DELETE FROM events`} {
+		if err := tg.Exec(t, q); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Fatalf("%s: err = %v, want the append-only refusal", q, err)
+		}
+	}
+	mustVerify(t, s)
+}
+
+func appendN(t testing.TB, s *events.Store, stream string, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := s.Append(t.Context(), stream, events.AnyVersion, placed(stream, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// An edited payload, stream, hash or blob is found at its seq.
+func testTampering(t *testing.T, b Backend) {
+	cases := []struct {
+		name, sql string
+		seq       int64
+	}{
+		{"payload", `UPDATE events SET payload = replace(payload, '/w/4', '/w/40') WHERE seq = 5`, 5},
+		{"stream", `UPDATE events SET stream = 'other' WHERE seq = 3`, 3},
+		{"hash", `UPDATE events SET hash = 'ab' || substr(hash, 3) WHERE seq = 7`, 7},
+		{"at", `UPDATE events SET at = at + 1 WHERE seq = 2`, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := b.New(t)
+			s := openStore(t, tg)
+			appendN(t, s, "s", 10)
+			mustVerify(t, s)
+			tg.DropGuards(t)
+			if err := tg.Exec(t, tc.sql); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() || rep.Failure.Seq != tc.seq || !errors.Is(rep.Failure, events.ErrVerify) {
+				t.Fatalf("verify = %v, want a failure at seq %d", rep.Failure, tc.seq)
+			}
+		})
+	}
+	t.Run("blob", func(t *testing.T) {
+		tg := b.New(t)
+		s := openStore(t, tg)
+		big := strings.Repeat("y", 40<<10)
+		if _, err := s.Append(t.Context(), "s", events.NoStream, &events.SessionPlaced{Session: "s", Backend: "local", Spec: big}); err != nil {
+			t.Fatal(err)
+		}
+		tg.DropGuards(t)
+		if err := tg.Exec(t, `UPDATE blobs SET size = size + 1`); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.Exec(t, `DELETE FROM blobs`); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK() || rep.Failure.Seq != 1 {
+			t.Fatalf("verify after the blob was deleted = %v, want a failure at seq 1", rep.Failure)
+		}
+	})
+}
+
+// Deleting the newest events leaves a valid chain that is shorter: only a
+// head kept elsewhere finds it, and it must.
+func testTruncation(t *testing.T, b Backend) {
+	tg := b.New(t)
+	s := openStore(t, tg)
+	appendN(t, s, "s", 10)
+	head := mustVerify(t, s).Head
+	tg.DropGuards(t)
+	if err := tg.Exec(t, `DELETE FROM events WHERE seq > 8`); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, s)
+	rep, err := s.Verify(t.Context(), events.VerifyOptions{Head: &head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || rep.Failure.Seq != 10 || !strings.Contains(rep.Failure.Reason, "truncated") {
+		t.Fatalf("verify with the old head = %v, want truncation at 10", rep.Failure)
+	}
+}
+
+// A keyed chain verifies with its key, and refuses writers and verifiers
+// with another key or none.
+func testKeyedChains(t *testing.T, b Backend) {
+	ctx := t.Context()
+	tg := b.New(t)
+	s := openStore(t, tg, []byte("k1")...)
+	appendN(t, s, "s", 3)
+	mustVerify(t, s)
+	for _, k := range []string{"k2", ""} {
+		other := openStore(t, tg, []byte(k)...)
+		_, err := other.Append(ctx, "s", events.AnyVersion, placed("s", 9))
+		if !errors.Is(err, events.ErrKey) {
+			t.Fatalf("append with key %q: %v, want ErrKey", k, err)
+		}
+		rep, err := other.Verify(ctx, events.VerifyOptions{})
+		if err != nil || rep.OK() {
+			t.Fatalf("verify with key %q: %+v, %v; want a failure", k, rep, err)
+		}
+	}
+	mustVerify(t, s)
+}
+
+// Sessions, forks and merges project into the tables, a rebuild gives the
+// same rows, and the projection check finds an edited row.
+func testRebuild(t *testing.T, b Backend) {
+	ctx := t.Context()
+	tg := b.New(t)
+	rt := open(t, tg)
+	root, err := rt.NewUserSession(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := root.Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := root.Fork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err = a.Append(ctx, session.Chunk{Role: "assistant", Content: "from a"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = c.Append(ctx, session.Chunk{Role: "assistant", Content: "from c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Merge(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	before, err := projections.Dump(ctx, rt.Store().DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before["sessions"]) != 4 || len(before["session_edges"]) != 4 {
+		t.Fatalf("projected %d sessions and %d edges, want 4 and 4", len(before["sessions"]), len(before["session_edges"]))
+	}
+	if _, err := rt.Rebuild(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, err := projections.Dump(ctx, rt.Store().DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("rebuild changed the projections:\nbefore %v\nafter  %v", before, after)
+	}
+	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+	if err := tg.Exec(t, `UPDATE chunks SET content = 'edited' WHERE content = 'from a'`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = rt.Verify(ctx, events.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || !strings.Contains(rep.Failure.Reason, "chunks") {
+		t.Fatalf("verify after editing a chunk = %v, want a chunks difference", rep.Failure)
+	}
+	if _, err := rt.Rebuild(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
+		t.Fatalf("verify after rebuild = %+v, %v", rep, err)
+	}
+}
+
+// A subscriber sees every event another store (another process) appends,
+// in order, without polling on a timer of its own.
+func testSubscribe(t *testing.T, b Backend) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	tg := b.New(t)
+	reader, writer := openStore(t, tg), openStore(t, tg)
+	appendN(t, writer, "s", 3)
+	got := make(chan events.Event, 100)
+	go func() {
+		for ev, err := range reader.Subscribe(ctx, events.Query{FromSeq: 2}) {
+			if err != nil {
+				return
+			}
+			got <- ev
+		}
+	}()
+	want := int64(2)
+	expect := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case ev := <-got:
+				if ev.Seq != want {
+					t.Fatalf("subscriber got seq %d, want %d", ev.Seq, want)
+				}
+				want++
+			case <-ctx.Done():
+				t.Fatalf("subscriber waited for seq %d in vain", want)
+			}
+		}
+	}
+	expect(2)
+	for range 5 {
+		appendN(t, writer, "s", 2)
+		expect(2)
+	}
+}
