@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -14,7 +15,12 @@ var (
 	dbs    atomic.Int64
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m, func(s *pgtest.Server) { server = s }) }
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(appender(spec))
+	}
+	pgtest.Main(m, func(s *pgtest.Server) { server = s })
+}
 
 func postgresTarget(t testing.TB) storetest.Target {
 	name := fmt.Sprintf("conf%d", dbs.Add(1))

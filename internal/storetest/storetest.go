@@ -75,9 +75,9 @@ func open(t testing.TB, tg Target) *rath.Runtime {
 	return rt
 }
 
-// openStore opens the bare event log of tg (no projections), migrating it
+// OpenStore opens the bare event log of tg (no projections), migrating it
 // first, with key as the HMAC key.
-func openStore(t testing.TB, tg Target, key ...byte) *events.Store {
+func OpenStore(t testing.TB, tg Target, key ...byte) *events.Store {
 	t.Helper()
 	path := filepath.Join(tg.Dir, rath.DBFile)
 	target := path
@@ -120,7 +120,7 @@ func mustVerify(t testing.TB, s *events.Store) *events.VerifyReport {
 
 func testAppendAndRead(t *testing.T, b Backend) {
 	ctx := t.Context()
-	s := openStore(t, b.New(t))
+	s := OpenStore(t, b.New(t))
 	if _, err := s.Append(ctx, "s1", events.NoStream, placed("s1", 1), placed("s1", 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func testConcurrentStores(t *testing.T, b Backend) {
 	var wg sync.WaitGroup
 	errs := make(chan error, stores*workers)
 	for i := range stores {
-		s := openStore(t, tg)
+		s := OpenStore(t, tg)
 		for w := range workers {
 			wg.Add(1)
 			go func() {
@@ -207,7 +207,7 @@ func testConcurrentStores(t *testing.T, b Backend) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	check := openStore(t, tg)
+	check := OpenStore(t, tg)
 	rep := mustVerify(t, check)
 	if rep.Head.Seq != int64(len(acked)) {
 		t.Fatalf("head %d, %d appends acknowledged", rep.Head.Seq, len(acked))
@@ -235,7 +235,7 @@ func testConcurrentStores(t *testing.T, b Backend) {
 func testConflicts(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
-	s1, s2 := openStore(t, tg), openStore(t, tg)
+	s1, s2 := OpenStore(t, tg), OpenStore(t, tg)
 	if _, err := s1.Append(ctx, "sess", events.NoStream, placed("sess", 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func testConflicts(t *testing.T, b Backend) {
 
 func testTriggers(t *testing.T, b Backend) {
 	tg := b.New(t)
-	s := openStore(t, tg)
+	s := OpenStore(t, tg)
 	if _, err := s.Append(t.Context(), "s", events.NoStream, placed("s", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func testTampering(t *testing.T, b Backend) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := b.New(t)
-			s := openStore(t, tg)
+			s := OpenStore(t, tg)
 			appendN(t, s, "s", 10)
 			mustVerify(t, s)
 			tg.DropGuards(t)
@@ -338,7 +338,7 @@ func testTampering(t *testing.T, b Backend) {
 	}
 	t.Run("blob", func(t *testing.T) {
 		tg := b.New(t)
-		s := openStore(t, tg)
+		s := OpenStore(t, tg)
 		big := strings.Repeat("y", 40<<10)
 		if _, err := s.Append(t.Context(), "s", events.NoStream, &events.SessionPlaced{Session: "s", Backend: "local", Spec: big}); err != nil {
 			t.Fatal(err)
@@ -364,7 +364,7 @@ func testTampering(t *testing.T, b Backend) {
 // head kept elsewhere finds it, and it must.
 func testTruncation(t *testing.T, b Backend) {
 	tg := b.New(t)
-	s := openStore(t, tg)
+	s := OpenStore(t, tg)
 	appendN(t, s, "s", 10)
 	head := mustVerify(t, s).Head
 	tg.DropGuards(t)
@@ -386,11 +386,11 @@ func testTruncation(t *testing.T, b Backend) {
 func testKeyedChains(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
-	s := openStore(t, tg, []byte("k1")...)
+	s := OpenStore(t, tg, []byte("k1")...)
 	appendN(t, s, "s", 3)
 	mustVerify(t, s)
 	for _, k := range []string{"k2", ""} {
-		other := openStore(t, tg, []byte(k)...)
+		other := OpenStore(t, tg, []byte(k)...)
 		_, err := other.Append(ctx, "s", events.AnyVersion, placed("s", 9))
 		if !errors.Is(err, events.ErrKey) {
 			t.Fatalf("append with key %q: %v, want ErrKey", k, err)
@@ -475,7 +475,7 @@ func testSubscribe(t *testing.T, b Backend) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	tg := b.New(t)
-	reader, writer := openStore(t, tg), openStore(t, tg)
+	reader, writer := OpenStore(t, tg), OpenStore(t, tg)
 	appendN(t, writer, "s", 3)
 	got := make(chan events.Event, 100)
 	go func() {

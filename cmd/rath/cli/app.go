@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
 )
 
 // defaultDir is the runtime directory when neither --dir nor RATH_DIR is set.
@@ -21,6 +22,10 @@ const defaultDir = "./.rath"
 // help) touch no files.
 type app struct {
 	dir string
+	// dsn, if set (--dsn, RATH_DSN), keeps the log in PostgreSQL; dir
+	// then holds only what this process keeps for itself (the memory
+	// index).
+	dsn string
 	// hmacKey keys the hash chain (RATH_HMAC_KEY). A store written with a
 	// key must always be opened with it: the store refuses appends with
 	// no key or another one (events.KeyError), which would extend the
@@ -40,7 +45,7 @@ func newApp(cfg Config, stdin io.Reader, stdout, stderr io.Writer) *app {
 	if env := os.Getenv("RATH_DIR"); env != "" {
 		dir = env
 	}
-	a := &app{dir: dir, stdin: stdin, stdout: stdout, stderr: stderr, setup: cfg.Setup}
+	a := &app{dir: dir, dsn: os.Getenv("RATH_DSN"), stdin: stdin, stdout: stdout, stderr: stderr, setup: cfg.Setup}
 	if key := os.Getenv("RATH_HMAC_KEY"); key != "" {
 		a.hmacKey = []byte(key)
 	}
@@ -50,9 +55,30 @@ func newApp(cfg Config, stdin io.Reader, stdout, stderr io.Writer) *app {
 // dbPath is the database file of the runtime directory.
 func (a *app) dbPath() string { return filepath.Join(a.dir, rath.DBFile) }
 
-// existing fails unless the runtime directory holds a database: reading
-// commands must not create an empty store in the wrong directory.
+// target is the store's database: the DSN, or the runtime directory's
+// database file.
+func (a *app) target() string {
+	if a.dsn != "" {
+		return a.dsn
+	}
+	return a.dbPath()
+}
+
+// where names the store for messages, without a password.
+func (a *app) where() string {
+	if a.dsn != "" {
+		return describeDSN(a.dsn)
+	}
+	return a.dir
+}
+
+// existing fails unless the runtime directory holds a database (or the
+// DSN's database has rath's schema): reading commands must not create an
+// empty store in the wrong place.
 func (a *app) existing() error {
+	if a.dsn != "" {
+		return a.existingDSN()
+	}
 	_, err := os.Stat(a.dbPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no rath store in %s (set --dir or RATH_DIR; \"rath new\" or \"rath import\" creates one)", a.dir)
@@ -76,7 +102,10 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	if a.rt != nil {
 		return a.rt, nil
 	}
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, HMACKey: a.hmacKey})
+	if a.dsn != "" && !events.IsPostgresDSN(a.dsn) {
+		return nil, &usageError{err: fmt.Errorf("--dsn must be a postgres:// or postgresql:// URL (--dir selects the embedded store)"), hint: "rath --help"}
+	}
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey})
 	if err != nil {
 		return nil, err
 	}

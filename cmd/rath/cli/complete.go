@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver for --dsn
+	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
 )
 
@@ -57,14 +59,22 @@ func (a *app) ids(query, prefix string) []string {
 	if a.existing() != nil {
 		return nil
 	}
-	path, err := filepath.Abs(a.dbPath())
-	if err != nil {
-		return nil
-	}
-	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(1000)"}
-	db, err := sql.Open("sqlite", u.String())
-	if err != nil {
-		return nil
+	var db *sql.DB
+	if a.dsn != "" {
+		var err error
+		if db, err = sql.Open("pgx", a.dsn); err != nil {
+			return nil
+		}
+		query = sqlx.Rebind(sqlx.DOLLAR, query)
+	} else {
+		path, err := filepath.Abs(a.dbPath())
+		if err != nil {
+			return nil
+		}
+		u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(1000)"}
+		if db, err = sql.Open("sqlite", u.String()); err != nil {
+			return nil
+		}
 	}
 	defer db.Close()
 	rows, err := db.Query(query, prefix)

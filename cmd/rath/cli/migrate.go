@@ -2,9 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"text/tabwriter"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
 	"github.com/spf13/cobra"
 )
 
@@ -32,7 +34,7 @@ func newMigrateCmd(a *app) *cobra.Command {
 			if err := a.existing(); err != nil {
 				return err
 			}
-			ms, err := rath.MigrationStatus(cmd.Context(), a.dbPath())
+			ms, err := rath.MigrationStatus(cmd.Context(), a.target())
 			if err != nil {
 				return err
 			}
@@ -52,6 +54,37 @@ func newMigrateCmd(a *app) *cobra.Command {
 		},
 	}
 	jsonFlag(status, a)
-	cmd.AddCommand(status)
+	up := &cobra.Command{
+		Use:     "up",
+		Short:   "Apply pending schema migrations (creating the store's tables if needed)",
+		Example: "rath --dsn postgres://rath@db:5432/rath migrate up",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.dsn != "" && !events.IsPostgresDSN(a.dsn) {
+				return usagef(cmd, "--dsn must be a postgres:// or postgresql:// URL")
+			}
+			if a.dsn == "" {
+				if err := os.MkdirAll(a.dir, 0o755); err != nil {
+					return err
+				}
+			}
+			if err := rath.Migrate(cmd.Context(), a.target()); err != nil {
+				return err
+			}
+			ms, err := rath.MigrationStatus(cmd.Context(), a.target())
+			if err != nil {
+				return err
+			}
+			var v int64
+			for _, m := range ms {
+				if m.Applied {
+					v = m.Version
+				}
+			}
+			fmt.Fprintf(a.stdout, "%s is at schema version %d\n", a.where(), v)
+			return nil
+		},
+	}
+	cmd.AddCommand(status, up)
 	return cmd
 }

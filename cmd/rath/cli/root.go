@@ -11,7 +11,8 @@ func newRootCmd(a *app) *cobra.Command {
 		Use:   "rath",
 		Short: "Inspect and operate a rath runtime: sessions, the event log, lineage, import and export",
 		Long: `rath operates on a runtime directory (--dir, default ./.rath, or $RATH_DIR)
-holding the event log rath.db. Data goes to stdout (as JSON with --json),
+holding the event log rath.db, or on a PostgreSQL database (--dsn
+postgres://…, or $RATH_DSN) shared by many processes. Data goes to stdout (as JSON with --json),
 logs and progress to stderr. A store with a keyed hash chain needs the key
 in $RATH_HMAC_KEY.
 
@@ -43,6 +44,7 @@ Exit codes:
 	root.SetVersionTemplate("rath {{.Version}}\n")
 	root.SuggestionsMinimumDistance = 2
 	root.PersistentFlags().StringVar(&a.dir, "dir", a.dir, "runtime directory holding rath.db (env RATH_DIR)")
+	root.PersistentFlags().StringVar(&a.dsn, "dsn", a.dsn, "keep the log in PostgreSQL instead: postgres://… (env RATH_DSN); --dir then holds only per-process files")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err: err, hint: hint(cmd)}
 	})
@@ -52,6 +54,7 @@ Exit codes:
 		newGraphCmd(a),
 		newEventsCmd(a),
 		newVerifyCmd(a),
+		newCopyCmd(a),
 		newRebuildCmd(a),
 		newNewCmd(a),
 		newAppendCmd(a),

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+)
+
+// describeDSN names a PostgreSQL database by host, port and name, never
+// with its password.
+func describeDSN(dsn string) string {
+	cfg, err := events.ParsePostgresDSN(dsn)
+	if err != nil {
+		return "the PostgreSQL database of --dsn"
+	}
+	return fmt.Sprintf("PostgreSQL database %q at %s:%d", cfg.Database, cfg.Host, cfg.Port)
+}
+
+// existingDSN fails unless the DSN's database has rath's schema; a wrong
+// or unreachable server fails here, naming host and port.
+func (a *app) existingDSN() error {
+	if !events.IsPostgresDSN(a.dsn) {
+		return &usageError{err: fmt.Errorf("--dsn must be a postgres:// or postgresql:// URL (--dir selects the embedded store)"), hint: "rath --help"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ms, err := rath.MigrationStatus(ctx, a.dsn)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", describeDSN(a.dsn), err)
+	}
+	for _, m := range ms {
+		if m.Applied {
+			return nil
+		}
+	}
+	return fmt.Errorf("no rath store in %s (\"rath new\", \"rath import\" or \"rath migrate\" creates one)", describeDSN(a.dsn))
+}
