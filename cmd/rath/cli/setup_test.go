@@ -13,6 +13,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/internal/pgtest"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/session"
 )
@@ -32,7 +33,8 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(multiprocessChild(role))
 	}
-	os.Exit(m.Run())
+	// One PostgreSQL server for the binary's --dsn tests.
+	pgtest.Main(m, func(s *pgtest.Server) { pgServer = s })
 }
 
 // tallyModel answers from the request alone, so a resumed run gets the
