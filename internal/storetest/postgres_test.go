@@ -3,6 +3,10 @@ package storetest_test
 import (
 	"fmt"
 	"os"
+	"strings"
+	"time"
+
+	"github.com/gorath/rath"
 	"sync/atomic"
 	"testing"
 
@@ -43,4 +47,51 @@ func postgresTarget(t testing.TB) storetest.Target {
 
 func TestConformance_Postgres(t *testing.T) {
 	storetest.Run(t, storetest.Backend{Name: "postgres", New: postgresTarget})
+}
+
+// Memory in a cluster: what one process remembers, another (its own
+// index in its own directory) recalls, caught up from the shared log.
+func TestPostgres_MemoryAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	open := func() *rath.Runtime {
+		rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), DSN: tg.DSN})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Close() })
+		return rt
+	}
+	a, b := open(), open()
+	ma, err := a.Memory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := b.Memory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range []string{"the deploy key rotates on mondays", "staging runs postgres fifteen"} {
+		if _, err := ma.Remember(ctx, "ops", text, nil); err != nil {
+			t.Fatal(err)
+		}
+		hits, err := mb.Recall(ctx, "ops", strings.Fields(text)[1]+" "+strings.Fields(text)[2], 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 || hits[0].Text != text {
+			t.Fatalf("memory %d: the other process recalled %+v", i, hits)
+		}
+	}
+	// The other process's background indexer caught up too (woken by
+	// NOTIFY), not only the recall that waited for it.
+	deadline := time.Now().Add(10 * time.Second)
+	head, _ := b.Store().Head(ctx)
+	for mb.Checkpoint() < head.Seq {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other index is at seq %d, the log at %d", mb.Checkpoint(), head.Seq)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
