@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -123,6 +124,25 @@ func pgTxFailed(conn *sql.Conn) bool {
 		return nil
 	})
 	return failed
+}
+
+// connectionLost reports whether err says the connection to PostgreSQL
+// was lost (the server restarted or shut down, an administrator ended the
+// session, the network failed) rather than that the statement was wrong:
+// such a read can be retried on a new connection.
+func connectionLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	code := pgCode(err)
+	return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03"
 }
 
 // discardConn makes database/sql throw conn away on Close instead of

@@ -47,6 +47,10 @@ func ParseHead(s string) (Head, error) {
 
 const scanPage = 2000
 
+// subscribeOutage is how long a subscriber on PostgreSQL waits for a
+// lost server to come back before it yields the error.
+const subscribeOutage = 5 * time.Minute
+
 type row struct {
 	Seq         int64          `db:"seq"`
 	Stream      string         `db:"stream"`
@@ -87,7 +91,12 @@ func (q Query) where(after int64) (string, []any) {
 
 // rows reads one page of stored rows after seq `after`.
 func (s *Store) rows(ctx context.Context, q Query, after int64, limit int) ([]row, error) {
-	return s.scanRows(ctx, s.rdb, q, after, limit)
+	rs, err := s.scanRows(ctx, s.rdb, q, after, limit)
+	if s.pg && connectionLost(err) && ctx.Err() == nil {
+		// The pool has dropped the dead connection: one retry on a new one.
+		rs, err = s.scanRows(ctx, s.rdb, q, after, limit)
+	}
+	return rs, err
 }
 
 // scanRows reads one page of stored rows after seq `after` through db.
@@ -270,21 +279,42 @@ func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byt
 func (s *Store) Subscribe(ctx context.Context, q Query) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		next := q.FromSeq
+		var lostSince time.Time
 		for {
 			wake := s.Notify()
 			sub := q
 			sub.FromSeq = next
+			lost := false
 			for ev, err := range s.Scan(ctx, sub) {
+				if err != nil && s.pg && connectionLost(err) && ctx.Err() == nil &&
+					(lostSince.IsZero() || time.Since(lostSince) < subscribeOutage) {
+					// The server went away: wait for it and read on from
+					// the last event yielded.
+					if lostSince.IsZero() {
+						lostSince = time.Now()
+					}
+					lost = true
+					break
+				}
 				if err != nil {
 					if ctx.Err() == nil {
 						yield(Event{}, err)
 					}
 					return
 				}
+				lostSince = time.Time{}
 				if !yield(ev, nil) {
 					return
 				}
 				next = ev.Seq + 1
+			}
+			if !lost {
+				lostSince = time.Time{}
+			}
+			retry := time.Second
+			if lost {
+				retry = 200 * time.Millisecond
+				wake = nil // poll until the server answers again
 			}
 			select {
 			case <-ctx.Done():
@@ -292,7 +322,7 @@ func (s *Store) Subscribe(ctx context.Context, q Query) iter.Seq2[Event, error] 
 			case <-s.stop:
 				return
 			case <-wake:
-			case <-time.After(time.Second):
+			case <-time.After(retry):
 				// Another process may have appended; poll now and then.
 			}
 		}

@@ -267,12 +267,21 @@ func (w *writerState) begin(ctx context.Context, appends bool) error {
 // tail read after the lock sees the previous holder's commit; if it is not
 // the one cached, another process wrote and the caches are reloaded.
 func (w *writerState) beginPostgres(ctx context.Context) error {
-	if err := w.connect(ctx); err != nil {
-		return err
-	}
-	if _, err := w.conn.ExecContext(ctx, `BEGIN`); err != nil {
+	// An idle connection the server dropped (a restart, a failover,
+	// pg_terminate_backend) fails its first statement: nothing has been
+	// done yet, so dial again and retry once.
+	for attempt := 0; ; attempt++ {
+		if err := w.connect(ctx); err != nil {
+			return err
+		}
+		_, err := w.conn.ExecContext(ctx, `BEGIN`)
+		if err == nil {
+			break
+		}
 		w.disconnect()
-		return storageErr("begin", err)
+		if attempt == 1 {
+			return storageErr("begin", err)
+		}
 	}
 	var one int
 	if err := w.conn.QueryRowContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`).Scan(&one); err != nil {

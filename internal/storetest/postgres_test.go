@@ -1,12 +1,14 @@
 package storetest_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
 	"sync/atomic"
 	"testing"
 
@@ -93,5 +95,54 @@ func TestPostgres_MemoryAcrossProcesses(t *testing.T) {
 			t.Fatalf("the other index is at seq %d, the log at %d", mb.Checkpoint(), head.Seq)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A subscriber whose connections the server drops (a restart, a
+// failover, an operator's pg_terminate_backend) resumes from its last
+// seq: it misses nothing and repeats nothing.
+func TestPostgres_SubscriberSurvivesDroppedConnections(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	name := fmt.Sprintf("conf%d", dbs.Add(1))
+	dsn, err := server.CreateDatabase(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := storetest.Target{Dir: t.TempDir(), DSN: dsn}
+	reader, writer := storetest.OpenStore(t, tg), storetest.OpenStore(t, tg)
+	got := make(chan int64, 100)
+	go func() {
+		for ev, err := range reader.Subscribe(ctx, events.Query{}) {
+			if err != nil {
+				t.Errorf("subscriber: %v", err)
+				return
+			}
+			got <- ev.Seq
+		}
+	}()
+	want := int64(1)
+	for round := range 4 {
+		for i := range 3 {
+			if _, err := writer.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: fmt.Sprint(round, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			select {
+			case seq := <-got:
+				if seq != want {
+					t.Fatalf("round %d: subscriber got seq %d, want %d", round, seq, want)
+				}
+				want++
+			case <-ctx.Done():
+				t.Fatalf("round %d: subscriber waited for seq %d in vain", round, want)
+			}
+		}
+		// Drop every connection to the database but psql's own.
+		if err := server.Exec(ctx, "postgres", fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%s' AND pid <> pg_backend_pid()`, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
