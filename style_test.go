@@ -95,7 +95,7 @@ var allowedImports = map[string][]string{
 	"internal/demo":      {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/pgtest":    {},
 	"internal/tmpfs":     {},
-	"internal/storetest": {".", "events", "projections", "session"},
+	"internal/storetest": {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
 	"cmd/rath/cli": {".", "events", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":     {"cmd/rath/cli"},

@@ -12,7 +12,10 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/projections"
+	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
 
@@ -56,6 +59,7 @@ func Run(t *testing.T, b Backend) {
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
 		{"SubscribeAcrossStores", testSubscribe},
+		{"RecordAndReplay", testReplay},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -505,5 +509,42 @@ func testSubscribe(t *testing.T, b Backend) {
 	for range 5 {
 		appendN(t, writer, "s", 2)
 		expect(2)
+	}
+}
+
+// A run recorded in one runtime replays from the log in another (another
+// process), with the model's cassette used up: every answer comes from
+// the record.
+func testReplay(t *testing.T, b Backend) {
+	ctx := t.Context()
+	tg := b.New(t)
+	rt := open(t, tg)
+	model := scripted.New(scripted.Entry{Content: "Paris."}, scripted.Entry{Content: "Lyon."})
+	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: model}, flow.ResolveOptions{ConfigPath: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := flow.NewAgent("Answer briefly.", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input, err := rt.NewUserSession(ctx, "Capital of France?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := rt.Start(ctx, "geo", agent, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.DSN == "" {
+		rt.Close() // one SQLite runtime per directory at a time
+	}
+	other := open(t, tg)
+	rep, err := replay.Run(ctx, other, run.ID, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Matched != rep.Recorded || rep.Recorded == 0 {
+		t.Fatalf("replay = %+v", rep)
 	}
 }
