@@ -24,7 +24,7 @@ func TestRun_UsageErrors(t *testing.T) {
 		{"bad head", []string{"verify", "--head", "nonsense"}, "--head", "Try: rath verify --head"},
 		{"bad seq", []string{"show", w.root, "--at", "x"}, "invalid argument", "Try: rath show"},
 		{"negative from", []string{"events", "--from", "-3"}, "must not be negative", "Try: rath events"},
-		{"unknown migrate command", []string{"migrate", "up"}, `unknown migrate command "up"`, "Try: rath migrate status"},
+		{"unknown migrate command", []string{"migrate", "down"}, `unknown migrate command "down"`, "Try: rath migrate status"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
