@@ -318,7 +318,7 @@ func testTampering(t *testing.T, b Backend) {
 	}{
 		{"payload", `UPDATE events SET payload = replace(payload, '/w/4', '/w/40') WHERE seq = 5`, 5},
 		{"stream", `UPDATE events SET stream = 'other' WHERE seq = 3`, 3},
-		{"hash", `UPDATE events SET hash = 'ab' || substr(hash, 3) WHERE seq = 7`, 7},
+		{"hash", `UPDATE events SET hash = 'Z' || substr(hash, 2) WHERE seq = 7`, 7},
 		{"at", `UPDATE events SET at = at + 1 WHERE seq = 2`, 2},
 	}
 	for _, tc := range cases {
