@@ -159,8 +159,13 @@ type request struct {
 	runID  string
 	writes []pendingWrite
 	fn     func(context.Context, *Tx) error
-	n      int
-	reply  chan result
+	// txFn, for AppendTx, runs in the append's transaction after its
+	// events are written.
+	txFn func(context.Context, *sql.Tx) error
+	// lease, from ContextWithLease, fences the request's appends.
+	lease *Lease
+	n     int
+	reply chan result
 }
 
 type result struct {
@@ -264,7 +269,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 func openSQLite(opts Options) (*sql.DB, *sqlx.DB, error) {
 	busy := fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1))
 	base := []string{busy, "journal_mode(WAL)", "foreign_keys(1)"}
-	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")")...))
+	// _txlock=immediate: the writer's transactions take SQLite's write
+	// lock up front, so no read-to-write upgrade can fail with SQLITE_BUSY.
+	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")")...)+"&_txlock=immediate")
 	if err != nil {
 		return nil, nil, fmt.Errorf("events: open writer: %w", err)
 	}
@@ -367,9 +374,16 @@ func (s *Store) Append(ctx context.Context, stream string, expected int64, evs .
 // AppendWrites appends to several streams atomically: all writes commit or
 // none does.
 func (s *Store) AppendWrites(ctx context.Context, writes ...Write) ([]Event, error) {
-	req := &request{ctx: ctx, reply: make(chan result, 1)}
+	return s.appendWrites(ctx, nil, writes)
+}
+
+func (s *Store) appendWrites(ctx context.Context, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]Event, error) {
+	req := &request{ctx: ctx, reply: make(chan result, 1), txFn: txFn}
 	if r, ok := RunFromContext(ctx); ok {
 		req.runID = r.ID
+	}
+	if l, ok := leaseFromContext(ctx); ok {
+		req.lease = &l
 	}
 	for _, w := range writes {
 		if w.Stream == "" {
@@ -398,6 +412,16 @@ func (s *Store) AppendWrites(ctx context.Context, writes ...Write) ([]Event, err
 		s.recordRedactions(ctx, req, stored, found)
 	}
 	return stored, err
+}
+
+// AppendTx is AppendWrites with more work in the same transaction: fn
+// runs after the events are written (and projected), on the writer's
+// transaction, and everything commits together or not at all. fn must
+// not commit or roll back tx, and must not touch the events or blobs
+// tables. A job queue sharing the database uses it to enqueue a job
+// exactly when its event is appended. fn's error fails the append.
+func (s *Store) AppendTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, writes ...Write) ([]Event, error) {
+	return s.appendWrites(ctx, fn, writes)
 }
 
 func prepare(stream string, p Payload) (item, error) {

@@ -15,8 +15,13 @@ const maxHeadCache = 1 << 16
 // writerState is owned by the writer goroutine (and by Open before the
 // goroutine starts); nothing else touches it.
 type writerState struct {
-	s           *Store
-	conn        *sql.Conn
+	s    *Store
+	conn *sql.Conn
+	// tx is the open write transaction, begun on conn (nil between
+	// transactions). Statements run through conn's prepared statements,
+	// which share conn's session and so run inside it; tx is what
+	// commits, rolls back, and is handed to AppendTx's functions.
+	tx          *sql.Tx
 	stmts       map[string]*sql.Stmt
 	hasher      *chainHasher
 	lastSeq     int64
@@ -229,7 +234,7 @@ func (w *writerState) begin(ctx context.Context, appends bool) error {
 		if err := w.beginPostgres(ctx); err != nil {
 			return err
 		}
-	} else if _, err := w.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+	} else if err := w.beginTx(ctx); err != nil { // IMMEDIATE: the DSN's _txlock
 		return storageErr("begin", err)
 	}
 	if !w.s.pg && (!w.s.opts.InMemory || w.dataVersion < 0) {
@@ -274,7 +279,7 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 		if err := w.connect(ctx); err != nil {
 			return err
 		}
-		_, err := w.conn.ExecContext(ctx, `BEGIN`)
+		err := w.beginTx(ctx)
 		if err == nil {
 			break
 		}
@@ -344,10 +349,11 @@ func (w *writerState) writeMeta(ctx context.Context) error {
 func (w *writerState) rollback() {
 	// The writer's lifetime context: rollback must run even if the request
 	// context is done.
-	if w.conn == nil {
+	if w.conn == nil || w.tx == nil {
 		return
 	}
-	w.conn.ExecContext(context.Background(), `ROLLBACK`)
+	w.tx.Rollback()
+	w.tx = nil
 	if w.metaWritten {
 		w.forceReload()
 	}
@@ -441,9 +447,23 @@ func (w *writerState) commitTx() error {
 			return storageErr("notify", err)
 		}
 	}
-	if _, err := w.conn.ExecContext(ctx, `COMMIT`); err != nil {
+	err := w.tx.Commit()
+	w.tx = nil
+	if err != nil {
 		return storageErr("commit", err)
 	}
+	return nil
+}
+
+// beginTx begins the write transaction on the writer's connection. Its
+// context is the writer's lifetime, never a request's: database/sql rolls
+// a transaction back when its context ends.
+func (w *writerState) beginTx(ctx context.Context) error {
+	tx, err := w.conn.BeginTx(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	w.tx = tx
 	return nil
 }
 
@@ -577,6 +597,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 		}
 		heads[i] = head
 	}
+	if err := w.checkLease(ctx, req); err != nil {
+		return nil, w.s.pg, err
+	}
 	out := make([]Event, 0, req.n)
 	tx := &Tx{ctx: ctx, w: w}
 	for i, pw := range req.writes {
@@ -632,6 +655,12 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 		}
 		w.heads[pw.stream] = head
 	}
+	if req.txFn != nil {
+		wrote = true
+		if err := req.txFn(ctx, w.tx); err != nil {
+			return nil, wrote, err
+		}
+	}
 	return out, wrote, nil
 }
 
@@ -675,4 +704,31 @@ func (w *writerState) hashFormat(seq int64) int {
 // blobRef is the stored stand-in for a payload kept in blobs.
 func blobRef(payload []byte) []byte {
 	return []byte(`{"$blob":"` + BlobHash(payload) + `","size":` + strconv.Itoa(len(payload)) + `}`)
+}
+
+// checkLease refuses a fenced request whose token is no longer its run's
+// current one, before it writes anything. It applies when the request
+// writes the run's events (stamped with its id) or its lease stream.
+// run_leases is the projection of run.leased (package projections).
+func (w *writerState) checkLease(ctx context.Context, req *request) error {
+	l := req.lease
+	if l == nil {
+		return nil
+	}
+	touches := req.runID == l.Run
+	for _, pw := range req.writes {
+		touches = touches || (len(pw.items) > 0 && pw.stream == LeaseStream(l.Run))
+	}
+	if !touches {
+		return nil
+	}
+	var current int64
+	err := w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT token FROM run_leases WHERE run = ?`), l.Run).Scan(&current)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return storageErr("check lease", err)
+	}
+	if current != l.Token {
+		return &FencedError{Run: l.Run, Token: l.Token, Current: current}
+	}
+	return nil
 }

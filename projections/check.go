@@ -28,6 +28,7 @@ var tableKeys = map[string][]string{
 	"runs":          {"id"},
 	"sessions":      {"id"},
 	"id_counters":   {"scope"},
+	"run_leases":    {"run"},
 }
 
 // CheckOptions configure Check.

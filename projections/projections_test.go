@@ -27,6 +27,13 @@ func MustOpen(tb testing.TB) *rath.Runtime {
 func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	tb.Helper()
 	ctx := events.ContextWithRun(context.Background(), events.Run{ID: "r1", Seed: "s"})
+	// r1 is a run submitted to the fleet and leased before it starts.
+	if _, err := rt.Store().Append(ctx, events.SubmitStream("r1"), events.NoStream, events.RunSubmitted{Run: "r1", Workflow: "wf", InputSession: "s-in", Queue: "default"}); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := rt.Store().Append(ctx, events.LeaseStream("r1"), events.NoStream, events.RunLeased{Run: "r1", Worker: "w1", Token: 1, ExpiresAt: 1e18}); err != nil {
+		tb.Fatal(err)
+	}
 	if _, err := rt.Store().Append(ctx, "r1", events.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
 		tb.Fatal(err)
 	}

@@ -64,6 +64,10 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 		return runStarted(tx, ev, e)
 	case *events.RunFinished:
 		return runFinished(tx, ev, e)
+	case *events.RunSubmitted:
+		return runSubmitted(tx, ev, e)
+	case *events.RunLeased:
+		return runLeased(tx, ev, e)
 	}
 	// Any other event on a session stream still moves its version.
 	return a.touch(ev)
@@ -443,8 +447,28 @@ func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompresse
 	return counted(a.tx, e.Derivation)
 }
 
+// runSubmitted lists a queued run; run.started fills in the rest.
+func runSubmitted(tx *events.Tx, ev *events.Event, e *events.RunSubmitted) error {
+	_, err := tx.Exec(`INSERT INTO runs (id, workflow, input_session, status, started_seq, started_at) VALUES (?, ?, ?, 'queued', ?, ?)`,
+		e.Run, e.Workflow, e.InputSession, ev.Seq, ev.At.UnixNano())
+	if err != nil {
+		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
+	}
+	return nil
+}
+
+func runLeased(tx *events.Tx, ev *events.Event, e *events.RunLeased) error {
+	_, err := tx.Exec(`INSERT INTO run_leases (run, worker, token, expires_at, seq) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (run) DO UPDATE SET worker = excluded.worker, token = excluded.token, expires_at = excluded.expires_at, seq = excluded.seq`,
+		e.Run, e.Worker, e.Token, e.ExpiresAt, ev.Seq)
+	return err
+}
+
 func runStarted(tx *events.Tx, ev *events.Event, e *events.RunStarted) error {
-	_, err := tx.Exec(`INSERT INTO runs (id, workflow, input_session, seed, code_version, status, parent_run, started_seq, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+	// A submitted run has its row already (status queued).
+	_, err := tx.Exec(`INSERT INTO runs (id, workflow, input_session, seed, code_version, status, parent_run, started_seq, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET workflow = excluded.workflow, input_session = excluded.input_session, seed = excluded.seed,
+			code_version = excluded.code_version, status = 'running', parent_run = excluded.parent_run, started_seq = excluded.started_seq, started_at = excluded.started_at`,
 		e.Run, e.Workflow, e.InputSession, e.Seed, e.CodeVersion, e.ParentRun, ev.Seq, ev.At.UnixNano())
 	if err != nil {
 		return fmt.Errorf("projections: run %q: %w", e.Run, err)

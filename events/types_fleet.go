@@ -1,0 +1,105 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Event types of runs on a worker fleet (package fleet).
+const (
+	TypeRunSubmitted = "run.submitted"
+	TypeRunLeased    = "run.leased"
+)
+
+// SubmitStream is the stream of a submitted run's run.submitted event
+// (the run's own stream starts with run.started, when a worker starts it).
+func SubmitStream(run string) string { return "submit:" + run }
+
+// LeaseStream is the stream of a run's leases: one run.leased per take
+// and per renewal.
+func LeaseStream(run string) string { return "lease:" + run }
+
+// RunSubmitted records a run put on the queue: what a worker needs to
+// start it. Its job is enqueued in the same transaction.
+type RunSubmitted struct {
+	Run          string            `json:"run"`
+	Workflow     string            `json:"workflow"`
+	InputSession string            `json:"input_session"`
+	Queue        string            `json:"queue"`
+	Params       map[string]string `json:"params,omitempty"`
+}
+
+func (RunSubmitted) EventType() string  { return TypeRunSubmitted }
+func (RunSubmitted) EventVersion() int  { return 1 }
+func (e RunSubmitted) StreamID() string { return SubmitStream(e.Run) }
+func (e RunSubmitted) Validate() error {
+	if e.Run == "" || e.Workflow == "" || e.InputSession == "" {
+		return invalid("run.submitted: run, workflow and input_session are required")
+	}
+	return nil
+}
+
+// RunLeased records that Worker holds Run until ExpiresAt (Unix
+// nanoseconds) under fencing token Token. A take raises the token by one;
+// a renewal repeats it with a later expiry. While a token is current, the
+// store refuses the run's appends made under any other (see
+// ContextWithLease).
+type RunLeased struct {
+	Run       string `json:"run"`
+	Worker    string `json:"worker"`
+	Token     int64  `json:"token"`
+	ExpiresAt int64  `json:"expires_at"`
+	Renewal   bool   `json:"renewal,omitempty"`
+}
+
+func (RunLeased) EventType() string  { return TypeRunLeased }
+func (RunLeased) EventVersion() int  { return 1 }
+func (e RunLeased) StreamID() string { return LeaseStream(e.Run) }
+func (e RunLeased) Validate() error {
+	if e.Run == "" || e.Worker == "" || e.Token < 1 || e.ExpiresAt <= 0 {
+		return invalid("run.leased: run, worker, a positive token and an expiry are required")
+	}
+	return nil
+}
+
+// Lease is a worker's hold on a run.
+type Lease struct {
+	Run   string
+	Token int64
+}
+
+type leaseKey struct{}
+
+// ContextWithLease returns a context whose appends to the lease's run
+// (events stamped with its run id, or on its lease stream) are fenced:
+// each append's transaction checks that the token is still the run's
+// current one, and fails with a *FencedError if another worker took the
+// run since.
+func ContextWithLease(ctx context.Context, l Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}
+
+func leaseFromContext(ctx context.Context) (Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(Lease)
+	return l, ok
+}
+
+// ErrFenced is matched by a *FencedError.
+var ErrFenced = errors.New("events: the run's lease is held by another worker")
+
+// FencedError is an append refused because the worker's lease on the run
+// is no longer current: another worker took the run (after this one was
+// paused, partitioned or too slow to renew). Nothing of it was written.
+type FencedError struct {
+	Run     string
+	Token   int64 // the token the append was made under
+	Current int64 // the run's current token
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("events: run %s: lease token %d is no longer current (now %d): another worker holds the run", e.Run, e.Token, e.Current)
+}
+
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
