@@ -91,6 +91,7 @@ var allowedImports = map[string][]string{
 	".": {"events", "flow", "flow/mcptool", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
 
 	"replay":             {".", "events", "flow", "flow/builtin", "flow/model", "sandbox", "session"},
+	"fleet":              {".", "events", "flow", "replay", "session"},
 	"internal/dossier":   {".", "events", "flow", "flow/model", "projections", "replay", "session"},
 	"internal/demo":      {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/pgtest":    {},

@@ -330,6 +330,15 @@ func (s *Store) rebind(q string) string {
 	return q
 }
 
+// Target is where the store's database is: its SQLite file's path, or,
+// for PostgreSQL, its DSN (a secret: never print it).
+func (s *Store) Target() string {
+	if s.pg {
+		return s.opts.DSN
+	}
+	return s.opts.Path
+}
+
 // Postgres reports whether the store is on PostgreSQL (else SQLite).
 func (s *Store) Postgres() bool { return s.pg }
 

@@ -724,7 +724,13 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 	}
 	var current int64
 	err := w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT token FROM run_leases WHERE run = ?`), l.Run).Scan(&current)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
+		// No lease was ever recorded here (a replay's scratch store, which
+		// mirrors the run's events but not its leases): nobody else can
+		// hold the run.
+		return nil
+	}
+	if err != nil {
 		return storageErr("check lease", err)
 	}
 	if current != l.Token {

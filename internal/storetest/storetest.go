@@ -60,6 +60,7 @@ func Run(t *testing.T, b Backend) {
 		{"RebuildAndCheck", testRebuild},
 		{"SubscribeAcrossStores", testSubscribe},
 		{"RecordAndReplay", testReplay},
+		{"FencedAppends", testFenced},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -547,4 +548,43 @@ func testReplay(t *testing.T, b Backend) {
 	if !rep.OK() || rep.Matched != rep.Recorded || rep.Recorded == 0 {
 		t.Fatalf("replay = %+v", rep)
 	}
+}
+
+// A worker whose lease another worker took can append nothing more to the
+// run: its appends fail with a typed error inside their transaction, and
+// the new holder's go on.
+func testFenced(t *testing.T, b Backend) {
+	ctx := t.Context()
+	rt := open(t, b.New(t))
+	s := rt.Store()
+	lease := func(token int64, worker string) {
+		t.Helper()
+		if _, err := s.Append(ctx, events.LeaseStream("r1"), token-1, events.RunLeased{Run: "r1", Worker: worker, Token: token, ExpiresAt: time.Now().Add(time.Minute).UnixNano()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease(1, "a")
+	a := events.ContextWithLease(events.ContextWithRun(ctx, events.Run{ID: "r1", Seed: "s"}), events.Lease{Run: "r1", Token: 1})
+	if _, err := s.Append(a, "r1", events.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
+		t.Fatalf("the holder's append: %v", err)
+	}
+	lease(2, "b") // b takes the run over
+	head, _ := s.Head(ctx)
+	_, err := s.Append(a, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"})
+	var fe *events.FencedError
+	if !errors.As(err, &fe) || !errors.Is(err, events.ErrFenced) || fe.Token != 1 || fe.Current != 2 {
+		t.Fatalf("append under the lost lease = %v, want a *FencedError (1 vs 2)", err)
+	}
+	// Its renewals are refused too, and nothing was written.
+	if _, err := s.Append(a, events.LeaseStream("r1"), events.AnyVersion, events.RunLeased{Run: "r1", Worker: "a", Token: 1, ExpiresAt: time.Now().Add(time.Minute).UnixNano(), Renewal: true}); !errors.Is(err, events.ErrFenced) {
+		t.Fatalf("renewal under the lost lease = %v, want ErrFenced", err)
+	}
+	if after, _ := s.Head(ctx); after != head {
+		t.Fatalf("the refused appends wrote: head %v -> %v", head, after)
+	}
+	bctx := events.ContextWithLease(events.ContextWithRun(ctx, events.Run{ID: "r1", Seed: "s"}), events.Lease{Run: "r1", Token: 2})
+	if _, err := s.Append(bctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
+		t.Fatalf("the new holder's append: %v", err)
+	}
+	mustVerify(t, s)
 }

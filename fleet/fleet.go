@@ -1,0 +1,240 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/session"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultQueue       = river.QueueDefault
+	DefaultConcurrency = 4
+	DefaultLeaseTime   = 15 * time.Second
+	DefaultMaxAttempts = 5
+)
+
+// Options configure a Fleet.
+type Options struct {
+	// Queue is the queue submitted runs go to and workers take them from.
+	Queue string
+	// Concurrency is how many runs this process works at once.
+	Concurrency int
+	// LeaseTime is how long a worker's hold on a run lasts without a
+	// renewal; renewals come every third of it. A dead worker's run is
+	// taken over about this long after its last renewal.
+	LeaseTime time.Duration
+	// MaxAttempts bounds how often a run is tried after its worker was
+	// lost or the store failed it; a run that fails inside its workflow
+	// ends failed at once (its run.finished says why).
+	MaxAttempts int
+	// WorkerID names this worker in leases and listings. Empty means
+	// host-pid-random.
+	WorkerID string
+	// Resolve returns the workflow a submitted run names. Nil means the
+	// workflows registered on the runtime (rath.Runtime.Register).
+	Resolve func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error)
+	// Logger receives River's and the workers' logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// RunArgs is the queue's job for one run: the run id; everything else
+// is in the run's run.submitted event.
+type RunArgs struct {
+	Run string `json:"run"`
+}
+
+// Kind names the job kind in River's tables.
+func (RunArgs) Kind() string { return "rath_run" }
+
+// Fleet is one process's view of the run queue: it submits runs and, with
+// Run, works them.
+type Fleet struct {
+	rt       *rath.Runtime
+	opts     Options
+	db       *sql.DB
+	listener *pgxpool.Pool
+	client   *river.Client[*sql.Tx]
+}
+
+// Open connects to the queue on rt's database, creating River's tables if
+// needed.
+func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
+	if opts.Queue == "" {
+		opts.Queue = DefaultQueue
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.LeaseTime <= 0 {
+		opts.LeaseTime = DefaultLeaseTime
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.WorkerID == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		rand.Read(b[:])
+		opts.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &Fleet{rt: rt, opts: opts}
+	var driver riverdriver.Driver[*sql.Tx]
+	store := rt.Store()
+	if store.Postgres() {
+		cfg, err := events.ParsePostgresDSN(store.Target())
+		if err != nil {
+			return nil, err
+		}
+		f.db = stdlib.OpenDB(*cfg)
+		pcfg, err := pgxpool.ParseConfig(store.Target())
+		if err != nil {
+			f.db.Close()
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		pcfg.MaxConns = 2
+		if f.listener, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+			f.db.Close()
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		driver = riverdatabasesql.NewWithPgxListener(f.db, f.listener)
+	} else {
+		db, err := sql.Open("sqlite", events.DSN(store.Target(), false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		db.SetMaxOpenConns(4)
+		f.db = db
+		driver = riversqlite.New(db)
+	}
+	if err := migrate(ctx, driver); err != nil {
+		f.close()
+		return nil, err
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &runWorker{f: f})
+	client, err := river.NewClient(driver, &river.Config{
+		ID:      opts.WorkerID,
+		Logger:  opts.Logger,
+		Workers: workers,
+		Queues:  map[string]river.QueueConfig{opts.Queue: {MaxWorkers: opts.Concurrency}},
+		// A run may take hours; rath's lease, not a timeout, decides
+		// whether its worker is alive.
+		JobTimeout:           -1,
+		RescueStuckJobsAfter: 4 * opts.LeaseTime,
+		MaxAttempts:          opts.MaxAttempts,
+		FetchPollInterval:    200 * time.Millisecond,
+	})
+	if err != nil {
+		f.close()
+		return nil, fmt.Errorf("fleet: river client: %w", err)
+	}
+	f.client = client
+	return f, nil
+}
+
+// migrate creates or updates River's own tables; several processes may
+// race to do it at once.
+func migrate(ctx context.Context, driver riverdriver.Driver[*sql.Tx]) error {
+	m, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return fmt.Errorf("fleet: river migrations: %w", err)
+	}
+	var last error
+	for range 5 {
+		if _, last = m.Migrate(ctx, rivermigrate.DirectionUp, nil); last == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("fleet: river migrations: %w", last)
+}
+
+func (f *Fleet) close() {
+	if f.listener != nil {
+		f.listener.Close()
+	}
+	if f.db != nil {
+		f.db.Close()
+	}
+}
+
+// Close releases the queue's connections. Stop workers first (Run
+// returns when its context ends).
+func (f *Fleet) Close() error {
+	f.close()
+	return nil
+}
+
+// WorkerID is this process's worker name.
+func (f *Fleet) WorkerID() string { return f.opts.WorkerID }
+
+// Submit records a run of the named workflow on input and enqueues its
+// job, in one transaction, and returns the run id at once.
+func (f *Fleet) Submit(ctx context.Context, workflow string, input *session.Session, params map[string]string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	run := "run-" + hex.EncodeToString(b[:])
+	sub := events.RunSubmitted{Run: run, Workflow: workflow, InputSession: input.ID(), Queue: f.opts.Queue, Params: params}
+	_, err := f.rt.Store().AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := f.client.InsertTx(ctx, tx, RunArgs{Run: run}, &river.InsertOpts{Queue: f.opts.Queue})
+		if err != nil {
+			return fmt.Errorf("fleet: enqueue %s: %w", run, err)
+		}
+		return nil
+	}, events.Write{Stream: events.SubmitStream(run), Expected: events.NoStream, Events: []events.Payload{sub}})
+	if err != nil {
+		return "", fmt.Errorf("fleet: submit: %w", err)
+	}
+	return run, nil
+}
+
+// Run works runs until ctx ends, then stops taking new ones and waits
+// for those in flight to finish, up to grace; runs still going then are
+// canceled and handed back (their leases lapse and another worker
+// resumes them).
+func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
+	if err := f.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("fleet: start workers: %w", err)
+	}
+	reaped := make(chan struct{})
+	rctx, stopReaper := context.WithCancel(context.Background())
+	go func() {
+		defer close(reaped)
+		f.reap(rctx)
+	}()
+	<-ctx.Done()
+	stopReaper()
+	<-reaped
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := f.client.Stop(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = f.client.StopAndCancel(context.Background())
+	}
+	return err
+}

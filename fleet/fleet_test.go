@@ -1,0 +1,280 @@
+package fleet_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/internal/pgtest"
+	"github.com/gorath/rath/replay"
+	"github.com/gorath/rath/session"
+)
+
+var (
+	server *pgtest.Server
+	dbs    atomic.Int64
+)
+
+// workerEnv makes the test binary a worker process: "DIR DSN" (DSN may
+// be "-" for the SQLite store in DIR).
+const workerEnv = "RATH_FLEET_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		os.Exit(workerProcess(spec))
+	}
+	pgtest.Main(m, func(s *pgtest.Server) { server = s })
+}
+
+// tallyModel answers from the request alone: it calls "tally" until the
+// conversation holds three tool results, then answers.
+type tallyModel struct{}
+
+func (tallyModel) Complete(_ context.Context, req model.Request) (model.Response, error) {
+	n := 0
+	for _, msg := range req.Messages {
+		if msg.Role == events.RoleToolResult {
+			n++
+		}
+	}
+	if n == 3 {
+		return model.Response{Content: "tallied 3", Usage: events.Usage{TotalTokens: 5}}, nil
+	}
+	return model.Response{ToolCalls: []events.ToolCall{{ID: fmt.Sprint("t", n), Name: "tally", Arguments: fmt.Sprintf(`{"n":%d}`, n)}},
+		Usage: events.Usage{TotalTokens: 6}}, nil
+}
+
+type tallyArgs struct {
+	N int `json:"n"`
+}
+
+// tally is the workflow the fleet runs: each tool call appends a line to
+// RUN.log in the workspace the run was submitted with. The effect is
+// idempotent by its call (a call re-run after a crash does not add a
+// second line), which is what makes it exactly once.
+func tally(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
+	dir := params["workspace"]
+	if dir == "" {
+		return nil, fmt.Errorf("no workspace")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("the run's workspace is gone: %w", err)
+	}
+	tool, err := flow.NewTool("tally", "Tally, with a side effect.", func(ctx context.Context, _ *session.Session, a tallyArgs) (string, error) {
+		r, _ := events.RunFromContext(ctx)
+		file := filepath.Join(dir, r.ID+".log")
+		line := fmt.Sprintf("tally-%d", a.N)
+		b, _ := os.ReadFile(file)
+		if !strings.Contains(string(b), line+"\n") {
+			f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
+		time.Sleep(30 * time.Millisecond) // a tool that takes a while
+		return "n=" + fmt.Sprint(a.N), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := flow.ResolveProvider(flow.Provider{Client: tallyModel{}, Model: "tally"}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none"})
+	if err != nil {
+		return nil, err
+	}
+	return flow.NewAgent("You tally.", p, flow.WithTools(tool))
+}
+
+func openRuntime(ctx context.Context, dir, dsn string) (*rath.Runtime, error) {
+	if dsn == "-" {
+		dsn = ""
+	}
+	return rath.OpenWith(ctx, rath.Options{Dir: dir, DSN: dsn})
+}
+
+func workerProcess(spec string) int {
+	f := strings.Fields(spec)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	rt, err := openRuntime(ctx, f[0], f[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		return 3
+	}
+	defer rt.Close()
+	fl, err := fleet.Open(ctx, rt, fleet.Options{Concurrency: 4, LeaseTime: 2 * time.Second, Resolve: tally,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		return 3
+	}
+	defer fl.Close()
+	fmt.Println("ready", fl.WorkerID())
+	if err := fl.Run(ctx, 10*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "run:", err)
+		return 3
+	}
+	return 0
+}
+
+// testFleet submits runs, works them on three worker processes, SIGKILLs
+// one of them mid-way, and checks that every run finished, every effect
+// happened once, every run replays and the log verifies.
+func testFleet(t *testing.T, dir, dsn string) {
+	const runs, workers = 50, 3
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	local := dir
+	if dsn != "-" {
+		local = t.TempDir()
+	}
+	rt, err := openRuntime(ctx, local, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	fl, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	ws := t.TempDir()
+	var ids []string
+	for i := range runs {
+		in, err := rt.NewUserSession(ctx, fmt.Sprintf("tally %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := fl.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	var procs []*exec.Cmd
+	for w := range workers {
+		wdir := dir
+		if dsn != "-" {
+			wdir = t.TempDir()
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s", workerEnv, wdir, dsn))
+		out, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(l, "ready") {
+			t.Fatalf("worker %d did not start: %q", w, l)
+		}
+		procs = append(procs, cmd)
+		defer func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		}()
+	}
+	// Kill a worker once some runs are done and others are in flight.
+	for {
+		rs, err := rt.Reader().Runs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, r := range rs {
+			if r.Status == rath.RunOK {
+				done++
+			}
+		}
+		if done >= runs/4 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("runs did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	procs[0].Process.Signal(syscall.SIGKILL)
+	start := time.Now()
+	status, err := fleet.Wait(ctx, rt, ids...)
+	if err != nil {
+		for _, id := range ids {
+			if _, ok := status[id]; ok {
+				continue
+			}
+			r, _ := rt.Reader().Run(context.Background(), id)
+			t.Logf("stuck run %s: status %q", id, r.Status)
+			for _, st := range []string{events.SubmitStream(id), events.LeaseStream(id), id} {
+				evs, _ := rt.Store().ReadStream(context.Background(), st, 1)
+				for _, ev := range evs {
+					t.Logf("  %s v%d %s %s", st, ev.Version, ev.Type, ev.Payload)
+				}
+			}
+			var jobs []string
+			rt.Store().DB().Select(&jobs, rt.Store().DB().Rebind(`SELECT state || ' attempt ' || attempt || ' ' || COALESCE(attempted_by, '') FROM river_job WHERE args LIKE ?`), "%"+id+"%")
+			t.Logf("  jobs: %v", jobs)
+		}
+		t.Fatalf("wait: %v", err)
+	}
+	t.Logf("all %d runs done %v after a worker was killed", runs, time.Since(start).Round(time.Millisecond))
+	taken := 0
+	for _, id := range ids {
+		b, err := os.ReadFile(filepath.Join(ws, id+".log"))
+		if err != nil || string(b) != "tally-0\ntally-1\ntally-2\n" {
+			t.Fatalf("run %s effects = %q, %v; want each once", id, b, err)
+		}
+		leases, _ := rt.Store().ReadStream(ctx, events.LeaseStream(id), 1)
+		for _, ev := range leases {
+			if p, _ := ev.Decode(); p.(*events.RunLeased).Token > 1 {
+				taken++
+				break
+			}
+		}
+		rep, err := replay.Run(ctx, rt, id, mustTally(t, ws))
+		if err != nil || !rep.OK() || rep.Matched != rep.Recorded {
+			t.Fatalf("replay %s = %+v, %v", id, rep, err)
+		}
+	}
+	t.Logf("%d runs were taken over by another worker", taken)
+	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+func mustTally(t *testing.T, ws string) flow.Workflow {
+	wf, err := tally(context.Background(), "tally", map[string]string{"workspace": ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+
+func TestFleet_SQLite(t *testing.T) {
+	t.Parallel()
+	testFleet(t, t.TempDir(), "-")
+}
+
+func TestFleet_Postgres(t *testing.T) {
+	t.Parallel()
+	dsn, err := server.CreateDatabase(t.Context(), fmt.Sprintf("fleet%d", dbs.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFleet(t, "", dsn)
+}

@@ -1,0 +1,95 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+)
+
+// submitted reads a run's run.submitted event.
+func submitted(ctx context.Context, store *events.Store, run string) (*events.RunSubmitted, error) {
+	evs, err := store.ReadStream(ctx, events.SubmitStream(run), 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("fleet: run %s was never submitted", run)
+	}
+	p, err := evs[0].Decode()
+	if err != nil {
+		return nil, err
+	}
+	return p.(*events.RunSubmitted), nil
+}
+
+type runStatus struct{ started, finished bool }
+
+func runState(ctx context.Context, store *events.Store, run string) (runStatus, error) {
+	v, err := store.StreamVersion(ctx, run)
+	if err != nil {
+		return runStatus{}, err
+	}
+	// The run stream holds run.started, then run.finished.
+	return runStatus{started: v >= 1, finished: v >= 2}, nil
+}
+
+// expiredRuns lists the runs whose last lease expired before now and that
+// have not finished.
+func expiredRuns(ctx context.Context, rt *rath.Runtime, now time.Time) ([]string, error) {
+	db := rt.Store().DB()
+	var runs []string
+	err := db.SelectContext(ctx, &runs, db.Rebind(`SELECT l.run FROM run_leases l JOIN runs r ON r.id = l.run
+		WHERE l.expires_at < ? AND r.status IN ('queued', 'running') ORDER BY l.run`), now.UnixNano())
+	return runs, err
+}
+
+// ErrRunFailed is matched by the error Wait returns when a run ended
+// failed.
+var ErrRunFailed = errors.New("fleet: a run failed")
+
+// Wait blocks until every run has finished (or ctx ends) and returns each
+// run's final status; the error matches ErrRunFailed if any failed.
+func Wait(ctx context.Context, rt *rath.Runtime, runs ...string) (map[string]string, error) {
+	out := make(map[string]string, len(runs))
+	for {
+		wake := rt.Store().Notify()
+		var failed []string
+		for _, id := range runs {
+			if _, done := out[id]; done {
+				continue
+			}
+			r, err := rt.Reader().Run(ctx, id)
+			if err != nil {
+				continue // not projected yet
+			}
+			switch r.Status {
+			case rath.RunOK:
+				out[id] = r.Status
+			case "queued", "running", "waiting":
+			default:
+				out[id] = r.Status
+			}
+		}
+		for id, st := range out {
+			if st != rath.RunOK {
+				failed = append(failed, id)
+			}
+		}
+		if len(out) == len(runs) {
+			if len(failed) > 0 {
+				return out, fmt.Errorf("%w: %v", ErrRunFailed, failed)
+			}
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-wake:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

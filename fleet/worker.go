@@ -1,0 +1,202 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/replay"
+)
+
+// runWorker is River's worker for RunArgs.
+type runWorker struct {
+	river.WorkerDefaults[RunArgs]
+	f *Fleet
+}
+
+// Work takes the run's lease, then starts the run or, if it started
+// before (its worker died), resumes it. A run that ends (ok or failed)
+// completes the job; a lost lease or a store failure returns an error,
+// and River tries the job again later.
+func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
+	f := w.f
+	run := job.Args.Run
+	store := f.rt.Store()
+	sub, err := submitted(ctx, store, run)
+	if err != nil {
+		return river.JobCancel(err) // no such run: nothing to retry
+	}
+	state, err := runState(ctx, store, run)
+	if err != nil {
+		return err
+	}
+	if state.finished {
+		return nil
+	}
+	lease, wait, err := f.take(ctx, run)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		return river.JobSnooze(wait)
+	}
+	wf, err := f.resolve(ctx, sub)
+	if err != nil {
+		// Record the run as failed: no worker of this fleet can run it.
+		return f.failUnresolvable(ctx, lease, sub, state, err)
+	}
+	lctx, cancel := context.WithCancelCause(events.ContextWithLease(ctx, lease))
+	defer cancel(nil)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		f.renew(lctx, lease, cancel)
+	}()
+	if state.started {
+		_, err = replay.Resume(lctx, f.rt, run, wf)
+	} else {
+		input, lerr := f.rt.Session(lctx, sub.InputSession)
+		if lerr != nil {
+			cancel(lerr)
+			<-renewed
+			return fmt.Errorf("fleet: run %s: input session: %w", run, lerr)
+		}
+		_, err = f.rt.Start(lctx, sub.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(sub.Params))
+	}
+	cause := context.Cause(lctx)
+	cancel(nil)
+	<-renewed
+	after, serr := runState(context.WithoutCancel(ctx), store, run)
+	if serr == nil && after.finished {
+		return nil // done, or failed in its workflow: either way, final
+	}
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		err = errors.Join(err, cause)
+	}
+	if err == nil {
+		err = fmt.Errorf("fleet: run %s returned without finishing", run)
+	}
+	f.opts.Logger.Warn("fleet: run attempt failed; it will be tried again", "run", run, "err", err)
+	return err
+}
+
+func (f *Fleet) resolve(ctx context.Context, sub *events.RunSubmitted) (flow.Workflow, error) {
+	if f.opts.Resolve != nil {
+		return f.opts.Resolve(ctx, sub.Workflow, sub.Params)
+	}
+	return f.rt.Workflow(sub.Workflow)
+}
+
+// failUnresolvable records a run whose workflow this worker cannot build
+// as started and failed, under its lease.
+func (f *Fleet) failUnresolvable(ctx context.Context, lease events.Lease, sub *events.RunSubmitted, state runStatus, cause error) error {
+	lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.Run{ID: sub.Run}), lease)
+	store := f.rt.Store()
+	version := int64(1)
+	if !state.started {
+		if _, err := store.Append(lctx, sub.Run, events.NoStream, events.RunStarted{Run: sub.Run, Workflow: sub.Workflow, InputSession: sub.InputSession, Seed: sub.Run, Params: sub.Params}); err != nil {
+			return err
+		}
+	} else if v, err := store.StreamVersion(ctx, sub.Run); err == nil {
+		version = v
+	}
+	_, err := store.Append(lctx, sub.Run, version, events.RunFinished{Run: sub.Run, Status: rath.RunError, Error: "fleet: " + cause.Error()})
+	return err
+}
+
+// take acquires the run's lease: a new token, unless another worker's
+// lease is still live (then it says how long to wait).
+func (f *Fleet) take(ctx context.Context, run string) (events.Lease, time.Duration, error) {
+	store := f.rt.Store()
+	evs, err := store.ReadStream(ctx, events.LeaseStream(run), 1)
+	if err != nil {
+		return events.Lease{}, 0, err
+	}
+	var last *events.RunLeased
+	if n := len(evs); n > 0 {
+		p, err := evs[n-1].Decode()
+		if err != nil {
+			return events.Lease{}, 0, err
+		}
+		last = p.(*events.RunLeased)
+	}
+	now := time.Now()
+	if last != nil && last.Worker != f.opts.WorkerID && now.UnixNano() < last.ExpiresAt {
+		return events.Lease{}, time.Duration(last.ExpiresAt-now.UnixNano()) + 50*time.Millisecond, nil
+	}
+	token := int64(1)
+	if last != nil {
+		token = last.Token + 1
+	}
+	_, err = store.Append(ctx, events.LeaseStream(run), int64(len(evs)),
+		events.RunLeased{Run: run, Worker: f.opts.WorkerID, Token: token, ExpiresAt: now.Add(f.opts.LeaseTime).UnixNano()})
+	if errors.Is(err, events.ErrConflict) {
+		return events.Lease{}, f.opts.LeaseTime / 4, nil // another worker took it just now
+	}
+	if err != nil {
+		return events.Lease{}, 0, err
+	}
+	return events.Lease{Run: run, Token: token}, 0, nil
+}
+
+// renew extends the lease every third of the lease time until ctx ends;
+// a renewal refused because another worker took the run cancels the run's
+// context with the reason.
+func (f *Fleet) renew(ctx context.Context, lease events.Lease, cancel context.CancelCauseFunc) {
+	every := f.opts.LeaseTime / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := f.rt.Store().Append(ctx, events.LeaseStream(lease.Run), events.AnyVersion, events.RunLeased{
+			Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: time.Now().Add(f.opts.LeaseTime).UnixNano(), Renewal: true})
+		if errors.Is(err, events.ErrFenced) {
+			cancel(err)
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			f.opts.Logger.Warn("fleet: lease renewal failed", "run", lease.Run, "err", err)
+		}
+	}
+}
+
+// reap re-enqueues runs whose lease expired before they finished (their
+// worker died), so another worker takes them over without waiting for
+// River's own rescue of the dead worker's job.
+func (f *Fleet) reap(ctx context.Context) {
+	t := time.NewTicker(max(f.opts.LeaseTime/3, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		runs, err := expiredRuns(ctx, f.rt, time.Now())
+		if err != nil {
+			continue
+		}
+		for _, run := range runs {
+			// The dead worker's job stays "running" until River rescues
+			// it, and River's uniqueness always counts running jobs: the
+			// new job is unique per run and lease period instead, so the
+			// reapers of several workers add one, not one each.
+			_, err := f.client.Insert(ctx, RunArgs{Run: run}, &river.InsertOpts{Queue: f.opts.Queue, UniqueOpts: river.UniqueOpts{
+				ByArgs: true, ByPeriod: f.opts.LeaseTime,
+			}})
+			if err != nil && ctx.Err() == nil {
+				f.opts.Logger.Warn("fleet: re-enqueue", "run", run, "err", err)
+			}
+		}
+	}
+}
