@@ -303,3 +303,21 @@ func (r *Reader) OwnUsage(ctx context.Context, bounds map[string]int64) (map[str
 	}
 	return out, nil
 }
+
+// LeaseRow is a run's current lease on the worker fleet.
+type LeaseRow struct {
+	Run       string `db:"run"`
+	Worker    string `db:"worker"`
+	Token     int64  `db:"token"`
+	ExpiresAt int64  `db:"expires_at"` // Unix nanoseconds
+	Seq       int64  `db:"seq"`
+}
+
+// Leases returns the current lease of every run that was ever leased.
+func (r *Reader) Leases(ctx context.Context) ([]LeaseRow, error) {
+	var ls []LeaseRow
+	if err := r.db.SelectContext(ctx, &ls, r.db.Rebind(`SELECT run, worker, token, expires_at, seq FROM run_leases ORDER BY run`)); err != nil {
+		return nil, fmt.Errorf("projections: leases: %w", err)
+	}
+	return ls, nil
+}

@@ -58,6 +58,13 @@ rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_w
 			return a.runAgent(cmd, f, strings.Join(argv, " "))
 		},
 	}
+	addRunFlags(cmd, &f)
+	return cmd
+}
+
+// addRunFlags declares the flags that choose the agent of a run (run and
+// submit share them).
+func addRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model name (default: provider's, or OPENAI_DEFAULT_MODEL / ANTHROPIC_DEFAULT_MODEL)")
 	fl.StringVar(&f.provider, "provider", "", "provider name from the config file ($RATH_HOME/config.json)")
@@ -68,15 +75,27 @@ rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_w
 	fl.StringVar(&f.system, "system", DefaultSystemPrompt, "the agent's system prompt")
 	fl.BoolVar(&f.noStream, "no-stream", false, "make plain requests instead of streaming")
 	fl.IntVar(&f.maxRounds, "max-rounds", flow.DefaultMaxRounds, "round cap of the agent loop")
-	return cmd
 }
 
 func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	ctx := cmd.Context()
-	// Flag values are checked before the store is touched: a bad one
-	// leaves no session behind.
+	params, err := runParams(cmd, f)
+	if err != nil {
+		return err
+	}
+	rt, err := a.create(ctx)
+	if err != nil {
+		return err
+	}
+	return a.runAgentWith(cmd, rt, f, params, prompt)
+}
+
+// runParams checks run's flags and turns them into the parameters the
+// run records (and a worker rebuilds the agent from). Flag values are
+// checked before the store is touched: a bad one leaves no session behind.
+func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
 	if !slices.Contains(cliBackends, f.backend) {
-		return usagef(cmd, "--backend %q: want %s", f.backend, strings.Join(cliBackends, ", "))
+		return nil, usagef(cmd, "--backend %q: want %s", f.backend, strings.Join(cliBackends, ", "))
 	}
 	params := map[string]string{
 		"model": f.model, "provider": f.provider, "system": f.system, "backend": f.backend,
@@ -85,7 +104,7 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	if f.cassette != "" {
 		abs, err := filepath.Abs(f.cassette)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		params["cassette"], params["kind"] = abs, flow.KindScripted
 	}
@@ -97,15 +116,16 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 		for i := range names {
 			names[i] = strings.TrimSpace(names[i])
 			if !slices.Contains(builtin.Names(), names[i]) {
-				return usagef(cmd, "--tools: unknown tool %q (want all or some of: %s)", names[i], strings.Join(builtin.Names(), ", "))
+				return nil, usagef(cmd, "--tools: unknown tool %q (want all or some of: %s)", names[i], strings.Join(builtin.Names(), ", "))
 			}
 		}
 		params["tools"] = strings.Join(names, ",")
 	}
-	rt, err := a.create(ctx)
-	if err != nil {
-		return err
-	}
+	return params, nil
+}
+
+func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, params map[string]string, prompt string) error {
+	ctx := cmd.Context()
 	stopOtel, err := a.liveTelemetry(ctx, rt) // a no-op without OTEL_EXPORTER_OTLP_* endpoints
 	if err != nil {
 		return err

@@ -19,12 +19,14 @@ type runView struct {
 	FirstSeq int64  `json:"started_seq"`
 	LastSeq  int64  `json:"finished_seq,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Worker holds (or last held) the run's lease on the worker fleet.
+	Worker string `json:"worker,omitempty"`
 }
 
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "runs",
-		Short:   "List recorded runs: workflow, status (running means started, never finished), input and output sessions",
+		Short:   "List recorded runs: workflow, status (queued, running, ok, error), input and output sessions, worker",
 		Example: "rath runs --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -37,19 +39,27 @@ func newRunsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			leases, err := rt.Reader().Leases(ctx)
+			if err != nil {
+				return err
+			}
+			worker := map[string]string{}
+			for _, l := range leases {
+				worker[l.Run] = l.Worker
+			}
 			views := make([]runView, len(rows))
 			for i, r := range rows {
 				views[i] = runView{ID: r.ID, Workflow: r.Workflow, Status: r.Status, Input: r.InputSession, Output: r.OutputSession,
 					Parent: r.ParentRun, Started: time.Unix(0, r.StartedAt).UTC().Format(time.RFC3339), FirstSeq: r.StartedSeq,
-					LastSeq: r.FinishedSeq.Int64, Error: r.Error}
+					LastSeq: r.FinishedSeq.Int64, Error: r.Error, Worker: worker[r.ID]}
 			}
 			if a.json {
 				return a.printJSON(views)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tINPUT\tOUTPUT\tPARENT")
+			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tINPUT\tOUTPUT\tPARENT\tWORKER")
 			for _, v := range views {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Workflow, v.Status, v.Started, orDash(v.Input), orDash(v.Output), orDash(v.Parent))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Workflow, v.Status, v.Started, orDash(v.Input), orDash(v.Output), orDash(v.Parent), orDash(v.Worker))
 			}
 			return tw.Flush()
 		},

@@ -13,8 +13,8 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/internal/pgtest"
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/internal/pgtest"
 	"github.com/gorath/rath/session"
 )
 

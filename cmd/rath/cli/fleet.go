@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/fleet"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/internal/demo"
+	"github.com/spf13/cobra"
+)
+
+func newSubmitCmd(a *app) *cobra.Command {
+	var f runFlags
+	var workflow, queue string
+	cmd := &cobra.Command{
+		Use:   "submit [flags] PROMPT",
+		Short: "Put a run on the queue for a worker (rath worker) and print its id at once",
+		Long: `submit records a run of one agent on PROMPT, with the flags of "rath run",
+and puts it on the run queue in the same transaction; any "rath worker"
+sharing the store (the same --dir on one machine, or the same --dsn)
+executes it. It prints the run id; "rath wait RUN" waits for it and
+"rath runs" shows its status and worker. With --workflow NAME it runs a
+workflow registered by a program built on package cli (Config.Setup)
+instead of the built-in agent; the workers must know it too.`,
+		Example: `rath submit --cassette examples/cassettes/write_and_check.json --workspace /shared/work --tools all "Write hello.txt"
+rath wait $(rath submit --model gpt-4o-mini "Summarize README.md")`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			name, params := runWorkflow, map[string]string(nil)
+			if workflow != "" {
+				name = workflow
+			} else {
+				var err error
+				if params, err = runParams(cmd, f); err != nil {
+					return err
+				}
+			}
+			rt, err := a.create(ctx)
+			if err != nil {
+				return err
+			}
+			input, err := rt.NewUserSession(ctx, strings.Join(argv, " "))
+			if err != nil {
+				return err
+			}
+			if workflow == "" {
+				ws, err := a.checkWorkspace(cmd, rt, f)
+				if err != nil {
+					return err
+				}
+				if ws != "" {
+					params["workspace"] = ws
+					if input, err = input.To(ctx, f.backend, ws); err != nil {
+						return err
+					}
+				}
+			}
+			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue})
+			if err != nil {
+				return err
+			}
+			defer fl.Close()
+			id, err := fl.Submit(ctx, name, input, params)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(map[string]string{"run": id, "input_session": input.ID()})
+			}
+			fmt.Fprintln(a.stdout, id)
+			return nil
+		},
+	}
+	addRunFlags(cmd, &f)
+	cmd.Flags().StringVar(&workflow, "workflow", "", "run a registered workflow by name instead of the built-in agent")
+	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to put the run on")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+func newWorkerCmd(a *app) *cobra.Command {
+	var concurrency int
+	var queue string
+	var lease, grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Execute submitted runs until SIGTERM or SIGINT",
+		Long: `worker takes runs from the queue and executes them, up to --concurrency at
+a time, until it gets SIGTERM or SIGINT; then it takes no new run, lets
+those in flight finish for up to --grace, and hands back the rest (their
+leases lapse and another worker resumes them). A worker holds each run
+under a lease renewed every third of --lease; if it dies, another worker
+takes the run over after the lease expires and resumes it from the log,
+so nothing that completed runs again. The workspace a run names must be
+reachable from every worker (a shared path, or an OpenSandbox sandbox);
+a run whose workspace is missing fails with that reason.`,
+		Example: "rath worker --concurrency 8\nRATH_DSN=postgres://rath@db/rath rath worker --queue batch",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			rt, err := a.create(ctx)
+			if err != nil {
+				return err
+			}
+			stopOtel, err := a.liveTelemetry(ctx, rt)
+			if err != nil {
+				return err
+			}
+			defer stopOtel()
+			// Workflows the program registered (Config.Setup) come first,
+			// even under the built-in names; rt.Start registers every
+			// workflow it runs, so this is taken before the first run.
+			setup := map[string]bool{}
+			for _, name := range []string{runWorkflow, demo.Name} {
+				_, err := rt.Workflow(name)
+				setup[name] = err == nil
+			}
+			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, Concurrency: concurrency, LeaseTime: lease,
+				Resolve: func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
+					return a.workflowForSubmitted(ctx, rt, name, params, setup)
+				}})
+			if err != nil {
+				return err
+			}
+			defer fl.Close()
+			fmt.Fprintf(a.stderr, "worker %s: queue %s, up to %d runs at a time; stop with SIGTERM\n", fl.WorkerID(), queue, concurrency)
+			return fl.Run(ctx, grace)
+		},
+	}
+	cmd.Flags().IntVar(&concurrency, "concurrency", fleet.DefaultConcurrency, "runs executed at once")
+	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to take runs from")
+	cmd.Flags().DurationVar(&lease, "lease", fleet.DefaultLeaseTime, "how long a run stays this worker's without a renewal")
+	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "how long runs in flight may finish after SIGTERM")
+	return cmd
+}
+
+// workflowForSubmitted builds the workflow a submitted run names: a
+// registered one, the built-in agent from its parameters, or the demo.
+func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name string, params map[string]string, setup map[string]bool) (flow.Workflow, error) {
+	if _, builtin := setup[name]; !builtin || setup[name] {
+		if wf, err := rt.Workflow(name); err == nil {
+			return wf, nil
+		}
+	}
+	switch name {
+	case runWorkflow:
+		if ws := params["workspace"]; ws != "" && slices.Contains([]string{"local", "bwrap"}, params["backend"]) {
+			if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+				return nil, fmt.Errorf("the run's workspace %s is not reachable from this worker; it must be a path every worker shares", ws)
+			}
+		}
+		return a.agentFromParams(rt, params, true, nil)
+	case demo.Name:
+		return demo.Build(ctx, rt, nil)
+	}
+	return nil, fmt.Errorf("this worker does not know workflow %q: build a rath binary whose cli.Config.Setup registers it", name)
+}
+
+func newWaitCmd(a *app) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:     "wait RUN...",
+		Short:   "Wait until runs end; exit 1 if any failed",
+		Example: "rath wait run-1a2b run-3c4d --timeout 10m",
+		Args:    args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, runs []string) error {
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			for _, id := range runs {
+				if _, err := rt.Reader().Run(ctx, id); err != nil {
+					return fmt.Errorf("run %s: %w", id, err)
+				}
+			}
+			status, err := fleet.Wait(ctx, rt, runs...)
+			if a.json {
+				if perr := a.printJSON(status); perr != nil {
+					return perr
+				}
+			} else {
+				for _, id := range runs {
+					if st, ok := status[id]; ok {
+						fmt.Fprintf(a.stdout, "%s\t%s\n", id, st)
+					}
+				}
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("wait: --timeout %s passed with runs still going", timeout)
+			}
+			return err
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: wait as long as it takes)")
+	jsonFlag(cmd, a)
+	return cmd
+}

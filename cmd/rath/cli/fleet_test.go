@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	execpkg "os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// submit, worker, wait and runs through the CLI: runs submitted in one
+// process are executed by a worker process, recorded with its name, and
+// replay; the worker stops cleanly on SIGTERM.
+func TestFleet_SubmitWorkerWait(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			store := []string{"--dir", dir}
+			if backend == "postgres" {
+				_, dsn := newDatabase(t)
+				store = append(store, "--dsn", dsn)
+				mustRun(t, dir, "--dsn", dsn, "migrate", "up")
+			}
+			work := filepath.Join(t.TempDir(), "ws")
+			os.MkdirAll(work, 0o755)
+			var ids []string
+			for i := range 3 {
+				// A worker process keeps one position per cassette file:
+				// one file per run.
+				cas := filepath.Join(t.TempDir(), fmt.Sprintf("cassette%d.json", i))
+				os.WriteFile(cas, []byte(cassette), 0o644)
+				out := mustRun(t, dir, append(store[2:], "submit", "--cassette", cas, "--workspace", work, "--tools", "write_workspace_file,run_shell_command", "write", "a", "file")...)
+				ids = append(ids, strings.TrimSpace(out))
+			}
+			runs := decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...))
+			if len(runs) != 3 || runs[0].Status != "queued" {
+				t.Fatalf("before a worker: runs = %+v", runs)
+			}
+			w := execpkg.Command(os.Args[0], append(store, "worker", "--lease", "2s")...)
+			w.Env = append(os.Environ(), mainEnv+"=1")
+			stderr, _ := w.StderrPipe()
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer w.Process.Kill()
+			line, _ := bufio.NewReader(stderr).ReadString('\n')
+			if !strings.Contains(line, "worker ") {
+				t.Fatalf("worker said %q", line)
+			}
+			if r := rathCLI(t, dir, append(store[2:], append([]string{"wait", "--timeout", "2m"}, ids...)...)...); r.code != 0 {
+				for _, v := range decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)) {
+					t.Logf("%s %s %s", v.ID, v.Status, v.Error)
+				}
+			}
+			out := mustRun(t, dir, append(store[2:], append([]string{"wait", "--timeout", "2m"}, ids...)...)...)
+			for _, id := range ids {
+				if !strings.Contains(out, id+"\tok") {
+					t.Fatalf("wait: %s", out)
+				}
+			}
+			runs = decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...))
+			for _, r := range runs {
+				if r.Status != "ok" || r.Worker == "" || r.Workflow != runWorkflow {
+					t.Fatalf("after the worker: run %+v", r)
+				}
+			}
+			if out := mustRun(t, dir, append(store[2:], "replay", ids[0])...); !strings.Contains(out, "reproduced: ") {
+				t.Fatalf("replay: %s", out)
+			}
+			w.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- w.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("worker after SIGTERM: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("worker did not stop on SIGTERM")
+			}
+			// A run that failed makes wait fail.
+			bad := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--workflow", "nosuch", "x")...))
+			w2 := execpkg.Command(os.Args[0], append(store, "worker", "--lease", "2s")...)
+			w2.Env = append(os.Environ(), mainEnv+"=1")
+			if err := w2.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { w2.Process.Signal(syscall.SIGTERM); w2.Wait() }()
+			r := rathCLI(t, dir, append(store[2:], "wait", "--timeout", "2m", bad)...)
+			if r.code != ExitFailure || !strings.Contains(r.stdout, bad+"\terror") {
+				t.Fatalf("wait for a failing run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if rr := decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)); !strings.Contains(rr[len(rr)-1].Error, `does not know workflow "nosuch"`) {
+				t.Fatalf("the failed run's reason: %+v", rr[len(rr)-1])
+			}
+		})
+	}
+}
