@@ -94,20 +94,9 @@ func (f *Fleet) resolve(ctx context.Context, sub *events.RunSubmitted) (flow.Wor
 }
 
 // failUnresolvable records a run whose workflow this worker cannot build
-// as started and failed, under its lease.
+// as failed, under its lease.
 func (f *Fleet) failUnresolvable(ctx context.Context, lease events.Lease, sub *events.RunSubmitted, state runStatus, cause error) error {
-	lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.Run{ID: sub.Run}), lease)
-	store := f.rt.Store()
-	version := int64(1)
-	if !state.started {
-		if _, err := store.Append(lctx, sub.Run, events.NoStream, events.RunStarted{Run: sub.Run, Workflow: sub.Workflow, InputSession: sub.InputSession, Seed: sub.Run, Params: sub.Params}); err != nil {
-			return err
-		}
-	} else if v, err := store.StreamVersion(ctx, sub.Run); err == nil {
-		version = v
-	}
-	_, err := store.Append(lctx, sub.Run, version, events.RunFinished{Run: sub.Run, Status: rath.RunError, Error: "fleet: " + cause.Error()})
-	return err
+	return f.finishWith(ctx, lease, sub, state, rath.RunError, "fleet: "+cause.Error())
 }
 
 // take acquires the run's lease: a new token, unless another worker's

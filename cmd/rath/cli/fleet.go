@@ -212,3 +212,99 @@ func newWaitCmd(a *app) *cobra.Command {
 	jsonFlag(cmd, a)
 	return cmd
 }
+
+func newCancelCmd(a *app) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel RUN",
+		Short: "Cancel a queued or running run: it ends with status canceled",
+		Long: `cancel takes the run's lease from the worker holding it, so that worker can
+append nothing more to the run, and records the run as finished with
+status canceled and the reason. A tool call already running on the worker
+is not interrupted; its result is refused.`,
+		Example: `rath cancel run-1a2b --reason "wrong prompt"`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			if err := fleet.Cancel(ctx, rt, argv[0], reason); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s\t%s\n", argv[0], fleet.StatusCanceled)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the run")
+	return cmd
+}
+
+type workerView struct {
+	Worker string `json:"worker"`
+	// Runs are the runs whose lease it holds now.
+	Runs []string `json:"runs"`
+	// LeaseUntil is the latest lease expiry it renewed to.
+	LeaseUntil string `json:"lease_until"`
+}
+
+func newWorkersCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workers",
+		Short: "List the workers holding runs now, with their runs and how long their leases last",
+		Long: `workers lists each worker that holds a live lease on a run, from the log's
+run.leased events: its runs and the latest lease expiry it renewed to. A
+worker that holds no run is not listed; one whose lease expired is dead
+or partitioned, and its runs are taken over.`,
+		Example: "rath workers --json",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			leases, err := rt.Reader().Leases(ctx)
+			if err != nil {
+				return err
+			}
+			now := time.Now().UnixNano()
+			byWorker := map[string]*workerView{}
+			var views []*workerView
+			latest := map[string]int64{}
+			for _, l := range leases {
+				if l.ExpiresAt < now || strings.HasPrefix(l.Worker, "cancel") {
+					continue
+				}
+				r, err := rt.Reader().Run(ctx, l.Run)
+				if err != nil || (r.Status != "queued" && r.Status != "running") {
+					continue
+				}
+				v := byWorker[l.Worker]
+				if v == nil {
+					v = &workerView{Worker: l.Worker}
+					byWorker[l.Worker] = v
+					views = append(views, v)
+				}
+				v.Runs = append(v.Runs, l.Run)
+				if l.ExpiresAt > latest[l.Worker] {
+					latest[l.Worker] = l.ExpiresAt
+					v.LeaseUntil = time.Unix(0, l.ExpiresAt).UTC().Format(time.RFC3339)
+				}
+			}
+			if a.json {
+				if views == nil {
+					views = []*workerView{}
+				}
+				return a.printJSON(views)
+			}
+			for _, v := range views {
+				fmt.Fprintf(a.stdout, "%s\t%d runs\tlease until %s\t%s\n", v.Worker, len(v.Runs), v.LeaseUntil, strings.Join(v.Runs, " "))
+			}
+			return nil
+		},
+	}
+	jsonFlag(cmd, a)
+	return cmd
+}

@@ -84,6 +84,20 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("worker did not stop on SIGTERM")
 			}
+			// A queued run canceled while no worker runs.
+			queued := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--cassette", filepath.Join(t.TempDir(), "none.json"), "x")...))
+			if out := mustRun(t, dir, append(store[2:], "cancel", queued, "--reason", "changed my mind")...); !strings.Contains(out, "canceled") {
+				t.Fatalf("cancel: %s", out)
+			}
+			if r := rathCLI(t, dir, append(store[2:], "cancel", queued)...); r.code != ExitFailure || !strings.Contains(r.stderr, "already finished") {
+				t.Fatalf("cancel twice: exit %d %s", r.code, r.stderr)
+			}
+			if r := rathCLI(t, dir, append(store[2:], "wait", queued)...); r.code != ExitFailure || !strings.Contains(r.stdout, queued+"\tcanceled") {
+				t.Fatalf("wait for a canceled run: exit %d %s", r.code, r.stdout)
+			}
+			if ws := decodeJSON[[]workerView](t, mustRun(t, dir, append(store[2:], "workers", "--json")...)); len(ws) != 0 {
+				t.Fatalf("workers holding runs when none runs: %+v", ws)
+			}
 			// A run that failed makes wait fail.
 			bad := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--workflow", "nosuch", "x")...))
 			w2 := execpkg.Command(os.Args[0], append(store, "worker", "--lease", "2s")...)

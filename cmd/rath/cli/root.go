@@ -58,6 +58,8 @@ Exit codes:
 		newSubmitCmd(a),
 		newWorkerCmd(a),
 		newWaitCmd(a),
+		newCancelCmd(a),
+		newWorkersCmd(a),
 		newRebuildCmd(a),
 		newNewCmd(a),
 		newAppendCmd(a),
