@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -277,4 +278,48 @@ func TestFleet_Postgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	testFleet(t, "", dsn)
+}
+
+// A run that keeps failing outside its workflow (here: its input session
+// is not in the store) is tried MaxAttempts times, then ends failed with
+// the reason, visible in the runs projection.
+func TestFleet_GivesUpAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rt, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	elsewhere, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := elsewhere.NewUserSession(ctx, "not in the fleet's store")
+	elsewhere.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.Open(ctx, rt, fleet.Options{MaxAttempts: 2, LeaseTime: time.Second, Resolve: tally})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id, err := f.Submit(ctx, "tally", foreign, map[string]string{"workspace": t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(wctx, time.Second) }()
+	defer func() { stop(); <-done }()
+	status, err := fleet.Wait(ctx, rt, id)
+	if !errors.Is(err, fleet.ErrRunFailed) || status[id] != rath.RunError {
+		t.Fatalf("wait = %v, %v; want the run failed", status, err)
+	}
+	r, _ := rt.Reader().Run(ctx, id)
+	if !strings.Contains(r.Error, "gave up after 2 attempts") || !strings.Contains(r.Error, "input session") {
+		t.Fatalf("the failed run's reason: %q", r.Error)
+	}
 }

@@ -63,11 +63,10 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	} else {
 		input, lerr := f.rt.Session(lctx, sub.InputSession)
 		if lerr != nil {
-			cancel(lerr)
-			<-renewed
-			return fmt.Errorf("fleet: run %s: input session: %w", run, lerr)
+			err = fmt.Errorf("fleet: run %s: input session: %w", run, lerr)
+		} else {
+			_, err = f.rt.Start(lctx, sub.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(sub.Params))
 		}
-		_, err = f.rt.Start(lctx, sub.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(sub.Params))
 	}
 	cause := context.Cause(lctx)
 	cancel(nil)
@@ -82,7 +81,16 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if err == nil {
 		err = fmt.Errorf("fleet: run %s returned without finishing", run)
 	}
-	f.opts.Logger.Warn("fleet: run attempt failed; it will be tried again", "run", run, "err", err)
+	if job.Attempt >= job.MaxAttempts && !errors.Is(err, events.ErrFenced) {
+		// The last attempt: the run ends failed, with the reason, rather
+		// than staying "running" with no job behind it.
+		reason := fmt.Sprintf("fleet: gave up after %d attempts: %v", job.Attempt, err)
+		if ferr := f.finishWith(context.WithoutCancel(ctx), lease, sub, after, rath.RunError, reason); ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		return nil
+	}
+	f.opts.Logger.Warn("fleet: run attempt failed; it will be tried again", "run", run, "attempt", job.Attempt, "err", err)
 	return err
 }
 

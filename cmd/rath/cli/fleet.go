@@ -233,11 +233,15 @@ is not interrupted; its result is refused.`,
 			if err := fleet.Cancel(ctx, rt, argv[0], reason); err != nil {
 				return err
 			}
+			if a.json {
+				return a.printJSON(map[string]string{"run": argv[0], "status": fleet.StatusCanceled})
+			}
 			fmt.Fprintf(a.stdout, "%s\t%s\n", argv[0], fleet.StatusCanceled)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the run")
+	jsonFlag(cmd, a)
 	return cmd
 }
 
