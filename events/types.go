@@ -394,6 +394,7 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &RunFinished{} })
 	add(func() Payload { return &RunSubmitted{} })
 	add(func() Payload { return &RunLeased{} })
+	add(func() Payload { return &RunResumed{} })
 	add(func() Payload { return &MemoryRemembered{} })
 	add(func() Payload { return &MemoryForgotten{} })
 	add(func() Payload { return &MemoryRecalled{} })

@@ -103,3 +103,39 @@ func (e *FencedError) Error() string {
 
 // Is makes errors.Is(err, ErrFenced) true.
 func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// TypeRunResumed is the type of RunResumed.
+const TypeRunResumed = "run.resumed"
+
+// ResumeStream is the stream of a run's run.resumed events. They carry no
+// run id: they are about the run, not part of what it did, and a replay
+// of the run does not expect them.
+func ResumeStream(run string) string { return "resume:" + run }
+
+// InterruptedCall is a tool call the record shows started but not
+// finished.
+type InterruptedCall struct {
+	Session string `json:"session"`
+	CallID  string `json:"call_id"`
+	Tool    string `json:"tool"`
+}
+
+// RunResumed records that a run was continued after it stopped
+// unfinished (its process or worker died), at head AfterSeq of its
+// record. Interrupted are the tool calls that were in flight: they run
+// again, so their effects may happen twice (at-least-once).
+type RunResumed struct {
+	Run         string            `json:"run"`
+	AfterSeq    int64             `json:"after_seq"`
+	Interrupted []InterruptedCall `json:"interrupted,omitempty"`
+}
+
+func (RunResumed) EventType() string  { return TypeRunResumed }
+func (RunResumed) EventVersion() int  { return 1 }
+func (e RunResumed) StreamID() string { return ResumeStream(e.Run) }
+func (e RunResumed) Validate() error {
+	if e.Run == "" {
+		return invalid("run.resumed: run is required")
+	}
+	return nil
+}

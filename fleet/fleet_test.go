@@ -240,9 +240,16 @@ func testFleet(t *testing.T, dir, dsn string) {
 			t.Fatalf("run %s effects = %q, %v; want each once", id, b, err)
 		}
 		leases, _ := rt.Store().ReadStream(ctx, events.LeaseStream(id), 1)
+		resumed, _ := rt.Store().ReadStream(ctx, events.ResumeStream(id), 1)
+		started, _ := rt.Store().ReadStream(ctx, id, 1)
 		for _, ev := range leases {
-			if p, _ := ev.Decode(); p.(*events.RunLeased).Token > 1 {
+			if p, _ := ev.Decode(); p.(*events.RunLeased).Token > 1 && ev.Seq > started[0].Seq {
+				// Taken over after it started: continued by resume, and
+				// the log says so.
 				taken++
+				if len(resumed) == 0 {
+					t.Fatalf("run %s was taken over after it started, but no run.resumed was recorded", id)
+				}
 				break
 			}
 		}

@@ -25,6 +25,9 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	if info.finished != nil {
 		return nil, fmt.Errorf("%w: %s finished with status %s", ErrNotResumable, runID, info.finished.Status)
 	}
+	if err := recordResume(ctx, rt, runID, info); err != nil {
+		return nil, err
+	}
 	fw := newForwarder(rt.Store(), runID, info.events)
 	sc, err := newScratchWith(ctx, false, fw)
 	if err != nil {
@@ -295,4 +298,47 @@ func (f *forwarder) messageSegments(ctx context.Context, p events.Payload) ([][]
 		next = seg.Prev
 	}
 	return out, nil
+}
+
+// recordResume appends run.resumed, naming the tool calls that were in
+// flight when the run stopped: they run again (at-least-once), and the log
+// must say so. It is written outside the run (no run id), on a stream of
+// its own, so a replay of the run does not expect it.
+func recordResume(ctx context.Context, rt *rath.Runtime, runID string, info *runInfo) error {
+	returned := map[string]bool{}
+	var called []events.InterruptedCall
+	var last int64
+	for _, ev := range info.events {
+		last = ev.Seq
+		switch ev.Type {
+		case events.TypeToolCalled, events.TypeToolReturned:
+		default:
+			continue
+		}
+		p, err := ev.Decode()
+		if err != nil {
+			return err
+		}
+		switch e := p.(type) {
+		case *events.ToolCalled:
+			called = append(called, events.InterruptedCall{Session: e.Session, CallID: e.CallID, Tool: e.Tool})
+		case *events.ToolReturned:
+			returned[e.Session+"\x00"+e.CallID] = true
+		}
+	}
+	rec := events.RunResumed{Run: runID, AfterSeq: last}
+	for _, c := range called {
+		if !returned[c.Session+"\x00"+c.CallID] {
+			rec.Interrupted = append(rec.Interrupted, c)
+		}
+	}
+	// Not stamped with the run's id, even when ctx carries it.
+	outside := context.WithoutCancel(ctx)
+	if r, ok := events.RunFromContext(ctx); ok && r.ID == runID {
+		outside = events.ContextWithRun(outside, events.Run{})
+	}
+	if _, err := rt.Store().Append(outside, events.ResumeStream(runID), events.AnyVersion, rec); err != nil {
+		return fmt.Errorf("replay: record the resume of %s: %w", runID, err)
+	}
+	return nil
 }

@@ -159,11 +159,16 @@ func TestConfigSetup_ReplaysAndResumesARegisteredWorkflow(t *testing.T) {
 	if got := strings.Fields(string(b)); fmt.Sprint(got) != "[tally-0 tally-1 tally-2]" {
 		t.Fatalf("side effects over the crash and the resume = %v", got)
 	}
+	// The log says which call was in flight and ran again.
+	if r := mine("events", "--stream", "resume:run-tally-2", "--json"); r.code != ExitOK || !strings.Contains(r.stdout, `"type":"run.resumed"`) ||
+		!strings.Contains(r.stdout, `"tool":"tally"`) || !strings.Contains(r.stdout, `"call_id":"t2"`) {
+		t.Fatalf("run.resumed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if r := mine("replay", "run-tally-2"); r.code != ExitOK {
 		t.Fatalf("replay of the resumed run: exit %d\n%s", r.code, r.stdout)
 	}
-	if registered != 3 {
-		t.Fatalf("Setup ran %d times, want once per invocation (3)", registered)
+	if registered != 4 {
+		t.Fatalf("Setup ran %d times, want once per invocation (4)", registered)
 	}
 
 	// A failing Setup stops the command with its error.
