@@ -55,6 +55,10 @@ type Options struct {
 	Resolve func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error)
 	// Logger receives River's and the workers' logs. Nil discards them.
 	Logger *slog.Logger
+
+	// beforeTake, for tests, runs when a worker has a job and has not
+	// taken its run's lease yet.
+	beforeTake func()
 }
 
 // RunArgs is the queue's job for one run: the run id; everything else

@@ -119,8 +119,13 @@ func workerProcess(spec string) int {
 		return 3
 	}
 	defer rt.Close()
-	fl, err := fleet.Open(ctx, rt, fleet.Options{Concurrency: 4, LeaseTime: 2 * time.Second, Resolve: tally,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	opts := fleet.Options{Concurrency: 4, LeaseTime: 2 * time.Second, Resolve: tally,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if len(f) > 2 && f[2] == "stall" {
+		// Take jobs, then hang before taking their runs' leases.
+		opts = fleet.WithBeforeTake(opts, func() { fmt.Println("took a job"); select {} })
+	}
+	fl, err := fleet.Open(ctx, rt, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		return 3
@@ -329,4 +334,64 @@ func TestFleet_GivesUpAfterMaxAttempts(t *testing.T) {
 	if !strings.Contains(r.Error, "gave up after 2 attempts") || !strings.Contains(r.Error, "input session") {
 		t.Fatalf("the failed run's reason: %q", r.Error)
 	}
+}
+
+// A worker that dies after River gave it jobs but before it took their
+// runs' leases leaves jobs "running" with nobody on them: the other
+// workers hand those runs out again about a lease time later, without
+// waiting for River's rescue of stuck jobs.
+func TestFleet_JobsOfAWorkerThatDiedBeforeLeasing(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	rt, err := openRuntime(ctx, dir, "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	fl, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	ws := t.TempDir()
+	var ids []string
+	for i := range 4 {
+		in, _ := rt.NewUserSession(ctx, fmt.Sprint("tally ", i))
+		id, err := fl.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	start := func(mode string) (*exec.Cmd, *bufio.Reader) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s - %s", workerEnv, dir, mode))
+		out, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(out)
+		if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "ready") {
+			t.Fatalf("worker did not start: %q", l)
+		}
+		return cmd, r
+	}
+	stalled, out := start("stall")
+	for range 4 {
+		if l, _ := out.ReadString('\n'); !strings.HasPrefix(l, "took a job") {
+			t.Fatalf("stalled worker said %q", l)
+		}
+	}
+	stalled.Process.Signal(syscall.SIGKILL)
+	stalled.Wait()
+	healthy, _ := start("normal")
+	defer func() { healthy.Process.Signal(syscall.SIGTERM); healthy.Wait() }()
+	t0 := time.Now()
+	if status, err := fleet.Wait(ctx, rt, ids...); err != nil {
+		t.Fatalf("wait: %v %v", status, err)
+	}
+	t.Logf("the 4 orphaned runs finished %v after the healthy worker started", time.Since(t0).Round(time.Millisecond))
 }

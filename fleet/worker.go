@@ -2,11 +2,13 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -38,6 +40,9 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	}
 	if state.finished {
 		return nil
+	}
+	if f.opts.beforeTake != nil {
+		f.opts.beforeTake()
 	}
 	lease, wait, err := f.take(ctx, run)
 	if err != nil {
@@ -183,7 +188,11 @@ func (f *Fleet) reap(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		for _, run := range runs {
+		orphans, err := f.orphanedRuns(ctx)
+		if err != nil && ctx.Err() == nil {
+			f.opts.Logger.Warn("fleet: list running jobs", "err", err)
+		}
+		for _, run := range append(runs, orphans...) {
 			// The dead worker's job stays "running" until River rescues
 			// it, and River's uniqueness always counts running jobs: the
 			// new job is unique per run and lease period instead, so the
@@ -196,4 +205,40 @@ func (f *Fleet) reap(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// orphanedRuns lists runs whose job a worker took more than a lease time
+// ago without taking the run's lease (or whose lease lapsed): a live
+// worker takes the lease as soon as it takes the job, so that worker died
+// in between. River would rescue the job only after RescueStuckJobsAfter.
+func (f *Fleet) orphanedRuns(ctx context.Context) ([]string, error) {
+	res, err := f.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).Queues(f.opts.Queue).
+		States(rivertype.JobStateRunning).First(1000))
+	if err != nil {
+		return nil, err
+	}
+	leases, err := f.rt.Reader().Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	now := time.Now()
+	for _, l := range leases {
+		live[l.Run] = l.ExpiresAt > now.UnixNano()
+	}
+	var out []string
+	for _, j := range res.Jobs {
+		if j.AttemptedAt == nil || now.Sub(*j.AttemptedAt) < f.opts.LeaseTime {
+			continue
+		}
+		var args RunArgs
+		if json.Unmarshal(j.EncodedArgs, &args) != nil || args.Run == "" || live[args.Run] {
+			continue
+		}
+		if st, err := runState(ctx, f.rt.Store(), args.Run); err != nil || st.finished {
+			continue
+		}
+		out = append(out, args.Run)
+	}
+	return out, nil
 }
