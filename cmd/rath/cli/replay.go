@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
 
 	"github.com/gorath/rath/replay"
 	"github.com/spf13/cobra"
@@ -91,7 +95,7 @@ repeated; where the record ends the run goes on live (real model, real
 tools) and its events are written to the store. It prints the output
 session id. A tool call that was recorded as started but not as returned
 runs again.`,
-		Example: "rath resume run-0123456789abcdef",
+		Example: "rath resume run-0123456789abcdef --json",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
@@ -103,7 +107,32 @@ runs again.`,
 			if err != nil {
 				return err
 			}
+			head, err := rt.Store().Head(ctx)
+			if err != nil {
+				return err
+			}
 			run, err := replay.Resume(ctx, rt, argv[0], wf)
+			if a.json {
+				// The events the resume recorded, then the summary.
+				evs, rerr := rt.Store().Read(ctx, events.Query{RunID: argv[0], FromSeq: head.Seq + 1})
+				if rerr != nil {
+					return errors.Join(err, rerr)
+				}
+				enc := json.NewEncoder(a.stdout)
+				enc.SetEscapeHTML(false)
+				for _, ev := range evs {
+					if eerr := enc.Encode(ev); eerr != nil {
+						return eerr
+					}
+				}
+				if run == nil {
+					run = &rath.Run{ID: argv[0]}
+				}
+				if eerr := enc.Encode(runSummary(run, err)); eerr != nil {
+					return eerr
+				}
+				return err
+			}
 			if err != nil {
 				return err
 			}
@@ -115,5 +144,6 @@ runs again.`,
 			return err
 		},
 	}
+	jsonFlag(cmd, a)
 	return cmd
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,7 +51,9 @@ The provider comes from --provider (a name in the config file), --model
 and the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); --cassette
 runs offline against a scripted cassette file. --workspace places the
 session on a sandbox (--backend, default local) so tools run there;
---tools lists built-in tools by name (` + "`all`" + ` for every one).`,
+--tools lists built-in tools by name (` + "`all`" + ` for every one). With --json it
+prints the run's events as JSON Lines as they are recorded, then a summary
+object {"summary": true, "run", "status", "output_session", "error"}.`,
 		Example: `rath run --cassette examples/cassettes/write_and_check.json --workspace work --tools all "Write hello.txt"
 rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_workspace_file "List the files"`,
 		Args: args(cobra.MinimumNArgs(1)),
@@ -59,6 +62,7 @@ rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_w
 		},
 	}
 	addRunFlags(cmd, &f)
+	jsonFlag(cmd, a)
 	return cmd
 }
 
@@ -154,19 +158,17 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 		tw.Flush()
 		ew.Flush()
 	}()
-	// Streamed text waits for the follower to print what the log already
-	// holds (tool results come before the answer that reads them).
-	var printed atomic.Int64
+	// Streamed text waits until the events before it are printed (tool
+	// results come before the answer that reads them).
+	progress := newPrinted()
+	var answering atomic.Bool
 	caughtUp := func() {
-		h, err := rt.Store().Head(ctx)
-		deadline := time.Now().Add(time.Second)
-		for err == nil && printed.Load() < h.Seq && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
+		if h, err := rt.Store().Head(ctx); err == nil {
+			progress.wait(ctx, h.Seq, time.Second)
 		}
 	}
-	var answering atomic.Bool
 	agent, err := a.agentFromParams(rt, params, true, func(d model.Delta) {
-		if d.Content == "" {
+		if d.Content == "" || a.json {
 			return
 		}
 		if !answering.Swap(true) {
@@ -200,35 +202,33 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 	}
 	// Tool calls and results, and plain answers, are printed from the log
 	// as they land: what you see is what was recorded.
-	head, err := rt.Store().Head(ctx)
-	if err != nil {
-		return err
-	}
-	follow, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev, err := range rt.Store().Subscribe(follow, events.Query{FromSeq: head.Seq + 1}) {
-			if err != nil {
-				return
+	var run *rath.Run
+	var runErr error
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	for ev, err := range rt.Stream(ctx, runWorkflow, agent, input, func(r *rath.Run) { run = r }, rath.WithParams(params)) {
+		if err != nil {
+			runErr = err
+			continue
+		}
+		if a.json {
+			if err := enc.Encode(ev); err != nil {
+				return err
 			}
+		} else {
 			if ev.Type == events.TypeChunkAppended {
 				answering.Store(false) // the next delta starts a new answer
 			}
 			printEvent(ev, f.noStream, out, diag)
-			printed.Store(ev.Seq)
 		}
-	}()
-	run, runErr := rt.Start(ctx, runWorkflow, agent, input, rath.WithParams(params))
-	// Let the follower print everything up to the run's end.
-	if h, err := rt.Store().Head(ctx); err == nil {
-		deadline := time.Now().Add(2 * time.Second)
-		for printed.Load() < h.Seq && time.Now().Before(deadline) && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
+		progress.done(ev.Seq)
 	}
-	stop()
-	<-done
+	if a.json {
+		if err := enc.Encode(runSummary(run, runErr)); err != nil {
+			return err
+		}
+		return runErr
+	}
 	if run != nil {
 		out("\nrun: %s\n", run.ID)
 		if run.Output != nil {
@@ -236,6 +236,62 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 		}
 	}
 	return runErr
+}
+
+// runEnd is the last JSON line of `run --json` and `resume --json`.
+type runEnd struct {
+	Summary bool   `json:"summary"`
+	Run     string `json:"run,omitempty"`
+	Status  string `json:"status"`
+	Output  string `json:"output_session,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+func runSummary(run *rath.Run, err error) runEnd {
+	s := runEnd{Summary: true, Status: rath.RunOK}
+	if run != nil {
+		s.Run = run.ID
+		if run.Output != nil {
+			s.Output = run.Output.ID()
+		}
+	}
+	if err != nil {
+		s.Status, s.Error = rath.RunError, err.Error()
+	}
+	return s
+}
+
+// printed tracks the last seq the follower printed, for the streamed
+// text that must wait for it; waiting blocks on a condition, not a sleep.
+type printed struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	seq  int64
+}
+
+func newPrinted() *printed {
+	p := &printed{}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *printed) done(seq int64) {
+	p.mu.Lock()
+	p.seq = seq
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// wait returns once seq is printed, ctx is done or max has passed.
+func (p *printed) wait(ctx context.Context, seq int64, max time.Duration) {
+	timer := time.AfterFunc(max, p.cond.Broadcast)
+	defer timer.Stop()
+	deadline := time.Now().Add(max)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.seq < seq && time.Now().Before(deadline) && ctx.Err() == nil {
+		p.cond.Wait()
+	}
 }
 
 // checkWorkspace resolves --workspace and, when tools will use it, opens

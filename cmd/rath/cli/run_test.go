@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,49 @@ func TestDemoCommand(t *testing.T) {
 	}
 	if r := rathCLI(t, dir, "dossier", runs[0].ID, "--format", "pdf"); r.code != 2 {
 		t.Fatalf("--format pdf: exit %d", r.code)
+	}
+}
+
+// run --json prints the run's events as JSON Lines as they are recorded,
+// then a summary object; nothing else reaches stdout.
+func TestRun_JSONLines(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(t.TempDir(), "ws")
+	os.MkdirAll(work, 0o755)
+	cas := filepath.Join(t.TempDir(), "cassette.json")
+	os.WriteFile(cas, []byte(cassette), 0o644)
+	out := mustRun(t, dir, "run", "--json", "--cassette", cas, "--workspace", work, "--tools", "write_workspace_file,run_shell_command", "write", "a", "file")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var types []string
+	var runID string
+	for _, l := range lines[:len(lines)-1] {
+		var ev struct {
+			Seq   int64  `json:"seq"`
+			Type  string `json:"type"`
+			RunID string `json:"run_id"`
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Seq == 0 {
+			t.Fatalf("not an event line: %q (%v)", l, err)
+		}
+		if runID == "" {
+			runID = ev.RunID
+		}
+		if ev.RunID != runID {
+			t.Fatalf("an event of another run: %q", l)
+		}
+		types = append(types, ev.Type)
+	}
+	sum := decodeJSON[runEnd](t, lines[len(lines)-1])
+	if !sum.Summary || sum.Status != "ok" || sum.Run != runID || sum.Output == "" {
+		t.Fatalf("summary = %+v (run %s)", sum, runID)
+	}
+	joined := strings.Join(types, " ")
+	for _, want := range []string{"run.started", "tool.called", "tool.returned", "provider.called", "run.finished"} {
+		if !strings.Contains(joined, want) {
+			t.Fatalf("events %v lack %s", types, want)
+		}
+	}
+	if types[0] != "run.started" || types[len(types)-1] != "run.finished" {
+		t.Fatalf("events %v do not run from run.started to run.finished", types)
 	}
 }

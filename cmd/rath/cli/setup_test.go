@@ -151,9 +151,11 @@ func TestConfigSetup_ReplaysAndResumesARegisteredWorkflow(t *testing.T) {
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("child was not killed by SIGKILL: %v", err)
 	}
-	r = mine("resume", "run-tally-2")
-	if r.code != ExitOK || !strings.HasPrefix(r.stdout, "s-") {
-		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r = mine("resume", "run-tally-2", "--json")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if sum := decodeJSON[runEnd](t, lines[len(lines)-1]); r.code != ExitOK || !sum.Summary || sum.Status != "ok" || !strings.HasPrefix(sum.Output, "s-") ||
+		!strings.Contains(r.stdout, `"type":"tool.returned"`) {
+		t.Fatalf("resume --json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "effects.log"))
 	if got := strings.Fields(string(b)); fmt.Sprint(got) != "[tally-0 tally-1 tally-2]" {
