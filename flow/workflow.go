@@ -113,6 +113,14 @@ func segment(parent, wf Workflow, hint string) string {
 	return lowerFirst(t.Name())
 }
 
+// NameTag is the struct tag that pins the path segment of a workflow held
+// in a field: with `rath:"planner"` the field can be renamed without
+// changing the recorded module path, so old runs still replay. (Module
+// paths come from field and type names by default; a rename changes them,
+// as renaming a Temporal workflow type does. Named and the Namer
+// interface pin a name too.)
+const NameTag = "rath"
+
 // fieldName finds the exported field of parent (a struct or pointer to
 // one) holding child, by identity.
 func fieldName(parent, child Workflow) string {
@@ -137,6 +145,9 @@ func fieldName(parent, child Workflow) string {
 		}
 		fv := v.Field(i)
 		if sameValue(fv, cv) {
+			if tag := f.Tag.Get(NameTag); tag != "" && tag != "-" {
+				return tag // pinned: renaming the field keeps the path
+			}
 			return lowerFirst(f.Name)
 		}
 	}

@@ -176,7 +176,7 @@ func (o *oracle) Model(ctx context.Context, call flow.ModelCall) (flow.ModelAnsw
 			return flow.ModelAnswer{Live: true}, o.goLive(ctx)
 		}
 		return flow.ModelAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeProviderCalled, Stream: call.Session,
-			Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed", call.Agent, call.Attempt)})
+			Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed%s", call.Agent, call.Attempt, o.renameHint(call.Agent))})
 	}
 	a := q[0]
 	o.models[call.Agent] = q[1:]
@@ -386,4 +386,38 @@ func clip(s string) string {
 		return s[:300] + "…"
 	}
 	return s
+}
+
+// renameHint suggests a rename as the cause when agent has no recorded
+// calls left but an agent the replay has not reached does, with the same
+// path up to its last segment: a field or type that holds the workflow was
+// probably renamed, which changes the recorded module path.
+func (o *oracle) renameHint(agent string) string {
+	parent, _, _ := cutLast(agent)
+	var cands []string
+	for other, q := range o.models {
+		if other == agent || len(q) == 0 {
+			continue
+		}
+		if p, _, _ := cutLast(other); p == parent {
+			cands = append(cands, other)
+		}
+	}
+	if len(cands) != 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (the record has unreplayed calls by %s at that place: if a field or type was renamed, pin the recorded name with the struct tag `rath:%q` or flow.Named)", cands[0], lastSegment(cands[0]))
+}
+
+func cutLast(path string) (parent, last string, ok bool) {
+	i := strings.LastIndexByte(path, '.')
+	if i < 0 {
+		return "", path, false
+	}
+	return path[:i], path[i+1:], true
+}
+
+func lastSegment(path string) string {
+	_, last, _ := cutLast(path)
+	return last
 }

@@ -1,0 +1,2 @@
+// Package pipeline is the recorded version (see package renametest).
+package pipeline

@@ -1,0 +1,3 @@
+// Package pipeline is the version with the field renamed (see package
+// renametest).
+package pipeline

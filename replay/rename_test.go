@@ -1,0 +1,59 @@
+package replay_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
+	"github.com/gorath/rath/replay"
+	pinned "github.com/gorath/rath/replay/internal/renametest/pinned"
+	recorded "github.com/gorath/rath/replay/internal/renametest/recorded"
+	renamed "github.com/gorath/rath/replay/internal/renametest/renamed"
+)
+
+// Renaming the field that holds an agent changes its recorded module path:
+// the replay diverges and says a rename is the likely cause; pinning the
+// old name with the struct tag replays the old run again.
+func TestReplay_RenameIsNamedAndPinningFixesIt(t *testing.T) {
+	ctx := t.Context()
+	rt, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	agent := func() flow.Workflow {
+		p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: scripted.New(scripted.Entry{Content: "a plan"})}, flow.ResolveOptions{ConfigPath: "-"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := flow.NewAgent("Plan.", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	in, _ := rt.NewUserSession(ctx, "plan it")
+	run, err := rt.Start(ctx, "plan", &recorded.Pipeline{Planner: agent()}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Run(ctx, rt, run.ID, &renamed.Pipeline{Writer: agent()})
+	if err == nil && rep.OK() {
+		t.Fatal("the renamed workflow replayed as if nothing changed")
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		msg = rep.Divergence.Error()
+	}
+	if !strings.Contains(msg, "root.planner") || !strings.Contains(msg, `rath:"planner"`) {
+		t.Fatalf("the divergence does not point at the rename: %s", msg)
+	}
+	rep, err = replay.Run(ctx, rt, run.ID, &pinned.Pipeline{Writer: agent()})
+	if err != nil || !rep.OK() {
+		t.Fatalf("the pinned workflow: %+v, %v", rep, err)
+	}
+}
