@@ -19,11 +19,7 @@ func TestStream_YieldsTheRunsEvents(t *testing.T) {
 	}
 	defer rt.Close()
 	agent := func(entries ...scripted.Entry) flow.Workflow {
-		p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: scripted.New(entries...)}, flow.ResolveOptions{ConfigPath: "-"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := flow.NewAgent("Answer briefly.", p)
+		a, err := flow.NewAgent("Answer briefly.", flow.Scripted(entries...))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,3 +35,18 @@ func newClient(p *Provider) (model.Client, error) {
 	}
 	return nil, fmt.Errorf("%w: unknown kind %q (want openai, anthropic or scripted)", ErrProvider, p.Kind)
 }
+
+// Scripted returns a provider that answers from entries, in order, and
+// reads no config file and no environment: the one-line model of examples
+// and tests.
+//
+//	agent, err := flow.NewAgent("Answer briefly.", flow.Scripted(scripted.Entry{Content: "Paris."}))
+func Scripted(entries ...scripted.Entry) *Provider {
+	p, err := ResolveProvider(Provider{Kind: KindScripted, Model: "scripted", Client: scripted.New(entries...)},
+		ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "-"})
+	if err != nil {
+		// A scripted provider with a client needs nothing that can fail.
+		panic(fmt.Sprintf("flow: scripted provider: %v", err))
+	}
+	return p
+}

@@ -25,14 +25,10 @@ func ExampleSequential() {
 	}
 	defer rt.Close()
 
-	model := scripted.New(
+	p := flow.Scripted(
 		scripted.Entry{Agent: "root.writer", Content: "Logs flow, append-only."},
 		scripted.Entry{Agent: "root.critic", Content: "Good: short and true."},
 	)
-	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: model}, flow.ResolveOptions{ConfigPath: "-"})
-	if err != nil {
-		log.Fatal(err)
-	}
 	writer, _ := flow.NewAgent("Write one line.", p, flow.WithName("writer"))
 	critic, _ := flow.NewAgent("Judge the line.", p, flow.WithName("critic"))
 
@@ -80,9 +76,7 @@ func ExampleRequestLoader() {
 	}
 	defer rt.Close()
 
-	model := scripted.New(scripted.Entry{Content: "Paris."}, scripted.Entry{Content: "Rome."})
-	p, _ := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: model}, flow.ResolveOptions{ConfigPath: "-"})
-	agent, _ := flow.NewAgent("Answer briefly.", p)
+	agent, _ := flow.NewAgent("Answer briefly.", flow.Scripted(scripted.Entry{Content: "Paris."}, scripted.Entry{Content: "Rome."}))
 	s, _ := rt.NewUserSession(ctx, "Capital of France?")
 	s, _ = agent.Forward(ctx, s)
 	s, _ = s.Append(ctx, session.Chunk{Role: "user", Content: "And of Italy?"})

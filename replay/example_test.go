@@ -23,9 +23,7 @@ func ExampleRun() {
 	}
 	defer rt.Close()
 
-	model := scripted.New(scripted.Entry{Content: "Paris."})
-	p, _ := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: model}, flow.ResolveOptions{ConfigPath: "-"})
-	agent, _ := flow.NewAgent("Answer briefly.", p)
+	agent, _ := flow.NewAgent("Answer briefly.", flow.Scripted(scripted.Entry{Content: "Paris."}))
 	input, _ := rt.NewUserSession(ctx, "Capital of France?")
 	run, err := rt.Start(ctx, "geo", agent, input)
 	if err != nil {

@@ -24,11 +24,7 @@ func TestReplay_RenameIsNamedAndPinningFixesIt(t *testing.T) {
 	}
 	defer rt.Close()
 	agent := func() flow.Workflow {
-		p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: scripted.New(scripted.Entry{Content: "a plan"})}, flow.ResolveOptions{ConfigPath: "-"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := flow.NewAgent("Plan.", p)
+		a, err := flow.NewAgent("Plan.", flow.Scripted(scripted.Entry{Content: "a plan"}))
 		if err != nil {
 			t.Fatal(err)
 		}

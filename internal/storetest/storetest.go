@@ -520,12 +520,7 @@ func testReplay(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
 	rt := open(t, tg)
-	model := scripted.New(scripted.Entry{Content: "Paris."}, scripted.Entry{Content: "Lyon."})
-	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: model}, flow.ResolveOptions{ConfigPath: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, err := flow.NewAgent("Answer briefly.", p)
+	agent, err := flow.NewAgent("Answer briefly.", flow.Scripted(scripted.Entry{Content: "Paris."}, scripted.Entry{Content: "Lyon."}))
 	if err != nil {
 		t.Fatal(err)
 	}
