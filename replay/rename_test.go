@@ -53,3 +53,39 @@ func TestReplay_RenameIsNamedAndPinningFixesIt(t *testing.T) {
 		t.Fatalf("the pinned workflow: %+v, %v", rep, err)
 	}
 }
+
+// WithProgress reports the events produced so far against the record's.
+func TestReplay_Progress(t *testing.T) {
+	ctx := t.Context()
+	rt, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	agent := func() flow.Workflow {
+		a, err := flow.NewAgent("Answer.", flow.Scripted(scripted.Entry{Content: "yes"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	in, _ := rt.NewUserSession(ctx, "ok?")
+	run, err := rt.Start(ctx, "ask", agent(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, lastDone, lastTotal int64
+	rep, err := replay.Run(ctx, rt, run.ID, agent(), replay.WithProgress(func(done, total int64) {
+		calls++
+		if done < lastDone {
+			t.Errorf("progress went back: %d after %d", done, lastDone)
+		}
+		lastDone, lastTotal = done, total
+	}))
+	if err != nil || !rep.OK() {
+		t.Fatalf("replay: %+v %v", rep, err)
+	}
+	if calls == 0 || lastDone != int64(rep.Produced) || lastTotal != int64(rep.Recorded) {
+		t.Fatalf("progress ended at %d/%d after %d calls; the replay produced %d of %d", lastDone, lastTotal, calls, rep.Produced, rep.Recorded)
+	}
+}

@@ -44,6 +44,13 @@ type Option func(*options)
 
 type options struct {
 	liveTools bool
+	progress  func(done, total int64)
+}
+
+// WithProgress calls progress as the replay produces the run's events:
+// how many so far, and how many the record holds.
+func WithProgress(progress func(done, total int64)) Option {
+	return func(o *options) { o.progress = progress }
 }
 
 // WithLiveTools re-runs the tools for real, in a fresh copy of each
@@ -65,7 +72,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	if err != nil {
 		return nil, err
 	}
-	col := &collector{run: runID, at: map[key]int{}}
+	col := &collector{run: runID, at: map[key]int{}, progress: cfg.progress, total: int64(len(info.events))}
 	// The oracle indexes the record while the scratch store is set up:
 	// neither needs the other, and both take a while on long runs.
 	var orc *oracle
@@ -198,6 +205,9 @@ type collector struct {
 	mu  sync.Mutex // protects the fields below
 	evs []events.Event
 	at  map[key]int // (stream, version) -> index in evs
+
+	progress func(done, total int64) // nil: none
+	total    int64
 }
 
 func (c *collector) Project(_ context.Context, _ *events.Tx, ev *events.Event, _ events.Payload) error {
@@ -214,6 +224,9 @@ func (c *collector) Project(_ context.Context, _ *events.Tx, ev *events.Event, _
 	}
 	c.at[k] = len(c.evs)
 	c.evs = append(c.evs, *ev)
+	if c.progress != nil {
+		c.progress(int64(len(c.evs)), c.total)
+	}
 	return nil
 }
 

@@ -167,3 +167,27 @@ func TestImport_PlacementIsNotTrusted(t *testing.T) {
 		})
 	}
 }
+
+// Options.Progress counts every file, the failing ones too.
+func TestImport_Progress(t *testing.T) {
+	rt := MustOpen(t)
+	dir := t.TempDir()
+	var files []string
+	for i, body := range []string{sessionFile("p1", "", "", "", "one"), "not json\n", sessionFile("p2", "", "", "", "two")} {
+		path := filepath.Join(dir, fmt.Sprintf("f%d.jsonl", i))
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, path)
+	}
+	var seen []string
+	_, err := jsonl.ImportWith(t.Context(), rt.Sessions(), jsonl.Options{Progress: func(done, total int64) {
+		seen = append(seen, fmt.Sprintf("%d/%d", done, total))
+	}}, files...)
+	if err == nil {
+		t.Fatal("the malformed file did not fail")
+	}
+	if fmt.Sprint(seen) != "[1/3 2/3 3/3]" { // the malformed file first: its header failed
+		t.Fatalf("progress = %v", seen)
+	}
+}

@@ -32,6 +32,9 @@ type Options struct {
 	// (events.SessionImported.DeclaredPlacement, FileReport). See
 	// UnderRoots.
 	Placement func(events.Placement) error
+	// Progress, if set, is called after each file with how many files are
+	// done and how many there are.
+	Progress func(done, total int64)
 }
 
 // Import imports session files with default Options (see the package doc
@@ -110,8 +113,19 @@ func importPending(ctx context.Context, m *session.Manager, opts Options, srcs [
 			fr.Session, fr.Format, fr.DeclaredParents = s.hdr.id, s.hdr.format, s.hdr.parents
 		}
 	}
-	for _, i := range order(srcs) {
+	ord := order(srcs)
+	// Files whose header failed are done already.
+	done := int64(len(srcs) - len(ord))
+	if opts.Progress != nil && done > 0 {
+		opts.Progress(done, int64(len(srcs)))
+	}
+	for _, i := range ord {
 		fr := &rep.Files[i]
+		if opts.Progress != nil {
+			// Counted as it starts, so a file that fails counts too.
+			done++
+			opts.Progress(done, int64(len(srcs)))
+		}
 		if err := ctx.Err(); err != nil {
 			fr.Err = err
 			continue

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -61,7 +60,7 @@ $RATH_HMAC_KEY; the copy keeps the key.`,
 				return err
 			}
 			defer dst.close()
-			stats, err := dst.rt.Store().CopyFrom(ctx, src.rt.Store(), copyProgress(a, rep.Head.Seq))
+			stats, err := dst.rt.Store().CopyFrom(ctx, src.rt.Store(), a.progress("copy"))
 			if err != nil {
 				if errors.Is(err, events.ErrNotEmpty) {
 					return fmt.Errorf("%s already holds a log: %w", describeTarget(to), err)
@@ -96,20 +95,6 @@ $RATH_HMAC_KEY; the copy keeps the key.`,
 	cmd.Flags().StringVar(&to, "to", "", "the destination (empty): a runtime directory or a postgres:// DSN")
 	jsonFlag(cmd, a)
 	return cmd
-}
-
-// copyProgress draws a progress bar on a terminal's stderr, else nothing.
-func copyProgress(a *app, total int64) func(done, total int64) {
-	if total == 0 || !isTerminal(a.stderr) {
-		return nil
-	}
-	bar := progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(a.stderr),
-		progressbar.OptionSetDescription("copy"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(a.stderr) }))
-	return func(done, _ int64) { bar.Set64(done) }
 }
 
 // describeTarget names a directory or a DSN (without its password).

@@ -53,7 +53,7 @@ with --replay the replay verdict. The HTML needs no network.`,
 				if err != nil {
 					return err
 				}
-				if opts.Replay, err = replay.Run(ctx, rt, argv[0], wf); err != nil {
+				if opts.Replay, err = replay.Run(ctx, rt, argv[0], wf, replay.WithProgress(a.progress("replay"))); err != nil {
 					return err
 				}
 			}

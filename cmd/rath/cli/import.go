@@ -40,7 +40,7 @@ directory the placement's local or bwrap workspace lies in.`,
 			if err != nil {
 				return err
 			}
-			opts := jsonl.Options{MaxLineBytes: maxLine}
+			opts := jsonl.Options{MaxLineBytes: maxLine, Progress: a.progress("import")}
 			if len(roots) > 0 {
 				opts.Placement = jsonl.UnderRoots(roots...)
 			}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/projections"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -53,23 +52,9 @@ events; "rath rebuild" without --check repairs a difference.`,
 			if err != nil {
 				return err
 			}
-			var progress func(done, total int64)
-			// A bar redraws with \r and block glyphs: only for a terminal,
-			// never into a redirected log.
-			if head.Seq > 0 && isTerminal(a.stderr) {
-				bar := progressbar.NewOptions64(head.Seq,
-					progressbar.OptionSetWriter(a.stderr),
-					progressbar.OptionSetDescription("rebuild"),
-					progressbar.OptionShowCount(),
-					progressbar.OptionSetWidth(30),
-					progressbar.OptionOnCompletion(func() { fmt.Fprintln(a.stderr) }),
-				)
-				progress = func(done, total int64) {
-					if total != bar.GetMax64() {
-						bar.ChangeMax64(total)
-					}
-					_ = bar.Set64(done) // a progress display error must not fail the rebuild
-				}
+			progress := a.progress("rebuild")
+			if head.Seq == 0 {
+				progress = nil
 			}
 			stats, err := rt.Rebuild(ctx, progress)
 			if err != nil {

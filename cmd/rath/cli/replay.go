@@ -42,7 +42,7 @@ github.com/gorath/rath/cmd/rath/cli registers in its Config.Setup.`,
 			if err != nil {
 				return err
 			}
-			var opts []replay.Option
+			opts := []replay.Option{replay.WithProgress(a.progress("replay"))}
 			if liveTools {
 				opts = append(opts, replay.WithLiveTools())
 			}
