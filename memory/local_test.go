@@ -313,13 +313,17 @@ func TestLocal_Rebuild(t *testing.T) {
 			}
 		}
 	})
-	stats, err := m.Rebuild(t.Context())
+	var lastDone, lastTotal int64
+	stats, err := m.RebuildWithProgress(t.Context(), func(done, total int64) { lastDone, lastTotal = done, total })
 	close(stop)
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
 	head, _ := rt.Store().Head(t.Context())
+	if lastDone != head.Seq || lastTotal != head.Seq {
+		t.Fatalf("progress ended at %d of %d, want the head %d", lastDone, lastTotal, head.Seq)
+	}
 	if stats.Seq != head.Seq || stats.Memories != int64(len(corpus)-1) {
 		t.Fatalf("rebuild stats %+v, want seq %d and %d memories", stats, head.Seq, len(corpus)-1)
 	}

@@ -23,6 +23,12 @@ type RebuildStats struct {
 // the old index in place. Errors: ErrClosed, or the failure to read the log
 // or write the index (the old index is kept then).
 func (l *Local) Rebuild(ctx context.Context) (RebuildStats, error) {
+	return l.RebuildWithProgress(ctx, nil)
+}
+
+// RebuildWithProgress is Rebuild that calls progress, if not nil, as it
+// goes: the log seq indexed so far, and the head it rebuilds to.
+func (l *Local) RebuildWithProgress(ctx context.Context, report func(done, total int64)) (RebuildStats, error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	head, err := l.store.Head(ctx)
@@ -39,7 +45,11 @@ func (l *Local) Rebuild(ctx context.Context) (RebuildStats, error) {
 	}
 	var durable progress
 	durable.init()
-	st, err = l.catchUp(ctx, nidx, st, 0, head, func(state) {}, func(seq int64, err error) {
+	st, err = l.catchUp(ctx, nidx, st, 0, head, func(s state) {
+		if report != nil {
+			report(s.Seq, head.Seq)
+		}
+	}, func(seq int64, err error) {
 		if err == nil {
 			durable.advance(seq)
 		}

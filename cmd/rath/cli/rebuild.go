@@ -66,7 +66,7 @@ events; "rath rebuild" without --check repairs a difference.`,
 				if err != nil {
 					return err
 				}
-				ms, err := m.Rebuild(ctx)
+				ms, err := m.RebuildWithProgress(ctx, a.progress("memory"))
 				if err != nil {
 					return err
 				}
