@@ -79,7 +79,7 @@ var allowedImports = map[string][]string{
 	"flow/model/anthropic":          {"events", "flow/model", "flow/model/internal/httperr"},
 	"flow/model/scripted":           {"events", "flow/model", "flow/model/internal/textsplit"},
 	"flow/model/modeltest":          {"events", "flow/model/internal/textsplit"},
-	"flow":                          {"events", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "secret", "session"},
+	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "secret", "session"},
 	"flow/builtin":                  {"events", "flow", "sandbox", "session"},
 	"flow/mcptool":                  {"events", "flow", "secret", "session"},
 	"memory/memorytest":             {"events", "memory", "session"},
@@ -90,7 +90,7 @@ var allowedImports = map[string][]string{
 
 	".": {"events", "flow", "flow/mcptool", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
 
-	"replay":                              {".", "events", "flow", "flow/builtin", "flow/model", "sandbox", "session"},
+	"replay":                              {".", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
 	"replay/internal/renametest":          {},
 	"replay/internal/renametest/recorded": {"flow", "session"},
 	"replay/internal/renametest/renamed":  {"flow", "session"},
@@ -98,6 +98,7 @@ var allowedImports = map[string][]string{
 	"fleet":                               {".", "events", "flow", "replay", "session"},
 	"internal/dossier":                    {".", "events", "flow", "flow/model", "projections", "replay", "session"},
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
+	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/internal/oracle"
 )
 
 // recorder writes a provider event (with its blobs) where the call's
@@ -57,8 +58,8 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 		var resp model.Response
 		var err error
 		replayed, replayLatency := false, int64(0)
-		if o := oracleFrom(ctx); o != nil {
-			ans, oerr := o.Model(ctx, ModelCall{Session: session, Agent: agent, Digest: digest, Attempt: attempt, Request: req})
+		if o := oracle.From(ctx); o != nil {
+			ans, oerr := o.Model(ctx, oracle.ModelCall{Session: session, Agent: agent, Digest: digest, Attempt: attempt, Request: req})
 			if oerr != nil {
 				return model.Response{}, oerr
 			}

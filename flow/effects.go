@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/oracle"
 )
 
 // Workflows must not read the clock or draw random numbers directly: a
@@ -59,8 +60,8 @@ func effect(ctx context.Context, kind string, live func() string) (string, error
 	}
 	var value string
 	answered := false
-	if o := oracleFrom(ctx); o != nil {
-		ans, err := o.Effect(ctx, EffectCall{Path: path, Kind: kind})
+	if o := oracle.From(ctx); o != nil {
+		ans, err := o.Effect(ctx, oracle.EffectCall{Path: path, Kind: kind})
 		if err != nil {
 			return "", err
 		}

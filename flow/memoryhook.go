@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/internal/oracle"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/session"
 )
@@ -76,8 +77,8 @@ func (a *Agent) recall(ctx context.Context, s *session.Session, path string) (*s
 	ns := c.namespace(path)
 	var hits []events.MemoryHit
 	answered := false
-	if o := oracleFrom(ctx); o != nil {
-		ans, err := o.Recall(ctx, RecallCall{Session: s.ID(), Agent: path, Namespace: ns, Query: query})
+	if o := oracle.From(ctx); o != nil {
+		ans, err := o.Recall(ctx, oracle.RecallCall{Session: s.ID(), Agent: path, Namespace: ns, Query: query})
 		if err != nil {
 			return s, err
 		}
@@ -118,8 +119,8 @@ func (a *Agent) commit(ctx context.Context, s *session.Session, path string) (*s
 			return a.extract(ctx, &cur, path, s)
 		})))
 	}
-	if o := oracleFrom(ctx); o != nil {
-		ans, err := o.Commit(ctx, CommitCall{Session: s.ID(), Agent: path, Namespace: ns})
+	if o := oracle.From(ctx); o != nil {
+		ans, err := o.Commit(ctx, oracle.CommitCall{Session: s.ID(), Agent: path, Namespace: ns})
 		if err != nil {
 			return cur, err
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/oracle"
 	"github.com/gorath/rath/session"
 )
 
@@ -188,11 +189,11 @@ func (a *Agent) toolNames() string {
 // tool. o carries the recorded seq either way.
 func (a *Agent) consult(ctx context.Context, s *session.Session, call events.ToolCall) (o toolOutcome, settled bool) {
 	o.call = call
-	or := oracleFrom(ctx)
+	or := oracle.From(ctx)
 	if or == nil {
 		return o, false
 	}
-	ans, err := or.Tool(ctx, ToolCall{Session: s.ID(), Agent: Path(ctx), CallID: call.ID, Tool: call.Name, Arguments: call.Arguments})
+	ans, err := or.Tool(ctx, oracle.ToolCall{Session: s.ID(), Agent: Path(ctx), CallID: call.ID, Tool: call.Name, Arguments: call.Arguments})
 	if err != nil {
 		o.kind, o.err = ToolErrFailed, err
 		return o, true
@@ -201,9 +202,9 @@ func (a *Agent) consult(ctx context.Context, s *session.Session, call events.Too
 	if ans.Live {
 		return o, false
 	}
-	o.result, o.duration = ans.Result, ans.Duration
+	o.result, o.duration = ToolResult(ans.Result), ans.Duration
 	if ans.ErrorKind != "" {
-		o.kind, o.err = ans.ErrorKind, replayedError(ans.Error)
+		o.kind, o.err = ans.ErrorKind, errors.New(ans.Error)
 	}
 	return o, true
 }

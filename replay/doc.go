@@ -2,9 +2,9 @@
 // and tool answers and proves that they reproduce the log, or says where
 // they do not.
 //
-// [Run] runs a workflow's code again in a scratch store with a
-// [flow.Oracle] that answers every model call and tool call from the
-// original run's events (no network, no side effects), then compares the
+// [Run] runs a workflow's code again in a scratch store with an oracle
+// (the protocol in internal/oracle, shared with flow) that answers every
+// model call and tool call from the original run's events (no network, no side effects), then compares the
 // events it produced with the recorded ones, stream by stream, ignoring
 // wall-clock fields (at, latency, durations). The [Report] gives events
 // compared and matched and the first divergence, in the three kinds of

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/flow"
+	proto "github.com/gorath/rath/internal/oracle"
 )
 
 // ForkAt replays a run up to the event at seq and goes on live from there,
@@ -33,7 +34,7 @@ func ForkAt(ctx context.Context, rt *rath.Runtime, runID string, seq int64, wf f
 	if input, err = input.Fork(ctx); err != nil {
 		return nil, fmt.Errorf("replay: fork input: %w", err)
 	}
-	rctx, cancel := context.WithCancel(flow.WithOracle(ctx, orc))
+	rctx, cancel := context.WithCancel(proto.With(ctx, orc))
 	defer cancel()
 	orc.mu.Lock()
 	orc.cancel = cancel

@@ -12,6 +12,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
+	proto "github.com/gorath/rath/internal/oracle"
 )
 
 // attempt is one recorded model call attempt.
@@ -167,15 +168,15 @@ func (o *oracle) diverge(d *Divergence) error {
 	return d
 }
 
-func (o *oracle) Model(ctx context.Context, call flow.ModelCall) (flow.ModelAnswer, error) {
+func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAnswer, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.models[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.ModelAnswer{Live: true}, o.goLive(ctx)
+			return proto.ModelAnswer{Live: true}, o.goLive(ctx)
 		}
-		return flow.ModelAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeProviderCalled, Stream: call.Session,
+		return proto.ModelAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeProviderCalled, Stream: call.Session,
 			Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed%s", call.Agent, call.Attempt, o.renameHint(call.Agent))})
 	}
 	a := q[0]
@@ -187,36 +188,36 @@ func (o *oracle) Model(ctx context.Context, call flow.ModelCall) (flow.ModelAnsw
 			d.Type = events.TypeProviderFailed
 		}
 		d.Diff = o.requestDiff(ctx, a, call.Request)
-		return flow.ModelAnswer{}, o.diverge(d)
+		return proto.ModelAnswer{}, o.diverge(d)
 	}
 	if a.number() != call.Attempt {
-		return flow.ModelAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
+		return proto.ModelAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
 			Hint: fmt.Sprintf("retry sequence changed: agent %s is at attempt %d, the record at %d", call.Agent, call.Attempt, a.number())})
 	}
 	o.answered++
 	if a.failed != nil {
-		return flow.ModelAnswer{Err: flow.RecordedFailure(a.failed), Latency: time.Duration(a.failed.LatencyMS) * time.Millisecond}, nil
+		return proto.ModelAnswer{Err: proto.RecordedFailure(a.failed), Latency: time.Duration(a.failed.LatencyMS) * time.Millisecond}, nil
 	}
 	raw, err := o.blob(ctx, a.called.ResponseRef)
 	if err != nil {
-		return flow.ModelAnswer{}, fmt.Errorf("replay: response of seq %d: %w", a.seq, err)
+		return proto.ModelAnswer{}, fmt.Errorf("replay: response of seq %d: %w", a.seq, err)
 	}
 	var resp model.Response
 	if err := json.Unmarshal(raw, &resp); err != nil {
-		return flow.ModelAnswer{}, fmt.Errorf("replay: response of seq %d: %w", a.seq, err)
+		return proto.ModelAnswer{}, fmt.Errorf("replay: response of seq %d: %w", a.seq, err)
 	}
-	return flow.ModelAnswer{Response: resp, Latency: time.Duration(a.called.LatencyMS) * time.Millisecond}, nil
+	return proto.ModelAnswer{Response: resp, Latency: time.Duration(a.called.LatencyMS) * time.Millisecond}, nil
 }
 
-func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer, error) {
+func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswer, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.tools[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.ToolAnswer{Live: true}, o.goLive(ctx)
+			return proto.ToolAnswer{Live: true}, o.goLive(ctx)
 		}
-		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeToolReturned, Stream: call.Session,
+		return proto.ToolAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeToolReturned, Stream: call.Session,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), which the record does not have", call.Agent, call.Tool, call.CallID)})
 	}
 	// Parallel-safe calls of one round reach the oracle in any order:
@@ -227,20 +228,20 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 	}
 	if i == len(q) || q[i].ret.Tool != call.Tool {
 		t := q[0]
-		return flow.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: t.at.stream, Version: t.at.version,
+		return proto.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: t.at.stream, Version: t.at.version,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s) next", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
 	}
 	t := q[i]
 	o.tools[call.Agent] = append(q[:i:i], q[i+1:]...)
 	if o.liveTools {
 		o.answered++
-		return flow.ToolAnswer{Live: true, Seq: t.seq}, nil
+		return proto.ToolAnswer{Live: true, Seq: t.seq}, nil
 	}
 	out, err := o.blob(ctx, t.ret.OutputRef)
 	if err != nil {
-		return flow.ToolAnswer{}, fmt.Errorf("replay: tool output of seq %d: %w", t.seq, err)
+		return proto.ToolAnswer{}, fmt.Errorf("replay: tool output of seq %d: %w", t.seq, err)
 	}
-	res := flow.ToolResult{Content: string(out), IsError: t.ret.IsError, ExitCode: t.ret.ExitCode, Files: t.ret.Files,
+	res := proto.ToolResult{Content: string(out), IsError: t.ret.IsError, ExitCode: t.ret.ExitCode, Files: t.ret.Files,
 		Backend: t.ret.Backend, SandboxID: t.ret.SandboxID}
 	for _, f := range t.ret.Files {
 		for _, h := range []string{f.Before, f.After} {
@@ -249,69 +250,69 @@ func (o *oracle) Tool(ctx context.Context, call flow.ToolCall) (flow.ToolAnswer,
 			}
 			b, err := o.blob(ctx, h)
 			if err != nil {
-				return flow.ToolAnswer{}, fmt.Errorf("replay: file content of seq %d: %w", t.seq, err)
+				return proto.ToolAnswer{}, fmt.Errorf("replay: file content of seq %d: %w", t.seq, err)
 			}
 			res.Blobs = append(res.Blobs, b)
 		}
 	}
 	o.answered++
 	// For a failed call the loop rebuilds the content from kind and text.
-	return flow.ToolAnswer{Result: res, ErrorKind: t.ret.ErrorKind, Error: t.ret.Error, Duration: time.Duration(t.ret.DurationMS) * time.Millisecond, Seq: t.seq}, nil
+	return proto.ToolAnswer{Result: res, ErrorKind: t.ret.ErrorKind, Error: t.ret.Error, Duration: time.Duration(t.ret.DurationMS) * time.Millisecond, Seq: t.seq}, nil
 }
 
-func (o *oracle) Recall(ctx context.Context, call flow.RecallCall) (flow.RecallAnswer, error) {
+func (o *oracle) Recall(ctx context.Context, call proto.RecallCall) (proto.RecallAnswer, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.recalls[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.RecallAnswer{Live: true}, o.goLive(ctx)
+			return proto.RecallAnswer{Live: true}, o.goLive(ctx)
 		}
-		return flow.RecallAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
+		return proto.RecallAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
 			Hint: fmt.Sprintf("extra memory recall by agent %s; the code path changed", call.Agent)})
 	}
 	r := q[0]
 	o.recalls[call.Agent] = q[1:]
 	if r.rec.Query != call.Query || r.rec.Namespace != call.Namespace {
-		return flow.RecallAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: r.seq, Type: events.TypeMemoryRecalled, Stream: r.at.stream, Version: r.at.version,
+		return proto.RecallAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: r.seq, Type: events.TypeMemoryRecalled, Stream: r.at.stream, Version: r.at.version,
 			Hint: fmt.Sprintf("memory recall changed: agent %s asked %q in %s, the record asked %q in %s", call.Agent, call.Query, call.Namespace, r.rec.Query, r.rec.Namespace)})
 	}
 	o.answered++
-	return flow.RecallAnswer{Hits: r.rec.Hits}, nil
+	return proto.RecallAnswer{Hits: r.rec.Hits}, nil
 }
 
-func (o *oracle) Commit(ctx context.Context, call flow.CommitCall) (flow.CommitAnswer, error) {
+func (o *oracle) Commit(ctx context.Context, call proto.CommitCall) (proto.CommitAnswer, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := call.Namespace + "\x00" + call.Session
 	q := o.commits[k]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.CommitAnswer{Live: true}, o.goLive(ctx)
+			return proto.CommitAnswer{Live: true}, o.goLive(ctx)
 		}
-		return flow.CommitAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryCommitted, Stream: events.MemoryStream(call.Namespace),
+		return proto.CommitAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryCommitted, Stream: events.MemoryStream(call.Namespace),
 			Hint: fmt.Sprintf("extra commit to memory %s by agent %s; the code path changed", call.Namespace, call.Agent)})
 	}
 	o.commits[k] = q[1:]
 	o.answered++
-	return flow.CommitAnswer{First: q[0]}, nil
+	return proto.CommitAnswer{First: q[0]}, nil
 }
 
-func (o *oracle) Effect(ctx context.Context, call flow.EffectCall) (flow.EffectAnswer, error) {
+func (o *oracle) Effect(ctx context.Context, call proto.EffectCall) (proto.EffectAnswer, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := call.Path + "\x00" + call.Kind
 	q := o.effects[k]
 	if len(q) == 0 {
 		if !o.strict {
-			return flow.EffectAnswer{Live: true}, o.goLive(ctx)
+			return proto.EffectAnswer{Live: true}, o.goLive(ctx)
 		}
-		return flow.EffectAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeEffectRecorded, Stream: call.Path,
+		return proto.EffectAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeEffectRecorded, Stream: call.Path,
 			Hint: fmt.Sprintf("extra flow.%s at %s; the code path changed", call.Kind, call.Path)})
 	}
 	o.effects[k] = q[1:]
 	o.answered++
-	return flow.EffectAnswer{Value: q[0].Value}, nil
+	return proto.EffectAnswer{Value: q[0].Value}, nil
 }
 
 // unconsumed returns the first recorded attempt or tool result the replay

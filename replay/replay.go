@@ -11,6 +11,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	proto "github.com/gorath/rath/internal/oracle"
 	"github.com/gorath/rath/session"
 )
 
@@ -173,7 +174,7 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	orc.cancel = cancel
 	orc.mu.Unlock()
 	run := events.Run{ID: info.started.Run, Seed: info.started.Seed}
-	rctx = flow.WithOracle(events.ContextWithRun(rctx, run), orc)
+	rctx = proto.With(events.ContextWithRun(rctx, run), orc)
 	if _, err := target.Store().Append(rctx, run.ID, events.NoStream, info.started); err != nil {
 		return nil, fmt.Errorf("replay: start: %w", err)
 	}

@@ -1,4 +1,4 @@
-package flow
+package oracle
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // Oracle answers model calls and tool calls from a record instead of
 // making them: the replay engine (package replay) installs one with
-// WithOracle. An answer with Live set tells the caller to make the call
+// With. An answer with Live set tells the caller to make the call
 // for real (a resumed or forked run past its recorded prefix).
 type Oracle interface {
 	// Model answers one model call attempt.
@@ -104,28 +104,37 @@ type ToolAnswer struct {
 	Seq int64
 }
 
-type oracleKey struct{}
-
-// WithOracle returns a context in which model and tool calls are answered
-// by o.
-func WithOracle(ctx context.Context, o Oracle) context.Context {
-	return context.WithValue(ctx, oracleKey{}, o)
+// ToolResult is a recorded tool result; it has the fields of
+// flow.ToolResult, which converts to and from it.
+type ToolResult struct {
+	Content   string
+	IsError   bool
+	Backend   string
+	SandboxID string
+	ExitCode  *int
+	Files     []events.FileChange
+	Blobs     [][]byte
 }
 
-func oracleFrom(ctx context.Context) Oracle {
-	o, _ := ctx.Value(oracleKey{}).(Oracle)
+type key struct{}
+
+// With returns a context in which model and tool calls are answered by o.
+func With(ctx context.Context, o Oracle) context.Context {
+	return context.WithValue(ctx, key{}, o)
+}
+
+// From returns the oracle installed in ctx, or nil.
+func From(ctx context.Context) Oracle {
+	o, _ := ctx.Value(key{}).(Oracle)
 	return o
-}
-
-// replayedFailure rebuilds a recorded failure as an error of its kind.
-func replayedFailure(f *events.ProviderFailed) error {
-	return &model.Error{Kind: model.ErrorKind(f.ErrorKind), Provider: f.Provider, Err: replayedError(f.Error)}
 }
 
 type replayedError string
 
 func (e replayedError) Error() string { return string(e) }
 
-// RecordedFailure rebuilds the error of a recorded provider.failed event,
-// for oracles.
-func RecordedFailure(f *events.ProviderFailed) error { return replayedFailure(f) }
+// RecordedFailure rebuilds the error of a recorded provider.failed event
+// as an error of its kind.
+func RecordedFailure(f *events.ProviderFailed) error {
+	return &model.Error{Kind: model.ErrorKind(f.ErrorKind), Provider: f.Provider, Err: replayedError(f.Error)}
+}
