@@ -247,8 +247,14 @@ func testFleet(t *testing.T, dir, dsn string) {
 		leases, _ := rt.Store().ReadStream(ctx, events.LeaseStream(id), 1)
 		resumed, _ := rt.Store().ReadStream(ctx, events.ResumeStream(id), 1)
 		started, _ := rt.Store().ReadStream(ctx, id, 1)
+		// A lease taken after the run finished (its job came back before
+		// the finishing worker's lease ran out) resumes nothing.
+		finished := started[len(started)-1].Seq
+		if started[len(started)-1].Type != events.TypeRunFinished {
+			t.Fatalf("run %s: last event %s, want %s", id, started[len(started)-1].Type, events.TypeRunFinished)
+		}
 		for _, ev := range leases {
-			if p, _ := ev.Decode(); p.(*events.RunLeased).Token > 1 && ev.Seq > started[0].Seq {
+			if p, _ := ev.Decode(); p.(*events.RunLeased).Token > 1 && ev.Seq > started[0].Seq && ev.Seq < finished {
 				// Taken over after it started: continued by resume, and
 				// the log says so.
 				taken++

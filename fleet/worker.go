@@ -51,6 +51,14 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if wait > 0 {
 		return river.JobSnooze(wait)
 	}
+	// The run may have finished between the first look and the lease
+	// (its worker was slow to renew, not dead): nothing to resume.
+	if state, err = runState(ctx, store, run); err != nil {
+		return err
+	}
+	if state.finished {
+		return nil
+	}
 	wf, err := f.resolve(ctx, sub)
 	if err != nil {
 		// Record the run as failed: no worker of this fleet can run it.
