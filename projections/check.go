@@ -29,6 +29,7 @@ var tableKeys = map[string][]string{
 	"sessions":      {"id"},
 	"id_counters":   {"scope"},
 	"run_leases":    {"run"},
+	"approvals":     {"id"},
 }
 
 // CheckOptions configure Check.

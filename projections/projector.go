@@ -68,6 +68,10 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 		return runSubmitted(tx, ev, e)
 	case *events.RunLeased:
 		return runLeased(tx, ev, e)
+	case *events.ApprovalRequested:
+		return approvalRequested(tx, ev, e)
+	case *events.ApprovalDecided:
+		return approvalDecided(tx, ev, e)
 	}
 	// Any other event on a session stream still moves its version.
 	return a.touch(ev)

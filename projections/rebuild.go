@@ -11,7 +11,7 @@ import (
 // Tables are the SQL projections Rebuild clears and refills, in an order
 // safe for deleting. projection_checkpoints is not among them: it belongs
 // to asynchronous projections (the memory index) with their own rebuild.
-var Tables = []string{"chunks", "session_edges", "usage", "runs", "sessions", "id_counters", "run_leases"}
+var Tables = []string{"chunks", "session_edges", "usage", "runs", "sessions", "id_counters", "run_leases", "approvals"}
 
 // RebuildStats reports a rebuild.
 type RebuildStats struct {
