@@ -186,6 +186,10 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	if info.finished == nil && orc.strict {
 		return out, nil // the record stops here (a crash): so does the replay
 	}
+	if errors.Is(werr, flow.ErrWaiting) {
+		// Suspended again, for a person: the run stays open.
+		return out, werr
+	}
 	fin := events.RunFinished{Run: run.ID, Status: rath.RunOK}
 	if out != nil {
 		fin.OutputSession = out.ID()
