@@ -100,6 +100,15 @@ func (a *app) agentFromParams(rt *rath.Runtime, params map[string]string, live b
 		}
 		opts = append(opts, flow.WithTools(tools...))
 	}
+	rules, err := flow.ParseApprovalRules(params["approvals"])
+	if err != nil {
+		return nil, err
+	}
+	gates, err := flow.ApprovalOptions(rules)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, gates...)
 	if n, err := strconv.Atoi(params["max_rounds"]); err == nil && n > 0 {
 		opts = append(opts, flow.WithMaxRounds(n))
 	}

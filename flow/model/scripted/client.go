@@ -69,6 +69,13 @@ func (c *Client) Remaining() int {
 	return c.unusedLocked()
 }
 
+// Replayed uses up the entry a live call would have taken: a run resumed
+// in a new process, whose recorded calls the record answers, goes on with
+// the entries after them instead of starting the cassette over.
+func (c *Client) Replayed(req model.Request) {
+	_, _ = c.take(context.Background(), req) // an exhausted or mismatched cassette fails at the next live call
+}
+
 // Complete answers with the next matching entry.
 func (c *Client) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	e, err := c.take(ctx, req)
