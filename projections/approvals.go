@@ -88,6 +88,15 @@ func (r *Reader) RunApprovals(ctx context.Context, run string) ([]ApprovalRow, e
 	return rs, nil
 }
 
+// SessionApprovals returns the requests made on a session, in order.
+func (r *Reader) SessionApprovals(ctx context.Context, session string) ([]ApprovalRow, error) {
+	var rs []ApprovalRow
+	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(`SELECT `+approvalCols+` FROM approvals WHERE session = ? ORDER BY requested_seq`), session); err != nil {
+		return nil, fmt.Errorf("projections: approvals on %s: %w", session, err)
+	}
+	return rs, nil
+}
+
 // ErrNoApproval is returned for a request id the projection does not hold.
 var ErrNoApproval = errors.New("projections: no such approval request")
 
