@@ -151,6 +151,17 @@ func TestApprovals_SuspendApproveRejectResumeReplay(t *testing.T) {
 		!strings.Contains(md2, id2) || !strings.Contains(md2, "rejected") || !strings.Contains(md2, "too risky") {
 		t.Fatalf("dossiers lack the decisions:\n%s\n%s", md1, md2)
 	}
+	html := filepath.Join(t.TempDir(), "d.html")
+	if r := rath("dossier", run1, "-o", html); r.code != 0 {
+		t.Fatalf("dossier html: exit %d\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(html); !strings.Contains(string(b), `id="`+id1+`"`) || !strings.Contains(string(b), "approved by alice: safe") {
+		t.Fatal("the HTML dossier lacks the approval")
+	}
+	jl := rath("dossier", run2, "--format", "jsonl").stdout
+	if !strings.Contains(jl, `"approvals":[{"id":"`+id2) {
+		t.Fatalf("the JSONL dossier lacks the rejection:\n%.400s", jl)
+	}
 	if pend := decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout); len(pend) != 0 {
 		t.Fatalf("still pending: %+v", pend)
 	}
