@@ -69,6 +69,11 @@ type tallyArgs struct {
 // idempotent by its call (a call re-run after a crash does not add a
 // second line), which is what makes it exactly once.
 func tally(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
+	return tallyWith(params)
+}
+
+// tallyWith is tally's agent with more options.
+func tallyWith(params map[string]string, opts ...flow.AgentOption) (*flow.Agent, error) {
 	dir := params["workspace"]
 	if dir == "" {
 		return nil, fmt.Errorf("no workspace")
@@ -99,7 +104,7 @@ func tally(_ context.Context, _ string, params map[string]string) (flow.Workflow
 	if err != nil {
 		return nil, err
 	}
-	return flow.NewAgent("You tally.", p, flow.WithTools(tool))
+	return flow.NewAgent("You tally.", p, append([]flow.AgentOption{flow.WithTools(tool)}, opts...)...)
 }
 
 func openRuntime(ctx context.Context, dir, dsn string) (*rath.Runtime, error) {

@@ -1,0 +1,112 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/approval"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/replay"
+)
+
+// gatedTally is tally whose second call needs a person's approval.
+func gatedTally(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
+	return tallyWith(params, flow.WithApproval("tally", flow.When("the second tally", func(_ string, args json.RawMessage) bool {
+		return string(args) == `{"n":1}`
+	})))
+}
+
+// A run on a fleet that waits for a person ends its job without
+// finishing (status waiting, no run.finished, no failure); once approved,
+// a worker takes it up again by itself and finishes it; it replays.
+func testFleetApproval(t *testing.T, dir, dsn string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	rt, err := openRuntime(ctx, dir, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	f, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: gatedTally})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ws := t.TempDir()
+	in, _ := rt.NewUserSession(ctx, "tally")
+	id, err := f.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(wctx, time.Second) }()
+	defer func() { stop(); <-done }()
+	var pending []string
+	for pending == nil {
+		rows, err := rt.Reader().PendingApprovals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			pending = append(pending, r.ID)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no request came")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The job ended without failing or finishing the run, and stays so.
+	time.Sleep(2 * time.Second)
+	if r, _ := rt.Reader().Run(ctx, id); r.Status != "waiting" || r.FinishedSeq.Valid {
+		t.Fatalf("while waiting: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, id+".log")); string(b) != "tally-0\n" {
+		t.Fatalf("before the approval the log holds %q", b)
+	}
+	if _, err := approval.Decide(ctx, rt.Store(), pending[0], approval.Decision{Decision: events.DecisionApproved, By: "alice"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancelWait := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelWait()
+	status, err := fleet.Wait(wait, rt, id)
+	if err != nil || status[id] != rath.RunOK {
+		r, _ := rt.Reader().Run(ctx, id)
+		ls, _ := rt.Reader().Leases(ctx)
+		t.Fatalf("wait: %v %v; run %+v; leases %+v", status, err, r, ls)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, id+".log")); string(b) != "tally-0\ntally-1\ntally-2\n" {
+		t.Fatalf("the log holds %q", b)
+	}
+	wf, _ := gatedTally(ctx, "tally", map[string]string{"workspace": ws})
+	rep, err := replay.Run(ctx, rt, id, wf)
+	if err != nil || !rep.OK() {
+		t.Fatalf("replay: %v %v", rep, err)
+	}
+	if _, err := approval.Decide(ctx, rt.Store(), pending[0], approval.Decision{Decision: events.DecisionRejected, By: "bob", Note: "late"}, time.Now()); !errors.Is(err, approval.ErrDecided) {
+		t.Fatalf("a second decision: %v", err)
+	}
+}
+
+func TestFleet_ApprovalSQLite(t *testing.T) {
+	t.Parallel()
+	testFleetApproval(t, t.TempDir(), "-")
+}
+
+func TestFleet_ApprovalPostgres(t *testing.T) {
+	t.Parallel()
+	dsn, err := server.CreateDatabase(t.Context(), fmt.Sprintf("fleetapproval%d", dbs.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFleetApproval(t, t.TempDir(), dsn)
+}
