@@ -65,7 +65,7 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 			}
 			if !ans.Live {
 				if r, ok := p.state.client.(model.Replayer); ok {
-					r.Replayed(req)
+					r.Replayed(req, ans.Response)
 				}
 				replayed, replayLatency = true, ans.Latency.Milliseconds()
 				resp, err = ans.Response, ans.Err

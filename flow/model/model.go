@@ -78,10 +78,10 @@ type Delta struct {
 
 // Replayer is the optional capability of a Client that keeps state
 // across calls (a cassette's position): in a resumed run, Replayed is
-// told each call the record answered instead of it, so its next live
-// answer follows on from them.
+// told each call the record answered instead of it, with the recorded
+// response, so its next live answer follows on from them.
 type Replayer interface {
-	Replayed(req Request)
+	Replayed(req Request, resp Response)
 }
 
 // Streamer is the optional streaming capability of a Client. Stream calls

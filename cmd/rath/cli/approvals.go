@@ -139,7 +139,7 @@ func (a *app) printWaiting(ctx context.Context, rt *rath.Runtime, run string, w 
 	if err != nil {
 		return
 	}
-	fmt.Fprintf(w, "rath: run %s waits for a person (exit code %d):\n", termSafe(run), ExitWaiting)
+	fmt.Fprintf(w, "run %s waits for a person (exit code %d):\n", termSafe(run), ExitWaiting)
 	printPending(w, vs)
 	fmt.Fprintf(w, "decide with: rath approve ID [--note TEXT] | rath reject ID --reason TEXT | rath answer ID --json '{...}'\n")
 	fmt.Fprintf(w, "then continue it with: rath resume %s\n", termSafe(run))
