@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,8 +75,26 @@ func testFleetApproval(t *testing.T, dir, dsn string) {
 	if b, _ := os.ReadFile(filepath.Join(ws, id+".log")); string(b) != "tally-0\n" {
 		t.Fatalf("before the approval the log holds %q", b)
 	}
-	if _, err := approval.Decide(ctx, rt.Store(), pending[0], approval.Decision{Decision: events.DecisionApproved, By: "alice"}, time.Now()); err != nil {
-		t.Fatal(err)
+	// Concurrent deciders (the store's optimistic concurrency on the
+	// request's stream): exactly one lands, the others are told.
+	var wg sync.WaitGroup
+	var landed, refused atomic.Int64
+	for i := range 6 {
+		wg.Go(func() {
+			_, err := approval.Decide(ctx, rt.Store(), pending[0], approval.Decision{Decision: events.DecisionApproved, By: fmt.Sprint("person-", i)}, time.Now())
+			switch {
+			case err == nil:
+				landed.Add(1)
+			case errors.Is(err, approval.ErrDecided):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if landed.Load() != 1 || refused.Load() != 5 {
+		t.Fatalf("%d decisions landed, %d refused", landed.Load(), refused.Load())
 	}
 	wait, cancelWait := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelWait()
