@@ -49,7 +49,22 @@ var requestID = regexp.MustCompile(`apr-[0-9a-f]{16}`)
 // both decisions. Bad decisions fail and write nothing.
 func TestApprovals_SuspendApproveRejectResumeReplay(t *testing.T) {
 	t.Parallel()
-	dir, home := t.TempDir(), t.TempDir()
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			store := []string{"--dir", t.TempDir()}
+			if backend == "postgres" {
+				_, dsn := newDatabase(t)
+				store = append(store, "--dsn", dsn)
+				mustRun(t, store[1], "--dsn", dsn, "migrate", "up")
+			}
+			testApprovalsCLI(t, store)
+		})
+	}
+}
+
+func testApprovalsCLI(t *testing.T, store []string) {
+	home := t.TempDir()
 	env := []string{"RATH_HOME=" + home}
 	os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"providers": {}, "approvals": [{"tool": "run_shell_command", "command_matches": "\\brm\\b"}]}`), 0o644)
 	ws := filepath.Join(t.TempDir(), "ws")
@@ -57,7 +72,7 @@ func TestApprovals_SuspendApproveRejectResumeReplay(t *testing.T) {
 	cas1, cas2 := filepath.Join(t.TempDir(), "approve.json"), filepath.Join(t.TempDir(), "reject.json")
 	os.WriteFile(cas1, []byte(approveCassette), 0o644)
 	os.WriteFile(cas2, []byte(rejectCassette), 0o644)
-	rath := func(argv ...string) result { return rathExit(t, env, append([]string{"--dir", dir}, argv...)...) }
+	rath := func(argv ...string) result { return rathExit(t, env, append(append([]string(nil), store...), argv...)...) }
 
 	// 1. Suspends: exit 5, says how to answer, writes no file.
 	r := rath("run", "--cassette", cas1, "--workspace", ws, "--tools", "run_shell_command", "--approve", "run_shell_command", "--no-stream", "write", "out")
