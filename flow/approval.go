@@ -80,7 +80,7 @@ func When(reason string, pred func(tool string, args json.RawMessage) bool) Poli
 func CommandMatches(pattern string) (Policy, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return Policy{}, fmt.Errorf("flow: approval pattern %q: %w", pattern, err)
+		return Policy{}, fmt.Errorf("%w: approval pattern %q: %v", ErrTool, pattern, err)
 	}
 	return When("the command matches "+pattern, func(_ string, args json.RawMessage) bool {
 		var a struct {
