@@ -72,7 +72,9 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	cas1, cas2 := filepath.Join(t.TempDir(), "approve.json"), filepath.Join(t.TempDir(), "reject.json")
 	os.WriteFile(cas1, []byte(approveCassette), 0o644)
 	os.WriteFile(cas2, []byte(rejectCassette), 0o644)
-	rath := func(argv ...string) result { return rathExit(t, env, append(append([]string(nil), store...), argv...)...) }
+	rath := func(argv ...string) result {
+		return rathExit(t, env, append(append([]string(nil), store...), argv...)...)
+	}
 
 	// 1. Suspends: exit 5, says how to answer, writes no file.
 	r := rath("run", "--cassette", cas1, "--workspace", ws, "--tools", "run_shell_command", "--approve", "run_shell_command", "--no-stream", "write", "out")
