@@ -134,8 +134,8 @@ func (t *tool) ValidateArguments(args json.RawMessage) error {
 	return t.resolved.Validate(v)
 }
 
-func (t *tool) Call(ctx context.Context, _ *session.Session, args json.RawMessage) (flow.ToolResult, error) {
-	return t.m.Call(ctx, t.server, t.remote, args)
+func (t *tool) Call(ctx context.Context, s *session.Session, args json.RawMessage) (flow.ToolResult, error) {
+	return t.m.call(ctx, s, t.server, t.remote, args)
 }
 
 // Call calls the server's tool (by its name on the server) with args, a
@@ -143,6 +143,13 @@ func (t *tool) Call(ctx context.Context, _ *session.Session, args json.RawMessag
 // *flow.ToolError of kind KindError, KindToolError or KindServerGone
 // wrapping a *CallError or a *ServerGoneError, or the context's error.
 func (m *Manager) Call(ctx context.Context, server, toolName string, args json.RawMessage) (flow.ToolResult, error) {
+	return m.call(ctx, nil, server, toolName, args)
+}
+
+// call is Call on behalf of session s (nil: a server's questions are
+// declined). A question the server asked that a person has not answered
+// yet makes it a *flow.WaitingError, whatever the server answered.
+func (m *Manager) call(ctx context.Context, s *session.Session, server, toolName string, args json.RawMessage) (flow.ToolResult, error) {
 	res := flow.ToolResult{Backend: Backend, SandboxID: Backend + ":" + server}
 	c, err := m.conn(server)
 	if err != nil {
@@ -157,7 +164,13 @@ func (m *Manager) Call(ctx context.Context, server, toolName string, args json.R
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	out, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: toolName, Arguments: args})
+	call := &inflight{ctx: ctx, s: s}
+	done := c.calls.add(call)
+	out, err := c.session.CallTool(context.WithValue(ctx, inflightKey{}, call), &mcp.CallToolParams{Name: toolName, Arguments: args})
+	done()
+	if werr := call.waitingErr(); werr != nil {
+		return res, werr
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
