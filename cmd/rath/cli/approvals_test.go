@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	execpkg "os/exec"
@@ -9,6 +11,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/session"
 )
 
 // rathExit runs the test binary as rath, a process of its own, and
@@ -181,5 +188,79 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	}
 	if pend := decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout); len(pend) != 0 {
 		t.Fatalf("still pending: %+v", pend)
+	}
+}
+
+// asking is a program's workflow that asks a person for a number.
+func asking() flow.Workflow {
+	return flow.Named("ask", flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
+		ans, err := flow.Ask(ctx, s, flow.Question{Text: "How many \x1b[31mreplicas?",
+			Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}`)})
+		if err != nil {
+			return s, err
+		}
+		return s.Append(ctx, session.Chunk{Role: events.RoleUser, Content: "replicas: " + string(ans)})
+	}))
+}
+
+// A program's workflow asks a question; rath approvals shows it (escaped),
+// rath answer refuses an answer that does not match the schema (nothing
+// written) and records one that does, rath resume finishes the run, and
+// it replays.
+func TestApprovals_AnswerAQuestion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := t.Context()
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := rt.NewUserSession(ctx, "scale up")
+	run, err := rt.Start(ctx, "asking", asking(), in)
+	if !errors.Is(err, flow.ErrWaiting) {
+		t.Fatalf("start: %v", err)
+	}
+	rt.Close()
+	cfg := Config{Setup: func(_ context.Context, rt *rath.Runtime) error {
+		rt.Register("asking", asking())
+		return nil
+	}}
+	cli := func(argv ...string) result {
+		var out, errb bytes.Buffer
+		code := Run(ctx, cfg, append([]string{"--dir", dir}, argv...), strings.NewReader(""), &out, &errb)
+		return result{stdout: out.String(), stderr: errb.String(), code: code}
+	}
+	list := cli("approvals")
+	if strings.Contains(list.stdout, "\x1b") || !strings.Contains(list.stdout, `How many \x1b[31mreplicas?`) {
+		t.Fatalf("approvals:\n%q", list.stdout)
+	}
+	id := requestID.FindString(list.stdout)
+	head := cli("events", "--json").stdout
+	for _, bad := range []string{`{"n":0}`, `{"n":"two"}`, `{}`, `{"n":`} {
+		if r := cli("answer", id, "--json", bad, "--as", "ops"); r.code != ExitFailure || !strings.Contains(r.stderr, id) {
+			t.Errorf("answer %s: exit %d\n%s", bad, r.code, r.stderr)
+		}
+	}
+	if r := cli("answer", id, "--as", "ops"); r.code != ExitUsage {
+		t.Errorf("answer without --json: exit %d", r.code)
+	}
+	if cli("events", "--json").stdout != head {
+		t.Fatal("refused answers changed the log")
+	}
+	if r := cli("resume", run.ID); r.code != ExitWaiting || !strings.Contains(r.stderr, id) {
+		t.Fatalf("resume before the answer: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := cli("answer", id, "--json", `{"n": 3}`, "--as", "ops"); r.code != 0 || !strings.Contains(r.stdout, "answered by ops") {
+		t.Fatalf("answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := cli("resume", run.ID)
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if show := cli("show", strings.TrimSpace(r.stdout)).stdout; !strings.Contains(show, `replicas: {"n":3}`) || !strings.Contains(show, "answered by ops") {
+		t.Fatalf("show:\n%s", show)
+	}
+	if r := cli("replay", run.ID); r.code != 0 {
+		t.Fatalf("replay: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
