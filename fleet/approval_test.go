@@ -130,3 +130,48 @@ func TestFleet_ApprovalPostgres(t *testing.T) {
 	}
 	testFleetApproval(t, t.TempDir(), dsn)
 }
+
+// A request nobody decides before its deadline is decided by its default
+// (recorded by "deadline") by a worker's reaper, and the run goes on: the
+// model reads the rejection and the run finishes.
+func TestFleet_ApprovalDeadline(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rt, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	resolve := func(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
+		return tallyWith(params, flow.WithApproval("tally", flow.When("the second tally", func(_ string, args json.RawMessage) bool {
+			return string(args) == `{"n":1}`
+		}).WithDeadline(time.Second, events.DecisionRejected)))
+	}
+	f, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: resolve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ws := t.TempDir()
+	in, _ := rt.NewUserSession(ctx, "tally")
+	id, err := f.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(wctx, time.Second) }()
+	defer func() { stop(); <-done }()
+	status, err := fleet.Wait(ctx, rt, id)
+	if err != nil || status[id] != rath.RunOK {
+		t.Fatalf("wait: %v %v", status, err)
+	}
+	rows, err := rt.Reader().RunApprovals(ctx, id)
+	if err != nil || len(rows) != 1 || rows[0].Status != events.DecisionRejected || rows[0].DecidedBy != events.DecidedByDeadline {
+		t.Fatalf("approvals %+v %v", rows, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, id+".log")); string(b) != "tally-0\ntally-2\n" {
+		t.Fatalf("the log holds %q: the rejected call ran, or the run stopped", b)
+	}
+}
