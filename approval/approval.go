@@ -99,7 +99,8 @@ type Decision struct {
 // (*DecidedError, also when another decider won a race), one past its
 // deadline (*ExpiredError), or a decision that does not fit the request
 // (*InvalidError: an answer not matching the schema, approve on a
-// question, edited arguments that are not a JSON object, no decider).
+// question, edited arguments that are not a JSON object, no decider, a
+// run that finished meanwhile).
 func Decide(ctx context.Context, store *events.Store, id string, d Decision, now time.Time) (*events.ApprovalDecided, error) {
 	st, err := Load(ctx, store, id)
 	if err != nil {
@@ -110,6 +111,14 @@ func Decide(ctx context.Context, store *events.Store, id string, d Decision, now
 	}
 	if st.Expired(now) {
 		return nil, &ExpiredError{ID: id, Deadline: time.Unix(0, st.Request.Deadline), Default: st.Request.Default}
+	}
+	if run := st.Request.Run; run != "" {
+		// The run stream holds run.started, then run.finished.
+		if v, err := store.StreamVersion(ctx, run); err != nil {
+			return nil, fmt.Errorf("approval: %s: run %s: %w", id, run, err)
+		} else if v >= 2 {
+			return nil, &InvalidError{ID: id, Reason: "run " + run + " has finished (canceled?): nothing waits for this decision"}
+		}
 	}
 	dec, err := build(st.Request, d)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gorath/rath/events"
 )
@@ -69,11 +70,13 @@ type ApprovalRow struct {
 
 const approvalCols = `id, run, session, agent, kind, tool, question, reason, status, deadline, requested_seq, requested_at, decided_by, decided_seq, decided_at`
 
-// PendingApprovals returns the undecided requests of every run, oldest
-// first.
+// PendingApprovals returns the undecided requests of every run that has
+// not finished (a canceled run's requests wait for nobody), oldest first.
 func (r *Reader) PendingApprovals(ctx context.Context) ([]ApprovalRow, error) {
 	var rs []ApprovalRow
-	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(`SELECT `+approvalCols+` FROM approvals WHERE status = ? ORDER BY requested_seq`), ApprovalPending); err != nil {
+	q := `SELECT a.` + strings.ReplaceAll(approvalCols, ", ", ", a.") + ` FROM approvals a LEFT JOIN runs r ON r.id = a.run
+		WHERE a.status = ? AND r.finished_seq IS NULL ORDER BY a.requested_seq`
+	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(q), ApprovalPending); err != nil {
 		return nil, fmt.Errorf("projections: pending approvals: %w", err)
 	}
 	return rs, nil

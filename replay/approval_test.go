@@ -232,6 +232,20 @@ func TestApproval_BadDecisionsChangeNothing(t *testing.T) {
 	if h, _ := rt.Store().Head(ctx); h.Seq != head.Seq {
 		t.Fatalf("bad decisions wrote %d events", h.Seq-head.Seq)
 	}
+
+	// A run that ends while it waits (canceled) leaves nothing to decide.
+	in2, _ := rt.NewUserSession(ctx, "count")
+	run2, err := rt.Start(ctx, "gated", wf, in2)
+	id2 := waitingOn(t, err)[0]
+	if _, err := rt.Store().Append(ctx, run2.ID, 1, events.RunFinished{Run: run2.ID, Status: "canceled"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Decide(ctx, rt.Store(), id2, approval.Decision{Decision: events.DecisionApproved, By: "bob"}, time.Now()); !errors.Is(err, approval.ErrInvalid) {
+		t.Fatalf("deciding for a finished run: %v", err)
+	}
+	if p, _ := rt.Reader().PendingApprovals(ctx); len(p) != 0 {
+		t.Fatalf("a finished run's request is listed as pending: %+v", p)
+	}
 }
 
 func TestApproval_ConcurrentDecidersExactlyOneLands(t *testing.T) {
