@@ -189,6 +189,11 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	if pend := decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout); len(pend) != 0 {
 		t.Fatalf("still pending: %+v", pend)
 	}
+	// The chain verifies and the projections (approvals, run statuses)
+	// equal a rebuild of the log.
+	if r := rath("verify"); r.code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // asking is a program's workflow that asks a person for a number.
