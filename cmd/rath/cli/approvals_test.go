@@ -96,6 +96,10 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	if out := rath("runs").stdout; !strings.Contains(out, run1) || !strings.Contains(out, "waiting") {
 		t.Fatalf("runs:\n%s", out)
 	}
+	// A waiting run replays as far as it went, asking nobody.
+	if r := rath("replay", run1); r.code != 0 || !strings.Contains(r.stdout, "reproduced") {
+		t.Fatalf("replay of the waiting run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	pend := decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout)
 	if len(pend) != 1 || pend[0].ID != id1 || pend[0].Tool != "run_shell_command" || !strings.Contains(string(pend[0].Arguments), "echo approved") {
 		t.Fatalf("approvals: %+v", pend)
