@@ -399,3 +399,35 @@ func (m scriptedOnce) Complete(_ context.Context, req model.Request) (model.Resp
 	}
 	return model.Response{ToolCalls: []events.ToolCall{{ID: "a1", Name: "act", Arguments: string(m)}}}, nil
 }
+
+// A request inside one branch of a Parallel suspends the whole run (the
+// sibling branches are canceled); resumed after the decision, the run
+// finishes and replays.
+func TestApproval_InsideAParallelBranch(t *testing.T) {
+	ctx := t.Context()
+	rt := mustOpen(t)
+	gated := gatedCounter(t, 1, flow.Always())
+	count, err := flow.NewTool("count", "Count.", func(_ context.Context, _ *session.Session, a countArgs) (string, error) {
+		time.Sleep(20 * time.Millisecond) // still counting when the other branch suspends
+		return fmt.Sprint("n=", a.N), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err := flow.NewAgent("You count.", provider(t, echoModel{4}), flow.WithTools(count), flow.WithName("free"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := flow.NewParallel(flow.Named("gated", gated), free)
+	in, _ := rt.NewUserSession(ctx, "count")
+	run, err := rt.Start(ctx, "par", wf, in)
+	id := waitingOn(t, err)[0]
+	decide(t, rt, id, approval.Decision{Decision: events.DecisionApproved, By: "alice"})
+	if _, err := replay.Resume(ctx, rt, run.ID, wf); err != nil {
+		t.Fatal(err)
+	}
+	if st := runStatus(t, rt, run.ID); st != rath.RunOK {
+		t.Fatalf("status %s", st)
+	}
+	mustReplay(t, rt, run.ID, wf)
+}
