@@ -90,6 +90,9 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	}
 	run1 := regexp.MustCompile(`run: (run-[0-9a-f]+)`).FindStringSubmatch(r.stdout)[1]
 	id1 := requestID.FindString(r.stderr)
+	if !strings.Contains(r.stdout, id1+" waits for a person: run_shell_command") {
+		t.Fatalf("the transcript does not show the request:\n%s", r.stdout)
+	}
 	if _, err := os.Stat(filepath.Join(ws, "out.txt")); err == nil {
 		t.Fatal("the command ran before it was approved")
 	}
@@ -146,7 +149,7 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	if r.code != ExitWaiting {
 		t.Fatalf("second run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if strings.Contains(r.stderr, "\x1b") {
+	if strings.Contains(r.stderr+r.stdout, "\x1b") {
 		t.Fatalf("a raw escape reached the terminal: %q", r.stderr)
 	}
 	run2 := regexp.MustCompile(`run: (run-[0-9a-f]+)`).FindStringSubmatch(r.stdout)[1]

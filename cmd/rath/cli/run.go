@@ -397,5 +397,11 @@ func printEvent(ev events.Event, plain bool, out, diag func(string, ...any)) {
 		diag("rath: model call failed: %s, attempt %d, retry: %v\n", e.ErrorKind, e.Attempt, e.WillRetry)
 	case *events.AgentCapped:
 		diag("rath: round cap %d reached\n", e.Rounds)
+	case *events.ApprovalRequested:
+		what := e.Tool + " " + clip(e.Arguments, 120)
+		if e.Kind == events.ApprovalQuestion {
+			what = clip(e.Question, 120)
+		}
+		out("\n⏸ %s waits for a person: %s\n", e.ID, what)
 	}
 }
