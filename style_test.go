@@ -95,7 +95,7 @@ var allowedImports = map[string][]string{
 	"replay/internal/renametest/recorded": {"flow", "session"},
 	"replay/internal/renametest/renamed":  {"flow", "session"},
 	"replay/internal/renametest/pinned":   {"flow", "session"},
-	"fleet":                               {".", "events", "flow", "replay", "session"},
+	"fleet":                               {".", "events", "flow", "flow/model", "replay", "session"},
 	"internal/dossier":                    {".", "events", "flow", "flow/model", "projections", "replay", "session"},
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},

@@ -64,7 +64,12 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		// Record the run as failed: no worker of this fleet can run it.
 		return f.failUnresolvable(ctx, lease, sub, state, err)
 	}
-	lctx, cancel := context.WithCancelCause(events.ContextWithLease(ctx, lease))
+	rctx := events.ContextWithLease(ctx, lease)
+	if job.Attempt < job.MaxAttempts {
+		// The last attempt records a retryable failure like any other.
+		rctx = flow.ContextWithSuspend(rctx, f.opts.Retryable)
+	}
+	lctx, cancel := context.WithCancelCause(rctx)
 	defer cancel(nil)
 	renewed := make(chan struct{})
 	go func() {

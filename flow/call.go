@@ -57,14 +57,14 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 		start := time.Now()
 		var resp model.Response
 		var err error
-		replayed, replayLatency := false, int64(0)
+		replayed, replayLatency, recordRetries := false, int64(0), false
 		if o := oracle.From(ctx); o != nil {
 			ans, oerr := o.Model(ctx, oracle.ModelCall{Session: session, Agent: agent, Digest: digest, Attempt: attempt, Request: req})
 			if oerr != nil {
 				return model.Response{}, oerr
 			}
 			if !ans.Live {
-				replayed, replayLatency = true, ans.Latency.Milliseconds()
+				replayed, replayLatency, recordRetries = true, ans.Latency.Milliseconds(), ans.Retry
 				resp, err = ans.Response, ans.Err
 				if onDelta != nil && err == nil && resp.Content != "" {
 					onDelta(model.Delta{Content: resp.Content})
@@ -104,7 +104,7 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 			ErrorKind: string(kind), Error: err.Error(), Attempt: attempt, WillRetry: willRetry, LatencyMS: latency, RequestRef: reqRef, Digest: digest}); rerr != nil && ctx.Err() == nil {
 			return model.Response{}, errors.Join(err, fmt.Errorf("flow: record provider failure: %w", rerr))
 		}
-		if !willRetry {
+		if !willRetry && !recordRetries {
 			return model.Response{}, err
 		}
 		wait := jittered(backoff)

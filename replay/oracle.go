@@ -63,6 +63,9 @@ type oracle struct {
 	store     *events.Store // the original store, for blobs
 	strict    bool          // an exhausted record is a divergence (else: go live)
 	liveTools bool          // run recorded tool calls for real (after checking them)
+	// retryAt is the seq of a failed model attempt a resume retries: the
+	// run was left open on it for a retry of the whole run.
+	retryAt int64
 
 	blobs map[string][]byte // prefetched response and tool blobs
 
@@ -196,7 +199,11 @@ func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAn
 	}
 	o.answered++
 	if a.failed != nil {
-		return proto.ModelAnswer{Err: proto.RecordedFailure(a.failed), Latency: time.Duration(a.failed.LatencyMS) * time.Millisecond}, nil
+		// The record retried this call after it (a run retried as a
+		// whole), or this resume is that retry.
+		next := o.models[call.Agent]
+		retry := a.seq == o.retryAt || len(next) > 0 && next[0].digest() == a.digest() && next[0].number() == a.number()+1
+		return proto.ModelAnswer{Err: proto.RecordedFailure(a.failed), Latency: time.Duration(a.failed.LatencyMS) * time.Millisecond, Retry: retry}, nil
 	}
 	raw, err := o.blob(ctx, a.called.ResponseRef)
 	if err != nil {

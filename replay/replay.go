@@ -186,6 +186,9 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	if info.finished == nil && orc.strict {
 		return out, nil // the record stops here (a crash): so does the replay
 	}
+	if !orc.strict && flow.Suspends(ctx, werr) {
+		return out, fmt.Errorf("%w: %w", rath.ErrRunLeftOpen, werr)
+	}
 	fin := events.RunFinished{Run: run.ID, Status: rath.RunOK}
 	if out != nil {
 		fin.OutputSession = out.ID()

@@ -9,6 +9,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model"
 )
 
 // Resume continues a run that started and never finished (the process
@@ -39,6 +40,9 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	}
 	orc, err := newOracle(rt.Store(), info.events, 0, false)
 	if err != nil {
+		return nil, err
+	}
+	if orc.retryAt, err = retryPoint(info.events); err != nil {
 		return nil, err
 	}
 	if err := fw.start(ctx, sc.rt.Store()); err != nil {
@@ -341,4 +345,24 @@ func recordResume(ctx context.Context, rt *rath.Runtime, runID string, info *run
 		return fmt.Errorf("replay: record the resume of %s: %w", runID, err)
 	}
 	return nil
+}
+
+// retryPoint returns the seq of the model attempt a run was left open on
+// for a retry (flow.ContextWithSuspend): its last event, a failure of a kind worth
+// retrying that the provider's own retries gave up on. 0 if the run
+// stopped elsewhere (a crash): then its recorded failures stand.
+func retryPoint(evs []events.Event) (int64, error) {
+	i := len(evs) - 1
+	if i < 0 || evs[i].Type != events.TypeProviderFailed {
+		return 0, nil
+	}
+	p, err := evs[i].Decode()
+	if err != nil {
+		return 0, err
+	}
+	f := p.(*events.ProviderFailed)
+	if f.WillRetry || !model.ErrorKind(f.ErrorKind).Retryable() {
+		return 0, nil
+	}
+	return evs[i].Seq, nil
 }
