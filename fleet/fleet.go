@@ -262,6 +262,10 @@ func (f *Fleet) Submit(ctx context.Context, workflow string, input *session.Sess
 // canceled and handed back (their leases lapse and another worker
 // resumes them).
 func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
+	started := time.Now()
+	if err := f.beat(ctx, started); err != nil {
+		return fmt.Errorf("fleet: register worker: %w", err)
+	}
 	if err := f.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("fleet: start workers: %w", err)
 	}
@@ -269,7 +273,7 @@ func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
 	rctx, stopReaper := context.WithCancel(context.Background())
 	go func() {
 		defer close(reaped)
-		f.reap(rctx)
+		f.reap(rctx, started)
 	}()
 	<-ctx.Done()
 	stopReaper()
@@ -279,6 +283,9 @@ func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
 	err := f.client.Stop(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = f.client.StopAndCancel(context.Background())
+	}
+	if gerr := f.goodbye(context.Background()); gerr != nil {
+		f.opts.Logger.Warn("fleet: unregister worker", "err", gerr)
 	}
 	return err
 }

@@ -70,12 +70,13 @@ type tallyArgs struct {
 // idempotent by its call (a call re-run after a crash does not add a
 // second line), which is what makes it exactly once.
 func tally(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
-	return tallyWith(params["workspace"], tallyModel{}, 0)
+	return tallyWith(params["workspace"], tallyModel{}, 0, nil)
 }
 
 // tallyWith is tally's agent on client; attempts > 0 bounds the
-// provider's own retries of a failed call.
-func tallyWith(dir string, client model.Client, attempts int) (flow.Workflow, error) {
+// provider's own retries of a failed call; inTool, if set, runs in each
+// tool call after its effect.
+func tallyWith(dir string, client model.Client, attempts int, inTool func()) (flow.Workflow, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("no workspace")
 	}
@@ -94,6 +95,9 @@ func tallyWith(dir string, client model.Client, attempts int) (flow.Workflow, er
 			}
 			fmt.Fprintln(f, line)
 			f.Close()
+		}
+		if inTool != nil {
+			inTool()
 		}
 		time.Sleep(30 * time.Millisecond) // a tool that takes a while
 		return "n=" + fmt.Sprint(a.N), nil
@@ -128,6 +132,12 @@ func workerProcess(spec string) int {
 	defer rt.Close()
 	opts := fleet.Options{Concurrency: 4, LeaseTime: 2 * time.Second, Resolve: tally,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if len(f) > 2 && f[2] == "hold" {
+		// Take runs and hang in their first tool call, until killed.
+		opts.Resolve = func(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
+			return tallyWith(params["workspace"], tallyModel{}, 0, func() { fmt.Println("holding"); select {} })
+		}
+	}
 	if len(f) > 2 && f[2] == "stall" {
 		// Take jobs, then hang before taking their runs' leases.
 		opts = fleet.WithBeforeTake(opts, func() { fmt.Println("took a job"); select {} })
@@ -181,6 +191,7 @@ func testFleet(t *testing.T, dir, dsn string) {
 		ids = append(ids, id)
 	}
 	var procs []*exec.Cmd
+	var names []string
 	for w := range workers {
 		wdir := dir
 		if dsn != "-" {
@@ -193,10 +204,12 @@ func testFleet(t *testing.T, dir, dsn string) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if l, _ := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(l, "ready") {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		if !strings.HasPrefix(l, "ready ") {
 			t.Fatalf("worker %d did not start: %q", w, l)
 		}
 		procs = append(procs, cmd)
+		names = append(names, strings.TrimSpace(strings.TrimPrefix(l, "ready ")))
 		defer func() {
 			cmd.Process.Signal(syscall.SIGTERM)
 			cmd.Wait()
@@ -245,6 +258,27 @@ func testFleet(t *testing.T, dir, dsn string) {
 		t.Fatalf("wait: %v", err)
 	}
 	t.Logf("all %d runs done %v after a worker was killed", runs, time.Since(start).Round(time.Millisecond))
+	// The killed worker shows as dead (once a lease time passed without
+	// its heartbeat), the two others as live and idle.
+	var listed []fleet.WorkerInfo
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if listed, err = fleet.Workers(ctx, rt, true); err != nil {
+			t.Fatal(err)
+		}
+		state := map[string]bool{}
+		held := 0
+		for _, w := range listed {
+			state[w.ID] = w.Live
+			held += len(w.Runs)
+		}
+		if len(listed) == workers && !state[names[0]] && state[names[1]] && state[names[2]] && held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workers after the kill = %+v; want %s dead, the others live and idle", listed, names[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	taken := 0
 	for _, id := range ids {
 		b, err := os.ReadFile(filepath.Join(ws, id+".log"))
@@ -450,7 +484,7 @@ func TestFleet_RetriesARunAfterAProviderOutage(t *testing.T) {
 	ws := t.TempDir()
 	models := map[string]*flakyModel{"brief": {outage: 2}, "long": {outage: 100}}
 	resolve := func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
-		return tallyWith(params["workspace"], models[params["outage"]], 1)
+		return tallyWith(params["workspace"], models[params["outage"]], 1, nil)
 	}
 	f, err := fleet.Open(ctx, rt, fleet.Options{MaxAttempts: 3, LeaseTime: time.Second, RetryBackoff: 100 * time.Millisecond, Resolve: resolve})
 	if err != nil {
@@ -498,7 +532,7 @@ func TestFleet_RetriesARunAfterAProviderOutage(t *testing.T) {
 		if outage == "brief" && string(b) != "tally-0\ntally-1\ntally-2\n" {
 			t.Errorf("%s: effects %q, want each once", outage, b)
 		}
-		rep, err := replay.Run(ctx, rt, id, mustWorkflow(t)(tallyWith(ws, models[outage], 1)))
+		rep, err := replay.Run(ctx, rt, id, mustWorkflow(t)(tallyWith(ws, models[outage], 1, nil)))
 		if err != nil || !rep.OK() || rep.Matched != rep.Recorded {
 			t.Fatalf("replay %s = %+v, %v", outage, rep, err)
 		}

@@ -185,10 +185,10 @@ func (f *Fleet) renew(ctx context.Context, lease events.Lease, cancel context.Ca
 	}
 }
 
-// reap re-enqueues runs whose lease expired before they finished (their
+// reap beats this worker's heartbeat and re-enqueues runs whose lease expired before they finished (their
 // worker died), so another worker takes them over without waiting for
 // River's own rescue of the dead worker's job.
-func (f *Fleet) reap(ctx context.Context) {
+func (f *Fleet) reap(ctx context.Context, started time.Time) {
 	t := time.NewTicker(max(f.opts.LeaseTime/3, 100*time.Millisecond))
 	defer t.Stop()
 	for {
@@ -196,6 +196,9 @@ func (f *Fleet) reap(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if err := f.beat(ctx, started); err != nil && ctx.Err() == nil {
+			f.opts.Logger.Warn("fleet: heartbeat", "err", err)
 		}
 		runs, err := expiredRuns(ctx, f.rt, time.Now())
 		if err != nil {
