@@ -119,6 +119,23 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			if rr := decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)); !strings.Contains(rr[len(rr)-1].Error, `does not know workflow "nosuch"`) {
 				t.Fatalf("the failed run's reason: %+v", rr[len(rr)-1])
 			}
+			// A run whose workspace is gone by the time a worker takes it
+			// fails with that reason; no tool runs anywhere else.
+			gone := filepath.Join(t.TempDir(), "gone")
+			os.MkdirAll(gone, 0o755)
+			cas := filepath.Join(t.TempDir(), "cassette.json")
+			os.WriteFile(cas, []byte(cassette), 0o644)
+			lost := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--cassette", cas, "--workspace", gone, "--tools", "write_workspace_file", "write", "a", "file")...))
+			os.RemoveAll(gone)
+			if r := rathCLI(t, dir, append(store[2:], "wait", "--timeout", "2m", lost)...); r.code != ExitFailure || !strings.Contains(r.stdout, lost+"\tfailed") {
+				t.Fatalf("wait for a run whose workspace is gone: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if rr := decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)); !strings.Contains(rr[len(rr)-1].Error, "is not reachable from this worker") {
+				t.Fatalf("the lost workspace's run: %+v", rr[len(rr)-1])
+			}
+			if _, err := os.Stat(gone); !os.IsNotExist(err) {
+				t.Fatalf("a tool ran and recreated the workspace: %v", err)
+			}
 		})
 	}
 }
