@@ -79,7 +79,7 @@ var allowedImports = map[string][]string{
 	"flow/model/anthropic":          {"events", "flow/model", "flow/model/internal/httperr"},
 	"flow/model/scripted":           {"events", "flow/model", "flow/model/internal/textsplit"},
 	"flow/model/modeltest":          {"events", "flow/model/internal/textsplit"},
-	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "secret", "session"},
+	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/scripted", "memory", "secret", "session"},
 	"flow/builtin":                  {"events", "flow", "sandbox", "session"},
 	"flow/mcptool":                  {"events", "flow", "secret", "session"},
 	"memory/memorytest":             {"events", "memory", "session"},
@@ -88,7 +88,7 @@ var allowedImports = map[string][]string{
 	"telemetry":                     {"events", "flow", "flow/model"},
 	"telemetry/otlptest":            {},
 
-	".": {"events", "flow", "flow/mcptool", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
+	".": {"events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
 
 	"replay":                              {".", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
 	"replay/internal/renametest":          {},

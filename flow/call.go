@@ -22,7 +22,7 @@ type recorder func(ctx context.Context, blobs [][]byte, ev events.Payload) error
 // deltas; after a failed attempt the next attempt streams from the start.
 func (p *Provider) call(ctx context.Context, session, agent string, req model.Request, onDelta func(model.Delta), rec recorder, log *requestLog) (model.Response, error) {
 	if p == nil || p.state == nil {
-		return model.Response{}, fmt.Errorf("%w: the agent has no resolved provider (use NewProvider)", ErrProvider)
+		return model.Response{}, fmt.Errorf("%w: the agent has no resolved provider (use ResolveProvider, or rath.NewProvider)", ErrProvider)
 	}
 	req.Agent = agent
 	if req.Model == "" {

@@ -210,6 +210,11 @@ type ResolveOptions struct {
 	// ConfigPath is the config file. Empty means $RATH_HOME/config.json,
 	// else ~/.rath/config.json. A missing file is not an error.
 	ConfigPath string
+	// Models builds clients by vendor name (the provider's Kind) and
+	// says which environment variables each vendor reads. Nil: only a
+	// provider with its own Client resolves. The rath runtime's registry
+	// (rath.Models) has openai, anthropic and scripted.
+	Models *model.Registry
 }
 
 // DefaultConfigPath returns $RATH_HOME/config.json or ~/.rath/config.json.
@@ -245,17 +250,11 @@ func LoadConfig(path string) (ConfigFile, error) {
 	return cf, nil
 }
 
-// NewProvider resolves p against the process environment and the default
-// config file.
-func NewProvider(p Provider) (*Provider, error) {
-	return ResolveProvider(p, ResolveOptions{})
-}
-
 // ResolveProvider fills p's unset fields, explicit fields first, then the
-// selected provider of the config file, then the environment
-// (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_DEFAULT_MODEL,
-// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL), and
-// builds the client. The environment's key is used only with the
+// selected provider of the config file, then the environment (each
+// vendor's PREFIX_API_KEY, PREFIX_BASE_URL, PREFIX_DEFAULT_MODEL, like
+// OPENAI_API_KEY), and builds the client with the vendor from
+// opts.Models. The environment's key is used only with the
 // environment's or the default base URL: a provider whose URL comes from
 // the caller or the config file gets the caller's or the file's key, or
 // none. Errors match ErrProvider.
@@ -266,7 +265,7 @@ func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 	}
 	client := r.Client
 	if client == nil {
-		if client, err = newClient(&r); err != nil {
+		if client, err = newClient(&r, opts.Models); err != nil {
 			return nil, err
 		}
 	}
@@ -304,15 +303,26 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 	if p.Kind == "" {
 		p.Kind = fromFile.Kind
 	}
+	var vendors []model.Vendor
+	if opts.Models != nil {
+		vendors = opts.Models.Vendors()
+	}
 	if p.Kind == "" && p.Client == nil {
-		switch {
-		case getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != "":
-			p.Kind = KindOpenAI
-		case getenv("ANTHROPIC_API_KEY") != "":
-			p.Kind = KindAnthropic
+		// The first vendor, in registration order, whose key or URL the
+		// environment sets.
+		for _, v := range vendors {
+			if v.EnvPrefix != "" && (getenv(v.EnvPrefix+"_API_KEY") != "" || getenv(v.EnvPrefix+"_BASE_URL") != "") {
+				p.Kind = v.Name
+				break
+			}
 		}
 	}
-	prefix := map[string]string{KindOpenAI: "OPENAI", KindAnthropic: "ANTHROPIC"}[p.Kind]
+	prefix := ""
+	for _, v := range vendors {
+		if v.Name == p.Kind {
+			prefix = v.EnvPrefix
+		}
+	}
 	envVar := func(name string) string {
 		if prefix == "" {
 			return ""
@@ -371,7 +381,16 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		p.Kind = "custom"
 	}
 	if p.Kind == "" {
-		return p, fmt.Errorf("%w: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or a default provider in %s", ErrNoProviderKind, cfgPath)
+		var keys []string
+		for _, v := range vendors {
+			if v.EnvPrefix != "" {
+				keys = append(keys, v.EnvPrefix+"_API_KEY")
+			}
+		}
+		if len(keys) == 0 {
+			return p, fmt.Errorf("%w: no model registry to pick a vendor from the environment, and no default provider in %s", ErrNoProviderKind, cfgPath)
+		}
+		return p, fmt.Errorf("%w: set %s, or a default provider in %s", ErrNoProviderKind, strings.Join(keys, " or "), cfgPath)
 	}
 	if p.BaseURL != "" {
 		// A malformed URL would otherwise fail every call as a

@@ -1,6 +1,7 @@
 package flow_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -36,7 +39,7 @@ func TestResolveProvider_Order(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := flow.ResolveProviderConfig(tt.p, flow.ResolveOptions{Getenv: env(tt.env), ConfigPath: cfg})
+			got, err := flow.ResolveProviderConfig(tt.p, flow.ResolveOptions{Getenv: env(tt.env), ConfigPath: cfg, Models: rath.Models()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,6 +47,41 @@ func TestResolveProvider_Order(t *testing.T) {
 				t.Fatalf("got kind=%s model=%s base=%s key=%s max=%d", got.Kind, got.Model, got.BaseURL, got.APIKey, got.MaxTokens)
 			}
 		})
+	}
+}
+
+// A vendor of the program's own, registered next to the built-ins: the
+// environment selects it by its prefix, its variables fill the provider,
+// and its constructor builds the client. Without a registry only a
+// provider with its own client resolves, and the error says what to do.
+func TestResolveProvider_RegisteredVendor(t *testing.T) {
+	var got model.Config
+	models := rath.Models()
+	models.Register(model.Vendor{Name: "farm", EnvPrefix: "FARM", New: func(c model.Config) (model.Client, error) {
+		got = c
+		return model.ClientFunc(func(context.Context, model.Request) (model.Response, error) { return model.Response{}, nil }), nil
+	}})
+	p, err := flow.ResolveProvider(flow.Provider{}, flow.ResolveOptions{ConfigPath: "-", Models: models,
+		Getenv: env(map[string]string{"FARM_BASE_URL": "http://farm:9/v1", "FARM_API_KEY": "k-farm", "FARM_DEFAULT_MODEL": "llama"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind != "farm" || got != (model.Config{Model: "llama", BaseURL: "http://farm:9/v1", APIKey: "k-farm"}) {
+		t.Fatalf("resolved %s with %+v", p.Kind, got)
+	}
+	// The built-ins come first: OPENAI_API_KEY wins over FARM_*.
+	p, err = flow.ResolveProvider(flow.Provider{}, flow.ResolveOptions{ConfigPath: "-", Models: models,
+		Getenv: env(map[string]string{"OPENAI_API_KEY": "k-o", "OPENAI_DEFAULT_MODEL": "m", "FARM_API_KEY": "k-farm"})})
+	if err != nil || p.Kind != "openai" {
+		t.Fatalf("with both keys: %v, %v", p, err)
+	}
+	_, err = flow.ResolveProvider(flow.Provider{Kind: "openai", Model: "m"}, flow.ResolveOptions{ConfigPath: "-", Getenv: env(nil)})
+	if !errors.Is(err, flow.ErrProvider) || !strings.Contains(err.Error(), "ResolveOptions.Models") {
+		t.Fatalf("without a registry: %v", err)
+	}
+	_, err = flow.ResolveProvider(flow.Provider{Kind: "llama-farm", Model: "m"}, flow.ResolveOptions{ConfigPath: "-", Getenv: env(nil), Models: models})
+	if !errors.Is(err, model.ErrUnknownVendor) || !strings.Contains(err.Error(), "farm") {
+		t.Fatalf("an unknown vendor: %v", err)
 	}
 }
 
@@ -63,7 +101,7 @@ func TestResolveProvider_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := flow.ResolveProvider(tt.p, flow.ResolveOptions{Getenv: env(nil), ConfigPath: tt.cfg})
+			_, err := flow.ResolveProvider(tt.p, flow.ResolveOptions{Getenv: env(nil), ConfigPath: tt.cfg, Models: rath.Models()})
 			if !errors.Is(err, flow.ErrProvider) {
 				t.Fatalf("err = %v, want ErrProvider", err)
 			}

@@ -52,7 +52,7 @@ func TestAgent_OverTheWire(t *testing.T) {
 			}
 			var logs bytes.Buffer
 			p, err := flow.ResolveProvider(flow.Provider{Kind: kind, Model: "m-1", BaseURL: srv.URL(), APIKey: secretKey,
-				Retry: flow.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond}}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none"})
+				Retry: flow.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond}}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none", Models: rath.Models()})
 			if err != nil {
 				t.Fatal(err)
 			}

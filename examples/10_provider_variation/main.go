@@ -83,7 +83,7 @@ func main() {
 	var runs []*rath.Run
 	var agents []*flow.Agent
 	for i, cfg := range providers {
-		p, err := flow.NewProvider(cfg)
+		p, err := rath.NewProvider(cfg)
 		exkit.Check(err)
 		agent, err := newAgent(p)
 		exkit.Check(err)

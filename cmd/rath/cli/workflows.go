@@ -86,7 +86,7 @@ func (a *app) agentFromParams(rt *rath.Runtime, params map[string]string, live b
 	if !live {
 		pv = flow.Provider{Kind: params["kind"], Model: params["model"], Client: refuseClient{}}
 	}
-	prov, err := flow.NewProvider(pv)
+	prov, err := rt.ResolveProvider(pv, flow.ResolveOptions{})
 	if err != nil {
 		return nil, err
 	}
