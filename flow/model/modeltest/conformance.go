@@ -52,8 +52,9 @@ type Vendor struct {
 	// FinishStop and FinishToolCalls are the finish reasons the API
 	// reports for a text answer and for one with tool calls.
 	FinishStop, FinishToolCalls string
-	// Header holds headers every request must carry with exactly these
-	// values: the key in the vendor's header, a version header.
+	// Header holds headers a request must carry with exactly these values
+	// (the key in the vendor's header, a version header); an empty value
+	// means the header must not be sent.
 	Header map[string]string
 	// Wire is the expected request body of each Scenario; every scenario
 	// must be described.

@@ -117,3 +117,28 @@ func TestClient_ToolCallWithoutIDGetsPosition(t *testing.T) {
 		t.Fatalf("tool calls (-want +got):\n%s", diff)
 	}
 }
+
+func TestClient_ToolCallArgumentsAsSent(t *testing.T) {
+	// Unlike the messages API, which always sends an input object,
+	// chat completions carries arguments as a string; an empty one is
+	// passed on as it came, in Complete and Stream alike (the tool runner
+	// reads "" as {}).
+	srv := modeltest.NewOpenAI(t)
+	reply := modeltest.Reply{ToolCalls: []events.ToolCall{{ID: "call_1", Name: "now"}}}
+	srv.Push(reply, reply)
+	c := MustClient(t, srv)
+	completed, err := c.Complete(t.Context(), userReq("time?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, err := c.Stream(t.Context(), userReq("time?"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []events.ToolCall{{ID: "call_1", Name: "now", Arguments: ""}}
+	for _, got := range [][]events.ToolCall{completed.ToolCalls, streamed.ToolCalls} {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("tool calls (-want +got):\n%s", diff)
+		}
+	}
+}
