@@ -47,11 +47,11 @@ var vendor = modeltest.Vendor{
 			"tools": `[{"name":"search","description":"Search the zoo.",
 				"input_schema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"],"additionalProperties":false}}]`,
 		},
-		modeltest.WireToolChoiceAuto:        {"tool_choice": modeltest.Absent, "tools": `[{"name":"lookup","input_schema":{"type":"object","properties":{}}}]`},
-		modeltest.WireToolChoiceRequired:    {"tool_choice": `{"type":"any"}`},
-		modeltest.WireToolChoiceNone:        {"tool_choice": `{"type":"none"}`},
+		modeltest.WireToolChoiceAuto:        {"tools": lookupTools, "tool_choice": modeltest.Absent},
+		modeltest.WireToolChoiceRequired:    {"tools": lookupTools, "tool_choice": `{"type":"any"}`},
+		modeltest.WireToolChoiceNone:        {"tools": lookupTools, "tool_choice": `{"type":"none"}`},
 		modeltest.WireToolChoiceNoneNoTools: {"tool_choice": modeltest.Absent, "tools": modeltest.Absent},
-		modeltest.WireToolChoiceForced:      {"tool_choice": `{"type":"tool","name":"lookup"}`},
+		modeltest.WireToolChoiceForced:      {"tools": lookupTools, "tool_choice": `{"type":"tool","name":"lookup"}`},
 		// The API has no seed: it is dropped.
 		modeltest.WireSampling: {"temperature": `0.25`, "top_p": `0.5`, "max_tokens": `64`, "stop_sequences": `["END"]`,
 			"seed": modeltest.Absent, "stop": modeltest.Absent},
@@ -72,5 +72,9 @@ var vendor = modeltest.Vendor{
 			`{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}` + "\n\n"}, Stream: true, Kind: model.KindRateLimit},
 	},
 }
+
+// lookupTools is the "lookup" tool of the tool choice scenarios, which has
+// no parameters: an empty object schema is sent, since the API requires one.
+const lookupTools = `[{"name":"lookup","input_schema":{"type":"object","properties":{}}}]`
 
 func TestConformance(t *testing.T) { modeltest.Conformance(t, vendor) }

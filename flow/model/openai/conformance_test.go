@@ -43,14 +43,11 @@ var vendor = modeltest.Vendor{
 			"tools": `[{"type":"function","function":{"name":"search","description":"Search the zoo.",
 				"parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"],"additionalProperties":false}}}]`,
 		},
-		// A tool without parameters gets an empty object schema: the API
-		// requires one.
-		modeltest.WireToolChoiceAuto: {"tool_choice": modeltest.Absent,
-			"tools": `[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{}}}}]`},
-		modeltest.WireToolChoiceRequired:    {"tool_choice": `"required"`},
-		modeltest.WireToolChoiceNone:        {"tool_choice": `"none"`},
+		modeltest.WireToolChoiceAuto:        {"tools": lookupTools, "tool_choice": modeltest.Absent},
+		modeltest.WireToolChoiceRequired:    {"tools": lookupTools, "tool_choice": `"required"`},
+		modeltest.WireToolChoiceNone:        {"tools": lookupTools, "tool_choice": `"none"`},
 		modeltest.WireToolChoiceNoneNoTools: {"tool_choice": modeltest.Absent, "tools": modeltest.Absent},
-		modeltest.WireToolChoiceForced:      {"tool_choice": `{"type":"function","function":{"name":"lookup"}}`},
+		modeltest.WireToolChoiceForced:      {"tools": lookupTools, "tool_choice": `{"type":"function","function":{"name":"lookup"}}`},
 		modeltest.WireSampling: {"temperature": `0.25`, "top_p": `0.5`, "max_tokens": `64`, "seed": `7`, "stop": `["END"]`,
 			"max_completion_tokens": modeltest.Absent},
 		// go-openai drops a zero float32, so the smallest positive one
@@ -70,5 +67,9 @@ var vendor = modeltest.Vendor{
 			Stream: true, Kind: model.KindRateLimit},
 	},
 }
+
+// lookupTools is the "lookup" tool of the tool choice scenarios, which has
+// no parameters: an empty object schema is sent, since the API requires one.
+const lookupTools = `[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{}}}}]`
 
 func TestConformance(t *testing.T) { modeltest.Conformance(t, vendor) }
