@@ -23,8 +23,8 @@ import (
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/flow/mcptool"
+	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"

@@ -78,7 +78,7 @@ var allowedImports = map[string][]string{
 	"flow/model/openai":             {"events", "flow/model", "flow/model/internal/httperr"},
 	"flow/model/anthropic":          {"events", "flow/model", "flow/model/internal/httperr"},
 	"flow/model/scripted":           {"events", "flow/model", "flow/model/internal/textsplit"},
-	"flow/model/modeltest":          {"events", "flow/model/internal/textsplit"},
+	"flow/model/modeltest":          {"events", "flow/model", "flow/model/internal/textsplit"},
 	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/scripted", "memory", "secret", "session"},
 	"flow/builtin":                  {"events", "flow", "sandbox", "session"},
 	"flow/mcptool":                  {"events", "flow", "secret", "session"},
