@@ -152,7 +152,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	}
 	rt.wfs.mu.Unlock()
 	run := &Run{ID: cfg.id, Seed: cfg.seed}
-	rctx := events.ContextWithRun(ctx, events.Run{ID: cfg.id, Seed: cfg.seed})
+	rctx := events.ContextWithRun(ctx, events.RunRef{ID: cfg.id, Seed: cfg.seed})
 	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: cfg.params}
 	if _, err := rt.store.Append(rctx, cfg.id, events.NoStream, started); err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)

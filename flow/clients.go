@@ -11,9 +11,9 @@ import (
 // vendor in models.
 func newClient(p *Provider, models *model.Registry) (model.Client, error) {
 	if models == nil {
-		return nil, fmt.Errorf("%w: no model registry to build a %q client from: resolve through the rath runtime (Runtime.ResolveProvider, rath.NewProvider) or set ResolveOptions.Models", ErrProvider, p.Kind)
+		return nil, fmt.Errorf("%w: no model registry to build a %q client from: resolve through the rath runtime (Runtime.ResolveProvider, rath.NewProvider) or set ResolveOptions.Models", ErrProvider, p.Vendor)
 	}
-	c, err := models.New(p.Kind, model.Config{Model: p.Model, BaseURL: p.BaseURL, APIKey: p.APIKey, MaxTokens: p.MaxTokens, Cassette: p.Cassette})
+	c, err := models.New(p.Vendor, model.Config{Model: p.Model, BaseURL: p.BaseURL, APIKey: p.APIKey, MaxTokens: p.MaxTokens, Cassette: p.Cassette})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProvider, err)
 	}
@@ -26,7 +26,7 @@ func newClient(p *Provider, models *model.Registry) (model.Client, error) {
 //
 //	agent, err := flow.NewAgent("Answer briefly.", flow.Scripted(scripted.Entry{Content: "Paris."}))
 func Scripted(entries ...scripted.Entry) *Provider {
-	p, err := ResolveProvider(Provider{Kind: KindScripted, Model: "scripted", Client: scripted.New(entries...)},
+	p, err := ResolveProvider(Provider{Vendor: VendorScripted, Model: "scripted", Client: scripted.New(entries...)},
 		ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "-"})
 	if err != nil {
 		// A scripted provider with a client needs nothing that can fail.

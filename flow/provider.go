@@ -18,11 +18,11 @@ import (
 	"github.com/gorath/rath/secret"
 )
 
-// Provider kinds.
+// The built-in model vendors' names.
 const (
-	KindOpenAI    = "openai"
-	KindAnthropic = "anthropic"
-	KindScripted  = "scripted"
+	VendorOpenAI    = "openai"
+	VendorAnthropic = "anthropic"
+	VendorScripted  = "scripted"
 )
 
 // Defaults for a Provider's retry policy.
@@ -115,17 +115,19 @@ type Budget struct {
 	MaxCalls  int64 `json:"max_calls,omitempty"`
 }
 
-// Provider says which model to call and how. Build one with NewProvider or
-// ResolveProvider, which fill unset fields from the environment and the
+// Provider says which model to call and how. Build one with
+// ResolveProvider (or rath.NewProvider), which fill unset fields from the environment and the
 // config file and construct the client. A *Provider is safe for
 // concurrent use; its budget is shared by everything that uses it.
 type Provider struct {
 	// Name is the provider's name in the config file, if any.
 	Name string `json:"name,omitempty"`
-	// Kind is "openai" (any OpenAI-compatible endpoint), "anthropic" or
-	// "scripted" (a cassette). Empty: from the config file, else openai
-	// when OPENAI_API_KEY is set, else anthropic when ANTHROPIC_API_KEY is.
-	Kind    string `json:"kind,omitempty"`
+	// Vendor names the model vendor in ResolveOptions.Models: "openai"
+	// (any OpenAI-compatible endpoint), "anthropic" or "scripted" (a
+	// cassette) among the built-ins. Empty: from the config file (its
+	// "kind"), else the first vendor whose PREFIX_API_KEY or
+	// PREFIX_BASE_URL is set (OPENAI_, then ANTHROPIC_).
+	Vendor  string `json:"kind,omitempty"`
 	Model   string `json:"model,omitempty"`
 	BaseURL string `json:"base_url,omitempty"`
 	// APIKey is never recorded, logged or put in an error.
@@ -163,7 +165,7 @@ func (p *Provider) label() string {
 	if p.Name != "" {
 		return p.Name
 	}
-	return p.Kind
+	return p.Vendor
 }
 
 // Used returns the tokens and calls spent through this provider.
@@ -189,7 +191,7 @@ type ConfigFile struct {
 // the environment variable APIKeyEnv; a literal APIKey works but is
 // discouraged.
 type ProviderConfig struct {
-	Kind        string      `json:"kind,omitempty"`
+	Vendor      string      `json:"kind,omitempty"`
 	Model       string      `json:"model,omitempty"`
 	BaseURL     string      `json:"base_url,omitempty"`
 	APIKey      string      `json:"api_key,omitempty"`
@@ -290,7 +292,7 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 	}
 	var fromFile ProviderConfig
 	name := p.Name
-	if name == "" && p.Kind == "" && p.Client == nil {
+	if name == "" && p.Vendor == "" && p.Client == nil {
 		name = cf.Default
 	}
 	if name != "" {
@@ -300,26 +302,26 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		}
 		fromFile = pc
 	}
-	if p.Kind == "" {
-		p.Kind = fromFile.Kind
+	if p.Vendor == "" {
+		p.Vendor = fromFile.Vendor
 	}
 	var vendors []model.Vendor
 	if opts.Models != nil {
 		vendors = opts.Models.Vendors()
 	}
-	if p.Kind == "" && p.Client == nil {
+	if p.Vendor == "" && p.Client == nil {
 		// The first vendor, in registration order, whose key or URL the
 		// environment sets.
 		for _, v := range vendors {
 			if v.EnvPrefix != "" && (getenv(v.EnvPrefix+"_API_KEY") != "" || getenv(v.EnvPrefix+"_BASE_URL") != "") {
-				p.Kind = v.Name
+				p.Vendor = v.Name
 				break
 			}
 		}
 	}
 	prefix := ""
 	for _, v := range vendors {
-		if v.Name == p.Kind {
+		if v.Name == p.Vendor {
 			prefix = v.EnvPrefix
 		}
 	}
@@ -377,10 +379,10 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		p.Budget = fromFile.Budget
 	}
 	p.Retry = p.Retry.withDefaults()
-	if p.Client != nil && p.Kind == "" {
-		p.Kind = "custom"
+	if p.Client != nil && p.Vendor == "" {
+		p.Vendor = "custom"
 	}
-	if p.Kind == "" {
+	if p.Vendor == "" {
 		var keys []string
 		for _, v := range vendors {
 			if v.EnvPrefix != "" {
@@ -397,7 +399,7 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		// connection error, retried to the end.
 		u, err := url.Parse(p.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return p, fmt.Errorf("%w: the base URL of provider %s is malformed: want http://HOST[:PORT]/PATH or https://…", ErrProvider, cmp.Or(p.Name, p.Kind))
+			return p, fmt.Errorf("%w: the base URL of provider %s is malformed: want http://HOST[:PORT]/PATH or https://…", ErrProvider, cmp.Or(p.Name, p.Vendor))
 		}
 	}
 	return p, nil

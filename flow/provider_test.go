@@ -32,8 +32,8 @@ func TestResolveProvider_Order(t *testing.T) {
 		{"config default", flow.Provider{}, map[string]string{"LOCAL_KEY": "k-file"}, "openai", "file-model", "http://file/v1", "k-file", 77},
 		{"file beats env", flow.Provider{}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k-env"}, "openai", "file-model", "http://file/v1", "", 77},
 		{"file key with file url", flow.Provider{}, map[string]string{"OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k-env", "LOCAL_KEY": "k-file"}, "openai", "file-model", "http://file/v1", "k-file", 77},
-		{"env pair without a named provider", flow.Provider{Kind: "openai"}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k-env"}, "openai", "env-model", "http://env/v1", "k-env", 0},
-		{"explicit url never gets the env key", flow.Provider{Kind: "openai", BaseURL: "http://mine/v1"}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_API_KEY": "k-env"}, "openai", "env-model", "http://mine/v1", "", 0},
+		{"env pair without a named provider", flow.Provider{Vendor: "openai"}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k-env"}, "openai", "env-model", "http://env/v1", "k-env", 0},
+		{"explicit url never gets the env key", flow.Provider{Vendor: "openai", BaseURL: "http://mine/v1"}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_API_KEY": "k-env"}, "openai", "env-model", "http://mine/v1", "", 0},
 		{"explicit beats env", flow.Provider{Model: "explicit", APIKey: "k-x"}, map[string]string{"OPENAI_DEFAULT_MODEL": "env-model", "OPENAI_API_KEY": "k-env"}, "openai", "explicit", "http://file/v1", "k-x", 77},
 		{"named provider", flow.Provider{Name: "claude"}, map[string]string{"ANTHROPIC_API_KEY": "k-a"}, "anthropic", "file-claude", "", "k-a", 0},
 	}
@@ -43,8 +43,8 @@ func TestResolveProvider_Order(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Kind != tt.kind || got.Model != tt.model || got.BaseURL != tt.base || got.APIKey != tt.key || got.MaxTokens != tt.maxTokens {
-				t.Fatalf("got kind=%s model=%s base=%s key=%s max=%d", got.Kind, got.Model, got.BaseURL, got.APIKey, got.MaxTokens)
+			if got.Vendor != tt.kind || got.Model != tt.model || got.BaseURL != tt.base || got.APIKey != tt.key || got.MaxTokens != tt.maxTokens {
+				t.Fatalf("got kind=%s model=%s base=%s key=%s max=%d", got.Vendor, got.Model, got.BaseURL, got.APIKey, got.MaxTokens)
 			}
 		})
 	}
@@ -66,20 +66,20 @@ func TestResolveProvider_RegisteredVendor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Kind != "farm" || got != (model.Config{Model: "llama", BaseURL: "http://farm:9/v1", APIKey: "k-farm"}) {
-		t.Fatalf("resolved %s with %+v", p.Kind, got)
+	if p.Vendor != "farm" || got != (model.Config{Model: "llama", BaseURL: "http://farm:9/v1", APIKey: "k-farm"}) {
+		t.Fatalf("resolved %s with %+v", p.Vendor, got)
 	}
 	// The built-ins come first: OPENAI_API_KEY wins over FARM_*.
 	p, err = flow.ResolveProvider(flow.Provider{}, flow.ResolveOptions{ConfigPath: "-", Models: models,
 		Getenv: env(map[string]string{"OPENAI_API_KEY": "k-o", "OPENAI_DEFAULT_MODEL": "m", "FARM_API_KEY": "k-farm"})})
-	if err != nil || p.Kind != "openai" {
+	if err != nil || p.Vendor != "openai" {
 		t.Fatalf("with both keys: %v, %v", p, err)
 	}
-	_, err = flow.ResolveProvider(flow.Provider{Kind: "openai", Model: "m"}, flow.ResolveOptions{ConfigPath: "-", Getenv: env(nil)})
+	_, err = flow.ResolveProvider(flow.Provider{Vendor: "openai", Model: "m"}, flow.ResolveOptions{ConfigPath: "-", Getenv: env(nil)})
 	if !errors.Is(err, flow.ErrProvider) || !strings.Contains(err.Error(), "ResolveOptions.Models") {
 		t.Fatalf("without a registry: %v", err)
 	}
-	_, err = flow.ResolveProvider(flow.Provider{Kind: "llama-farm", Model: "m"}, flow.ResolveOptions{ConfigPath: "-", Getenv: env(nil), Models: models})
+	_, err = flow.ResolveProvider(flow.Provider{Vendor: "llama-farm", Model: "m"}, flow.ResolveOptions{ConfigPath: "-", Getenv: env(nil), Models: models})
 	if !errors.Is(err, model.ErrUnknownVendor) || !strings.Contains(err.Error(), "farm") {
 		t.Fatalf("an unknown vendor: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestResolveProvider_Errors(t *testing.T) {
 		{"unknown named provider", flow.Provider{Name: "ghost"}, filepath.Join(dir, "none.json")},
 		{"config with unknown field", flow.Provider{}, bad},
 		{"no kind at all", flow.Provider{}, filepath.Join(dir, "none.json")},
-		{"unknown kind", flow.Provider{Kind: "llama-farm"}, filepath.Join(dir, "none.json")},
+		{"unknown kind", flow.Provider{Vendor: "llama-farm"}, filepath.Join(dir, "none.json")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,7 +148,7 @@ func TestLoadConfig_RetryDurations(t *testing.T) {
 // A malformed base URL is refused when the provider is resolved.
 func TestResolveProviderConfig_MalformedBaseURL(t *testing.T) {
 	for _, u := range []string{"localhost:8080/v1", "ftp://h/v1", "http://"} {
-		_, err := flow.ResolveProviderConfig(flow.Provider{Kind: "openai", BaseURL: u}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none"})
+		_, err := flow.ResolveProviderConfig(flow.Provider{Vendor: "openai", BaseURL: u}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none"})
 		if !errors.Is(err, flow.ErrProvider) || !strings.Contains(err.Error(), "base URL") {
 			t.Errorf("%q: err = %v", u, err)
 		}

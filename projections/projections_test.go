@@ -26,7 +26,7 @@ func MustOpen(tb testing.TB) *rath.Runtime {
 // populate drives a random but reproducible mix of every session operation.
 func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	tb.Helper()
-	ctx := events.ContextWithRun(context.Background(), events.Run{ID: "r1", Seed: "s"})
+	ctx := events.ContextWithRun(context.Background(), events.RunRef{ID: "r1", Seed: "s"})
 	// r1 is a run submitted to the fleet and leased before it starts.
 	if _, err := rt.Store().Append(ctx, events.SubmitStream("r1"), events.NoStream, events.RunSubmitted{Run: "r1", Workflow: "wf", InputSession: "s-in", Queue: "default"}); err != nil {
 		tb.Fatal(err)

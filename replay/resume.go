@@ -120,7 +120,7 @@ func (f *forwarder) start(ctx context.Context, src *events.Store) error {
 	}
 	f.flushMu.Lock()
 	f.src, f.next = src, head.Seq+1
-	f.ctx = events.ContextWithRun(context.WithoutCancel(ctx), events.Run{ID: f.runID})
+	f.ctx = events.ContextWithRun(context.WithoutCancel(ctx), events.RunRef{ID: f.runID})
 	f.quit, f.done = make(chan struct{}), make(chan struct{})
 	f.flushMu.Unlock()
 	go func() {
@@ -162,8 +162,8 @@ func (f *forwarder) Project(_ context.Context, _ *events.Tx, ev *events.Event, _
 		return nil
 	}
 	if got := normalize(ev.Payload); ev.Type != want.typ || got != want.payload {
-		d := &Divergence{Kind: KindMismatch, Seq: want.seq, Type: want.typ, Stream: ev.Stream, Version: ev.Version, Want: want.payload, Got: got,
-			Diff: fieldDiff(want.typ, want.payload, ev.Type, got), Hint: "the resumed code does not reproduce the recorded prefix: " + hintFor(KindMismatch, want.typ, ev.Type)}
+		d := &Divergence{Class: ClassMismatch, Seq: want.seq, Type: want.typ, Stream: ev.Stream, Version: ev.Version, Want: want.payload, Got: got,
+			Diff: fieldDiff(want.typ, want.payload, ev.Type, got), Hint: "the resumed code does not reproduce the recorded prefix: " + hintFor(ClassMismatch, want.typ, ev.Type)}
 		f.mu.Lock()
 		if f.diverged == nil {
 			f.diverged = d
@@ -339,7 +339,7 @@ func recordResume(ctx context.Context, rt *rath.Runtime, runID string, info *run
 	// Not stamped with the run's id, even when ctx carries it.
 	outside := context.WithoutCancel(ctx)
 	if r, ok := events.RunFromContext(ctx); ok && r.ID == runID {
-		outside = events.ContextWithRun(outside, events.Run{})
+		outside = events.ContextWithRun(outside, events.RunRef{})
 	}
 	if _, err := rt.Store().Append(outside, events.ResumeStream(runID), events.AnyVersion, rec); err != nil {
 		return fmt.Errorf("replay: record the resume of %s: %w", runID, err)

@@ -47,7 +47,7 @@ last 4 characters.`,
 			if err != nil {
 				return err
 			}
-			v := configView{ConfigFile: path, Provider: p.Name, Kind: p.Kind, Model: p.Model, BaseURL: p.BaseURL,
+			v := configView{ConfigFile: path, Provider: p.Name, Kind: p.Vendor, Model: p.Model, BaseURL: p.BaseURL,
 				APIKey: maskSecret(p.APIKey), MaxAttempts: p.Retry.MaxAttempts,
 				InitialBackoff: p.Retry.InitialBackoff.String(), MaxBackoff: p.Retry.MaxBackoff.String()}
 			if v.Provider == "" {

@@ -24,7 +24,7 @@ func Provider(cassette []byte, live bool) (*flow.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse cassette: %w", err)
 	}
-	return rath.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
 }
 
 // Open opens the runtime in dir, or when dir is empty in a temporary
