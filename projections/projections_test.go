@@ -87,6 +87,13 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 		}
 		heads[k] = next
 	}
+	// One long session, so it has snapshots (session_snapshots).
+	long := heads[len(heads)-1]
+	for i := range projections.SnapshotEvery + 2 {
+		if long, err = long.Append(ctx, session.Chunk{Role: "user", Content: fmt.Sprint("long ", i)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	if _, err := rt.Store().Append(ctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok", OutputSession: heads[0].ID()}); err != nil {
 		tb.Fatal(err)
 	}

@@ -22,6 +22,7 @@ var tables = []struct {
 	{"sessions", []string{"id"}},
 	{"id_counters", []string{"scope"}},
 	{"run_leases", []string{"run"}},
+	{"session_snapshots", []string{"session", "seq"}},
 }
 
 // Tables are the SQL projections Rebuild clears and refills, in an order
