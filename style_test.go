@@ -103,8 +103,9 @@ var allowedImports = map[string][]string{
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli": {".", "events", "fleet", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
-	"cmd/rath":     {"cmd/rath/cli"},
+	"cmd/rath/cli":  {".", "events", "fleet", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath":      {"cmd/rath/cli"},
+	"cmd/chatbench": {".", "events"},
 }
 
 // Each package imports only the rath packages allowedImports lets it.
