@@ -24,6 +24,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
+	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
@@ -61,6 +62,9 @@ type Options struct {
 	// Sandboxes are the backends sessions can be placed on. Nil means the
 	// built-ins: local, bwrap and opensandbox.
 	Sandboxes *sandbox.Registry
+	// Models are the model vendors providers are built from. Nil means
+	// the built-ins (Models): openai, anthropic and scripted.
+	Models *model.Registry
 	// Memory configures the local memory, opened on first use of
 	// Runtime.Memory at Dir/memory.bleve.
 	Memory memory.LocalOptions
@@ -100,6 +104,7 @@ type Runtime struct {
 	secrets  *secret.Redactor
 	keeper   *sql.DB // holds an in-memory database open; nil for a file
 	memOpts  memory.LocalOptions
+	models   *model.Registry
 
 	memMu sync.Mutex // protects mem
 	mem   *memory.Local
@@ -163,6 +168,10 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("rath: open: %w", err)
 	}
 	reader := projections.NewReader(store.DB())
+	models := opts.Models
+	if models == nil {
+		models = Models()
+	}
 	reg := opts.Sandboxes
 	if reg == nil {
 		reg = sandbox.NewRegistry(&local.Backend{}, &bwrap.Backend{}, &opensandbox.Backend{})
@@ -188,7 +197,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	local := session.WithLocalSeed("local-" + hex.EncodeToString(randomBytes(entropy, 16)))
 	sessions := session.NewManager(store, reader, session.WithBackendCheck(check), session.WithPlacementCheck(guard), local)
 	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
-		entropy: entropy, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
+		entropy: entropy, models: models, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
 		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory}
 	if opts.Telemetry {
 		if rt.otel, err = telemetry.StartFromEnv(ctx, store); err != nil {

@@ -23,6 +23,11 @@ const (
 // ErrUnknownWorkflow is returned for a workflow name nobody registered.
 var ErrUnknownWorkflow = errors.New("rath: unknown workflow")
 
+// ErrRunLeftOpen is matched by the error of a run that stopped on an
+// error its context suspends on (flow.ContextWithSuspend): no
+// run.finished was written, and replay.Resume continues the run.
+var ErrRunLeftOpen = errors.New("rath: run left open for a retry")
+
 // Run is a started run.
 type Run struct {
 	ID     string
@@ -147,7 +152,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	}
 	rt.wfs.mu.Unlock()
 	run := &Run{ID: cfg.id, Seed: cfg.seed}
-	rctx := events.ContextWithRun(ctx, events.Run{ID: cfg.id, Seed: cfg.seed})
+	rctx := events.ContextWithRun(ctx, events.RunRef{ID: cfg.id, Seed: cfg.seed})
 	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: cfg.params}
 	if _, err := rt.store.Append(rctx, cfg.id, events.NoStream, started); err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)
@@ -162,9 +167,13 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	return run, rt.finish(rctx, run, out, err)
 }
 
-// finish records run.finished and returns the workflow's error.
+// finish records run.finished and returns the workflow's error, or
+// leaves the run open if its context retries err.
 func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, err error) error {
 	run.Output = out
+	if flow.Suspends(ctx, err) {
+		return fmt.Errorf("%w: %w", ErrRunLeftOpen, err)
+	}
 	fin := events.RunFinished{Run: run.ID, Status: RunOK}
 	if out != nil {
 		fin.OutputSession = out.ID()

@@ -79,8 +79,8 @@ var allowedImports = map[string][]string{
 	"flow/model/openai":             {"events", "flow/model", "flow/model/internal/httperr"},
 	"flow/model/anthropic":          {"events", "flow/model", "flow/model/internal/httperr"},
 	"flow/model/scripted":           {"events", "flow/model", "flow/model/internal/textsplit"},
-	"flow/model/modeltest":          {"events", "flow/model/internal/textsplit"},
-	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "secret", "session", "approval"},
+	"flow/model/modeltest":          {"events", "flow/model", "flow/model/internal/textsplit"},
+	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/scripted", "memory", "secret", "session", "approval"},
 	"flow/builtin":                  {"events", "flow", "sandbox", "session"},
 	"flow/mcptool":                  {"events", "flow", "secret", "session"},
 	"memory/memorytest":             {"events", "memory", "session"},
@@ -89,14 +89,14 @@ var allowedImports = map[string][]string{
 	"telemetry":                     {"events", "flow", "flow/model"},
 	"telemetry/otlptest":            {},
 
-	".": {"events", "flow", "flow/mcptool", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
+	".": {"events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
 
 	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
 	"replay/internal/renametest":          {},
 	"replay/internal/renametest/recorded": {"flow", "session"},
 	"replay/internal/renametest/renamed":  {"flow", "session"},
 	"replay/internal/renametest/pinned":   {"flow", "session"},
-	"fleet":                               {".", "approval", "events", "flow", "replay", "session"},
+	"fleet":                               {".", "approval", "events", "flow", "flow/model", "replay", "session"},
 	"internal/dossier":                    {".", "approval", "events", "flow", "flow/model", "projections", "replay", "session"},
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
@@ -104,8 +104,9 @@ var allowedImports = map[string][]string{
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli": {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
-	"cmd/rath":     {"cmd/rath/cli"},
+	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath":      {"cmd/rath/cli"},
+	"cmd/chatbench": {".", "events"},
 }
 
 // Each package imports only the rath packages allowedImports lets it.

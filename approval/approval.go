@@ -249,7 +249,7 @@ func record(ctx context.Context, store *events.Store, id string, dec *events.App
 	// The decision is not part of what the run did: never stamped with a
 	// run id, even when ctx carries one.
 	if _, ok := events.RunFromContext(ctx); ok {
-		ctx = events.ContextWithRun(ctx, events.Run{})
+		ctx = events.ContextWithRun(ctx, events.RunRef{})
 	}
 	_, err := store.Append(ctx, events.ApprovalStream(id), 1, *dec)
 	if errors.Is(err, events.ErrConflict) {

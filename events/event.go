@@ -165,10 +165,10 @@ func decodeWith(cat map[string]*typeInfo, typ string, version int, payload []byt
 	return p, nil
 }
 
-// Run identifies the run that events are produced by. Append stamps the
+// RunRef identifies the run that events are produced by. Append stamps the
 // run id from the context onto events; package session derives ids from
 // the seed.
-type Run struct {
+type RunRef struct {
 	ID   string
 	Seed string
 }
@@ -176,12 +176,12 @@ type Run struct {
 type runKey struct{}
 
 // ContextWithRun returns a context whose appends belong to run r.
-func ContextWithRun(ctx context.Context, r Run) context.Context {
+func ContextWithRun(ctx context.Context, r RunRef) context.Context {
 	return context.WithValue(ctx, runKey{}, r)
 }
 
 // RunFromContext returns the run set by ContextWithRun.
-func RunFromContext(ctx context.Context) (Run, bool) {
-	r, ok := ctx.Value(runKey{}).(Run)
+func RunFromContext(ctx context.Context) (RunRef, bool) {
+	r, ok := ctx.Value(runKey{}).(RunRef)
 	return r, ok
 }

@@ -195,7 +195,7 @@ func (s *Store) recordRedactions(ctx context.Context, req *request, stored []Eve
 		}
 		evs = append(evs, f)
 	}
-	ctx = ContextWithRun(context.WithoutCancel(ctx), Run{})
+	ctx = ContextWithRun(context.WithoutCancel(ctx), RunRef{})
 	_, _ = s.AppendWrites(ctx, Write{Stream: StreamRedactions, Expected: AnyVersion, Events: evs})
 }
 

@@ -22,7 +22,7 @@ import (
 
 // gatedTally is tally whose second call needs a person's approval.
 func gatedTally(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
-	return tallyWith(params, flow.WithApproval("tally", flow.When("the second tally", func(_ string, args json.RawMessage) bool {
+	return tallyWith(params["workspace"], tallyModel{}, 0, nil, flow.WithApproval("tally", flow.When("the second tally", func(_ string, args json.RawMessage) bool {
 		return string(args) == `{"n":1}`
 	})))
 }
@@ -144,7 +144,7 @@ func TestFleet_ApprovalDeadline(t *testing.T) {
 	}
 	defer rt.Close()
 	resolve := func(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
-		return tallyWith(params, flow.WithApproval("tally", flow.When("the second tally", func(_ string, args json.RawMessage) bool {
+		return tallyWith(params["workspace"], tallyModel{}, 0, nil, flow.WithApproval("tally", flow.When("the second tally", func(_ string, args json.RawMessage) bool {
 			return string(args) == `{"n":1}`
 		}).WithDeadline(time.Second, events.DecisionRejected)))
 	}

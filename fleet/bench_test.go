@@ -1,9 +1,14 @@
 package fleet_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,4 +150,80 @@ func BenchmarkFleet_SubmitToStart(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkFleet_RecoveryAfterSIGKILL measures how long a run stays
+// without a worker after its worker process is SIGKILLed in the middle
+// of a tool call: from the kill to another worker's lease on the run
+// (lease time 2 s), and to the run's end.
+func BenchmarkFleet_RecoveryAfterSIGKILL(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	const lease = 2 * time.Second
+	f, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: lease, Resolve: tally})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ws := b.TempDir()
+	var takeover, finish []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		// The doomed worker starts first and alone, so it takes the run.
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s - hold", workerEnv, dir))
+		out, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		r := bufio.NewReader(out)
+		if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "ready") {
+			b.Fatalf("worker did not start: %q", l)
+		}
+		in, err := rt.NewUserSession(ctx, fmt.Sprint("tally ", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, err := f.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "holding") {
+			b.Fatalf("worker said %q", l)
+		}
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- f.Run(wctx, 10*time.Second) }()
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		t0 := time.Now()
+		for {
+			evs, err := rt.Store().ReadStream(ctx, events.LeaseStream(id), 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if p, _ := evs[len(evs)-1].Decode(); p.(*events.RunLeased).Worker == f.WorkerID() {
+				takeover = append(takeover, time.Since(t0))
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := fleet.Wait(ctx, rt, id); err != nil {
+			b.Fatal(err)
+		}
+		finish = append(finish, time.Since(t0))
+		stop()
+		<-done
+	}
+	b.StopTimer()
+	slices.Sort(takeover)
+	slices.Sort(finish)
+	b.ReportMetric(takeover[len(takeover)/2].Seconds(), "p50-takeover-s")
+	b.ReportMetric(finish[len(finish)/2].Seconds(), "p50-kill-to-done-s")
 }

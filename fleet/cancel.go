@@ -68,7 +68,7 @@ func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
 // finishWith records the run as started (if it was not) and finished
 // with status and reason, under lease.
 func (f *Fleet) finishWith(ctx context.Context, lease events.Lease, sub *events.RunSubmitted, state runStatus, status, reason string) error {
-	lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.Run{ID: sub.Run}), lease)
+	lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: sub.Run}), lease)
 	store := f.rt.Store()
 	version := int64(1)
 	if !state.started {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"os"
 	"time"
 
@@ -18,10 +19,12 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/session"
 )
 
@@ -44,9 +47,19 @@ type Options struct {
 	// taken over about this long after its last renewal.
 	LeaseTime time.Duration
 	// MaxAttempts bounds how often a run is tried after its worker was
-	// lost or the store failed it; a run that fails inside its workflow
-	// ends failed at once (its run.finished says why).
+	// lost, the store failed it or its workflow failed for a retryable
+	// reason (Retryable); a run that fails inside its workflow for any
+	// other reason ends failed at once (its run.finished says why).
 	MaxAttempts int
+	// Retryable says which workflow errors are worth a retry of the whole
+	// run: on such an error the run is left open (no run.finished) and
+	// tried again after a backoff, resumed from its record, until
+	// MaxAttempts; the last attempt records the failure. Nil means
+	// DefaultRetryable.
+	Retryable func(error) bool
+	// RetryBackoff is the wait before the second attempt of a run; it
+	// doubles with each attempt, up to a minute. Zero means one second.
+	RetryBackoff time.Duration
 	// WorkerID names this worker in leases and listings. Empty means
 	// host-pid-random.
 	WorkerID string
@@ -94,6 +107,12 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.Retryable == nil {
+		opts.Retryable = DefaultRetryable
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = time.Second
 	}
 	if opts.WorkerID == "" {
 		host, _ := os.Hostname()
@@ -150,6 +169,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		RescueStuckJobsAfter: 4 * opts.LeaseTime,
 		MaxAttempts:          opts.MaxAttempts,
 		FetchPollInterval:    200 * time.Millisecond,
+		RetryPolicy:          backoff{first: opts.RetryBackoff, most: time.Minute},
 	})
 	if err != nil {
 		f.close()
@@ -157,6 +177,26 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	}
 	f.client = client
 	return f, nil
+}
+
+// DefaultRetryable retries runs that failed on a model call the provider
+// could not answer for a while (rate limits, 5xx, timeouts, dropped
+// connections) after the provider's own retries gave up.
+func DefaultRetryable(err error) bool { return model.KindOf(err).Retryable() }
+
+// backoff is River's retry policy for run jobs: first, doubling with each
+// attempt up to most, with ±25% jitter so runs that failed together are
+// not retried together.
+type backoff struct{ first, most time.Duration }
+
+func (b backoff) NextRetry(job *rivertype.JobRow) time.Time {
+	d := b.first
+	for i := 1; i < job.Attempt && d < b.most; i++ {
+		d *= 2
+	}
+	d = min(d, b.most)
+	d = time.Duration(float64(d) * (0.75 + 0.5*mrand.Float64()))
+	return time.Now().Add(d)
 }
 
 // migrate creates or updates River's own tables; several processes may
@@ -222,6 +262,10 @@ func (f *Fleet) Submit(ctx context.Context, workflow string, input *session.Sess
 // canceled and handed back (their leases lapse and another worker
 // resumes them).
 func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
+	started := time.Now()
+	if err := f.beat(ctx, started); err != nil {
+		return fmt.Errorf("fleet: register worker: %w", err)
+	}
 	if err := f.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("fleet: start workers: %w", err)
 	}
@@ -229,7 +273,7 @@ func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
 	rctx, stopReaper := context.WithCancel(context.Background())
 	go func() {
 		defer close(reaped)
-		f.reap(rctx)
+		f.reap(rctx, started)
 	}()
 	<-ctx.Done()
 	stopReaper()
@@ -239,6 +283,9 @@ func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
 	err := f.client.Stop(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = f.client.StopAndCancel(context.Background())
+	}
+	if gerr := f.goodbye(context.Background()); gerr != nil {
+		f.opts.Logger.Warn("fleet: unregister worker", "err", gerr)
 	}
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -69,12 +70,13 @@ type tallyArgs struct {
 // idempotent by its call (a call re-run after a crash does not add a
 // second line), which is what makes it exactly once.
 func tally(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
-	return tallyWith(params)
+	return tallyWith(params["workspace"], tallyModel{}, 0, nil)
 }
 
-// tallyWith is tally's agent with more options.
-func tallyWith(params map[string]string, opts ...flow.AgentOption) (*flow.Agent, error) {
-	dir := params["workspace"]
+// tallyWith is tally's agent on client; attempts > 0 bounds the
+// provider's own retries of a failed call; inTool, if set, runs in each
+// tool call after its effect; opts add to the agent.
+func tallyWith(dir string, client model.Client, attempts int, inTool func(), opts ...flow.AgentOption) (*flow.Agent, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("no workspace")
 	}
@@ -94,13 +96,17 @@ func tallyWith(params map[string]string, opts ...flow.AgentOption) (*flow.Agent,
 			fmt.Fprintln(f, line)
 			f.Close()
 		}
+		if inTool != nil {
+			inTool()
+		}
 		time.Sleep(30 * time.Millisecond) // a tool that takes a while
 		return "n=" + fmt.Sprint(a.N), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	p, err := flow.ResolveProvider(flow.Provider{Client: tallyModel{}, Model: "tally"}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none"})
+	p, err := flow.ResolveProvider(flow.Provider{Client: client, Model: "tally", Retry: flow.RetryPolicy{MaxAttempts: attempts}},
+		flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none"})
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +132,12 @@ func workerProcess(spec string) int {
 	defer rt.Close()
 	opts := fleet.Options{Concurrency: 4, LeaseTime: 2 * time.Second, Resolve: tally,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if len(f) > 2 && f[2] == "hold" {
+		// Take runs and hang in their first tool call, until killed.
+		opts.Resolve = func(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
+			return tallyWith(params["workspace"], tallyModel{}, 0, func() { fmt.Println("holding"); select {} })
+		}
+	}
 	if len(f) > 2 && f[2] == "stall" {
 		// Take jobs, then hang before taking their runs' leases.
 		opts = fleet.WithBeforeTake(opts, func() { fmt.Println("took a job"); select {} })
@@ -179,6 +191,7 @@ func testFleet(t *testing.T, dir, dsn string) {
 		ids = append(ids, id)
 	}
 	var procs []*exec.Cmd
+	var names []string
 	for w := range workers {
 		wdir := dir
 		if dsn != "-" {
@@ -191,10 +204,12 @@ func testFleet(t *testing.T, dir, dsn string) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if l, _ := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(l, "ready") {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		if !strings.HasPrefix(l, "ready ") {
 			t.Fatalf("worker %d did not start: %q", w, l)
 		}
 		procs = append(procs, cmd)
+		names = append(names, strings.TrimSpace(strings.TrimPrefix(l, "ready ")))
 		defer func() {
 			cmd.Process.Signal(syscall.SIGTERM)
 			cmd.Wait()
@@ -243,6 +258,27 @@ func testFleet(t *testing.T, dir, dsn string) {
 		t.Fatalf("wait: %v", err)
 	}
 	t.Logf("all %d runs done %v after a worker was killed", runs, time.Since(start).Round(time.Millisecond))
+	// The killed worker shows as dead (once a lease time passed without
+	// its heartbeat), the two others as live and idle.
+	var listed []fleet.WorkerInfo
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if listed, err = fleet.Workers(ctx, rt, true); err != nil {
+			t.Fatal(err)
+		}
+		state := map[string]bool{}
+		held := 0
+		for _, w := range listed {
+			state[w.ID] = w.Live
+			held += len(w.Runs)
+		}
+		if len(listed) == workers && !state[names[0]] && state[names[1]] && state[names[2]] && held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workers after the kill = %+v; want %s dead, the others live and idle", listed, names[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	taken := 0
 	for _, id := range ids {
 		b, err := os.ReadFile(filepath.Join(ws, id+".log"))
@@ -278,6 +314,15 @@ func testFleet(t *testing.T, dir, dsn string) {
 	rep, err := rt.Verify(ctx, events.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+func mustWorkflow(t *testing.T) func(flow.Workflow, error) flow.Workflow {
+	return func(wf flow.Workflow, err error) flow.Workflow {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wf
 	}
 }
 
@@ -405,4 +450,91 @@ func TestFleet_JobsOfAWorkerThatDiedBeforeLeasing(t *testing.T) {
 		t.Fatalf("wait: %v %v", status, err)
 	}
 	t.Logf("the 4 orphaned runs finished %v after the healthy worker started", time.Since(t0).Round(time.Millisecond))
+}
+
+// flakyModel answers like tallyModel, but the first `outage` calls of
+// each run's conversation fail with a 503, as a provider in an outage.
+type flakyModel struct {
+	outage int
+	calls  sync.Map // first user message -> *atomic.Int64
+}
+
+func (m *flakyModel) Complete(ctx context.Context, req model.Request) (model.Response, error) {
+	n, _ := m.calls.LoadOrStore(req.Messages[1].Content, new(atomic.Int64))
+	if n.(*atomic.Int64).Add(1) <= int64(m.outage) {
+		return model.Response{}, &model.Error{Kind: model.KindServer, StatusCode: 503, Provider: "flaky", Err: errors.New("503 Service Unavailable")}
+	}
+	return tallyModel{}.Complete(ctx, req)
+}
+
+// A run whose model call fails with a 5xx after the provider's own
+// retries is left open and retried as a whole, resumed from its record
+// (the tool call before the outage does not run again); a run whose
+// provider stays down ends failed after MaxAttempts with the provider's
+// error. Both replay from the log.
+func TestFleet_RetriesARunAfterAProviderOutage(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rt, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ws := t.TempDir()
+	models := map[string]*flakyModel{"brief": {outage: 2}, "long": {outage: 100}}
+	resolve := func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
+		return tallyWith(params["workspace"], models[params["outage"]], 1, nil)
+	}
+	f, err := fleet.Open(ctx, rt, fleet.Options{MaxAttempts: 3, LeaseTime: time.Second, RetryBackoff: 100 * time.Millisecond, Resolve: resolve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ids := map[string]string{}
+	for _, outage := range []string{"brief", "long"} {
+		in, err := rt.NewUserSession(ctx, "tally "+outage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids[outage], err = f.Submit(ctx, "tally", in, map[string]string{"workspace": ws, "outage": outage}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(wctx, time.Second) }()
+	defer func() { stop(); <-done }()
+	status, err := fleet.Wait(ctx, rt, ids["brief"], ids["long"])
+	if !errors.Is(err, fleet.ErrRunFailed) || status[ids["brief"]] != rath.RunOK || status[ids["long"]] != rath.RunError {
+		for _, id := range ids {
+			r, _ := rt.Reader().Run(ctx, id)
+			t.Logf("run %s: %s %s", id, r.Status, r.Error)
+			evs, _ := rt.Store().ReadRun(ctx, id)
+			for _, ev := range evs {
+				{
+					t.Logf("  %d %s v%d %s %.200s", ev.Seq, ev.Stream, ev.Version, ev.Type, ev.Payload)
+				}
+			}
+		}
+		t.Fatalf("wait = %v, %v; want the brief outage's run ok, the long one's failed", status, err)
+	}
+	r, _ := rt.Reader().Run(ctx, ids["long"])
+	if !strings.Contains(r.Error, "503") {
+		t.Fatalf("the failed run's reason %q does not name the provider's error", r.Error)
+	}
+	for outage, id := range ids {
+		resumes, _ := rt.Store().ReadStream(ctx, events.ResumeStream(id), 1)
+		if len(resumes) != 2 {
+			t.Errorf("%s: %d run.resumed, want 2 (3 attempts)", outage, len(resumes))
+		}
+		b, _ := os.ReadFile(filepath.Join(ws, id+".log"))
+		if outage == "brief" && string(b) != "tally-0\ntally-1\ntally-2\n" {
+			t.Errorf("%s: effects %q, want each once", outage, b)
+		}
+		rep, err := replay.Run(ctx, rt, id, mustWorkflow(t)(tallyWith(ws, models[outage], 1, nil)))
+		if err != nil || !rep.OK() || rep.Matched != rep.Recorded {
+			t.Fatalf("replay %s = %+v, %v", outage, rep, err)
+		}
+	}
 }

@@ -65,7 +65,12 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		// Record the run as failed: no worker of this fleet can run it.
 		return f.failUnresolvable(ctx, lease, sub, state, err)
 	}
-	lctx, cancel := context.WithCancelCause(events.ContextWithLease(ctx, lease))
+	rctx := events.ContextWithLease(ctx, lease)
+	if job.Attempt < job.MaxAttempts {
+		// The last attempt records a retryable failure like any other.
+		rctx = flow.ContextWithSuspend(rctx, f.opts.Retryable)
+	}
+	lctx, cancel := context.WithCancelCause(rctx)
 	defer cancel(nil)
 	renewed := make(chan struct{})
 	go func() {
@@ -214,10 +219,10 @@ func (f *Fleet) renew(ctx context.Context, lease events.Lease, cancel context.Ca
 	}
 }
 
-// reap re-enqueues runs whose lease expired before they finished (their
+// reap beats this worker's heartbeat and re-enqueues runs whose lease expired before they finished (their
 // worker died), so another worker takes them over without waiting for
 // River's own rescue of the dead worker's job.
-func (f *Fleet) reap(ctx context.Context) {
+func (f *Fleet) reap(ctx context.Context, started time.Time) {
 	t := time.NewTicker(max(f.opts.LeaseTime/3, 100*time.Millisecond))
 	defer t.Stop()
 	for {
@@ -227,6 +232,9 @@ func (f *Fleet) reap(ctx context.Context) {
 		case <-t.C:
 		}
 		f.expireDue(ctx, time.Now())
+		if err := f.beat(ctx, started); err != nil && ctx.Err() == nil {
+			f.opts.Logger.Warn("fleet: heartbeat", "err", err)
+		}
 		runs, err := expiredRuns(ctx, f.rt, time.Now())
 		if err != nil {
 			continue

@@ -87,7 +87,7 @@ func NewAgent(prompt string, p *Provider, opts ...AgentOption) (*Agent, error) {
 // NewAgentParam returns an agent from explicit parameters.
 func NewAgentParam(param AgentParam, opts ...AgentOption) (*Agent, error) {
 	if param.Provider == nil || param.Provider.state == nil {
-		return nil, fmt.Errorf("%w: NewAgent needs a provider from NewProvider", ErrProvider)
+		return nil, fmt.Errorf("%w: NewAgent needs a provider from ResolveProvider (or rath.NewProvider)", ErrProvider)
 	}
 	a := &Agent{param: param, tools: map[string]Tool{}, maxRounds: DefaultMaxRounds}
 	for _, o := range opts {

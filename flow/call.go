@@ -22,7 +22,7 @@ type recorder func(ctx context.Context, blobs [][]byte, ev events.Payload) error
 // deltas; after a failed attempt the next attempt streams from the start.
 func (p *Provider) call(ctx context.Context, session, agent string, req model.Request, onDelta func(model.Delta), rec recorder, log *requestLog) (model.Response, error) {
 	if p == nil || p.state == nil {
-		return model.Response{}, fmt.Errorf("%w: the agent has no resolved provider (use NewProvider)", ErrProvider)
+		return model.Response{}, fmt.Errorf("%w: the agent has no resolved provider (use ResolveProvider, or rath.NewProvider)", ErrProvider)
 	}
 	req.Agent = agent
 	if req.Model == "" {
@@ -57,7 +57,7 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 		start := time.Now()
 		var resp model.Response
 		var err error
-		replayed, replayLatency := false, int64(0)
+		replayed, replayLatency, recordRetries := false, int64(0), false
 		if o := oracle.From(ctx); o != nil {
 			ans, oerr := o.Model(ctx, oracle.ModelCall{Session: session, Agent: agent, Digest: digest, Attempt: attempt, Request: req})
 			if oerr != nil {
@@ -67,7 +67,7 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 				if r, ok := p.state.client.(model.Replayer); ok {
 					r.Replayed(req, ans.Response)
 				}
-				replayed, replayLatency = true, ans.Latency.Milliseconds()
+				replayed, replayLatency, recordRetries = true, ans.Latency.Milliseconds(), ans.Retry
 				resp, err = ans.Response, ans.Err
 				if onDelta != nil && err == nil && resp.Content != "" {
 					onDelta(model.Delta{Content: resp.Content})
@@ -107,7 +107,7 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 			ErrorKind: string(kind), Error: err.Error(), Attempt: attempt, WillRetry: willRetry, LatencyMS: latency, RequestRef: reqRef, Digest: digest}); rerr != nil && ctx.Err() == nil {
 			return model.Response{}, errors.Join(err, fmt.Errorf("flow: record provider failure: %w", rerr))
 		}
-		if !willRetry {
+		if !willRetry && !recordRetries {
 			return model.Response{}, err
 		}
 		wait := jittered(backoff)

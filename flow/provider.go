@@ -18,11 +18,11 @@ import (
 	"github.com/gorath/rath/secret"
 )
 
-// Provider kinds.
+// The built-in model vendors' names.
 const (
-	KindOpenAI    = "openai"
-	KindAnthropic = "anthropic"
-	KindScripted  = "scripted"
+	VendorOpenAI    = "openai"
+	VendorAnthropic = "anthropic"
+	VendorScripted  = "scripted"
 )
 
 // Defaults for a Provider's retry policy.
@@ -115,17 +115,19 @@ type Budget struct {
 	MaxCalls  int64 `json:"max_calls,omitempty"`
 }
 
-// Provider says which model to call and how. Build one with NewProvider or
-// ResolveProvider, which fill unset fields from the environment and the
+// Provider says which model to call and how. Build one with
+// ResolveProvider (or rath.NewProvider), which fill unset fields from the environment and the
 // config file and construct the client. A *Provider is safe for
 // concurrent use; its budget is shared by everything that uses it.
 type Provider struct {
 	// Name is the provider's name in the config file, if any.
 	Name string `json:"name,omitempty"`
-	// Kind is "openai" (any OpenAI-compatible endpoint), "anthropic" or
-	// "scripted" (a cassette). Empty: from the config file, else openai
-	// when OPENAI_API_KEY is set, else anthropic when ANTHROPIC_API_KEY is.
-	Kind    string `json:"kind,omitempty"`
+	// Vendor names the model vendor in ResolveOptions.Models: "openai"
+	// (any OpenAI-compatible endpoint), "anthropic" or "scripted" (a
+	// cassette) among the built-ins. Empty: from the config file (its
+	// "kind"), else the first vendor whose PREFIX_API_KEY or
+	// PREFIX_BASE_URL is set (OPENAI_, then ANTHROPIC_).
+	Vendor  string `json:"kind,omitempty"`
 	Model   string `json:"model,omitempty"`
 	BaseURL string `json:"base_url,omitempty"`
 	// APIKey is never recorded, logged or put in an error.
@@ -163,7 +165,7 @@ func (p *Provider) label() string {
 	if p.Name != "" {
 		return p.Name
 	}
-	return p.Kind
+	return p.Vendor
 }
 
 // Used returns the tokens and calls spent through this provider.
@@ -192,7 +194,7 @@ type ConfigFile struct {
 // the environment variable APIKeyEnv; a literal APIKey works but is
 // discouraged.
 type ProviderConfig struct {
-	Kind        string      `json:"kind,omitempty"`
+	Vendor      string      `json:"kind,omitempty"`
 	Model       string      `json:"model,omitempty"`
 	BaseURL     string      `json:"base_url,omitempty"`
 	APIKey      string      `json:"api_key,omitempty"`
@@ -213,6 +215,11 @@ type ResolveOptions struct {
 	// ConfigPath is the config file. Empty means $RATH_HOME/config.json,
 	// else ~/.rath/config.json. A missing file is not an error.
 	ConfigPath string
+	// Models builds clients by vendor name (the provider's Kind) and
+	// says which environment variables each vendor reads. Nil: only a
+	// provider with its own Client resolves. The rath runtime's registry
+	// (rath.Models) has openai, anthropic and scripted.
+	Models *model.Registry
 }
 
 // DefaultConfigPath returns $RATH_HOME/config.json or ~/.rath/config.json.
@@ -248,17 +255,11 @@ func LoadConfig(path string) (ConfigFile, error) {
 	return cf, nil
 }
 
-// NewProvider resolves p against the process environment and the default
-// config file.
-func NewProvider(p Provider) (*Provider, error) {
-	return ResolveProvider(p, ResolveOptions{})
-}
-
 // ResolveProvider fills p's unset fields, explicit fields first, then the
-// selected provider of the config file, then the environment
-// (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_DEFAULT_MODEL,
-// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL), and
-// builds the client. The environment's key is used only with the
+// selected provider of the config file, then the environment (each
+// vendor's PREFIX_API_KEY, PREFIX_BASE_URL, PREFIX_DEFAULT_MODEL, like
+// OPENAI_API_KEY), and builds the client with the vendor from
+// opts.Models. The environment's key is used only with the
 // environment's or the default base URL: a provider whose URL comes from
 // the caller or the config file gets the caller's or the file's key, or
 // none. Errors match ErrProvider.
@@ -269,7 +270,7 @@ func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 	}
 	client := r.Client
 	if client == nil {
-		if client, err = newClient(&r); err != nil {
+		if client, err = newClient(&r, opts.Models); err != nil {
 			return nil, err
 		}
 	}
@@ -294,7 +295,7 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 	}
 	var fromFile ProviderConfig
 	name := p.Name
-	if name == "" && p.Kind == "" && p.Client == nil {
+	if name == "" && p.Vendor == "" && p.Client == nil {
 		name = cf.Default
 	}
 	if name != "" {
@@ -304,18 +305,29 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		}
 		fromFile = pc
 	}
-	if p.Kind == "" {
-		p.Kind = fromFile.Kind
+	if p.Vendor == "" {
+		p.Vendor = fromFile.Vendor
 	}
-	if p.Kind == "" && p.Client == nil {
-		switch {
-		case getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != "":
-			p.Kind = KindOpenAI
-		case getenv("ANTHROPIC_API_KEY") != "":
-			p.Kind = KindAnthropic
+	var vendors []model.Vendor
+	if opts.Models != nil {
+		vendors = opts.Models.Vendors()
+	}
+	if p.Vendor == "" && p.Client == nil {
+		// The first vendor, in registration order, whose key or URL the
+		// environment sets.
+		for _, v := range vendors {
+			if v.EnvPrefix != "" && (getenv(v.EnvPrefix+"_API_KEY") != "" || getenv(v.EnvPrefix+"_BASE_URL") != "") {
+				p.Vendor = v.Name
+				break
+			}
 		}
 	}
-	prefix := map[string]string{KindOpenAI: "OPENAI", KindAnthropic: "ANTHROPIC"}[p.Kind]
+	prefix := ""
+	for _, v := range vendors {
+		if v.Name == p.Vendor {
+			prefix = v.EnvPrefix
+		}
+	}
 	envVar := func(name string) string {
 		if prefix == "" {
 			return ""
@@ -370,18 +382,27 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 		p.Budget = fromFile.Budget
 	}
 	p.Retry = p.Retry.withDefaults()
-	if p.Client != nil && p.Kind == "" {
-		p.Kind = "custom"
+	if p.Client != nil && p.Vendor == "" {
+		p.Vendor = "custom"
 	}
-	if p.Kind == "" {
-		return p, fmt.Errorf("%w: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or a default provider in %s", ErrNoProviderKind, cfgPath)
+	if p.Vendor == "" {
+		var keys []string
+		for _, v := range vendors {
+			if v.EnvPrefix != "" {
+				keys = append(keys, v.EnvPrefix+"_API_KEY")
+			}
+		}
+		if len(keys) == 0 {
+			return p, fmt.Errorf("%w: no model registry to pick a vendor from the environment, and no default provider in %s", ErrNoProviderKind, cfgPath)
+		}
+		return p, fmt.Errorf("%w: set %s, or a default provider in %s", ErrNoProviderKind, strings.Join(keys, " or "), cfgPath)
 	}
 	if p.BaseURL != "" {
 		// A malformed URL would otherwise fail every call as a
 		// connection error, retried to the end.
 		u, err := url.Parse(p.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return p, fmt.Errorf("%w: the base URL of provider %s is malformed: want http://HOST[:PORT]/PATH or https://…", ErrProvider, cmp.Or(p.Name, p.Kind))
+			return p, fmt.Errorf("%w: the base URL of provider %s is malformed: want http://HOST[:PORT]/PATH or https://…", ErrProvider, cmp.Or(p.Name, p.Vendor))
 		}
 	}
 	return p, nil

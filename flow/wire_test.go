@@ -25,11 +25,11 @@ const secretKey = "sk-test-SECRET-0123456789-do-not-leak"
 // Afterwards the key appears nowhere: not in the database file, not in an
 // error, not in a log line.
 func TestAgent_OverTheWire(t *testing.T) {
-	for _, kind := range []string{flow.KindOpenAI, flow.KindAnthropic} {
+	for _, kind := range []string{flow.VendorOpenAI, flow.VendorAnthropic} {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			var srv *modeltest.Server
-			if kind == flow.KindOpenAI {
+			if kind == flow.VendorOpenAI {
 				srv = modeltest.NewOpenAI(t)
 			} else {
 				srv = modeltest.NewAnthropic(t)
@@ -51,8 +51,8 @@ func TestAgent_OverTheWire(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs bytes.Buffer
-			p, err := flow.ResolveProvider(flow.Provider{Kind: kind, Model: "m-1", BaseURL: srv.URL(), APIKey: secretKey,
-				Retry: flow.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond}}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none"})
+			p, err := flow.ResolveProvider(flow.Provider{Vendor: kind, Model: "m-1", BaseURL: srv.URL(), APIKey: secretKey,
+				Retry: flow.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond}}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/none", Models: rath.Models()})
 			if err != nil {
 				t.Fatal(err)
 			}

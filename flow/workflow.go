@@ -199,6 +199,24 @@ func enter(ctx context.Context, s *session.Session, wf Workflow, hint string) (c
 	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf, store: s.Manager().Store()}), s, path, nil
 }
 
+type suspendKey struct{}
+
+// ContextWithSuspend makes errors for which suspends returns true stop a
+// run without ending it: the workflows they unwind record no
+// workflow.exited and the run no run.finished, so the run continues later
+// from its record (replay.Resume). A worker fleet suspends runs whose
+// provider is down, to retry them as a whole.
+func ContextWithSuspend(ctx context.Context, suspends func(error) bool) context.Context {
+	return context.WithValue(ctx, suspendKey{}, suspends)
+}
+
+// Suspends reports whether err, met under ctx, suspends the run
+// (ContextWithSuspend).
+func Suspends(ctx context.Context, err error) bool {
+	f, _ := ctx.Value(suspendKey{}).(func(error) bool)
+	return err != nil && f != nil && f(err)
+}
+
 // exit records workflow.exited on the output session (or on the input
 // session when the body failed without one).
 func exit(ctx context.Context, path string, in, out *session.Session, err error) (*session.Session, error) {
@@ -210,6 +228,11 @@ func exit(ctx context.Context, path string, in, out *session.Session, err error)
 	target := out
 	if target == nil {
 		target = in
+	}
+	if Suspends(ctx, err) {
+		// The run stops here to continue later from its record: the
+		// continuation exits this workflow, not the unwinding.
+		return out, err
 	}
 	ev := events.WorkflowExited{Session: target.ID(), Path: path, InputSession: in.ID()}
 	if err != nil {

@@ -21,16 +21,13 @@ import (
 var ErrMismatch = errors.New("projections: differ from a rebuild of the log")
 
 // tableKeys is each table's primary key, the order in which Check walks it.
-var tableKeys = map[string][]string{
-	"chunks":        {"session", "idx"},
-	"session_edges": {"child", "parent"},
-	"usage":         {"seq"},
-	"runs":          {"id"},
-	"sessions":      {"id"},
-	"id_counters":   {"scope"},
-	"run_leases":    {"run"},
-	"approvals":     {"id"},
-}
+var tableKeys = func() map[string][]string {
+	m := make(map[string][]string, len(tables))
+	for _, t := range tables {
+		m[t.name] = t.key
+	}
+	return m
+}()
 
 // CheckOptions configure Check.
 type CheckOptions struct {

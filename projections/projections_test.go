@@ -26,7 +26,7 @@ func MustOpen(tb testing.TB) *rath.Runtime {
 // populate drives a random but reproducible mix of every session operation.
 func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	tb.Helper()
-	ctx := events.ContextWithRun(context.Background(), events.Run{ID: "r1", Seed: "s"})
+	ctx := events.ContextWithRun(context.Background(), events.RunRef{ID: "r1", Seed: "s"})
 	// r1 is a run submitted to the fleet and leased before it starts.
 	if _, err := rt.Store().Append(ctx, events.SubmitStream("r1"), events.NoStream, events.RunSubmitted{Run: "r1", Workflow: "wf", InputSession: "s-in", Queue: "default"}); err != nil {
 		tb.Fatal(err)
@@ -98,6 +98,13 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 			if _, err := rt.Store().Append(ctx, events.ApprovalStream(id), 1, dec); err != nil {
 				tb.Fatal(err)
 			}
+		}
+	}
+	// One long session, so it has snapshots (session_snapshots).
+	long := heads[len(heads)-1]
+	for i := range projections.SnapshotEvery + 2 {
+		if long, err = long.Append(ctx, session.Chunk{Role: "user", Content: fmt.Sprint("long ", i)}); err != nil {
+			tb.Fatal(err)
 		}
 	}
 	if _, err := rt.Store().Append(ctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok", OutputSession: heads[0].ID()}); err != nil {
@@ -174,7 +181,8 @@ func TestProjector_RefusesInconsistentEvents(t *testing.T) {
 
 // Every table of the schema is either the log's own (events, blobs,
 // store_meta, goose's version table), an asynchronous projection's
-// checkpoint, or in projections.Tables, the one list Rebuild, Check and
+// checkpoint, operational state outside the log (the fleet's worker
+// heartbeats), or in projections.Tables, the one list Rebuild, Check and
 // Dump use: a new read model cannot be forgotten by rebuild and verify.
 func TestTables_CoverTheSchema(t *testing.T) {
 	rt := MustOpen(t)
@@ -182,7 +190,7 @@ func TestTables_CoverTheSchema(t *testing.T) {
 	if err := rt.Store().DB().SelectContext(t.Context(), &names, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`); err != nil {
 		t.Fatal(err)
 	}
-	own := map[string]bool{"events": true, "blobs": true, "store_meta": true, "goose_db_version": true, "projection_checkpoints": true}
+	own := map[string]bool{"events": true, "blobs": true, "store_meta": true, "goose_db_version": true, "projection_checkpoints": true, "fleet_workers": true}
 	for _, t2 := range projections.Tables {
 		own[t2] = true
 	}

@@ -8,10 +8,34 @@ import (
 	"github.com/gorath/rath/events"
 )
 
+// tables is the one list of the SQL projections, in an order safe for
+// deleting, each with its primary key (the order Check walks it). A new
+// read model is added here and nowhere else.
+var tables = []struct {
+	name string
+	key  []string
+}{
+	{"chunks", []string{"session", "idx"}},
+	{"session_edges", []string{"child", "parent"}},
+	{"usage", []string{"seq"}},
+	{"runs", []string{"id"}},
+	{"sessions", []string{"id"}},
+	{"id_counters", []string{"scope"}},
+	{"run_leases", []string{"run"}},
+	{"session_snapshots", []string{"session", "seq"}},
+	{"approvals", []string{"id"}},
+}
+
 // Tables are the SQL projections Rebuild clears and refills, in an order
 // safe for deleting. projection_checkpoints is not among them: it belongs
 // to asynchronous projections (the memory index) with their own rebuild.
-var Tables = []string{"chunks", "session_edges", "usage", "runs", "sessions", "id_counters", "run_leases", "approvals"}
+var Tables = func() []string {
+	out := make([]string, len(tables))
+	for i, t := range tables {
+		out[i] = t.name
+	}
+	return out
+}()
 
 // RebuildStats reports a rebuild.
 type RebuildStats struct {

@@ -81,8 +81,8 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		g, ok := got[k]
 		if !ok {
 			if d == nil {
-				d = &Divergence{Kind: KindMissing, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
-					Want: normalize(want.Payload), Hint: hintFor(KindMissing, want.Type, "")}
+				d = &Divergence{Class: ClassMissing, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
+					Want: normalize(want.Payload), Hint: hintFor(ClassMissing, want.Type, "")}
 			}
 			continue
 		}
@@ -93,8 +93,8 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		w, gp := normalize(want.Payload), normalize(g.Payload)
 		if g.Type != want.Type || w != gp {
 			if d == nil {
-				d = &Divergence{Kind: KindMismatch, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
-					Want: w, Got: gp, Diff: fieldDiff(want.Type, w, g.Type, gp), Hint: hintFor(KindMismatch, want.Type, g.Type)}
+				d = &Divergence{Class: ClassMismatch, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
+					Want: w, Got: gp, Diff: fieldDiff(want.Type, w, g.Type, gp), Hint: hintFor(ClassMismatch, want.Type, g.Type)}
 			}
 			continue
 		}
@@ -107,8 +107,8 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		}
 		for _, ev := range produced {
 			if !seen[key{ev.Stream, ev.Version}] {
-				return matched, &Divergence{Kind: KindExtra, Seq: last, Type: ev.Type, Stream: ev.Stream, Version: ev.Version,
-					Got: normalize(ev.Payload), Hint: hintFor(KindExtra, "", ev.Type)}
+				return matched, &Divergence{Class: ClassExtra, Seq: last, Type: ev.Type, Stream: ev.Stream, Version: ev.Version,
+					Got: normalize(ev.Payload), Hint: hintFor(ClassExtra, "", ev.Type)}
 			}
 		}
 	}
@@ -122,9 +122,9 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 // only one side has, means the code took another path.
 func hintFor(kind, want, got string) string {
 	switch {
-	case kind == KindMissing:
+	case kind == ClassMissing:
 		return fmt.Sprintf("the replay did not produce this %s event: the code path changed, or the replay stopped earlier", want)
-	case kind == KindExtra:
+	case kind == ClassExtra:
 		return fmt.Sprintf("the replay produced a %s event the record does not have: the code path changed", got)
 	case want != got:
 		return fmt.Sprintf("the replay wrote %s where the record has %s: the code path changed (different steps, calls or order)", got, want)

@@ -28,7 +28,7 @@ func TestCompare_ReportText(t *testing.T) {
 			name:     "payload mismatch of a model call",
 			recorded: []events.Event{called},
 			produced: []events.Event{ev(20, "s-1", 3, events.TypeProviderCalled, `{"agent":"root","digest":"d1","response_ref":"r2"}`)},
-			kind:     KindMismatch,
+			kind:     ClassMismatch,
 			want:     []string{"mismatch at seq 10 (provider.called on s-1 v3)", "model call's record differs", "response_ref"},
 			notWant:  []string{"v0", "code path"},
 		},
@@ -36,7 +36,7 @@ func TestCompare_ReportText(t *testing.T) {
 			name:     "payload mismatch of a chunk",
 			recorded: []events.Event{chunk},
 			produced: []events.Event{ev(20, "s-1", 4, events.TypeChunkAppended, `{"content":"bye"}`)},
-			kind:     KindMismatch,
+			kind:     ClassMismatch,
 			want:     []string{"mismatch at seq 11 (chunk.appended on s-1 v4)", "transcript differs"},
 			notWant:  []string{"v0", "prompt"},
 		},
@@ -44,7 +44,7 @@ func TestCompare_ReportText(t *testing.T) {
 			name:     "type mismatch",
 			recorded: []events.Event{called},
 			produced: []events.Event{ev(20, "s-1", 3, events.TypeToolCalled, `{"tool":"ls"}`)},
-			kind:     KindMismatch,
+			kind:     ClassMismatch,
 			want:     []string{"mismatch at seq 10 (provider.called on s-1 v3)", "wrote tool.called where the record has provider.called", "code path changed", "- type provider.called"},
 			notWant:  []string{"v0", "prompt"},
 		},
@@ -52,7 +52,7 @@ func TestCompare_ReportText(t *testing.T) {
 			name:     "missing",
 			recorded: []events.Event{called, chunk},
 			produced: []events.Event{ev(20, "s-1", 3, events.TypeProviderCalled, string(called.Payload))},
-			kind:     KindMissing,
+			kind:     ClassMissing,
 			want:     []string{"missing at seq 11 (chunk.appended on s-1 v4)", "did not produce this chunk.appended event"},
 			notWant:  []string{"v0", "prompt"},
 		},
@@ -60,7 +60,7 @@ func TestCompare_ReportText(t *testing.T) {
 			name:     "extra",
 			recorded: []events.Event{called},
 			produced: []events.Event{ev(20, "s-1", 3, events.TypeProviderCalled, string(called.Payload)), ev(21, "s-1", 4, events.TypeChunkAppended, `{"content":"more"}`)},
-			kind:     KindExtra,
+			kind:     ClassExtra,
 			want:     []string{"extra at seq 10 (chunk.appended on s-1 v4)", "produced a chunk.appended event the record does not have"},
 			notWant:  []string{"v0", "prompt"},
 		},
@@ -68,7 +68,7 @@ func TestCompare_ReportText(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, d := compareIgnoring(tc.recorded, tc.produced, ignored)
-			if d == nil || d.Kind != tc.kind {
+			if d == nil || d.Class != tc.kind {
 				t.Fatalf("divergence = %+v, want kind %s", d, tc.kind)
 			}
 			text := d.Error()
@@ -89,7 +89,7 @@ func TestCompare_ReportText(t *testing.T) {
 // A divergence found by the oracle names the recorded event's version;
 // one with no recorded event (an extra call) names none rather than v0.
 func TestDivergence_VersionInText(t *testing.T) {
-	d := &Divergence{Kind: KindExtra, Seq: 7, Type: events.TypeProviderCalled, Stream: "s-1", Hint: "extra model call"}
+	d := &Divergence{Class: ClassExtra, Seq: 7, Type: events.TypeProviderCalled, Stream: "s-1", Hint: "extra model call"}
 	if got := d.Error(); strings.Contains(got, "v0") || !strings.Contains(got, "(provider.called on s-1)") {
 		t.Fatalf("text = %q", got)
 	}

@@ -14,16 +14,16 @@ var (
 	ErrNotResumable = errors.New("replay: run is not resumable")
 )
 
-// Divergence kinds.
+// Divergence classes.
 const (
-	KindMismatch = "mismatch" // both sides have the event, with different content
-	KindMissing  = "missing"  // the record has it, the replay did not produce it
-	KindExtra    = "extra"    // the replay produced it, the record does not have it
+	ClassMismatch = "mismatch" // both sides have the event, with different content
+	ClassMissing  = "missing"  // the record has it, the replay did not produce it
+	ClassExtra    = "extra"    // the replay produced it, the record does not have it
 )
 
 // Divergence is the first point where a replay differs from the record.
 type Divergence struct {
-	Kind    string `json:"kind"`
+	Class   string `json:"class"`
 	Seq     int64  `json:"seq"` // the recorded seq (for extra: the last recorded seq before it)
 	Type    string `json:"type"`
 	Stream  string `json:"stream"`
@@ -39,7 +39,7 @@ func (d *Divergence) Error() string {
 	if d.Version > 0 { // unknown for a call the record does not have
 		where = fmt.Sprintf("%s v%d", d.Stream, d.Version)
 	}
-	msg := fmt.Sprintf("replay: %s at seq %d (%s on %s): %s", d.Kind, d.Seq, d.Type, where, d.Hint)
+	msg := fmt.Sprintf("replay: %s at seq %d (%s on %s): %s", d.Class, d.Seq, d.Type, where, d.Hint)
 	if d.Diff != "" {
 		msg += "\n" + d.Diff
 	}

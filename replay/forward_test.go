@@ -46,7 +46,7 @@ func TestForwarder_RedoneBatchForwardsOnce(t *testing.T) {
 		if attempt == 20 {
 			t.Fatal("the writer never put the ok and bad writes in one batch")
 		}
-		ctx := events.ContextWithRun(t.Context(), events.Run{ID: runID})
+		ctx := events.ContextWithRun(t.Context(), events.RunRef{ID: runID})
 		dst, err := newScratchWith(ctx, false)
 		if err != nil {
 			t.Fatal(err)

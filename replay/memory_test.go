@@ -201,7 +201,7 @@ func TestMemory_ReplayRecomputesCommits(t *testing.T) {
 					n++
 				}
 			}
-			if d := rep.Divergence; d.Seq != want || d.Type != tc.wantAt || d.Kind != replay.KindMismatch {
+			if d := rep.Divergence; d.Seq != want || d.Type != tc.wantAt || d.Class != replay.ClassMismatch {
 				t.Fatalf("divergence %v, want a mismatch at seq %d (%s)", d, want, tc.wantAt)
 			}
 		})

@@ -65,6 +65,9 @@ type oracle struct {
 	store     *events.Store // the original store, for blobs
 	strict    bool          // an exhausted record is a divergence (else: go live)
 	liveTools bool          // run recorded tool calls for real (after checking them)
+	// retryAt is the seq of a failed model attempt a resume retries: the
+	// run was left open on it for a retry of the whole run.
+	retryAt int64
 
 	blobs map[string][]byte // prefetched response and tool blobs
 
@@ -187,13 +190,13 @@ func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAn
 		if !o.strict {
 			return proto.ModelAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.ModelAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeProviderCalled, Stream: call.Session,
+		return proto.ModelAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeProviderCalled, Stream: call.Session,
 			Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed%s", call.Agent, call.Attempt, o.renameHint(call.Agent))})
 	}
 	a := q[0]
 	o.models[call.Agent] = q[1:]
 	if a.digest() != call.Digest {
-		d := &Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
+		d := &Divergence{Class: ClassMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
 			Hint: fmt.Sprintf("prompt changed: agent %s sent a different request than the record (digest %.12s, recorded %.12s)", call.Agent, call.Digest, a.digest())}
 		if a.failed != nil {
 			d.Type = events.TypeProviderFailed
@@ -202,12 +205,16 @@ func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAn
 		return proto.ModelAnswer{}, o.diverge(d)
 	}
 	if a.number() != call.Attempt {
-		return proto.ModelAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
+		return proto.ModelAnswer{}, o.diverge(&Divergence{Class: ClassMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
 			Hint: fmt.Sprintf("retry sequence changed: agent %s is at attempt %d, the record at %d", call.Agent, call.Attempt, a.number())})
 	}
 	o.answered++
 	if a.failed != nil {
-		return proto.ModelAnswer{Err: proto.RecordedFailure(a.failed), Latency: time.Duration(a.failed.LatencyMS) * time.Millisecond}, nil
+		// The record retried this call after it (a run retried as a
+		// whole), or this resume is that retry.
+		next := o.models[call.Agent]
+		retry := a.seq == o.retryAt || len(next) > 0 && next[0].digest() == a.digest() && next[0].number() == a.number()+1
+		return proto.ModelAnswer{Err: proto.RecordedFailure(a.failed), Latency: time.Duration(a.failed.LatencyMS) * time.Millisecond, Retry: retry}, nil
 	}
 	raw, err := o.blob(ctx, a.called.ResponseRef)
 	if err != nil {
@@ -228,7 +235,7 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 		if !o.strict {
 			return proto.ToolAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.ToolAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeToolReturned, Stream: call.Session,
+		return proto.ToolAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeToolReturned, Stream: call.Session,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), which the record does not have", call.Agent, call.Tool, call.CallID)})
 	}
 	// Parallel-safe calls of one round reach the oracle in any order:
@@ -239,7 +246,7 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 	}
 	if i == len(q) || q[i].ret.Tool != call.Tool {
 		t := q[0]
-		return proto.ToolAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: t.at.stream, Version: t.at.version,
+		return proto.ToolAnswer{}, o.diverge(&Divergence{Class: ClassMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: t.at.stream, Version: t.at.version,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s) next", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
 	}
 	t := q[i]
@@ -280,13 +287,13 @@ func (o *oracle) Recall(ctx context.Context, call proto.RecallCall) (proto.Recal
 		if !o.strict {
 			return proto.RecallAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.RecallAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
+		return proto.RecallAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
 			Hint: fmt.Sprintf("extra memory recall by agent %s; the code path changed", call.Agent)})
 	}
 	r := q[0]
 	o.recalls[call.Agent] = q[1:]
 	if r.rec.Query != call.Query || r.rec.Namespace != call.Namespace {
-		return proto.RecallAnswer{}, o.diverge(&Divergence{Kind: KindMismatch, Seq: r.seq, Type: events.TypeMemoryRecalled, Stream: r.at.stream, Version: r.at.version,
+		return proto.RecallAnswer{}, o.diverge(&Divergence{Class: ClassMismatch, Seq: r.seq, Type: events.TypeMemoryRecalled, Stream: r.at.stream, Version: r.at.version,
 			Hint: fmt.Sprintf("memory recall changed: agent %s asked %q in %s, the record asked %q in %s", call.Agent, call.Query, call.Namespace, r.rec.Query, r.rec.Namespace)})
 	}
 	o.answered++
@@ -302,7 +309,7 @@ func (o *oracle) Commit(ctx context.Context, call proto.CommitCall) (proto.Commi
 		if !o.strict {
 			return proto.CommitAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.CommitAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeMemoryCommitted, Stream: events.MemoryStream(call.Namespace),
+		return proto.CommitAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeMemoryCommitted, Stream: events.MemoryStream(call.Namespace),
 			Hint: fmt.Sprintf("extra commit to memory %s by agent %s; the code path changed", call.Namespace, call.Agent)})
 	}
 	o.commits[k] = q[1:]
@@ -319,7 +326,7 @@ func (o *oracle) Effect(ctx context.Context, call proto.EffectCall) (proto.Effec
 		if !o.strict {
 			return proto.EffectAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.EffectAnswer{}, o.diverge(&Divergence{Kind: KindExtra, Type: events.TypeEffectRecorded, Stream: call.Path,
+		return proto.EffectAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeEffectRecorded, Stream: call.Path,
 			Hint: fmt.Sprintf("extra flow.%s at %s; the code path changed", call.Kind, call.Path)})
 	}
 	o.effects[k] = q[1:]
@@ -355,7 +362,7 @@ func (o *oracle) unconsumed() *Divergence {
 		return nil
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
-	return &Divergence{Kind: KindMissing, Seq: all[0].seq, Type: all[0].typ, Stream: all[0].at.stream, Version: all[0].at.version, Hint: all[0].hint}
+	return &Divergence{Class: ClassMissing, Seq: all[0].seq, Type: all[0].typ, Stream: all[0].at.stream, Version: all[0].at.version, Hint: all[0].hint}
 }
 
 // requestDiff shows how a request differs from the recorded one.

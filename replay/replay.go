@@ -125,7 +125,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	}
 	rep.Matched, d = compareIgnoring(info.events, produced, ignore)
 	switch {
-	case orc.diverged != nil && d != nil && d.Seq > 0 && d.Seq < orc.diverged.Seq && d.Kind == KindMismatch:
+	case orc.diverged != nil && d != nil && d.Seq > 0 && d.Seq < orc.diverged.Seq && d.Class == ClassMismatch:
 		// An earlier event already differed (a live tool's output, say):
 		// that is the first divergence, the oracle's is its consequence.
 		rep.Divergence = d
@@ -173,7 +173,7 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	orc.mu.Lock()
 	orc.cancel = cancel
 	orc.mu.Unlock()
-	run := events.Run{ID: info.started.Run, Seed: info.started.Seed}
+	run := events.RunRef{ID: info.started.Run, Seed: info.started.Seed}
 	rctx = proto.With(events.ContextWithRun(rctx, run), orc)
 	if _, err := target.Store().Append(rctx, run.ID, events.NoStream, info.started); err != nil {
 		return nil, fmt.Errorf("replay: start: %w", err)
@@ -189,6 +189,9 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	if errors.Is(werr, flow.ErrWaiting) {
 		// Suspended again, for a person: the run stays open.
 		return out, werr
+	}
+	if !orc.strict && flow.Suspends(ctx, werr) {
+		return out, fmt.Errorf("%w: %w", rath.ErrRunLeftOpen, werr)
 	}
 	fin := events.RunFinished{Run: run.ID, Status: rath.RunOK}
 	if out != nil {

@@ -166,7 +166,7 @@ func TestRun_ReportsAChangedPromptAtItsSeq(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := rep.Divergence
-	if d == nil || d.Kind != replay.KindMismatch || !strings.Contains(d.Hint, "prompt changed") || !strings.Contains(d.Diff, "You count carefully.") {
+	if d == nil || d.Class != replay.ClassMismatch || !strings.Contains(d.Hint, "prompt changed") || !strings.Contains(d.Diff, "You count carefully.") {
 		t.Fatalf("divergence = %+v", d)
 	}
 	// It points at the counter's first recorded model call.

@@ -10,6 +10,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model"
 )
 
 // Resume continues a run that started and never finished (the process
@@ -40,6 +41,9 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	}
 	orc, err := newOracle(rt.Store(), info.events, 0, false)
 	if err != nil {
+		return nil, err
+	}
+	if orc.retryAt, err = retryPoint(info.events); err != nil {
 		return nil, err
 	}
 	if err := fw.start(ctx, sc.rt.Store()); err != nil {
@@ -120,7 +124,7 @@ func (f *forwarder) start(ctx context.Context, src *events.Store) error {
 	}
 	f.flushMu.Lock()
 	f.src, f.next = src, head.Seq+1
-	f.ctx = events.ContextWithRun(context.WithoutCancel(ctx), events.Run{ID: f.runID})
+	f.ctx = events.ContextWithRun(context.WithoutCancel(ctx), events.RunRef{ID: f.runID})
 	f.quit, f.done = make(chan struct{}), make(chan struct{})
 	f.flushMu.Unlock()
 	go func() {
@@ -162,8 +166,8 @@ func (f *forwarder) Project(_ context.Context, _ *events.Tx, ev *events.Event, _
 		return nil
 	}
 	if got := normalize(ev.Payload); ev.Type != want.typ || got != want.payload {
-		d := &Divergence{Kind: KindMismatch, Seq: want.seq, Type: want.typ, Stream: ev.Stream, Version: ev.Version, Want: want.payload, Got: got,
-			Diff: fieldDiff(want.typ, want.payload, ev.Type, got), Hint: "the resumed code does not reproduce the recorded prefix: " + hintFor(KindMismatch, want.typ, ev.Type)}
+		d := &Divergence{Class: ClassMismatch, Seq: want.seq, Type: want.typ, Stream: ev.Stream, Version: ev.Version, Want: want.payload, Got: got,
+			Diff: fieldDiff(want.typ, want.payload, ev.Type, got), Hint: "the resumed code does not reproduce the recorded prefix: " + hintFor(ClassMismatch, want.typ, ev.Type)}
 		f.mu.Lock()
 		if f.diverged == nil {
 			f.diverged = d
@@ -339,10 +343,30 @@ func recordResume(ctx context.Context, rt *rath.Runtime, runID string, info *run
 	// Not stamped with the run's id, even when ctx carries it.
 	outside := context.WithoutCancel(ctx)
 	if r, ok := events.RunFromContext(ctx); ok && r.ID == runID {
-		outside = events.ContextWithRun(outside, events.Run{})
+		outside = events.ContextWithRun(outside, events.RunRef{})
 	}
 	if _, err := rt.Store().Append(outside, events.ResumeStream(runID), events.AnyVersion, rec); err != nil {
 		return fmt.Errorf("replay: record the resume of %s: %w", runID, err)
 	}
 	return nil
+}
+
+// retryPoint returns the seq of the model attempt a run was left open on
+// for a retry (flow.ContextWithSuspend): its last event, a failure of a kind worth
+// retrying that the provider's own retries gave up on. 0 if the run
+// stopped elsewhere (a crash): then its recorded failures stand.
+func retryPoint(evs []events.Event) (int64, error) {
+	i := len(evs) - 1
+	if i < 0 || evs[i].Type != events.TypeProviderFailed {
+		return 0, nil
+	}
+	p, err := evs[i].Decode()
+	if err != nil {
+		return 0, err
+	}
+	f := p.(*events.ProviderFailed)
+	if f.WillRetry || !model.ErrorKind(f.ErrorKind).Retryable() {
+		return 0, nil
+	}
+	return evs[i].Seq, nil
 }

@@ -242,7 +242,7 @@ func TestSession_MergeSharedPrefixes(t *testing.T) {
 
 func TestSession_IDsAreDeterministic(t *testing.T) {
 	ids := func() []string {
-		ctx := events.ContextWithRun(t.Context(), events.Run{ID: "run-1", Seed: "seed-42"})
+		ctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "run-1", Seed: "seed-42"})
 		rt := MustOpen(t)
 		root, _ := rt.NewUserSession(ctx, "x")
 		f1, _ := root.Fork(ctx)
@@ -256,7 +256,7 @@ func TestSession_IDsAreDeterministic(t *testing.T) {
 		t.Fatalf("ids differ between identical runs:\n%v\n%v", first, second)
 	}
 	other := func() string {
-		ctx := events.ContextWithRun(t.Context(), events.Run{ID: "run-2", Seed: "seed-43"})
+		ctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "run-2", Seed: "seed-43"})
 		rt := MustOpen(t)
 		root, _ := rt.NewUserSession(ctx, "x")
 		return root.ID()

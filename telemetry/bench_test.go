@@ -35,7 +35,7 @@ func BenchmarkExportRun(b *testing.B) {
 		entries = append(entries, scripted.Entry{ToolCalls: []scripted.ToolCall{{ID: fmt.Sprintf("c%d", i), Name: "noop", Arguments: `{}`}}})
 	}
 	entries = append(entries, scripted.Entry{Content: "done"})
-	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "m", Client: scripted.New(entries...)}, flow.ResolveOptions{ConfigPath: "-"})
+	p, err := flow.ResolveProvider(flow.Provider{Vendor: flow.VendorScripted, Model: "m", Client: scripted.New(entries...)}, flow.ResolveOptions{ConfigPath: "-"})
 	if err != nil {
 		b.Fatal(err)
 	}

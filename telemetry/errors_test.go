@@ -24,7 +24,7 @@ func TestExportRuns_Errors(t *testing.T) {
 		scripted.Entry{ToolCalls: []scripted.ToolCall{{ID: "b1", Name: "boom", Arguments: `{}`}}},
 		scripted.Entry{Error: &scripted.Failure{Kind: model.KindAuth, Status: 401, Message: "bad key " + leakedSecret}},
 	)
-	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "m1", Client: client}, flow.ResolveOptions{ConfigPath: "-"})
+	p, err := flow.ResolveProvider(flow.Provider{Vendor: flow.VendorScripted, Model: "m1", Client: client}, flow.ResolveOptions{ConfigPath: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}

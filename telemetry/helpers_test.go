@@ -46,7 +46,7 @@ func newFanout(t *testing.T) *fanout {
 		scripted.Entry{Agent: "root.lead", Content: "approved; the key was " + leakedSecret, FinishReason: "stop"},
 	)
 	temp := 0.25
-	p, err := flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted", Client: client, Temperature: &temp, MaxTokens: 256,
+	p, err := flow.ResolveProvider(flow.Provider{Vendor: flow.VendorScripted, Model: "scripted", Client: client, Temperature: &temp, MaxTokens: 256,
 		Retry: flow.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}}, flow.ResolveOptions{ConfigPath: "-"})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func eventsRunContext(ctx context.Context, id string) context.Context {
-	return events.ContextWithRun(ctx, events.Run{ID: id, Seed: "seed"})
+	return events.ContextWithRun(ctx, events.RunRef{ID: id, Seed: "seed"})
 }
 
 func runStarted(id, input string) events.RunStarted {

@@ -550,9 +550,9 @@ func (t *translator) sampling(ctx context.Context, ev events.Event) []attribute.
 // it is one of the kinds rath knows; a configured name is kept as is.
 func providerName(label string) string {
 	switch strings.ToLower(label) {
-	case flow.KindOpenAI:
+	case flow.VendorOpenAI:
 		return "openai"
-	case flow.KindAnthropic:
+	case flow.VendorAnthropic:
 		return "anthropic"
 	}
 	return label

@@ -1,7 +1,7 @@
 // Command 01_hello_agent is the smallest rath program: one agent answers one
 // question in a recorded run, and a replay proves the run reproduces.
 //
-// It shows rath.Open, rt.NewUserSession, flow.NewProvider, flow.NewAgent,
+// It shows rath.Open, rt.NewUserSession, rath.NewProvider, flow.NewAgent,
 // rt.Start (a run whose session ids derive from a fixed seed) and
 // replay.Run (the run re-executed against its own record, event by event).
 //

@@ -78,7 +78,7 @@ func main() {
 	}
 	script, err := scripted.Parse(cassette)
 	exkit.Check(err)
-	p, err := flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: script, Model: "scripted"})
+	p, err := rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: script, Model: "scripted"})
 	exkit.Check(err)
 	agent, err := flow.NewAgent("You use the MCP tools you are given.", p, flow.WithTools(tools...))
 	exkit.Check(err)

@@ -68,8 +68,8 @@ func main() {
 	defer cleanup()
 
 	providers := []flow.Provider{
-		{Kind: flow.KindOpenAI, Model: "gpt-4o-mini"},
-		{Kind: flow.KindAnthropic, Model: "claude-sonnet-4-5"},
+		{Vendor: flow.VendorOpenAI, Model: "gpt-4o-mini"},
+		{Vendor: flow.VendorAnthropic, Model: "claude-sonnet-4-5"},
 	}
 	apis := []*fakeAPI{nil, nil}
 	if !*live {
@@ -83,17 +83,17 @@ func main() {
 	var runs []*rath.Run
 	var agents []*flow.Agent
 	for i, cfg := range providers {
-		p, err := flow.NewProvider(cfg)
+		p, err := rath.NewProvider(cfg)
 		exkit.Check(err)
 		agent, err := newAgent(p)
 		exkit.Check(err)
 		q, err := rt.NewUserSession(ctx, "What is 451 °F in Celsius?")
 		exkit.Check(err)
-		run, err := rt.Start(ctx, "temperature-"+cfg.Kind, agent, q, rath.WithSeed("provider-"+cfg.Kind))
+		run, err := rt.Start(ctx, "temperature-"+cfg.Vendor, agent, q, rath.WithSeed("provider-"+cfg.Vendor))
 		exkit.Check(err)
 		runs, agents = append(runs, run), append(agents, agent)
 
-		fmt.Printf("== %s (%s)\n", cfg.Kind, cfg.Model)
+		fmt.Printf("== %s (%s)\n", cfg.Vendor, cfg.Model)
 		if apis[i] != nil {
 			fmt.Println("  the API received:")
 			for _, line := range apis[i].requests() {
@@ -115,7 +115,7 @@ func main() {
 	for i, run := range runs {
 		rep, err := replay.Run(ctx, rt, run.ID, agents[i])
 		exkit.Check(err)
-		exkit.Verdict(providers[i].Kind+" replay (no server)", rep)
+		exkit.Verdict(providers[i].Vendor+" replay (no server)", rep)
 	}
 }
 

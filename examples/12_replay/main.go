@@ -108,7 +108,7 @@ func main() {
 		log.Fatal("the changed workflow reproduced the run")
 	}
 	fmt.Printf("3. replay with a changed prompt: %d of %d events reproduced; first divergence:\n", rep.Matched, rep.Recorded)
-	fmt.Printf("   %s at seq %d (%s)\n   hint: %s\n   diff:\n%s\n", d.Kind, d.Seq, d.Type, d.Hint, indent(d.Diff, "     "))
+	fmt.Printf("   %s at seq %d (%s)\n   hint: %s\n   diff:\n%s\n", d.Class, d.Seq, d.Type, d.Hint, indent(d.Diff, "     "))
 
 	// 4. What if: replay up to just before the divergent call, then go on
 	// live with the changed prompt, as a new run.

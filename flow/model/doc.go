@@ -7,7 +7,10 @@
 // Implementations live in subpackages: openai (any OpenAI-compatible
 // chat-completions endpoint, through go-openai), anthropic (the messages
 // API) and scripted (responses read from a cassette file, for tests,
-// examples and the offline demo). Recording calls in the event log, retries
+// examples and the offline demo). Each offers a [Vendor] (its name, its
+// environment variables' prefix, a constructor) for a [Registry], which
+// the caller fills: package flow builds providers' clients through one
+// and imports no vendor (the rath runtime fills it with the three). Recording calls in the event log, retries
 // and budgets are the caller's job (package flow); clients do one attempt.
 //
 // This package imports events only.

@@ -65,6 +65,13 @@ type Client interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 }
 
+// ClientFunc makes a function a Client: a model written in a few lines
+// (tests, examples, a rule-based stand-in).
+type ClientFunc func(ctx context.Context, req Request) (Response, error)
+
+// Complete calls f.
+func (f ClientFunc) Complete(ctx context.Context, req Request) (Response, error) { return f(ctx, req) }
+
 // Delta is one streamed fragment. Content deltas have Content set; tool
 // call deltas have ToolCallIndex and any of ToolCallID, ToolName and
 // Arguments (a fragment to concatenate).

@@ -64,7 +64,7 @@ func Build(ctx context.Context, rt *rath.Runtime, p *flow.Provider) (*Workflow, 
 		if err != nil {
 			return nil, err
 		}
-		if p, err = flow.ResolveProvider(flow.Provider{Kind: flow.KindScripted, Model: "scripted-demo", Client: c},
+		if p, err = flow.ResolveProvider(flow.Provider{Vendor: flow.VendorScripted, Model: "scripted-demo", Client: c},
 			flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "-"}); err != nil {
 			return nil, err
 		}

@@ -252,7 +252,7 @@ func TestBuild_ReplayVerdictAndSkipVerify(t *testing.T) {
 		{"reproduced", &replay.Report{Run: f.run, Workflow: "team", Recorded: 59, Produced: 59, Matched: 59, Answered: 20},
 			[]string{"reproduced", "59 of 59 events reproduced"}, "**Replay:** reproduced, 59 of 59 events", "not replayed"},
 		{"diverged", &replay.Report{Run: f.run, Workflow: "team", Recorded: 59, Produced: 40, Matched: 12,
-			Divergence: &replay.Divergence{Kind: replay.KindMismatch, Seq: 9, Type: "provider.called", Stream: "s-x", Version: 5,
+			Divergence: &replay.Divergence{Class: replay.ClassMismatch, Seq: 9, Type: "provider.called", Stream: "s-x", Version: 5,
 				Hint: "prompt changed", Diff: "- <old>\n+ <new>"}},
 			[]string{"diverged", "12 of 59 events reproduced", "prompt changed", "&lt;old&gt;", `href="#ev-9"`}, "diverged, 12 of 59 events reproduced", "not replayed"},
 	}

@@ -90,7 +90,7 @@ func TestBuild_UnfinishedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx := events.ContextWithRun(ctx, events.Run{ID: "run-crashed", Seed: "s"})
+	rctx := events.ContextWithRun(ctx, events.RunRef{ID: "run-crashed", Seed: "s"})
 	if _, err := rt.Store().Append(rctx, "run-crashed", events.NoStream, events.RunStarted{Run: "run-crashed", Workflow: "w", InputSession: input.ID(), Seed: "s"}); err != nil {
 		t.Fatal(err)
 	}

@@ -156,7 +156,7 @@ func (m *mdWriter) verdict() {
 	default:
 		dv := rep.Divergence
 		m.p("- **Replay:** diverged, %d of %d events reproduced; first divergence: %s at seq %d (%s on %s v%d): %s\n",
-			rep.Matched, rep.Recorded, inline(dv.Kind), dv.Seq, inline(dv.Type), code(dv.Stream), dv.Version, inline(dv.Hint))
+			rep.Matched, rep.Recorded, inline(dv.Class), dv.Seq, inline(dv.Type), code(dv.Stream), dv.Version, inline(dv.Hint))
 	}
 	switch v := d.Chain.Verify; {
 	case v == nil:

@@ -96,6 +96,11 @@ type ModelAnswer struct {
 	Response model.Response
 	Err      error // a recorded failure, rebuilt as a *model.Error
 	Latency  time.Duration
+	// Retry, with Err, says the record goes on with another attempt of
+	// this call even if the provider's retry budget said stop: the run
+	// was retried as a whole after this failure (package fleet), so the
+	// replay retries too instead of failing where the record did not.
+	Retry bool
 }
 
 // ToolCall identifies a tool call being replayed.
@@ -150,12 +155,19 @@ func From(ctx context.Context) Oracle {
 	return o
 }
 
-type replayedError string
+// replayedError says exactly what the recorded failure said (a replay
+// records it again, and the two must match) and unwraps to a
+// *model.Error of the recorded kind, so callers branch on it as before.
+type replayedError struct {
+	msg   string
+	model *model.Error
+}
 
-func (e replayedError) Error() string { return string(e) }
+func (e *replayedError) Error() string { return e.msg }
+func (e *replayedError) Unwrap() error { return e.model }
 
 // RecordedFailure rebuilds the error of a recorded provider.failed event
-// as an error of its kind.
+// as an error of its kind with the recorded text.
 func RecordedFailure(f *events.ProviderFailed) error {
-	return &model.Error{Kind: model.ErrorKind(f.ErrorKind), Provider: f.Provider, Err: replayedError(f.Error)}
+	return &replayedError{msg: f.Error, model: &model.Error{Kind: model.ErrorKind(f.ErrorKind), Provider: f.Provider}}
 }

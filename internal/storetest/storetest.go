@@ -559,7 +559,7 @@ func testFenced(t *testing.T, b Backend) {
 		}
 	}
 	lease(1, "a")
-	a := events.ContextWithLease(events.ContextWithRun(ctx, events.Run{ID: "r1", Seed: "s"}), events.Lease{Run: "r1", Token: 1})
+	a := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), events.Lease{Run: "r1", Token: 1})
 	if _, err := s.Append(a, "r1", events.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
 		t.Fatalf("the holder's append: %v", err)
 	}
@@ -577,7 +577,7 @@ func testFenced(t *testing.T, b Backend) {
 	if after, _ := s.Head(ctx); after != head {
 		t.Fatalf("the refused appends wrote: head %v -> %v", head, after)
 	}
-	bctx := events.ContextWithLease(events.ContextWithRun(ctx, events.Run{ID: "r1", Seed: "s"}), events.Lease{Run: "r1", Token: 2})
+	bctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), events.Lease{Run: "r1", Token: 2})
 	if _, err := s.Append(bctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
 		t.Fatalf("the new holder's append: %v", err)
 	}

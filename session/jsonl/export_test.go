@@ -18,7 +18,7 @@ import (
 // returns them.
 func richSessions(t *testing.T, rt *rath.Runtime) []*session.Session {
 	t.Helper()
-	ctx := events.ContextWithRun(t.Context(), events.Run{ID: "r1", Seed: "round-trip"})
+	ctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "r1", Seed: "round-trip"})
 	must := func(s *session.Session, err error) *session.Session {
 		t.Helper()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/flow"
 	"github.com/spf13/cobra"
 )
@@ -39,14 +40,14 @@ last 4 characters.`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path := flow.DefaultConfigPath(os.Getenv)
-			p, err := flow.ResolveProviderConfig(flow.Provider{Name: name, Model: modelName}, flow.ResolveOptions{ConfigPath: path})
+			p, err := flow.ResolveProviderConfig(flow.Provider{Name: name, Model: modelName}, flow.ResolveOptions{ConfigPath: path, Models: rath.Models()})
 			if errors.Is(err, flow.ErrNoProviderKind) {
 				return usagef(cmd, "no model provider: pass --provider NAME (from %s), or set OPENAI_API_KEY or ANTHROPIC_API_KEY", path)
 			}
 			if err != nil {
 				return err
 			}
-			v := configView{ConfigFile: path, Provider: p.Name, Kind: p.Kind, Model: p.Model, BaseURL: p.BaseURL,
+			v := configView{ConfigFile: path, Provider: p.Name, Kind: p.Vendor, Model: p.Model, BaseURL: p.BaseURL,
 				APIKey: maskSecret(p.APIKey), MaxAttempts: p.Retry.MaxAttempts,
 				InitialBackoff: p.Retry.InitialBackoff.String(), MaxBackoff: p.Retry.MaxBackoff.String()}
 			if v.Provider == "" {

@@ -46,7 +46,7 @@ the planner recalls the first run's lesson.`,
 			var opts demo.Options
 			opts.Backend = backend
 			if live {
-				if opts.Provider, err = flow.NewProvider(flow.Provider{}); err != nil {
+				if opts.Provider, err = rt.ResolveProvider(flow.Provider{}, flow.ResolveOptions{}); err != nil {
 					return err
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/gorath/rath"
@@ -191,6 +192,9 @@ func newWaitCmd(a *app) *cobra.Command {
 				}
 			}
 			status, err := fleet.Wait(ctx, rt, runs...)
+			for id, st := range status {
+				status[id] = statusWord(st)
+			}
 			if a.json {
 				if perr := a.printJSON(status); perr != nil {
 					return perr
@@ -245,23 +249,18 @@ is not interrupted; its result is refused.`,
 	return cmd
 }
 
-type workerView struct {
-	Worker string `json:"worker"`
-	// Runs are the runs whose lease it holds now.
-	Runs []string `json:"runs"`
-	// LeaseUntil is the latest lease expiry it renewed to.
-	LeaseUntil string `json:"lease_until"`
-}
-
 func newWorkersCmd(a *app) *cobra.Command {
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "workers",
-		Short: "List the workers holding runs now, with their runs and how long their leases last",
-		Long: `workers lists each worker that holds a live lease on a run, from the log's
-run.leased events: its runs and the latest lease expiry it renewed to. A
-worker that holds no run is not listed; one whose lease expired is dead
-or partitioned, and its runs are taken over.`,
-		Example: "rath workers --json",
+		Short: "List the fleet's live workers: queue, heartbeat and the runs each holds",
+		Long: `workers lists each worker process of the fleet that beat its heartbeat
+within its lease time, idle ones too: its queue, concurrency, when it
+started, its last heartbeat and the runs it holds a live lease on. A
+worker stopped with SIGTERM says goodbye and is gone from the list; one
+that died stops beating and shows as dead with --all (its runs are taken
+over by the others).`,
+		Example: "rath workers --json\nrath workers --all",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -269,46 +268,27 @@ or partitioned, and its runs are taken over.`,
 			if err != nil {
 				return err
 			}
-			leases, err := rt.Reader().Leases(ctx)
+			ws, err := fleet.Workers(ctx, rt, all)
 			if err != nil {
 				return err
 			}
-			now := time.Now().UnixNano()
-			byWorker := map[string]*workerView{}
-			var views []*workerView
-			latest := map[string]int64{}
-			for _, l := range leases {
-				if l.ExpiresAt < now || strings.HasPrefix(l.Worker, "cancel") {
-					continue
-				}
-				r, err := rt.Reader().Run(ctx, l.Run)
-				if err != nil || (r.Status != "queued" && r.Status != "running") {
-					continue
-				}
-				v := byWorker[l.Worker]
-				if v == nil {
-					v = &workerView{Worker: l.Worker}
-					byWorker[l.Worker] = v
-					views = append(views, v)
-				}
-				v.Runs = append(v.Runs, l.Run)
-				if l.ExpiresAt > latest[l.Worker] {
-					latest[l.Worker] = l.ExpiresAt
-					v.LeaseUntil = time.Unix(0, l.ExpiresAt).UTC().Format(time.RFC3339)
-				}
-			}
 			if a.json {
-				if views == nil {
-					views = []*workerView{}
+				return a.printJSON(ws)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WORKER\tSTATE\tQUEUE\tCONCURRENCY\tSTARTED\tHEARTBEAT\tRUNS")
+			for _, w := range ws {
+				state := "live"
+				if !w.Live {
+					state = "dead"
 				}
-				return a.printJSON(views)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", w.ID, state, w.Queue, w.Concurrency, w.StartedAt.Format(time.RFC3339),
+					w.HeartbeatAt.Format(time.RFC3339), orDash(strings.Join(w.Runs, " ")))
 			}
-			for _, v := range views {
-				fmt.Fprintf(a.stdout, "%s\t%d runs\tlease until %s\t%s\n", v.Worker, len(v.Runs), v.LeaseUntil, strings.Join(v.Runs, " "))
-			}
-			return nil
+			return tw.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "also list workers that stopped beating in the last day")
 	jsonFlag(cmd, a)
 	return cmd
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorath/rath/fleet"
 )
 
 // submit, worker, wait and runs through the CLI: runs submitted in one
@@ -60,18 +62,22 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			}
 			out := mustRun(t, dir, append(store[2:], append([]string{"wait", "--timeout", "2m"}, ids...)...)...)
 			for _, id := range ids {
-				if !strings.Contains(out, id+"\tok") {
+				if !strings.Contains(out, id+"\tdone") {
 					t.Fatalf("wait: %s", out)
 				}
 			}
 			runs = decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...))
 			for _, r := range runs {
-				if r.Status != "ok" || r.Worker == "" || r.Workflow != runWorkflow {
+				if r.Status != "done" || r.Worker == "" || r.Workflow != runWorkflow {
 					t.Fatalf("after the worker: run %+v", r)
 				}
 			}
 			if out := mustRun(t, dir, append(store[2:], "replay", ids[0])...); !strings.Contains(out, "reproduced: ") {
 				t.Fatalf("replay: %s", out)
+			}
+			// The idle worker is listed, holding nothing.
+			if ws := decodeJSON[[]fleet.WorkerInfo](t, mustRun(t, dir, append(store[2:], "workers", "--json")...)); len(ws) != 1 || !ws[0].Live || len(ws[0].Runs) != 0 {
+				t.Fatalf("workers with one idle worker: %+v", ws)
 			}
 			w.Process.Signal(syscall.SIGTERM)
 			done := make(chan error, 1)
@@ -95,8 +101,8 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			if r := rathCLI(t, dir, append(store[2:], "wait", queued)...); r.code != ExitFailure || !strings.Contains(r.stdout, queued+"\tcanceled") {
 				t.Fatalf("wait for a canceled run: exit %d %s", r.code, r.stdout)
 			}
-			if ws := decodeJSON[[]workerView](t, mustRun(t, dir, append(store[2:], "workers", "--json")...)); len(ws) != 0 {
-				t.Fatalf("workers holding runs when none runs: %+v", ws)
+			if ws := decodeJSON[[]fleet.WorkerInfo](t, mustRun(t, dir, append(store[2:], "workers", "--json", "--all")...)); len(ws) != 0 {
+				t.Fatalf("workers after the only one stopped: %+v", ws)
 			}
 			// A run that failed makes wait fail.
 			bad := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--workflow", "nosuch", "x")...))
@@ -107,11 +113,28 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			}
 			defer func() { w2.Process.Signal(syscall.SIGTERM); w2.Wait() }()
 			r := rathCLI(t, dir, append(store[2:], "wait", "--timeout", "2m", bad)...)
-			if r.code != ExitFailure || !strings.Contains(r.stdout, bad+"\terror") {
+			if r.code != ExitFailure || !strings.Contains(r.stdout, bad+"\tfailed") {
 				t.Fatalf("wait for a failing run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			if rr := decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)); !strings.Contains(rr[len(rr)-1].Error, `does not know workflow "nosuch"`) {
 				t.Fatalf("the failed run's reason: %+v", rr[len(rr)-1])
+			}
+			// A run whose workspace is gone by the time a worker takes it
+			// fails with that reason; no tool runs anywhere else.
+			gone := filepath.Join(t.TempDir(), "gone")
+			os.MkdirAll(gone, 0o755)
+			cas := filepath.Join(t.TempDir(), "cassette.json")
+			os.WriteFile(cas, []byte(cassette), 0o644)
+			lost := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--cassette", cas, "--workspace", gone, "--tools", "write_workspace_file", "write", "a", "file")...))
+			os.RemoveAll(gone)
+			if r := rathCLI(t, dir, append(store[2:], "wait", "--timeout", "2m", lost)...); r.code != ExitFailure || !strings.Contains(r.stdout, lost+"\tfailed") {
+				t.Fatalf("wait for a run whose workspace is gone: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if rr := decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)); !strings.Contains(rr[len(rr)-1].Error, "is not reachable from this worker") {
+				t.Fatalf("the lost workspace's run: %+v", rr[len(rr)-1])
+			}
+			if _, err := os.Stat(gone); !os.IsNotExist(err) {
+				t.Fatalf("a tool ran and recreated the workspace: %v", err)
 			}
 		})
 	}

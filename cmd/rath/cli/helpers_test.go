@@ -63,7 +63,7 @@ type world struct {
 func seed(t *testing.T) world {
 	t.Helper()
 	dir := t.TempDir()
-	ctx := events.ContextWithRun(context.Background(), events.Run{ID: "run-1", Seed: "cli"})
+	ctx := events.ContextWithRun(context.Background(), events.RunRef{ID: "run-1", Seed: "cli"})
 	rt, err := rath.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func multiprocessChild(role string) int {
 // reloaded, so one failure does not hide the next.
 func mpAppend(ctx context.Context, dir, index string) int {
 	run := "run-mp-" + index
-	ctx = events.ContextWithRun(ctx, events.Run{ID: run, Seed: run})
+	ctx = events.ContextWithRun(ctx, events.RunRef{ID: run, Seed: run})
 	rt, err := rath.Open(ctx, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)

@@ -54,7 +54,7 @@ func TestPostgres_CommandsAndCopy(t *testing.T) {
 	os.WriteFile(cas, []byte(cassette), 0o644)
 	pg("run", "--cassette", cas, "--workspace", work, "--tools", "write_workspace_file,run_shell_command", "write", "a", "file")
 	runs := decodeJSON[[]runView](t, pg("runs", "--json"))
-	if len(runs) != 1 || runs[0].Status != "ok" {
+	if len(runs) != 1 || runs[0].Status != "done" {
 		t.Fatalf("runs = %+v", runs)
 	}
 	if out := pg("replay", runs[0].ID); !strings.Contains(out, "reproduced: ") {

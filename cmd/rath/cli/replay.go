@@ -77,7 +77,7 @@ func printReport(a *app, rep *replay.Report) error {
 	}
 	d := rep.Divergence
 	fmt.Fprintf(a.stdout, "diverged: %d of %d events reproduced (run %s, workflow %s)\n", rep.Matched, rep.Recorded, rep.Run, rep.Workflow)
-	fmt.Fprintf(a.stdout, "first divergence: %s at seq %d, %s on %s v%d\n", d.Kind, d.Seq, d.Type, d.Stream, d.Version)
+	fmt.Fprintf(a.stdout, "first divergence: %s at seq %d, %s on %s v%d\n", d.Class, d.Seq, d.Type, d.Stream, d.Version)
 	// The hint and the diff quote model text and tool output.
 	fmt.Fprintf(a.stdout, "hint: %s\n", termSafe(d.Hint))
 	if d.Diff != "" {

@@ -112,7 +112,7 @@ func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		params["cassette"], params["kind"] = abs, flow.KindScripted
+		params["cassette"], params["kind"] = abs, flow.VendorScripted
 	}
 	if f.tools != "" {
 		names := strings.Split(f.tools, ",")

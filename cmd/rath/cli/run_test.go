@@ -32,7 +32,7 @@ func TestRunReplayResume(t *testing.T) {
 		t.Fatalf("the tool did not write the file: %q %v", b, err)
 	}
 	runs := decodeJSON[[]runView](t, mustRun(t, dir, "runs", "--json"))
-	if len(runs) != 1 || runs[0].Workflow != runWorkflow || runs[0].Status != "ok" {
+	if len(runs) != 1 || runs[0].Workflow != runWorkflow || runs[0].Status != "done" {
 		t.Fatalf("runs = %+v", runs)
 	}
 	id := runs[0].ID

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gorath/rath"
 )
 
 type runView struct {
@@ -23,10 +25,22 @@ type runView struct {
 	Worker string `json:"worker,omitempty"`
 }
 
+// statusWord is how runs and wait name a run's status: the log records
+// a finished run as ok or error, an operator reads done or failed.
+func statusWord(status string) string {
+	switch status {
+	case rath.RunOK:
+		return "done"
+	case rath.RunError:
+		return "failed"
+	}
+	return status
+}
+
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "runs",
-		Short:   "List recorded runs: workflow, status (queued, running, ok, error), input and output sessions, worker",
+		Short:   "List recorded runs: workflow, status (queued, running, waiting, done, failed, canceled), input and output sessions, worker",
 		Example: "rath runs --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,7 +63,7 @@ func newRunsCmd(a *app) *cobra.Command {
 			}
 			views := make([]runView, len(rows))
 			for i, r := range rows {
-				views[i] = runView{ID: r.ID, Workflow: r.Workflow, Status: r.Status, Input: r.InputSession, Output: r.OutputSession,
+				views[i] = runView{ID: r.ID, Workflow: r.Workflow, Status: statusWord(r.Status), Input: r.InputSession, Output: r.OutputSession,
 					Parent: r.ParentRun, Started: time.Unix(0, r.StartedAt).UTC().Format(time.RFC3339), FirstSeq: r.StartedSeq,
 					LastSeq: r.FinishedSeq.Int64, Error: r.Error, Worker: worker[r.ID]}
 			}

@@ -45,7 +45,7 @@ func TestTermWriter_SplitSequences(t *testing.T) {
 func TestPrintReport_Escaped(t *testing.T) {
 	var out strings.Builder
 	a := &app{stdout: &out}
-	rep := &replay.Report{Run: "run-1", Recorded: 2, Divergence: &replay.Divergence{Kind: replay.KindMismatch, Seq: 2,
+	rep := &replay.Report{Run: "run-1", Recorded: 2, Divergence: &replay.Divergence{Class: replay.ClassMismatch, Seq: 2,
 		Hint: "prompt changed: \x1b]52;c;aGk=\x07", Diff: "content:\n- a\n+ \x1b[2J\u009b"}}
 	if err := printReport(a, rep); err != nil {
 		t.Fatal(err)

@@ -82,16 +82,16 @@ func runStarted(ctx context.Context, rt *rath.Runtime, runID string) (*events.Ru
 // agentFromParams builds the agent "rath run" runs, from its recorded
 // parameters.
 func (a *app) agentFromParams(rt *rath.Runtime, params map[string]string, live bool, onDelta func(model.Delta)) (*flow.Agent, error) {
-	pv := flow.Provider{Name: params["provider"], Kind: params["kind"], Model: params["model"], Cassette: params["cassette"]}
+	pv := flow.Provider{Name: params["provider"], Vendor: params["kind"], Model: params["model"], Cassette: params["cassette"]}
 	if !live {
-		pv = flow.Provider{Kind: params["kind"], Model: params["model"], Client: refuseClient{}}
+		pv = flow.Provider{Vendor: params["kind"], Model: params["model"], Client: refuseClient{}}
 	}
-	prov, err := flow.NewProvider(pv)
+	prov, err := rt.ResolveProvider(pv, flow.ResolveOptions{})
 	if err != nil {
 		return nil, err
 	}
 	// The key may have come from anywhere; it must not reach the log.
-	rt.Secrets().Add("provider."+cmp.Or(prov.Name, prov.Kind)+".api_key", prov.APIKey)
+	rt.Secrets().Add("provider."+cmp.Or(prov.Name, prov.Vendor)+".api_key", prov.APIKey)
 	opts := []flow.AgentOption{}
 	if names := params["tools"]; names != "" {
 		tools, err := builtin.New(rt.Sandboxes(), strings.Split(names, ",")...)

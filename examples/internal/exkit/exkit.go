@@ -18,13 +18,13 @@ import (
 // real one resolved from the environment and ~/.rath/config.json.
 func Provider(cassette []byte, live bool) (*flow.Provider, error) {
 	if live {
-		return flow.NewProvider(flow.Provider{})
+		return rath.NewProvider(flow.Provider{})
 	}
 	c, err := scripted.Parse(cassette)
 	if err != nil {
 		return nil, fmt.Errorf("parse cassette: %w", err)
 	}
-	return flow.NewProvider(flow.Provider{Kind: flow.KindScripted, Client: c, Model: "scripted"})
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
 }
 
 // Open opens the runtime in dir, or when dir is empty in a temporary

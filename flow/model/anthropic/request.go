@@ -147,6 +147,9 @@ func toolParam(t model.ToolSpec) (*sdk.ToolParam, error) {
 		tp.Description = sdk.String(t.Description)
 	}
 	if len(t.Parameters) == 0 {
+		// The API requires input_schema, and the SDK leaves a zero one
+		// out: an empty object schema, as the openai client sends.
+		tp.InputSchema.Properties = map[string]any{}
 		return tp, nil
 	}
 	var schema map[string]any

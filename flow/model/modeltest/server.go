@@ -56,6 +56,14 @@ func newServer(t testing.TB, f flavor, prefix string) *Server {
 // Anthropic fake (the SDK adds /v1/messages).
 func (s *Server) URL() string { return s.baseURL }
 
+// Close shuts the server down before the test ends: later connections to
+// URL are refused, for connection-failure tests. Calling it again, or the
+// cleanup that closes every server, is harmless.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
 // Push queues replies; each request takes the first one.
 func (s *Server) Push(replies ...Reply) {
 	s.mu.Lock()

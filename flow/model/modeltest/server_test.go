@@ -143,3 +143,12 @@ func TestServer_ErrorBodies(t *testing.T) {
 		})
 	}
 }
+
+func TestServer_CloseRefusesConnections(t *testing.T) {
+	srv := modeltest.NewOpenAI(t)
+	srv.Close()
+	if _, err := http.Post(srv.URL()+"/chat/completions", "application/json", strings.NewReader(`{}`)); err == nil {
+		t.Fatal("a closed server answered")
+	}
+	srv.Close() // again, and the cleanup: harmless
+}
