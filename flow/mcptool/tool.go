@@ -185,6 +185,12 @@ func (m *Manager) call(ctx context.Context, s *session.Session, server, toolName
 		case errors.As(err, &we):
 			return res, &flow.ToolError{Kind: KindError, Err: &CallError{Server: server, Tool: toolName, Code: we.Code, Message: we.Message}}
 		case errors.Is(err, mcp.ErrConnectionClosed) || c.gone():
+			// The session's Wait returns right after: once a call said
+			// the server is gone, a reconnect must not find it alive.
+			select {
+			case <-c.done:
+			case <-time.After(time.Second):
+			}
 			return res, &flow.ToolError{Kind: KindServerGone, Err: c.goneError()}
 		default:
 			return res, &flow.ToolError{Kind: KindError, Err: fmt.Errorf("mcptool: %s tool %s: %w", server, toolName, err)}
