@@ -97,13 +97,14 @@ var allowedImports = map[string][]string{
 	"replay/internal/renametest/pinned":   {"flow", "session"},
 	"fleet":                               {".", "events", "flow", "flow/model", "replay", "session"},
 	"internal/dossier":                    {".", "events", "flow", "flow/model", "projections", "replay", "session"},
+	"internal/console":                    {".", "events", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli":  {".", "events", "fleet", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath/cli":  {".", "events", "fleet", "flow", "flow/builtin", "flow/model", "internal/console", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 }
