@@ -109,7 +109,7 @@ func TestConsole_InChromium(t *testing.T) {
 
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-			png, err := chromedp.FullScreenshot(90)(ctx, tg)
+			png, err := chromedp.FullScreenshot(100)(ctx, tg)
 			if err != nil {
 				return chromedp.Void{}, err
 			}
@@ -176,6 +176,7 @@ func TestConsole_InChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#replay`)),
 		chromedp.WaitVisible(chromedp.CSS(`#replay-verdict`)),
 		until(`document.querySelector('#replay-verdict').textContent.startsWith("Reproduced")`),
+		shot("serve-replay.png"),
 	)
 
 	step("live tail opens",

@@ -186,7 +186,7 @@
       ? el("details", {}, el("summary", { class: "mono" }, clip(text, 160)), el("div", { class: "mono payload" }, text))
       : el("span", { class: "mono payload" }, text);
     return el("tr", { "data-seq": ev.seq, class: fresh ? "new" : null },
-      el("td", { class: "num mono" }, String(ev.seq)), el("td", { class: "mono" }, ev.at.replace("T", " ").replace(/\.\d+Z$/, "Z")),
+      el("td", { class: "num mono" }, String(ev.seq)), el("td", { class: "mono", title: ev.at }, ev.at.replace(/^.*T/, "").replace(/(\.\d{3})\d*Z$/, "$1")),
       el("td", { class: "mono" }, ev.type), el("td", { class: "mono" }, ev.stream + "@" + ev.version), el("td", {}, payload));
   }
 
