@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -540,5 +541,36 @@ func TestWorkersAndMemory(t *testing.T) {
 	}
 	if res, _ := f.do(t, "GET", "/api/memory/search?ns=notes", nil); res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("no q: %s", res.Status)
+	}
+}
+
+// Every route of the API is documented in docs/openapi.yaml.
+func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("server.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := regexp.MustCompile(`HandleFunc\("(GET|POST) (/api/[^"]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(routes) < 10 {
+		t.Fatalf("found %d routes in server.go", len(routes))
+	}
+	for _, r := range routes {
+		method, path := strings.ToLower(r[1]), r[2]
+		i := strings.Index(string(doc), "\n  "+path+":\n")
+		if i < 0 {
+			t.Errorf("docs/openapi.yaml lacks %s", path)
+			continue
+		}
+		rest := string(doc[i+1:])
+		if j := strings.Index(rest[3:], "\n  /"); j >= 0 {
+			rest = rest[:j+3]
+		}
+		if !strings.Contains(rest, "\n    "+method+":") {
+			t.Errorf("docs/openapi.yaml lacks %s %s", r[1], path)
+		}
 	}
 }
