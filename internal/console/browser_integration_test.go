@@ -200,6 +200,29 @@ func TestConsole_InChromium(t *testing.T) {
 	if after := eval(`document.querySelectorAll('#events-body tr').length`); after <= rows {
 		t.Fatalf("%d rows after the run went on, %d before", after, rows)
 	}
+
+	mem, err := rt.Memory(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Remember(t.Context(), "notes", "the deploy key rotates on mondays "+hostile, nil); err != nil {
+		t.Fatal(err)
+	}
+	step("memory search",
+		chromedp.Evaluate[chromedp.Void](`location.hash = "#/memory"`),
+		chromedp.WaitVisible(chromedp.ID("memory-ns")),
+		chromedp.SendKeys(chromedp.ID("memory-ns"), "notes"),
+		chromedp.SendKeys(chromedp.ID("memory-q"), "deploy key"),
+		chromedp.Click(chromedp.ID("memory-go")),
+		until(`document.querySelector('#memory-body').textContent.includes("rotates on mondays <script>")`),
+	)
+	step("workers",
+		chromedp.Evaluate[chromedp.Void](`location.hash = "#/workers"`),
+		until(`document.querySelector('main').textContent.includes("No workers")`),
+	)
+	if scripts := eval(`document.querySelectorAll("script, img").length`); scripts != 1 {
+		t.Fatalf("%d script or img elements after the memory page", scripts)
+	}
 }
 
 // outputOf is a run's output session.

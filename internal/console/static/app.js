@@ -390,6 +390,29 @@
       el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"), el("th", {}, "runs"))), body));
   }
 
+  // ---- memory search ------------------------------------------------
+
+  function memoryPage() {
+    const ns = el("input", { id: "memory-ns", placeholder: "namespace", size: 20 });
+    const q = el("input", { id: "memory-q", type: "search", placeholder: "what to recall", size: 40 });
+    const go = el("button", { id: "memory-go" }, "Search");
+    const body = el("tbody", { id: "memory-body" });
+    async function search() {
+      if (!ns.value.trim() || !q.value.trim()) return;
+      try {
+        const v = await api("/api/memory/search?" + new URLSearchParams({ ns: ns.value, q: q.value }).toString());
+        body.replaceChildren(...v.hits.map((h) => el("tr", {}, el("td", { class: "num" }, h.score.toFixed(3)),
+          el("td", { class: "mono" }, h.id), el("td", { class: "payload" }, h.text))));
+        if (!v.hits.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 3, class: "muted" }, "Nothing recalled.")));
+        ok("");
+      } catch (e) { fail(e); }
+    }
+    go.addEventListener("click", search);
+    q.addEventListener("keydown", (e) => { if (e.key === "Enter") search(); });
+    main.replaceChildren(el("h1", {}, "Memory"), el("div", { class: "filters" }, ns, q, go),
+      el("table", {}, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "score"), el("th", {}, "id"), el("th", {}, "text"))), body));
+  }
+
   // ---- routing ------------------------------------------------------
 
   function route() {
@@ -403,6 +426,7 @@
       case "run": return runPage(arg);
       case "session": return sessionPage(arg);
       case "workers": return workersPage();
+      case "memory": return memoryPage();
       // case "approvals": the approvals inbox (human in the loop) goes here.
       default: return runsPage();
     }
