@@ -41,13 +41,19 @@ func (s *Server) apiRunStream(w http.ResponseWriter, r *http.Request) {
 			after = n
 		}
 	}
-	if _, err := s.rt.Reader().Run(r.Context(), id); notFound(w, err) {
+	row, err := s.rt.Reader().Run(r.Context(), id)
+	if notFound(w, err) {
 		return
 	}
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if row.FinishedSeq.Valid && after >= row.FinishedSeq.Int64 {
+		// Nothing more will come: the client has the whole run.
+		fmt.Fprint(w, "event: end\ndata: {}\n\n")
+		return
+	}
 	if err := rc.Flush(); err != nil {
 		return
 	}

@@ -235,6 +235,15 @@ func TestStream_TailsARunningRunUntilItEnds(t *testing.T) {
 	if m := next(t, ch2); m[0] != "end" {
 		t.Fatalf("then %v", m)
 	}
+	// After the end of a finished run: only the end, at once.
+	res3, err := http.Get(f.http.URL + "/api/runs/run-gated/stream?after=" + itoa(last.Seq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res3.Body.Close()
+	if m := next(t, sse(t, res3)); m[0] != "end" {
+		t.Fatalf("after the end: %v", m)
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
