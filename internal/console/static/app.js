@@ -180,10 +180,37 @@
       r.error ? card("error", r.error) : null);
   }
 
+  // gist is a one-line reading of an event's payload for the common
+  // types; the full JSON stays one click away.
+  function gist(ev) {
+    const p = ev.payload || {};
+    const u = p.usage ? " (" + p.usage.total_tokens + " tokens)" : "";
+    switch (ev.type) {
+      case "run.started": return "workflow " + p.workflow + " on " + p.input_session;
+      case "run.finished": return p.status + (p.error ? ": " + p.error : "") + (p.output_session ? " → " + p.output_session : "");
+      case "workflow.entered": return "enter " + p.path;
+      case "workflow.exited": return "exit " + p.path + (p.error ? ": " + p.error : "");
+      case "chunk.appended": {
+        const c = p.chunk || {};
+        const calls = (c.tool_calls || []).map((tc) => tc.name + "(" + (tc.arguments || "") + ")").join(", ");
+        return "#" + p.index + " " + c.role + (c.author ? " by " + c.author : "") + ": " + (c.content || "") + (calls ? " → " + calls : "");
+      }
+      case "tool.called": return (p.agent ? p.agent + " calls " : "") + p.tool + "(" + (p.arguments || "") + ")";
+      case "tool.returned": return p.tool + " returned " + p.output_size + " bytes in " + p.duration_ms + " ms" + (p.is_error || p.error ? ", an error: " + (p.error || p.error_kind || "") : "");
+      case "provider.called": return (p.agent || "") + " → " + (p.model || p.provider || "model") + u + (p.latency_ms ? " in " + p.latency_ms + " ms" : "");
+      case "provider.failed": return (p.agent || "") + " → " + (p.model || p.provider || "model") + " failed (" + (p.error_kind || "") + "): " + (p.error || "") + (p.will_retry ? ", will retry" : "");
+      case "session.created": return "new session" + (p.origin ? " (" + p.origin + ")" : "");
+      case "session.forked": return "fork of " + p.source + " v" + p.source_version;
+      case "selector.decided": return "chose " + p.chosen + (p.reason ? ": " + p.reason : "");
+    }
+    return null;
+  }
+
   function eventRow(ev, fresh) {
     const text = JSON.stringify(ev.payload);
-    const payload = text.length > 160
-      ? el("details", {}, el("summary", { class: "mono" }, clip(text, 160)), el("div", { class: "mono payload" }, text))
+    const line = gist(ev);
+    const payload = line !== null || text.length > 160
+      ? el("details", {}, el("summary", { class: line !== null ? "" : "mono" }, clip(line !== null ? line : text, 200)), el("div", { class: "mono payload" }, text))
       : el("span", { class: "mono payload" }, text);
     return el("tr", { "data-seq": ev.seq, class: fresh ? "new" : null },
       el("td", { class: "num mono" }, String(ev.seq)), el("td", { class: "mono", title: ev.at }, ev.at.replace(/^.*T/, "").replace(/(\.\d{3})\d*Z$/, "$1")),
@@ -240,7 +267,7 @@
       el("h2", {}, "Session graph"), graphBox,
       el("h2", {}, "Events"),
       el("table", { id: "events" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "seq"), el("th", {}, "at"), el("th", {}, "type"),
-        el("th", {}, "stream"), el("th", {}, "payload"))), evBody),
+        el("th", {}, "stream"), el("th", {}, "what"))), evBody),
       el("p", {}, moreBtn));
 
     api("/api/graph?run=" + encodeURIComponent(id)).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
