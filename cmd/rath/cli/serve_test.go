@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+
 	"encoding/json"
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
 	"io"
 	"net/http"
 	"reflect"
@@ -38,6 +41,19 @@ func TestServe_APIMatchesTheCLIAndStopsOnInterrupt(t *testing.T) {
 	}
 	showJSON := mustRun(t, dir, "show", runs[0].Output, "--json")
 	graphJSON := mustRun(t, dir, "graph", "--json")
+	// A run that started and never finished (its process died): a tail
+	// of it waits for events that never come.
+	rt, err := rath.Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "run-open", Seed: "seed"})
+	if _, err := rt.Store().Append(rctx, "run-open", events.NoStream, events.RunStarted{Run: "run-open", Workflow: "gone", InputSession: runs[0].Input, Seed: "seed"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -76,12 +92,13 @@ func TestServe_APIMatchesTheCLIAndStopsOnInterrupt(t *testing.T) {
 		Runs []map[string]any `json:"runs"`
 	}
 	json.Unmarshal([]byte(get("api/runs")), &page)
-	if len(page.Runs) != 1 {
+	// Newest first: the open run, then the demo's.
+	if len(page.Runs) != 2 || page.Runs[0]["id"] != "run-open" || page.Runs[0]["status"] != "running" {
 		t.Fatalf("api runs: %+v", page)
 	}
 	for k, v := range cliRuns[0] {
-		if !reflect.DeepEqual(page.Runs[0][k], v) {
-			t.Errorf("run field %s: api %v, cli %v", k, page.Runs[0][k], v)
+		if !reflect.DeepEqual(page.Runs[1][k], v) {
+			t.Errorf("run field %s: api %v, cli %v", k, page.Runs[1][k], v)
 		}
 	}
 	same := func(name, cli, api string) {
@@ -115,11 +132,15 @@ func TestServe_APIMatchesTheCLIAndStopsOnInterrupt(t *testing.T) {
 	}
 
 	// An open live tail does not hold the shutdown.
-	tail, err := http.Get(base + "api/runs/" + runs[0].ID + "/stream?after=1")
+	tail, err := http.Get(base + "api/runs/run-open/stream")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tail.Body.Close()
+	first := make([]byte, 4096)
+	if n, err := io.ReadAtLeast(tail.Body, first, 200); err != nil || !strings.Contains(string(first[:n]), "run.started") {
+		t.Fatalf("tail: %q %v", first[:n], err)
+	}
 	cancel()
 	select {
 	case code := <-done:
