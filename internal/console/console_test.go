@@ -3,8 +3,10 @@ package console_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -581,5 +583,27 @@ func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
 		if !strings.Contains(rest, "\n    "+method+":") {
 			t.Errorf("docs/openapi.yaml lacks %s %s", r[1], path)
 		}
+	}
+}
+
+// A store whose projections differ from its log fails verification: the
+// verdict names the table.
+func TestVerify_FailureNamesTheTable(t *testing.T) {
+	f := newFixture(t, "")
+	db, err := sql.Open("sqlite", filepath.Join(f.rt.Dir(), rath.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE runs SET workflow = 'tampered' WHERE id = ?`, f.run); err != nil {
+		t.Fatal(err)
+	}
+	res, body := f.post(t, "/api/verify")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("verify: %s %s", res.Status, body)
+	}
+	v := decode[console.VerifyView](t, body)
+	if v.OK || v.FailedTable != "runs" || v.Failure == "" {
+		t.Fatalf("verify of a tampered store: %s", body)
 	}
 }
