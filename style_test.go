@@ -97,10 +97,10 @@ var allowedImports = map[string][]string{
 	"replay/internal/renametest/pinned":   {"flow", "session"},
 	"fleet":                               {".", "events", "flow", "flow/model", "replay", "session"},
 	"internal/dossier":                    {".", "events", "flow", "flow/model", "projections", "replay", "session"},
-	"internal/console":                    {".", "events", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
+	"internal/console":                    {".", "events", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
