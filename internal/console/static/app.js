@@ -71,8 +71,8 @@
     statusLine.className = "muted";
   }
 
-  function statusCell(status) {
-    return el("td", { class: "status status-" + status }, status);
+  function statusCell(status, error) {
+    return el("td", { class: "status status-" + status, title: error ? visible(error) : null }, status);
   }
 
   function runLink(id) {
@@ -108,7 +108,7 @@
 
     function row(r) {
       return el("tr", { "data-run": r.id },
-        el("td", { class: "mono" }, runLink(r.id)), statusCell(r.status), el("td", {}, r.workflow),
+        el("td", { class: "mono" }, runLink(r.id)), statusCell(r.status, r.error), el("td", {}, r.workflow),
         el("td", { class: "mono" }, r.started_at), el("td", { class: "num" }, duration(r.duration_ms)),
         el("td", { class: "num" }, String(r.usage.total_tokens)), el("td", { class: "num" }, String(r.tool_calls)),
         el("td", { class: "num" }, String(r.events)), el("td", { class: "mono" }, r.worker || "–"));
@@ -158,7 +158,8 @@
       typing = setTimeout(() => { runsState.q = q.value; nextBefore = 0; refresh(); }, 250);
     });
     refresh();
-    const timer = setInterval(refresh, 3000);
+    // A hidden tab does not poll.
+    const timer = setInterval(() => { if (!document.hidden) refresh(); }, 3000);
     cleanup.push(() => clearInterval(timer));
   }
 
