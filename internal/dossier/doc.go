@@ -42,5 +42,6 @@
 //
 // This package reads; it never writes to the store. It imports rath,
 // events, projections, session, flow (for [flow.RequestLoader]), flow/model
-// and replay (for the report type), and nothing imports it but the CLI.
+// and replay (for the report type), and nothing imports it but the CLI and
+// the web console (internal/console).
 package dossier

@@ -82,6 +82,7 @@ Exit codes:
 		newDossierCmd(a),
 		newOtelCmd(a),
 		newConfigCmd(a),
+		newServeCmd(a),
 	)
 	completeIDs(a, root)
 	return root

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/internal/console"
+)
+
+func newServeCmd(a *app) *cobra.Command {
+	var addr, token string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve a web console and a JSON API over the store: runs, events (live), sessions, graph, replay, verify, dossiers",
+		Long: `serve answers a JSON API under /api/ (docs/openapi.yaml) and a web console
+at / built into the binary (no network needed). It listens on loopback by
+default; any other address needs a token (--token or $RATH_TOKEN), sent as
+"Authorization: Bearer TOKEN" or set as a cookie by visiting /?token=TOKEN.
+It prints the URL on stderr and serves until interrupted (SIGINT, SIGTERM).`,
+		Example: `rath serve
+RATH_TOKEN=$(openssl rand -hex 16) rath serve --addr 0.0.0.0:7777`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if token == "" {
+				token = os.Getenv("RATH_TOKEN")
+			}
+			if !console.LoopbackAddr(addr) && token == "" {
+				return usagef(cmd, "--addr %s is not a loopback address: set --token or RATH_TOKEN", addr)
+			}
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			srv, err := console.New(console.Options{Runtime: rt, Token: token,
+				Workflow: func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error) {
+					return a.workflowForRun(ctx, rt, runID, false)
+				}})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+				BaseContext: func(net.Listener) context.Context { return ctx }}
+			url := "http://" + ln.Addr().String() + "/"
+			if token != "" {
+				url += " (sign in once at /?token=TOKEN)"
+			}
+			fmt.Fprintf(a.stderr, "rath: serving %s on %s\n", a.where(), url)
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+			}
+			srv.Close()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil {
+				return err
+			}
+			if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			fmt.Fprintln(a.stderr, "rath: stopped")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7777", "listen address (a non-loopback one needs --token)")
+	cmd.Flags().StringVar(&token, "token", "", "require this token on every request (env RATH_TOKEN)")
+	return cmd
+}

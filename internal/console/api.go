@@ -1,0 +1,461 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
+	"github.com/gorath/rath/internal/dossier"
+	"github.com/gorath/rath/memory"
+	"github.com/gorath/rath/projections"
+	"github.com/gorath/rath/replay"
+	"github.com/gorath/rath/session"
+)
+
+// heartbeat is how often an idle live tail sends a comment, so proxies
+// and the browser keep the connection.
+const heartbeat = 15 * time.Second
+
+// apiRunStream tails a run's events as Server-Sent Events: every event
+// after ?after= (or the Last-Event-ID the browser sends on reconnect) as
+// an "event" message whose id is its seq, then "end" once the run's
+// run.finished is sent. It wakes on the store's append notifications.
+func (s *Server) apiRunStream(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after, err := intParam(r, "after", 0, 0, 1<<62)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		var n int64
+		if _, err := fmt.Sscanf(last, "%d", &n); err == nil && n > after {
+			after = n
+		}
+	}
+	row, err := s.rt.Reader().Run(r.Context(), id)
+	if notFound(w, err) {
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if row.FinishedSeq.Valid && after >= row.FinishedSeq.Int64 {
+		// Nothing more will come: the client has the whole run.
+		fmt.Fprint(w, "event: end\ndata: {}\n\n")
+		return
+	}
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	type item struct {
+		ev  events.Event
+		err error
+	}
+	ch := make(chan item)
+	go func() {
+		defer close(ch)
+		for ev, err := range s.rt.Store().Subscribe(ctx, events.Query{RunID: id, FromSeq: after + 1}) {
+			select {
+			case ch <- item{ev, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			rc.Flush()
+		case it, ok := <-ch:
+			if !ok {
+				return
+			}
+			if it.err != nil {
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", sseJSON(apiError{Error: it.err.Error()}))
+				rc.Flush()
+				return
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: event\ndata: %s\n\n", it.ev.Seq, sseJSON(it.ev)); err != nil {
+				return
+			}
+			if it.ev.Type == events.TypeRunFinished && it.ev.Stream == id {
+				fmt.Fprint(w, "event: end\ndata: {}\n\n")
+				rc.Flush()
+				return
+			}
+			rc.Flush()
+		}
+	}
+}
+
+// sseJSON is v as one line of JSON (json.Marshal writes no newline; it
+// escapes <, > and &).
+func sseJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(apiError{Error: err.Error()})
+	}
+	return b
+}
+
+// SessionView is a session's metadata, as `rath show --json` prints it.
+type SessionView struct {
+	ID         string       `json:"id"`
+	Kind       string       `json:"kind"`
+	Origin     string       `json:"origin,omitempty"`
+	Chunks     int64        `json:"chunks"`
+	Version    int64        `json:"version"`
+	Backend    string       `json:"backend,omitempty"`
+	Spec       string       `json:"spec,omitempty"`
+	Parents    []string     `json:"parents"`
+	Source     string       `json:"source,omitempty"`
+	Usage      events.Usage `json:"usage"`
+	Incomplete bool         `json:"incomplete,omitempty"`
+	CreatedSeq int64        `json:"created_seq"`
+	UpdatedSeq int64        `json:"updated_seq"`
+}
+
+// ChunkView is one transcript entry with its index.
+type ChunkView struct {
+	Index int `json:"index"`
+	events.Chunk
+}
+
+// ShowView is GET /api/sessions/{id}: what `rath show --json` prints.
+type ShowView struct {
+	Session SessionView `json:"session"`
+	Chunks  []ChunkView `json:"chunks"`
+}
+
+func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
+	ctx, id := r.Context(), r.PathValue("id")
+	sess, err := s.rt.Session(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "%v", err)
+		return
+	}
+	if notFound(w, err) {
+		return
+	}
+	row, err := s.rt.Reader().Session(ctx, id)
+	if notFound(w, err) {
+		return
+	}
+	parents := sess.Parents()
+	if parents == nil {
+		parents = []string{}
+	}
+	v := ShowView{Session: SessionView{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: int64(sess.Len()), Version: sess.Version(),
+		Backend: sess.Placement().Backend, Spec: sess.Placement().Spec, Parents: parents, Source: row.Source.String,
+		Usage: sess.Usage(), Incomplete: row.Incomplete, CreatedSeq: row.CreatedSeq, UpdatedSeq: row.UpdatedSeq}, Chunks: []ChunkView{}}
+	for i, c := range sess.Chunks() {
+		v.Chunks = append(v.Chunks, ChunkView{Index: i, Chunk: c})
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// GraphNode and GraphEdge are `rath graph --format json`'s.
+type GraphNode struct {
+	ID         string `json:"id"`
+	Kind       string `json:"kind"`
+	Origin     string `json:"origin,omitempty"`
+	Chunks     int64  `json:"chunks"`
+	Incomplete bool   `json:"incomplete,omitempty"`
+	// InRun is set, with ?run=, for the sessions the run wrote; the others
+	// are their lineage parents and the run's input.
+	InRun bool `json:"in_run,omitempty"`
+}
+
+// GraphEdge is a lineage edge from parent to child.
+type GraphEdge struct {
+	Parent   string `json:"parent"`
+	Child    string `json:"child"`
+	Kind     string `json:"kind"`
+	Position int    `json:"position"`
+}
+
+// GraphView is GET /api/graph.
+type GraphView struct {
+	Nodes []GraphNode `json:"nodes"`
+	Edges []GraphEdge `json:"edges"`
+}
+
+// maxGraph is the most sessions GET /api/graph returns without ?run=.
+const maxGraph = 2000
+
+func (s *Server) apiGraph(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	run := r.URL.Query().Get("run")
+	if run == "" {
+		v, err := s.wholeGraph(ctx)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "%v", err)
+			return
+		}
+		if len(v.Nodes) > maxGraph {
+			writeError(w, http.StatusRequestEntityTooLarge, "the store holds %d sessions: ask for one run's graph with ?run=", len(v.Nodes))
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+		return
+	}
+	v, err := s.runGraph(ctx, run)
+	if notFound(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) wholeGraph(ctx context.Context) (GraphView, error) {
+	rows, err := s.rt.Reader().Sessions(ctx)
+	if err != nil {
+		return GraphView{}, err
+	}
+	edges, err := s.rt.Reader().Edges(ctx)
+	if err != nil {
+		return GraphView{}, err
+	}
+	v := GraphView{Nodes: make([]GraphNode, len(rows)), Edges: make([]GraphEdge, len(edges))}
+	for i, row := range rows {
+		v.Nodes[i] = GraphNode{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: row.Length, Incomplete: row.Incomplete}
+	}
+	for i, e := range edges {
+		v.Edges[i] = GraphEdge{Parent: e.Parent, Child: e.Child, Kind: e.Kind, Position: e.Position}
+	}
+	return v, nil
+}
+
+const sessionGraphCols = `id, kind, origin, length, incomplete, created_seq`
+
+type graphRow struct {
+	ID         string `db:"id"`
+	Kind       string `db:"kind"`
+	Origin     string `db:"origin"`
+	Length     int64  `db:"length"`
+	Incomplete bool   `db:"incomplete"`
+	CreatedSeq int64  `db:"created_seq"`
+}
+
+// runGraph is the sessions a run wrote (the sessions' run index), its
+// input, and the lineage edges into them with their parents.
+func (s *Server) runGraph(ctx context.Context, runID string) (GraphView, error) {
+	run, err := s.rt.Reader().Run(ctx, runID)
+	if err != nil {
+		return GraphView{}, err
+	}
+	db := s.rt.Store().DB()
+	var rows []graphRow
+	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT `+sessionGraphCols+` FROM sessions WHERE run_id = ? ORDER BY created_seq`), runID); err != nil {
+		return GraphView{}, fmt.Errorf("graph: %w", err)
+	}
+	v := GraphView{Nodes: []GraphNode{}, Edges: []GraphEdge{}}
+	seen := map[string]bool{}
+	for _, row := range rows {
+		seen[row.ID] = true
+		v.Nodes = append(v.Nodes, GraphNode{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: row.Length, Incomplete: row.Incomplete, InRun: true})
+	}
+	add := func(id string) error {
+		if id == "" || seen[id] {
+			return nil
+		}
+		row, err := s.rt.Reader().Session(ctx, id)
+		if errors.Is(err, projections.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		seen[id] = true
+		v.Nodes = append(v.Nodes, GraphNode{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: row.Length, Incomplete: row.Incomplete})
+		return nil
+	}
+	if err := add(run.InputSession); err != nil {
+		return GraphView{}, err
+	}
+	for _, row := range rows {
+		es, err := s.rt.Reader().Parents(ctx, row.ID)
+		if err != nil {
+			return GraphView{}, err
+		}
+		for _, e := range es {
+			if err := add(e.Parent); err != nil {
+				return GraphView{}, err
+			}
+			v.Edges = append(v.Edges, GraphEdge{Parent: e.Parent, Child: e.Child, Kind: e.Kind, Position: e.Position})
+		}
+	}
+	return v, nil
+}
+
+// ReplayView is POST /api/runs/{id}/replay: the replay's report as
+// `rath replay --json` prints it, and ok.
+type ReplayView struct {
+	OK bool `json:"ok"`
+	*replay.Report
+}
+
+func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
+	ctx, id := r.Context(), r.PathValue("id")
+	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
+		return
+	}
+	wf, err := s.opts.Workflow(ctx, s.rt, id)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
+		return
+	}
+	s.heavy.Lock()
+	defer s.heavy.Unlock()
+	rep, err := replay.Run(ctx, s.rt, id, wf)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "replay: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ReplayView{OK: rep.OK(), Report: rep})
+}
+
+// VerifyView is POST /api/verify: what `rath verify --json` prints.
+type VerifyView struct {
+	OK          bool                     `json:"ok"`
+	Events      int64                    `json:"events"`
+	Blobs       int64                    `json:"blobs"`
+	Head        string                   `json:"head,omitempty"`
+	FailedSeq   int64                    `json:"failed_seq,omitempty"`
+	FailedBlob  string                   `json:"failed_blob,omitempty"`
+	FailedTable string                   `json:"failed_table,omitempty"`
+	Failure     string                   `json:"failure,omitempty"`
+	Projections *projections.CheckReport `json:"projections,omitempty"`
+}
+
+func (s *Server) apiVerify(w http.ResponseWriter, r *http.Request) {
+	var opts events.VerifyOptions
+	if h := r.URL.Query().Get("head"); h != "" {
+		head, err := events.ParseHead(h)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "head: %v", err)
+			return
+		}
+		opts.Head = &head
+	}
+	s.heavy.Lock()
+	defer s.heavy.Unlock()
+	rep, err := s.rt.Verify(r.Context(), opts)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "verify: %v", err)
+		return
+	}
+	v := VerifyView{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections}
+	if rep.OK() && rep.Head.Seq > 0 {
+		v.Head = rep.Head.String()
+	}
+	if f := rep.Failure; f != nil {
+		v.FailedSeq, v.FailedBlob, v.Failure = f.Seq, f.Blob, f.Reason
+	}
+	if p := rep.Projections; p != nil && !p.OK() {
+		v.FailedTable = p.Differences[0].Table
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// unsafeName matches what may not appear in a download's file name.
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// apiRunDossier sends the run's HTML dossier as a download; ?verify=0
+// skips the verification of the whole log.
+func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
+	ctx, id := r.Context(), r.PathValue("id")
+	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
+		return
+	}
+	s.heavy.Lock()
+	d, err := dossier.Build(ctx, s.rt, id, dossier.Options{SkipVerify: r.URL.Query().Get("verify") == "0"})
+	s.heavy.Unlock()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "dossier: %v", err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := d.Render(&buf, "html"); err != nil {
+		writeError(w, http.StatusInternalServerError, "dossier: %v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="dossier-`+unsafeName.ReplaceAllString(id, "_")+`.html"`)
+	// The dossier holds no script; as a download it is not rendered here.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'")
+	w.Write(buf.Bytes())
+}
+
+// WorkersView is GET /api/workers: `rath workers --json`'s list.
+type WorkersView struct {
+	Workers []fleet.WorkerInfo `json:"workers"`
+}
+
+func (s *Server) apiWorkers(w http.ResponseWriter, r *http.Request) {
+	ws, err := fleet.Workers(r.Context(), s.rt, r.URL.Query().Get("all") == "1")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, WorkersView{Workers: ws})
+}
+
+// MemoryView is GET /api/memory/search.
+type MemoryView struct {
+	Hits []memory.Hit `json:"hits"`
+}
+
+func (s *Server) apiMemorySearch(w http.ResponseWriter, r *http.Request) {
+	ns, q := r.URL.Query().Get("ns"), r.URL.Query().Get("q")
+	if strings.TrimSpace(ns) == "" || strings.TrimSpace(q) == "" {
+		writeError(w, http.StatusBadRequest, "ns= and q= are required")
+		return
+	}
+	k, err := intParam(r, "k", 10, 1, 100)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	mem, err := s.rt.Memory(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	hits, err := mem.Recall(r.Context(), ns, q, int(k))
+	if errors.Is(err, memory.ErrInvalid) {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if hits == nil {
+		hits = []memory.Hit{}
+	}
+	writeJSON(w, http.StatusOK, MemoryView{Hits: hits})
+}

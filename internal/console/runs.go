@@ -1,0 +1,289 @@
+package console
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
+)
+
+// RunView is a run as `rath runs --json` prints it, plus its summary.
+type RunView struct {
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"`
+	Status   string `json:"status"`
+	Input    string `json:"input_session,omitempty"`
+	Output   string `json:"output_session,omitempty"`
+	Parent   string `json:"parent_run,omitempty"`
+	Started  string `json:"started_at"`
+	FirstSeq int64  `json:"started_seq"`
+	LastSeq  int64  `json:"finished_seq,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Worker   string `json:"worker,omitempty"`
+	Summary
+}
+
+// Summary is what a run cost: its duration (to now while it runs), the
+// model usage and tool calls its events record, how many events.
+type Summary struct {
+	DurationMS int64        `json:"duration_ms"`
+	Usage      events.Usage `json:"usage"`
+	ToolCalls  int64        `json:"tool_calls"`
+	Events     int64        `json:"events"`
+}
+
+// RunsPage is one page of GET /api/runs, newest first.
+type RunsPage struct {
+	Runs []RunView `json:"runs"`
+	// NextBefore is the before= of the next (older) page; 0 at the end.
+	NextBefore int64 `json:"next_before,omitempty"`
+}
+
+// statusWord is how `rath runs` names a finished run's status.
+func statusWord(status string) string {
+	switch status {
+	case rath.RunOK:
+		return "done"
+	case rath.RunError:
+		return "failed"
+	}
+	return status
+}
+
+// statusStored maps a status word back to the stored one.
+func statusStored(word string) string {
+	switch word {
+	case "done":
+		return rath.RunOK
+	case "failed":
+		return rath.RunError
+	}
+	return word
+}
+
+const runCols = `id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at`
+
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s=%q: want an integer from %d to %d", name, v, lo, hi)
+	}
+	return n, nil
+}
+
+// likePattern quotes s for LIKE ... ESCAPE '\'.
+func likePattern(s string) string {
+	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
+}
+
+func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
+	limit, err := intParam(r, "limit", 50, 1, 500)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	before, err := intParam(r, "before", 0, 0, 1<<62)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	page, err := s.runsPage(r.Context(), int(limit), before, r.URL.Query().Get("status"), r.URL.Query().Get("q"))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// runsPage reads one page of runs, newest first, started before seq
+// `before` (0: the newest), then their summaries in one query.
+func (s *Server) runsPage(ctx context.Context, limit int, before int64, status, q string) (RunsPage, error) {
+	db := s.rt.Store().DB()
+	conds, args := []string{}, []any{}
+	if before > 0 {
+		conds, args = append(conds, "started_seq < ?"), append(args, before)
+	}
+	if status != "" {
+		conds, args = append(conds, "status = ?"), append(args, statusStored(status))
+	}
+	if q != "" {
+		p := likePattern(q)
+		conds = append(conds, `(id LIKE ? ESCAPE '\' OR workflow LIKE ? ESCAPE '\' OR input_session LIKE ? ESCAPE '\' OR output_session LIKE ? ESCAPE '\' OR error LIKE ? ESCAPE '\')`)
+		args = append(args, p, p, p, p, p)
+	}
+	query := `SELECT ` + runCols + ` FROM runs`
+	if len(conds) > 0 {
+		query += " WHERE " + strings.Join(conds, " AND ")
+	}
+	query += " ORDER BY started_seq DESC LIMIT ?"
+	args = append(args, limit+1)
+	var rows []projections.RunRow
+	if err := db.SelectContext(ctx, &rows, db.Rebind(query), args...); err != nil {
+		return RunsPage{}, fmt.Errorf("runs: %w", err)
+	}
+	page := RunsPage{Runs: []RunView{}}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		page.NextBefore = rows[limit-1].StartedSeq
+	}
+	views, err := s.runViews(ctx, rows)
+	if err != nil {
+		return RunsPage{}, err
+	}
+	page.Runs = views
+	return page, nil
+}
+
+// runViews adds each run's worker and summary to its row, with one query
+// for the summaries (through the events' run index) and one for leases.
+func (s *Server) runViews(ctx context.Context, rows []projections.RunRow) ([]RunView, error) {
+	out := make([]RunView, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	db := s.rt.Store().DB()
+	ids := make([]any, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	in := "?" + strings.Repeat(",?", len(ids)-1)
+	sums := map[string]Summary{}
+	q := db.Rebind(`SELECT e.run_id, COUNT(*),
+			COALESCE(SUM(CASE WHEN e.type = 'tool.called' THEN 1 ELSE 0 END), 0),
+			COUNT(u.seq), COALESCE(SUM(u.prompt_tokens), 0), COALESCE(SUM(u.completion_tokens), 0), COALESCE(SUM(u.total_tokens), 0)
+		FROM events e LEFT JOIN usage u ON u.seq = e.seq
+		WHERE e.run_id IN (` + in + `) GROUP BY e.run_id`)
+	rs, err := db.QueryContext(ctx, q, ids...)
+	if err != nil {
+		return nil, fmt.Errorf("run summaries: %w", err)
+	}
+	for rs.Next() {
+		var id string
+		var sm Summary
+		if err := rs.Scan(&id, &sm.Events, &sm.ToolCalls, &sm.Usage.Calls, &sm.Usage.PromptTokens, &sm.Usage.CompletionTokens, &sm.Usage.TotalTokens); err != nil {
+			rs.Close()
+			return nil, fmt.Errorf("run summaries: %w", err)
+		}
+		sums[id] = sm
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("run summaries: %w", err)
+	}
+	workers := map[string]string{}
+	ls, err := db.QueryContext(ctx, db.Rebind(`SELECT run, worker FROM run_leases WHERE run IN (`+in+`)`), ids...)
+	if err != nil {
+		return nil, fmt.Errorf("run workers: %w", err)
+	}
+	for ls.Next() {
+		var run, worker string
+		if err := ls.Scan(&run, &worker); err != nil {
+			ls.Close()
+			return nil, err
+		}
+		workers[run] = worker
+	}
+	ls.Close()
+	if err := ls.Err(); err != nil {
+		return nil, err
+	}
+	now := s.opts.Now()
+	for i, r := range rows {
+		v := RunView{ID: r.ID, Workflow: r.Workflow, Status: statusWord(r.Status), Input: r.InputSession, Output: r.OutputSession,
+			Parent: r.ParentRun, Started: time.Unix(0, r.StartedAt).UTC().Format(time.RFC3339), FirstSeq: r.StartedSeq,
+			LastSeq: r.FinishedSeq.Int64, Error: r.Error, Worker: workers[r.ID], Summary: sums[r.ID]}
+		end := now.UnixNano()
+		if r.FinishedAt.Valid {
+			end = r.FinishedAt.Int64
+		}
+		if end > r.StartedAt && r.StartedAt > 0 {
+			v.DurationMS = (end - r.StartedAt) / int64(time.Millisecond)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (s *Server) runView(ctx context.Context, id string) (RunView, error) {
+	row, err := s.rt.Reader().Run(ctx, id)
+	if err != nil {
+		return RunView{}, err
+	}
+	vs, err := s.runViews(ctx, []projections.RunRow{row})
+	if err != nil {
+		return RunView{}, err
+	}
+	return vs[0], nil
+}
+
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	v, err := s.runView(r.Context(), r.PathValue("id"))
+	if notFound(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// notFound writes err (404 for an unknown id) and reports whether it did.
+func notFound(w http.ResponseWriter, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, projections.ErrNotFound), errors.Is(err, sql.ErrNoRows):
+		writeError(w, http.StatusNotFound, "%v", err)
+	default:
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	}
+	return true
+}
+
+// EventsPage is one page of a run's events, in seq order.
+type EventsPage struct {
+	Events []events.Event `json:"events"`
+	// NextAfter is the after= of the next page; 0 when this page is the
+	// last one so far (a running run may add more: the stream tails it).
+	NextAfter int64 `json:"next_after,omitempty"`
+}
+
+func (s *Server) apiRunEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after, err := intParam(r, "after", 0, 0, 1<<62)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	limit, err := intParam(r, "limit", 200, 1, 2000)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if _, err := s.rt.Reader().Run(r.Context(), id); notFound(w, err) {
+		return
+	}
+	evs, err := s.rt.Store().Read(r.Context(), events.Query{RunID: id, FromSeq: after + 1, Limit: int(limit) + 1})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	page := EventsPage{Events: evs}
+	if page.Events == nil {
+		page.Events = []events.Event{}
+	}
+	if len(evs) > int(limit) {
+		page.Events = evs[:limit]
+		page.NextAfter = evs[limit-1].Seq
+	}
+	writeJSON(w, http.StatusOK, page)
+}

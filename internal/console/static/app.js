@@ -1,0 +1,464 @@
+// The rath console: a single page over the JSON API (/api/). Model and
+// tool text is only ever written with textContent or as an attribute
+// value through setAttribute: never as markup.
+"use strict";
+
+(function () {
+  const csrf = document.querySelector('meta[name="rath-csrf"]').getAttribute("content");
+  const main = document.getElementById("main");
+  const statusLine = document.getElementById("status");
+  let cleanup = []; // timers and streams of the current page
+
+  // visible shows control characters (terminal escapes) as \xNN.
+  function visible(s) {
+    return String(s).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
+      (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
+  }
+
+  // el builds an element; string children become text nodes.
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "onclick") e.addEventListener("click", v);
+      else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, String(v));
+    }
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(visible(c)));
+    }
+    return e;
+  }
+
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    if (text !== undefined) e.textContent = visible(text);
+    return e;
+  }
+
+  function clip(s, n) {
+    s = String(s);
+    return s.length > n ? s.slice(0, n - 1) + "…" : s;
+  }
+
+  function duration(ms) {
+    if (!ms) return "0 s";
+    if (ms < 1000) return ms + " ms";
+    const s = ms / 1000;
+    if (s < 120) return s.toFixed(1) + " s";
+    const m = Math.floor(s / 60);
+    return m < 120 ? m + " min " + Math.round(s % 60) + " s" : Math.floor(m / 60) + " h " + (m % 60) + " min";
+  }
+
+  async function api(path, opts) {
+    opts = opts || {};
+    const headers = { "Accept": "application/json" };
+    if (opts.method && opts.method !== "GET") headers["X-Rath-CSRF"] = csrf;
+    const res = await fetch(path, { method: opts.method || "GET", headers, credentials: "same-origin" });
+    let body;
+    try { body = await res.json(); } catch (e) { body = { error: "bad answer: " + res.status }; }
+    if (!res.ok) throw new Error(body.error || res.statusText);
+    return body;
+  }
+
+  function fail(err) {
+    statusLine.textContent = visible(err.message || String(err));
+    statusLine.className = "error";
+  }
+
+  function ok(text) {
+    statusLine.textContent = text || "";
+    statusLine.className = "muted";
+  }
+
+  function statusCell(status, error) {
+    return el("td", { class: "status status-" + status, title: error ? visible(error) : null }, status);
+  }
+
+  function runLink(id) {
+    return el("a", { href: "#/run/" + encodeURIComponent(id) }, id);
+  }
+
+  function sessionLink(id) {
+    return id ? el("a", { href: "#/session/" + encodeURIComponent(id) }, id) : "–";
+  }
+
+  // ---- runs list ----------------------------------------------------
+
+  const runsState = { status: "", q: "" };
+
+  function runsPage() {
+    const statusSel = el("select", { id: "filter-status", "aria-label": "status" },
+      ...["", "running", "queued", "done", "failed", "canceled"].map((s) => {
+        const o = el("option", { value: s }, s || "any status");
+        if (s === runsState.status) o.selected = true;
+        return o;
+      }));
+    const q = el("input", { id: "filter-q", type: "search", placeholder: "search id, workflow, session, error", size: 40 });
+    q.value = runsState.q;
+    const body = el("tbody", { id: "runs-body" });
+    const more = el("button", { id: "runs-older", hidden: true }, "Older runs");
+    const table = el("table", { id: "runs" },
+      el("thead", {}, el("tr", {}, el("th", {}, "run"), el("th", {}, "status"), el("th", {}, "workflow"), el("th", {}, "started"),
+        el("th", { class: "num" }, "duration"), el("th", { class: "num" }, "tokens"), el("th", { class: "num" }, "tool calls"),
+        el("th", { class: "num" }, "events"), el("th", {}, "worker"))),
+      body);
+    main.replaceChildren(el("h1", {}, "Runs"), el("div", { class: "filters" }, statusSel, q), table, el("p", {}, more));
+    let nextBefore = 0;
+
+    function row(r) {
+      return el("tr", { "data-run": r.id },
+        el("td", { class: "mono" }, runLink(r.id)), statusCell(r.status, r.error), el("td", {}, r.workflow),
+        el("td", { class: "mono" }, r.started_at), el("td", { class: "num" }, duration(r.duration_ms)),
+        el("td", { class: "num" }, String(r.usage.total_tokens)), el("td", { class: "num" }, String(r.tool_calls)),
+        el("td", { class: "num" }, String(r.events)), el("td", { class: "mono" }, r.worker || "–"));
+    }
+
+    function query(before) {
+      const p = new URLSearchParams({ limit: "50" });
+      if (runsState.status) p.set("status", runsState.status);
+      if (runsState.q) p.set("q", runsState.q);
+      if (before) p.set("before", String(before));
+      return "/api/runs?" + p.toString();
+    }
+
+    // refresh reloads the first page: new runs appear without a reload.
+    async function refresh() {
+      try {
+        const page = await api(query(0));
+        const shown = body.children.length;
+        const rows = page.runs.map(row);
+        if (shown > rows.length && nextBefore) {
+          // Keep the older pages the user opened below the new first page.
+          const keep = Array.from(body.children).slice(rows.length);
+          const ids = new Set(page.runs.map((r) => r.id));
+          body.replaceChildren(...rows, ...keep.filter((tr) => !ids.has(tr.getAttribute("data-run"))));
+        } else {
+          body.replaceChildren(...rows);
+          nextBefore = page.next_before || 0;
+        }
+        more.hidden = !nextBefore;
+        if (!page.runs.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 9, class: "muted" }, "No runs match.")));
+        ok("updated " + new Date().toLocaleTimeString());
+      } catch (e) { fail(e); }
+    }
+
+    more.addEventListener("click", async () => {
+      try {
+        const page = await api(query(nextBefore));
+        body.append(...page.runs.map(row));
+        nextBefore = page.next_before || 0;
+        more.hidden = !nextBefore;
+      } catch (e) { fail(e); }
+    });
+    statusSel.addEventListener("change", () => { runsState.status = statusSel.value; nextBefore = 0; refresh(); });
+    let typing;
+    q.addEventListener("input", () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => { runsState.q = q.value; nextBefore = 0; refresh(); }, 250);
+    });
+    refresh();
+    // A hidden tab does not poll.
+    const timer = setInterval(() => { if (!document.hidden) refresh(); }, 3000);
+    cleanup.push(() => clearInterval(timer));
+  }
+
+  // ---- run page -----------------------------------------------------
+
+  function card(k, v, id) {
+    return el("div", { class: "card" }, el("div", { class: "k" }, k), el("div", { class: "v", id: id }, v));
+  }
+
+  function runCards(r) {
+    return el("div", { class: "cards", id: "run-cards" },
+      card("status", r.status, "run-status"), card("workflow", r.workflow), card("started", r.started_at),
+      card("duration", duration(r.duration_ms)),
+      card("tokens", r.usage.total_tokens + " (" + r.usage.prompt_tokens + " prompt, " + r.usage.completion_tokens + " completion)"),
+      card("model calls", String(r.usage.calls)), card("tool calls", String(r.tool_calls)), card("events", String(r.events)),
+      card("worker", r.worker || "–"),
+      el("div", { class: "card" }, el("div", { class: "k" }, "input"), el("div", { class: "v mono" }, sessionLink(r.input_session))),
+      el("div", { class: "card" }, el("div", { class: "k" }, "output"), el("div", { class: "v mono" }, sessionLink(r.output_session))),
+      r.error ? card("error", r.error) : null);
+  }
+
+  // gist is a one-line reading of an event's payload for the common
+  // types; the full JSON stays one click away.
+  function gist(ev) {
+    const p = ev.payload || {};
+    const u = p.usage ? " (" + p.usage.total_tokens + " tokens)" : "";
+    switch (ev.type) {
+      case "run.started": return "workflow " + p.workflow + " on " + p.input_session;
+      case "run.finished": return p.status + (p.error ? ": " + p.error : "") + (p.output_session ? " → " + p.output_session : "");
+      case "workflow.entered": return "enter " + p.path;
+      case "workflow.exited": return "exit " + p.path + (p.error ? ": " + p.error : "");
+      case "chunk.appended": {
+        const c = p.chunk || {};
+        const calls = (c.tool_calls || []).map((tc) => tc.name + "(" + (tc.arguments || "") + ")").join(", ");
+        return "#" + p.index + " " + c.role + (c.author ? " by " + c.author : "") + ": " + (c.content || "") + (calls ? " → " + calls : "");
+      }
+      case "tool.called": return (p.agent ? p.agent + " calls " : "") + p.tool + "(" + (p.arguments || "") + ")";
+      case "tool.returned": return p.tool + " returned " + p.output_size + " bytes in " + p.duration_ms + " ms" + (p.is_error || p.error ? ", an error: " + (p.error || p.error_kind || "") : "");
+      case "provider.called": return (p.agent || "") + " → " + (p.model || p.provider || "model") + u + (p.latency_ms ? " in " + p.latency_ms + " ms" : "");
+      case "provider.failed": return (p.agent || "") + " → " + (p.model || p.provider || "model") + " failed (" + (p.error_kind || "") + "): " + (p.error || "") + (p.will_retry ? ", will retry" : "");
+      case "session.created": return "new session" + (p.origin ? " (" + p.origin + ")" : "");
+      case "session.forked": return "fork of " + p.source + " v" + p.source_version;
+      case "selector.decided": return "chose " + p.chosen + (p.reason ? ": " + p.reason : "");
+    }
+    return null;
+  }
+
+  function eventRow(ev, fresh) {
+    const text = JSON.stringify(ev.payload);
+    const line = gist(ev);
+    const payload = line !== null || text.length > 160
+      ? el("details", {}, el("summary", { class: line !== null ? "" : "mono" }, clip(line !== null ? line : text, 200)), el("div", { class: "mono payload" }, text))
+      : el("span", { class: "mono payload" }, text);
+    return el("tr", { "data-seq": ev.seq, class: fresh ? "new" : null },
+      el("td", { class: "num mono" }, String(ev.seq)), el("td", { class: "mono", title: ev.at }, ev.at.replace(/^.*T/, "").replace(/(\.\d{3})\d*Z$/, "$1")),
+      el("td", { class: "mono" }, ev.type), el("td", { class: "mono" }, ev.stream + "@" + ev.version), el("td", {}, payload));
+  }
+
+  function verdictBox(kind, v) {
+    const box = el("div", { class: "verdict " + (v.ok ? "ok" : "bad"), id: kind + "-verdict" });
+    if (kind === "replay") {
+      if (v.ok) {
+        box.append(el("strong", {}, "Reproduced"), " " + v.matched + " of " + v.recorded + " events (" + v.answered + " answers from the record)");
+      } else {
+        const d = v.divergence;
+        box.append(el("strong", {}, "Diverged"), " after " + v.matched + " of " + v.recorded + " events: " + d.class + " at seq " + d.seq +
+          ", " + d.type + " on " + d.stream + " v" + d.version + "\n", "hint: " + d.hint + "\n");
+        if (d.want) box.append("want: ", el("span", { class: "mono" }, d.want), "\n");
+        if (d.got) box.append("got:  ", el("span", { class: "mono" }, d.got), "\n");
+        if (d.diff) box.append(el("div", { class: "mono" }, d.diff));
+      }
+    } else if (v.ok) {
+      box.append(el("strong", {}, "Verified"), " " + v.events + " events, " + v.blobs + " blobs; head " + (v.head || "(empty)") +
+        (v.projections ? "; projections equal a rebuild" : ""));
+    } else {
+      box.append(el("strong", {}, "Verification failed"), (v.failed_seq ? " at seq " + v.failed_seq : "") + ": " + v.failure);
+    }
+    return box;
+  }
+
+  async function runPage(id) {
+    main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)), el("p", { class: "muted" }, "Loading…"));
+    let run;
+    try { run = await api("/api/runs/" + encodeURIComponent(id)); } catch (e) { fail(e); return; }
+    const liveBadge = el("span", { class: "live", id: "live", hidden: true }, "LIVE");
+    const verdicts = el("div", { id: "verdicts" });
+    const replayBtn = el("button", { id: "replay" }, "Replay");
+    const verifyBtn = el("button", { id: "verify" }, "Verify store");
+    const dossier = el("a", { href: "/api/runs/" + encodeURIComponent(id) + "/dossier", download: "" }, "Download dossier");
+    async function action(btn, kind, path) {
+      btn.disabled = true;
+      try { verdicts.replaceChildren(verdictBox(kind, await api(path, { method: "POST" }))); } catch (e) { fail(e); }
+      btn.disabled = false;
+    }
+    replayBtn.addEventListener("click", () => action(replayBtn, "replay", "/api/runs/" + encodeURIComponent(id) + "/replay"));
+    verifyBtn.addEventListener("click", () => action(verifyBtn, "verify", "/api/verify"));
+    const graphBox = el("div", { id: "graph" }, el("p", { class: "muted" }, "Loading the graph…"));
+    const evBody = el("tbody", { id: "events-body" });
+    const moreBtn = el("button", { id: "events-more", hidden: true }, "More events");
+    let cards = runCards(run);
+    main.replaceChildren(
+      el("h1", {}, "Run ", el("span", { class: "mono" }, id), liveBadge),
+      cards,
+      el("div", { class: "actions" }, replayBtn, verifyBtn, dossier),
+      verdicts,
+      el("h2", {}, "Session graph"), graphBox,
+      el("h2", {}, "Events"),
+      el("table", { id: "events" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "seq"), el("th", {}, "at"), el("th", {}, "type"),
+        el("th", {}, "stream"), el("th", {}, "what"))), evBody),
+      el("p", {}, moreBtn));
+
+    api("/api/graph?run=" + encodeURIComponent(id)).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
+
+    let after = 0, stream = null;
+    const live = () => run.status === "running" || run.status === "queued";
+    async function refreshRun() {
+      try {
+        run = await api("/api/runs/" + encodeURIComponent(id));
+        const fresh = runCards(run);
+        cards.replaceWith(fresh);
+        cards = fresh;
+      } catch (e) { fail(e); }
+    }
+    function tail() {
+      if (stream || !live()) return;
+      stream = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream?after=" + after);
+      liveBadge.hidden = false;
+      stream.addEventListener("event", (m) => {
+        const ev = JSON.parse(m.data);
+        if (ev.seq <= after) return;
+        after = ev.seq;
+        evBody.append(eventRow(ev, true));
+      });
+      let pending;
+      stream.addEventListener("event", () => { clearTimeout(pending); pending = setTimeout(refreshRun, 300); });
+      stream.addEventListener("end", () => {
+        stream.close();
+        liveBadge.hidden = true;
+        refreshRun();
+        api("/api/graph?run=" + encodeURIComponent(id)).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
+      });
+      cleanup.push(() => stream.close());
+    }
+    async function loadMore() {
+      try {
+        const page = await api("/api/runs/" + encodeURIComponent(id) + "/events?limit=200&after=" + after);
+        for (const ev of page.events) { evBody.append(eventRow(ev, false)); after = ev.seq; }
+        moreBtn.hidden = !page.next_after;
+        if (!page.next_after) tail();
+        ok("");
+      } catch (e) { fail(e); }
+    }
+    moreBtn.addEventListener("click", loadMore);
+    loadMore();
+  }
+
+  // drawGraph lays the sessions out in layers by lineage (a node one
+  // right of its deepest parent) and draws them as SVG; a click opens the
+  // session's transcript.
+  function drawGraph(g) {
+    if (!g.nodes.length) return el("p", { class: "muted" }, "No sessions.");
+    const byId = new Map(g.nodes.map((n) => [n.id, n]));
+    const parents = new Map();
+    for (const e of g.edges) {
+      if (!byId.has(e.parent) || !byId.has(e.child) || e.parent === e.child) continue;
+      if (!parents.has(e.child)) parents.set(e.child, []);
+      parents.get(e.child).push(e.parent);
+    }
+    const layer = new Map();
+    function depth(id, seen) {
+      if (layer.has(id)) return layer.get(id);
+      if (seen.has(id)) return 0;
+      seen.add(id);
+      let d = 0;
+      for (const p of parents.get(id) || []) d = Math.max(d, depth(p, seen) + 1);
+      layer.set(id, d);
+      return d;
+    }
+    const rows = [];
+    for (const n of g.nodes) {
+      const d = depth(n.id, new Set());
+      rows[d] = rows[d] || [];
+      rows[d].push(n);
+    }
+    const W = 220, H = 46, GX = 70, GY = 18, pos = new Map();
+    let maxRows = 0;
+    rows.forEach((col, x) => {
+      (col || []).forEach((n, y) => pos.set(n.id, { x: 10 + x * (W + GX), y: 10 + y * (H + GY) }));
+      maxRows = Math.max(maxRows, (col || []).length);
+    });
+    const width = 20 + rows.length * (W + GX) - GX, height = 20 + maxRows * (H + GY) - GY;
+    const root = svg("svg", { class: "graph", width, height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "session graph" });
+    for (const e of g.edges) {
+      const a = pos.get(e.parent), b = pos.get(e.child);
+      if (!a || !b) continue;
+      const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
+      root.append(svg("path", { class: "edge", d: "M" + x1 + " " + y1 + " C" + (x1 + GX / 2) + " " + y1 + " " + (x2 - GX / 2) + " " + y2 + " " + x2 + " " + y2 }));
+      root.append(svg("text", { class: "edgelabel", x: (x1 + x2) / 2 - 12, y: (y1 + y2) / 2 - 3 }, e.kind));
+    }
+    for (const n of g.nodes) {
+      const p = pos.get(n.id);
+      const node = svg("g", { class: "node" + (n.in_run ? " inrun" : ""), "data-session": n.id, transform: "translate(" + p.x + "," + p.y + ")", tabindex: 0 });
+      node.append(svg("title", {}, n.id));
+      node.append(svg("rect", { width: W, height: H, rx: 6 }));
+      node.append(svg("text", { x: 8, y: 18 }, clip(n.id, 30)));
+      node.append(svg("text", { x: 8, y: 35 }, clip(n.kind + (n.origin ? " (" + n.origin + ")" : "") + ", " + n.chunks + " chunks", 32)));
+      const open = () => { location.hash = "#/session/" + encodeURIComponent(n.id); };
+      node.addEventListener("click", open);
+      node.addEventListener("keydown", (ev) => { if (ev.key === "Enter") open(); });
+      root.append(node);
+    }
+    return root;
+  }
+
+  // ---- session page -------------------------------------------------
+
+  async function sessionPage(id) {
+    let v;
+    try { v = await api("/api/sessions/" + encodeURIComponent(id)); } catch (e) { fail(e); return; }
+    const s = v.session;
+    const chunks = el("div", { id: "transcript" });
+    for (const c of v.chunks) {
+      let head = "#" + c.index + " " + c.role;
+      if (c.name) head += " " + c.name;
+      if (c.tool_call_id) head += " for call " + c.tool_call_id;
+      if (c.author) head += " by " + c.author;
+      const box = el("div", { class: "chunk role-" + c.role }, el("div", { class: "head" }, head));
+      if (c.content) box.append(el("div", { class: "body" }, c.content));
+      for (const tc of c.tool_calls || []) box.append(el("div", { class: "toolcall" }, "→ call " + tc.id + " " + tc.name + " " + (tc.arguments || "")));
+      chunks.append(box);
+    }
+    main.replaceChildren(
+      el("h1", {}, "Session ", el("span", { class: "mono" }, s.id)),
+      el("div", { class: "cards" }, card("kind", s.kind + (s.origin ? " (" + s.origin + ")" : "")), card("version", String(s.version)),
+        card("chunks", String(s.chunks)), card("tokens", s.usage.total_tokens + " in " + s.usage.calls + " calls"),
+        el("div", { class: "card" }, el("div", { class: "k" }, "parents"), el("div", { class: "v mono" },
+          ...(s.parents.length ? s.parents.flatMap((p, i) => [i ? ", " : "", sessionLink(p)]) : ["–"]))),
+        s.backend ? card("placement", s.backend + " " + (s.spec || "")) : null),
+      el("p", {}, el("a", { href: "#", id: "back" }, "← back")),
+      el("h2", {}, "Transcript"), chunks);
+    document.getElementById("back").addEventListener("click", (e) => { e.preventDefault(); history.back(); });
+  }
+
+  // ---- workers ------------------------------------------------------
+
+  async function workersPage() {
+    let v;
+    try { v = await api("/api/workers"); } catch (e) { fail(e); return; }
+    const body = el("tbody", {});
+    for (const w of v.workers) {
+      body.append(el("tr", {}, el("td", { class: "mono" }, w.id), el("td", {}, w.queue), el("td", { class: "num" }, String(w.concurrency)),
+        el("td", {}, w.live ? "live" : "lost"), el("td", { class: "mono" }, w.heartbeat_at), el("td", {}, ...(w.runs || []).map(runLink))));
+    }
+    if (!v.workers.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No workers (rath worker starts one).")));
+    main.replaceChildren(el("h1", {}, "Workers"), el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "worker"), el("th", {}, "queue"),
+      el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"), el("th", {}, "runs"))), body));
+  }
+
+  // ---- memory search ------------------------------------------------
+
+  function memoryPage() {
+    const ns = el("input", { id: "memory-ns", placeholder: "namespace", size: 20 });
+    const q = el("input", { id: "memory-q", type: "search", placeholder: "what to recall", size: 40 });
+    const go = el("button", { id: "memory-go" }, "Search");
+    const body = el("tbody", { id: "memory-body" });
+    async function search() {
+      if (!ns.value.trim() || !q.value.trim()) return;
+      try {
+        const v = await api("/api/memory/search?" + new URLSearchParams({ ns: ns.value, q: q.value }).toString());
+        body.replaceChildren(...v.hits.map((h) => el("tr", {}, el("td", { class: "num" }, h.score.toFixed(3)),
+          el("td", { class: "mono" }, h.id), el("td", { class: "payload" }, h.text))));
+        if (!v.hits.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 3, class: "muted" }, "Nothing recalled.")));
+        ok("");
+      } catch (e) { fail(e); }
+    }
+    go.addEventListener("click", search);
+    q.addEventListener("keydown", (e) => { if (e.key === "Enter") search(); });
+    main.replaceChildren(el("h1", {}, "Memory"), el("div", { class: "filters" }, ns, q, go),
+      el("table", {}, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "score"), el("th", {}, "id"), el("th", {}, "text"))), body));
+  }
+
+  // ---- routing ------------------------------------------------------
+
+  function route() {
+    for (const f of cleanup) f();
+    cleanup = [];
+    ok("");
+    const h = location.hash.replace(/^#\/?/, "");
+    const [page, ...rest] = h.split("/");
+    const arg = decodeURIComponent(rest.join("/"));
+    switch (page) {
+      case "run": return runPage(arg);
+      case "session": return sessionPage(arg);
+      case "workers": return workersPage();
+      case "memory": return memoryPage();
+      // case "approvals": the approvals inbox (human in the loop) goes here.
+      default: return runsPage();
+    }
+  }
+  window.addEventListener("hashchange", route);
+  route();
+})();
