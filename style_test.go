@@ -101,7 +101,7 @@ var allowedImports = map[string][]string{
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
-	"internal/console":                    {".", "events", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
+	"internal/console":                    {".", "approval", "events", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 

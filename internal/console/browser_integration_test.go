@@ -4,6 +4,7 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -16,7 +17,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/console"
+	"github.com/gorath/rath/replay"
 )
 
 // chromium finds Debian's chromium. The test fails, not skips, without
@@ -166,6 +169,43 @@ func TestConsole_InChromium(t *testing.T) {
 	if !strings.Contains(transcript, "Done. <script>alert(1)</script> \\x1b[31mred\\x1b[0m") || !strings.Contains(transcript, "→ call c1 shout") {
 		t.Fatalf("transcript text:\n%s", transcript)
 	}
+
+	// A person approves a pending tool call in the inbox; a worker (here
+	// the test, with replay.Resume) continues the run, and its live tail
+	// shows the approved call running and the run ending.
+	gated := func() *flow.Agent { return newAgent(t, flow.WithApproval("shout", flow.Always())) }
+	ain, err := rt.NewUserSession(t.Context(), "Shout after approval")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Start(t.Context(), "gated-shouter", gated(), ain, rath.WithRunID("run-approve")); !errors.Is(err, flow.ErrWaiting) {
+		t.Fatalf("start: %v, want the run waiting", err)
+	}
+	step("approvals inbox",
+		chromedp.Evaluate[chromedp.Void](`location.hash = "#/approvals"`),
+		chromedp.WaitVisible(chromedp.CSS(`#approvals .approval`)),
+		until(`document.querySelector('#approvals .approval').textContent.includes("run-approve")`),
+		shot("serve-approvals.png"),
+		chromedp.Click(chromedp.CSS(`#approvals .approval .approve`)),
+		until(`document.querySelector('#status').textContent.includes("Say who you are")`),
+		chromedp.SendKeys(chromedp.ID("approver"), "ann"),
+		chromedp.Click(chromedp.CSS(`#approvals .approval .approve`)),
+		until(`document.querySelector('#approvals').textContent.includes("approved by ann")`),
+	)
+	step("the approved run's live tail",
+		chromedp.Evaluate[chromedp.Void](`location.hash = "#/run/run-approve"`),
+		chromedp.WaitVisible(chromedp.CSS(`#live`)),
+		until(`document.querySelectorAll('#events-body tr').length > 0`),
+	)
+	if _, err := replay.Resume(t.Context(), rt, "run-approve", gated()); err != nil {
+		t.Fatalf("resume after the approval: %v", err)
+	}
+	step("the run goes on",
+		until(`Array.from(document.querySelectorAll('#events-body tr')).some(tr => tr.textContent.includes("tool.returned"))`),
+		until(`document.querySelector('#run-status').textContent === "done"`),
+		shot("serve-approved-live.png"),
+	)
+
 	if scripts := eval(`document.querySelectorAll("script, img").length`); scripts != 1 {
 		t.Fatalf("%d script or img elements: log text became markup", scripts)
 	}
@@ -220,6 +260,7 @@ func TestConsole_InChromium(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`location.hash = "#/workers"`),
 		until(`document.querySelector('main').textContent.includes("No workers")`),
 	)
+
 	if scripts := eval(`document.querySelectorAll("script, img").length`); scripts != 1 {
 		t.Fatalf("%d script or img elements after the memory page", scripts)
 	}

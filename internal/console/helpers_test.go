@@ -28,8 +28,8 @@ type shoutArgs struct {
 }
 
 // newAgent is a scripted agent that calls the shout tool once, then
-// answers with hostile text.
-func newAgent(t testing.TB) *flow.Agent {
+// answers with hostile text; opts add to it (an approval policy).
+func newAgent(t testing.TB, opts ...flow.AgentOption) *flow.Agent {
 	t.Helper()
 	shout, err := flow.NewTool("shout", "Upper-cases text.", func(ctx context.Context, s *session.Session, a shoutArgs) (string, error) {
 		return strings.ToUpper(a.Text) + " " + hostile, nil
@@ -42,7 +42,7 @@ func newAgent(t testing.TB) *flow.Agent {
 		scripted.Entry{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "shout", Arguments: `{"text":"hi <b>there</b>"}`}}, Usage: &u},
 		scripted.Entry{Content: "Done. " + hostile, Usage: &u},
 	)
-	a, err := flow.NewAgent("Use the tool.", p, flow.WithTools(shout))
+	a, err := flow.NewAgent("Use the tool.", p, append([]flow.AgentOption{flow.WithTools(shout)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +185,29 @@ func (f *fixture) get(t *testing.T, path, token string) string {
 func (f *fixture) post(t *testing.T, path string) (*http.Response, string) {
 	t.Helper()
 	return f.do(t, "POST", path, map[string]string{console.CSRFHeader: f.csrf, "Origin": f.http.URL, "Sec-Fetch-Site": "same-origin"})
+}
+
+// postJSON sends a write with a JSON body as the console's page does.
+func (f *fixture) postJSON(t *testing.T, path, body string, csrf bool) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", f.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if csrf {
+		req.Header.Set(console.CSRFHeader, f.csrf)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(b)
 }
 
 func decode[T any](t *testing.T, body string) T {

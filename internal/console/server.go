@@ -112,8 +112,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/graph", s.apiGraph)
 	m.HandleFunc("GET /api/workers", s.apiWorkers)
 	m.HandleFunc("GET /api/memory/search", s.apiMemorySearch)
-	// The approvals inbox (human in the loop) goes here:
-	//   GET /api/approvals, POST /api/approvals/{id} (a write: CSRF applies).
+	m.HandleFunc("GET /api/approvals", s.apiApprovals)
+	m.HandleFunc("POST /api/approvals/{id}", s.apiDecide) // a write: CSRF applies
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	})

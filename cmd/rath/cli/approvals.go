@@ -18,22 +18,7 @@ import (
 )
 
 // pendingView is one pending request as `rath approvals --json` prints it.
-type pendingView struct {
-	ID        string          `json:"id"`
-	Run       string          `json:"run,omitempty"`
-	Session   string          `json:"session"`
-	Agent     string          `json:"agent,omitempty"`
-	Kind      string          `json:"kind"`
-	Tool      string          `json:"tool,omitempty"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Reason    string          `json:"reason,omitempty"`
-	Question  string          `json:"question,omitempty"`
-	Schema    json.RawMessage `json:"schema,omitempty"`
-	Requested time.Time       `json:"requested_at"`
-	Deadline  *time.Time      `json:"deadline,omitempty"`
-	Default   string          `json:"default,omitempty"`
-	Expired   bool            `json:"expired,omitempty"`
-}
+type pendingView = approval.View
 
 func pending(ctx context.Context, rt *rath.Runtime, run string) ([]pendingView, error) {
 	rows, err := rt.Reader().PendingApprovals(ctx)
@@ -50,20 +35,7 @@ func pending(ctx context.Context, rt *rath.Runtime, run string) ([]pendingView, 
 		if err != nil {
 			return nil, err
 		}
-		q := st.Request
-		v := pendingView{ID: q.ID, Run: q.Run, Session: q.Session, Agent: q.Agent, Kind: q.Kind, Tool: q.Tool, Reason: q.Reason,
-			Question: q.Question, Requested: st.RequestedAt.UTC(), Default: q.Default, Expired: st.Expired(now)}
-		if json.Valid([]byte(q.Arguments)) {
-			v.Arguments = json.RawMessage(q.Arguments)
-		}
-		if q.Schema != "" {
-			v.Schema = json.RawMessage(q.Schema)
-		}
-		if q.Deadline > 0 {
-			d := time.Unix(0, q.Deadline).UTC()
-			v.Deadline = &d
-		}
-		out = append(out, v)
+		out = append(out, approval.ViewOf(st, now))
 	}
 	return out, nil
 }

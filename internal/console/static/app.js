@@ -54,7 +54,9 @@
     opts = opts || {};
     const headers = { "Accept": "application/json" };
     if (opts.method && opts.method !== "GET") headers["X-Rath-CSRF"] = csrf;
-    const res = await fetch(path, { method: opts.method || "GET", headers, credentials: "same-origin" });
+    let body0;
+    if (opts.body !== undefined) { headers["Content-Type"] = "application/json"; body0 = JSON.stringify(opts.body); }
+    const res = await fetch(path, { method: opts.method || "GET", headers, body: body0, credentials: "same-origin" });
     let body;
     try { body = await res.json(); } catch (e) { body = { error: "bad answer: " + res.status }; }
     if (!res.ok) throw new Error(body.error || res.statusText);
@@ -418,6 +420,57 @@
       el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"), el("th", {}, "runs"))), body));
   }
 
+  // ---- approvals inbox ----------------------------------------------
+
+  // The decider's name is asked once and kept in this browser: every
+  // decision records who made it.
+  async function approvalsPage() {
+    let v;
+    try { v = await api("/api/approvals"); } catch (e) { fail(e); return; }
+    const who = el("input", { id: "approver", placeholder: "your name (recorded with each decision)", size: 36 });
+    who.value = localStorage.getItem("rath-approver") || "";
+    who.addEventListener("change", () => localStorage.setItem("rath-approver", who.value.trim()));
+    const list = el("div", { id: "approvals" });
+    async function decide(id, body, row) {
+      body.by = who.value.trim();
+      if (!body.by) { fail(new Error("Say who you are first: the decision records it.")); who.focus(); return; }
+      localStorage.setItem("rath-approver", body.by);
+      try {
+        const r = await api("/api/approvals/" + encodeURIComponent(id), { method: "POST", body });
+        row.replaceChildren(el("div", { class: "verdict ok" }, r.decided.decision + " by " + r.decided.by + " — " + r.next));
+        ok("");
+      } catch (e) { fail(e); }
+    }
+    for (const a of v) {
+      const row = el("div", { class: "approval", "data-id": a.id });
+      const what = a.kind === "question" ? a.question : a.tool + " " + (a.arguments ? JSON.stringify(a.arguments) : "");
+      row.append(el("div", { class: "head" }, el("span", { class: "mono" }, a.id), " · ", a.run ? runLink(a.run) : "no run",
+        " · ", a.kind, a.agent ? " · " + a.agent : "", a.deadline ? " · deadline " + a.deadline + " (default: " + a.default + ")" : ""));
+      row.append(el("div", { class: "payload" }, what));
+      if (a.reason) row.append(el("div", { class: "muted" }, "why: " + a.reason));
+      const note = el("input", { class: "note", placeholder: a.kind === "question" ? "note" : "note, or the reason for a rejection", size: 40 });
+      if (a.kind === "question") {
+        const answer = el("input", { class: "answer", placeholder: "answer as JSON", size: 40 });
+        const send = el("button", { class: "answer-go" }, "Answer");
+        send.addEventListener("click", () => {
+          let parsed;
+          try { parsed = JSON.parse(answer.value); } catch (e) { fail(new Error("The answer must be JSON: " + e.message)); return; }
+          decide(a.id, { decision: "answer", answer: parsed, note: note.value }, row);
+        });
+        row.append(el("div", { class: "filters" }, answer, note, send));
+      } else {
+        const approve = el("button", { class: "approve" }, "Approve");
+        const reject = el("button", { class: "reject" }, "Reject");
+        approve.addEventListener("click", () => decide(a.id, { decision: "approve", note: note.value }, row));
+        reject.addEventListener("click", () => decide(a.id, { decision: "reject", note: note.value }, row));
+        row.append(el("div", { class: "filters" }, note, approve, reject));
+      }
+      list.append(row);
+    }
+    if (!v.length) list.append(el("p", { class: "muted" }, "Nothing waits for a person."));
+    main.replaceChildren(el("h1", {}, "Approvals"), el("div", { class: "filters" }, who), list);
+  }
+
   // ---- memory search ------------------------------------------------
 
   function memoryPage() {
@@ -455,7 +508,7 @@
       case "session": return sessionPage(arg);
       case "workers": return workersPage();
       case "memory": return memoryPage();
-      // case "approvals": the approvals inbox (human in the loop) goes here.
+      case "approvals": return approvalsPage();
       default: return runsPage();
     }
   }
