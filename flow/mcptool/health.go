@@ -33,11 +33,11 @@ func (m *Manager) healthy(ctx context.Context, c *conn) (*conn, error) {
 		return nil, ctx.Err()
 	}
 	hung := &UnresponsiveError{Server: c.name, Waited: m.opts.PingTimeout.String(), Stderr: c.stderr.String()}
-	if c.spec == nil {
+	if c.redial == nil {
 		c.hung.Store(true)
 		return nil, &flow.ToolError{Kind: KindServerHung, Err: hung}
 	}
-	err = m.start(ctx, c.name, c.spec.command(), c.spec, c)
+	err = c.redial(ctx, c)
 	if err != nil && !errors.Is(err, ErrAlreadyConnected) { // already: a concurrent call restarted it
 		c.hung.Store(true)
 		hung.Restart = err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -75,8 +76,12 @@ type Manager struct {
 type conn struct {
 	name    string
 	session *mcp.ClientSession
-	stderr  *tail    // nil when not captured (ConnectTransport)
-	spec    *cmdSpec // how to start the server again; nil for ConnectTransport
+	stderr  *tail // nil when not captured (ConnectTransport)
+	// redial connects the server again in place of this connection
+	// (restarting a stdio server's process); nil for ConnectTransport.
+	redial func(ctx context.Context, old *conn) error
+	// timeout is the server's call timeout; zero: Options.CallTimeout.
+	timeout time.Duration
 	done    chan struct{}
 	err     error
 
@@ -183,11 +188,11 @@ func (m *Manager) Connect(ctx context.Context, name string, cmd *exec.Cmd) error
 	if err := m.check(name); err != nil {
 		return err
 	}
-	return m.start(ctx, name, cmd, specOf(cmd), nil)
+	return m.start(ctx, name, cmd, specOf(cmd), nil, 0)
 }
 
 // start connects cmd as name, replacing old (nil: nothing to replace).
-func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *cmdSpec, old *conn) error {
+func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *cmdSpec, old *conn, timeout time.Duration) error {
 	t := &tail{max: stderrTail}
 	switch {
 	case cmd.Stderr != nil:
@@ -202,7 +207,10 @@ func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *c
 		// Wait, and so Close, blocked on the copy.
 		cmd.WaitDelay = m.opts.TerminateDuration
 	}
-	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t, spec, old)
+	redial := func(ctx context.Context, old *conn) error {
+		return m.start(ctx, name, spec.command(), spec, old, timeout)
+	}
+	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t, redial, old, timeout)
 	if err != nil && t.String() != "" {
 		return fmt.Errorf("%w; its stderr ended with:\n%s", err, t.String())
 	}
@@ -216,7 +224,7 @@ func (m *Manager) ConnectTransport(ctx context.Context, name string, t mcp.Trans
 	if err := m.check(name); err != nil {
 		return err
 	}
-	return m.connect(ctx, name, t, nil, nil, nil)
+	return m.connect(ctx, name, t, nil, nil, nil, 0)
 }
 
 // check rejects a bad name or one already connected; connect checks the
@@ -236,12 +244,12 @@ func (m *Manager) check(name string) error {
 	return nil
 }
 
-func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail, spec *cmdSpec, replace *conn) error {
+func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail, redial func(context.Context, *conn) error, replace *conn, timeout time.Duration) error {
 	cs, err := m.client.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcptool: connect %s: %w", name, err)
 	}
-	c := &conn{name: name, session: cs, stderr: stderr, spec: spec, done: make(chan struct{})}
+	c := &conn{name: name, session: cs, stderr: stderr, redial: redial, timeout: timeout, done: make(chan struct{})}
 	go func() {
 		c.err = cs.Wait()
 		close(c.done)
@@ -337,7 +345,10 @@ func closeConn(c *conn) error {
 	err := c.session.Close()
 	// ErrProcessDone: the server exited on EOF just after the SDK stopped
 	// waiting, so its SIGTERM and SIGKILL found nothing to stop.
-	if err == nil || !wasAlive || terminated(err) || errors.Is(err, os.ErrProcessDone) {
+	// A *url.Error: the HTTP session's closing DELETE found the server
+	// gone, which needs no cleanup.
+	var ue *url.Error
+	if err == nil || !wasAlive || terminated(err) || errors.Is(err, os.ErrProcessDone) || errors.As(err, &ue) {
 		return nil
 	}
 	return fmt.Errorf("mcptool: close %s: %w", c.name, err)

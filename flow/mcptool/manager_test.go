@@ -394,10 +394,12 @@ func TestConnectConfig(t *testing.T) {
 	good := helperServer(t, "exit-on-eof", nil)
 	cfg := map[string]any{
 		"mcp_servers": map[string]any{
-			"calc":  map[string]any{"command": good.Command, "args": good.Args, "env": good.Env, "cwd": "."},
-			"typo":  map[string]any{"command": "x", "argv": []string{"y"}},
-			"http":  map[string]any{"command": "x", "type": "sse"},
-			"empty": map[string]any{},
+			"calc":    map[string]any{"command": good.Command, "args": good.Args, "env": good.Env, "cwd": "."},
+			"typo":    map[string]any{"command": "x", "argv": []string{"y"}},
+			"http":    map[string]any{"command": "x", "type": "sse"},
+			"ftp":     map[string]any{"url": "ftp://127.0.0.1/"},
+			"carrier": map[string]any{"command": "x", "type": "pigeon"},
+			"empty":   map[string]any{},
 		},
 	}
 	b, _ := json.Marshal(cfg)
@@ -408,7 +410,9 @@ func TestConnectConfig(t *testing.T) {
 	m := MustManager(t, mcptool.Options{})
 	err := m.ConnectConfig(t.Context(), path)
 	for _, w := range []string{"mcp server empty in " + path + ": mcptool: invalid server config: no command",
-		`mcp server http in ` + path + `: mcptool: invalid server config: transport "sse" is not supported`,
+		`mcp server http in ` + path + `: mcptool: invalid server config: an HTTP server has a url, not a command`,
+		`mcp server ftp in ` + path + `: mcptool: invalid server config: url "ftp://127.0.0.1/": want http:// or https://`,
+		`mcp server carrier in ` + path + `: mcptool: invalid server config: transport "pigeon" is not supported`,
 		`mcp server typo in ` + path + `: mcptool: invalid server config: json: unknown field "argv"`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("error %v lacks %q", err, w)

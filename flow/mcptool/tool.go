@@ -62,7 +62,7 @@ type tool struct {
 	name, desc     string
 	schema         json.RawMessage      // sent to the model
 	resolved       *jsonschema.Resolved // nil: the server validates alone
-	readOnly       bool
+	ann            flow.ToolAnnotations
 }
 
 var (
@@ -70,6 +70,7 @@ var (
 	_ flow.ArgumentValidator = (*tool)(nil)
 	_ flow.ParallelSafe      = (*tool)(nil)
 	_ flow.TimeoutTool       = (*tool)(nil)
+	_ flow.AnnotatedTool     = (*tool)(nil)
 )
 
 func (m *Manager) wrap(server string, t *mcp.Tool) (*tool, error) {
@@ -97,8 +98,9 @@ func (m *Manager) wrap(server string, t *mcp.Tool) (*tool, error) {
 	}
 	wt := &tool{m: m, server: server, remote: t.Name, name: ToolName(server, t.Name, m.opts.BareNames),
 		desc: firstOf(t.Description, t.Title, "Tool "+t.Name+" of MCP server "+server+"."), schema: forModel}
-	if t.Annotations != nil {
-		wt.readOnly = t.Annotations.ReadOnlyHint
+	if a := t.Annotations; a != nil {
+		wt.ann = flow.ToolAnnotations{Title: a.Title, ReadOnly: a.ReadOnlyHint, Idempotent: a.IdempotentHint,
+			Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
 	}
 	// A schema this validator cannot resolve (a remote $ref, an unknown
 	// draft) is still given to the model; the server checks the
@@ -112,8 +114,14 @@ func (m *Manager) wrap(server string, t *mcp.Tool) (*tool, error) {
 	return wt, nil
 }
 
-// Timeout is Options.CallTimeout (zero: flow's default).
-func (t *tool) Timeout() time.Duration { return t.m.opts.CallTimeout }
+// Timeout is the server's call_timeout, else Options.CallTimeout (zero:
+// flow's default).
+func (t *tool) Timeout() time.Duration {
+	if c, err := t.m.conn(t.server); err == nil && c.timeout > 0 {
+		return c.timeout
+	}
+	return t.m.opts.CallTimeout
+}
 
 func (t *tool) Name() string            { return t.name }
 func (t *tool) Description() string     { return t.desc }
@@ -121,7 +129,10 @@ func (t *tool) Schema() json.RawMessage { return t.schema }
 
 // ParallelSafe is the server's read-only hint: a tool that changes nothing
 // may run beside the round's other safe calls.
-func (t *tool) ParallelSafe() bool { return t.readOnly }
+func (t *tool) ParallelSafe() bool { return t.ann.ReadOnly }
+
+// Annotations are the server's hints about the tool.
+func (t *tool) Annotations() flow.ToolAnnotations { return t.ann }
 
 func (t *tool) ValidateArguments(args json.RawMessage) error {
 	if t.resolved == nil {
@@ -135,14 +146,27 @@ func (t *tool) ValidateArguments(args json.RawMessage) error {
 }
 
 func (t *tool) Call(ctx context.Context, _ *session.Session, args json.RawMessage) (flow.ToolResult, error) {
-	return t.m.Call(ctx, t.server, t.remote, args)
+	return t.m.call(ctx, t.server, t.remote, args, t.ann.ReadOnly || t.ann.Idempotent)
 }
 
 // Call calls the server's tool (by its name on the server) with args, a
 // JSON object. The result names the server as its evidence; a failure is a
 // *flow.ToolError of kind KindError, KindToolError or KindServerGone
 // wrapping a *CallError or a *ServerGoneError, or the context's error.
+//
+// A server found gone before the call is sent is reconnected first (a
+// stdio server is started again). A call that fails because the
+// connection broke is retried once on a new connection only when it
+// cannot have run: the request was never sent (the HTTP server refused
+// the connection, or no longer knew the session). Tools wrapped by Tools
+// also retry when the server annotates them read-only or idempotent;
+// Call does not know the annotations.
 func (m *Manager) Call(ctx context.Context, server, toolName string, args json.RawMessage) (flow.ToolResult, error) {
+	return m.call(ctx, server, toolName, args, false)
+}
+
+// call is Call; safe says the tool may run twice.
+func (m *Manager) call(ctx context.Context, server, toolName string, args json.RawMessage, safe bool) (flow.ToolResult, error) {
 	res := flow.ToolResult{Backend: Backend, SandboxID: Backend + ":" + server}
 	c, err := m.conn(server)
 	if err != nil {
@@ -151,13 +175,27 @@ func (m *Manager) Call(ctx context.Context, server, toolName string, args json.R
 	if c, err = m.healthy(ctx, c); err != nil {
 		return res, err
 	}
+	if !c.alive() && c.redial != nil {
+		// Gone before this call sent anything: reconnecting cannot make
+		// the tool run twice.
+		if c, err = m.reconnect(ctx, c); err != nil {
+			return res, err
+		}
+	}
 	if !c.alive() {
 		return res, &flow.ToolError{Kind: KindServerGone, Err: c.goneError()}
 	}
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	out, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: toolName, Arguments: args})
+	params := &mcp.CallToolParams{Name: toolName, Arguments: args}
+	out, err := c.session.CallTool(ctx, params)
+	if err != nil && ctx.Err() == nil && c.redial != nil && (notSent(err) || safe && broken(err, c)) {
+		if nc, rerr := m.reconnect(ctx, c); rerr == nil {
+			c = nc
+			out, err = c.session.CallTool(ctx, params)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -169,10 +207,14 @@ func (m *Manager) Call(ctx context.Context, server, toolName string, args json.R
 		}
 		var we *jsonrpc.Error
 		switch {
+		case broken(err, c):
+			ge := c.goneError()
+			if ge.Err == nil {
+				ge.Err = err
+			}
+			return res, &flow.ToolError{Kind: KindServerGone, Err: ge}
 		case errors.As(err, &we):
 			return res, &flow.ToolError{Kind: KindError, Err: &CallError{Server: server, Tool: toolName, Code: we.Code, Message: we.Message}}
-		case errors.Is(err, mcp.ErrConnectionClosed) || c.gone():
-			return res, &flow.ToolError{Kind: KindServerGone, Err: c.goneError()}
 		default:
 			return res, &flow.ToolError{Kind: KindError, Err: fmt.Errorf("mcptool: %s tool %s: %w", server, toolName, err)}
 		}
