@@ -103,7 +103,7 @@ var allowedImports = map[string][]string{
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli": {".", "events", "fleet", "flow", "flow/builtin", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath/cli": {".", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":     {"cmd/rath/cli"},
 }
 

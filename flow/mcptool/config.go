@@ -52,6 +52,9 @@ type Server struct {
 	// CallTimeout bounds each tool call to this server ("30s"); empty
 	// means Options.CallTimeout, else flow's default.
 	CallTimeout string `json:"call_timeout,omitempty"`
+	// MaxResultBytes caps one result's text, and separately its binary
+	// parts; zero means Options.MaxResultBytes, negative no cap.
+	MaxResultBytes int `json:"max_result_bytes,omitempty"`
 }
 
 // InheritedEnv returns the variables a server process gets from rath's
@@ -194,39 +197,61 @@ func (m *Manager) ConnectServer(ctx context.Context, name string, srv Server) er
 		return fmt.Errorf("server %s: %w", name, err)
 	}
 	d, _ := srv.timeout()
+	lim := limits{timeout: d, maxResult: srv.MaxResultBytes}
 	if srv.transport() != TransportStdio {
-		return m.connectHTTP(ctx, name, srv, d)
+		return m.connectHTTP(ctx, name, srv, lim)
 	}
 	cmd := srv.command()
 	if err := m.check(name); err != nil {
 		return err
 	}
-	return m.start(ctx, name, cmd, specOf(cmd), nil, d)
+	return m.start(ctx, name, cmd, specOf(cmd), nil, lim)
+}
+
+// LoadServers returns the "mcp_servers" of the config file at path
+// (empty means flow.DefaultConfigPath: $RATH_HOME/config.json, else
+// ~/.rath/config.json), with relative Cwds made relative to the file's
+// directory. A missing file has none. Entries that do not parse come back
+// as errors, joined, each naming its server; the others are returned.
+func LoadServers(path string) (map[string]Server, error) {
+	if path == "" {
+		path = flow.DefaultConfigPath(os.Getenv)
+	}
+	cf, err := flow.LoadConfig(path)
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: %w", err)
+	}
+	out := map[string]Server{}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(cf.MCPServers)) {
+		srv, err := ParseServer(cf.MCPServers[name])
+		if err == nil {
+			err = checkServerName(name)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mcp server %s in %s: %w", name, path, err))
+			continue
+		}
+		if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
+			srv.Cwd = filepath.Join(filepath.Dir(path), srv.Cwd)
+		}
+		out[name] = srv
+	}
+	return out, errors.Join(errs...)
 }
 
 // ConnectConfig connects every server in the "mcp_servers" of the config
-// file at path (empty means flow.DefaultConfigPath: $RATH_HOME/config.json,
-// else ~/.rath/config.json), in name order. A missing file connects
+// file at path (see LoadServers), in name order. A missing file connects
 // nothing. A server that fails does not stop the others: the failures come
 // back joined, each naming its server; Servers lists those connected.
 func (m *Manager) ConnectConfig(ctx context.Context, path string) error {
 	if path == "" {
 		path = flow.DefaultConfigPath(os.Getenv)
 	}
-	cf, err := flow.LoadConfig(path)
-	if err != nil {
-		return fmt.Errorf("mcptool: %w", err)
-	}
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(cf.MCPServers)) {
-		srv, err := ParseServer(cf.MCPServers[name])
-		if err == nil {
-			if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
-				srv.Cwd = filepath.Join(filepath.Dir(path), srv.Cwd)
-			}
-			err = m.ConnectServer(ctx, name, srv)
-		}
-		if err != nil {
+	servers, err := LoadServers(path)
+	errs := []error{err}
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if err := m.ConnectServer(ctx, name, servers[name]); err != nil {
 			errs = append(errs, fmt.Errorf("mcp server %s in %s: %w", name, path, err))
 		}
 	}

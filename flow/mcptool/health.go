@@ -3,8 +3,6 @@ package mcptool
 import (
 	"context"
 	"errors"
-	"fmt"
-	"unicode/utf8"
 
 	"github.com/gorath/rath/flow"
 )
@@ -48,41 +46,4 @@ func (m *Manager) healthy(ctx context.Context, c *conn) (*conn, error) {
 		return nil, &flow.ToolError{Kind: KindServerGone, Err: err}
 	}
 	return nc, nil
-}
-
-// capResult keeps at most max bytes of a result's text and max bytes of
-// its binary parts, saying in the text what was dropped. max < 0 keeps
-// everything.
-func capResult(content string, blobs [][]byte, max int) (string, [][]byte) {
-	if max < 0 {
-		return content, blobs
-	}
-	var notes []string
-	kept, total, dropped := 0, 0, 0
-	var keep [][]byte
-	for _, b := range blobs {
-		total += len(b)
-		if kept+len(b) > max {
-			dropped++
-			continue
-		}
-		kept += len(b)
-		keep = append(keep, b)
-	}
-	if dropped > 0 {
-		notes = append(notes, fmt.Sprintf("[mcptool: %d binary parts not kept (%d of %d bytes kept): over the %d-byte result cap]", dropped, kept, total, max))
-		blobs = keep
-	}
-	if len(content) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(content[cut]) {
-			cut--
-		}
-		notes = append([]string{fmt.Sprintf("[mcptool: result truncated to %d of %d bytes: over the %d-byte result cap]", cut, len(content), max)}, notes...)
-		content = content[:cut]
-	}
-	for _, n := range notes {
-		content += "\n" + n
-	}
-	return content, blobs
 }

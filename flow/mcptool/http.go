@@ -10,7 +10,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,14 +67,14 @@ func (srv Server) httpTransport() mcp.Transport {
 }
 
 // connectHTTP connects srv, a streamable HTTP or SSE server, as name.
-func (m *Manager) connectHTTP(ctx context.Context, name string, srv Server, timeout time.Duration) error {
+func (m *Manager) connectHTTP(ctx context.Context, name string, srv Server, lim limits) error {
 	if err := m.check(name); err != nil {
 		return err
 	}
 	srv.Headers, srv.HeadersEnv = maps.Clone(srv.Headers), maps.Clone(srv.HeadersEnv)
 	var redial func(context.Context, *conn) error
 	redial = func(ctx context.Context, old *conn) error {
-		return m.connect(ctx, name, srv.httpTransport(), nil, redial, old, timeout)
+		return m.connect(ctx, name, srv.httpTransport(), nil, redial, old, lim)
 	}
 	return redial(ctx, nil)
 }

@@ -80,8 +80,7 @@ type conn struct {
 	// redial connects the server again in place of this connection
 	// (restarting a stdio server's process); nil for ConnectTransport.
 	redial func(ctx context.Context, old *conn) error
-	// timeout is the server's call timeout; zero: Options.CallTimeout.
-	timeout time.Duration
+	lim limits
 	done    chan struct{}
 	err     error
 
@@ -90,6 +89,13 @@ type conn struct {
 	// hung is set when a suspect server did not answer the ping and could
 	// not be restarted: calls fail at once until it is connected again.
 	hung atomic.Bool
+}
+
+// limits are a server's own settings (Server.CallTimeout and
+// MaxResultBytes); zero values defer to Options.
+type limits struct {
+	timeout   time.Duration
+	maxResult int
 }
 
 // cmdSpec is what starting a server's process again needs: an exec.Cmd
@@ -188,11 +194,11 @@ func (m *Manager) Connect(ctx context.Context, name string, cmd *exec.Cmd) error
 	if err := m.check(name); err != nil {
 		return err
 	}
-	return m.start(ctx, name, cmd, specOf(cmd), nil, 0)
+	return m.start(ctx, name, cmd, specOf(cmd), nil, limits{})
 }
 
 // start connects cmd as name, replacing old (nil: nothing to replace).
-func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *cmdSpec, old *conn, timeout time.Duration) error {
+func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *cmdSpec, old *conn, lim limits) error {
 	t := &tail{max: stderrTail}
 	switch {
 	case cmd.Stderr != nil:
@@ -208,9 +214,9 @@ func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *c
 		cmd.WaitDelay = m.opts.TerminateDuration
 	}
 	redial := func(ctx context.Context, old *conn) error {
-		return m.start(ctx, name, spec.command(), spec, old, timeout)
+		return m.start(ctx, name, spec.command(), spec, old, lim)
 	}
-	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t, redial, old, timeout)
+	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t, redial, old, lim)
 	if err != nil && t.String() != "" {
 		return fmt.Errorf("%w; its stderr ended with:\n%s", err, t.String())
 	}
@@ -224,7 +230,7 @@ func (m *Manager) ConnectTransport(ctx context.Context, name string, t mcp.Trans
 	if err := m.check(name); err != nil {
 		return err
 	}
-	return m.connect(ctx, name, t, nil, nil, nil, 0)
+	return m.connect(ctx, name, t, nil, nil, nil, limits{})
 }
 
 // check rejects a bad name or one already connected; connect checks the
@@ -244,12 +250,12 @@ func (m *Manager) check(name string) error {
 	return nil
 }
 
-func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail, redial func(context.Context, *conn) error, replace *conn, timeout time.Duration) error {
+func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail, redial func(context.Context, *conn) error, replace *conn, lim limits) error {
 	cs, err := m.client.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcptool: connect %s: %w", name, err)
 	}
-	c := &conn{name: name, session: cs, stderr: stderr, redial: redial, timeout: timeout, done: make(chan struct{})}
+	c := &conn{name: name, session: cs, stderr: stderr, redial: redial, lim: lim, done: make(chan struct{})}
 	go func() {
 		c.err = cs.Wait()
 		close(c.done)

@@ -117,8 +117,8 @@ func (m *Manager) wrap(server string, t *mcp.Tool) (*tool, error) {
 // Timeout is the server's call_timeout, else Options.CallTimeout (zero:
 // flow's default).
 func (t *tool) Timeout() time.Duration {
-	if c, err := t.m.conn(t.server); err == nil && c.timeout > 0 {
-		return c.timeout
+	if c, err := t.m.conn(t.server); err == nil && c.lim.timeout > 0 {
+		return c.lim.timeout
 	}
 	return t.m.opts.CallTimeout
 }
@@ -219,8 +219,12 @@ func (m *Manager) call(ctx context.Context, server, toolName string, args json.R
 			return res, &flow.ToolError{Kind: KindError, Err: fmt.Errorf("mcptool: %s tool %s: %w", server, toolName, err)}
 		}
 	}
-	res.Content, res.Blobs = render(out)
-	res.Content, res.Blobs = capResult(res.Content, res.Blobs, m.opts.MaxResultBytes)
+	max := m.opts.MaxResultBytes
+	if c.lim.maxResult != 0 {
+		max = c.lim.maxResult
+	}
+	r := render(out).capped(max)
+	res.Content, res.Blobs, res.Attachments, res.Truncated = r.text, r.blobs, r.attachments, r.truncated
 	if out.IsError {
 		return res, &flow.ToolError{Kind: KindToolError, Err: &CallError{Server: server, Tool: toolName, Message: res.Content}}
 	}
