@@ -80,9 +80,9 @@ type conn struct {
 	// redial connects the server again in place of this connection
 	// (restarting a stdio server's process); nil for ConnectTransport.
 	redial func(ctx context.Context, old *conn) error
-	lim limits
-	done    chan struct{}
-	err     error
+	lim    limits
+	done   chan struct{}
+	err    error
 
 	// suspect is set when a call timed out: the next call pings first.
 	suspect atomic.Bool
