@@ -215,6 +215,9 @@ func (e ToolReturned) BlobRefs() []string {
 	for _, f := range e.Files {
 		refs = append(refs, nonEmpty(f.Before, f.After)...)
 	}
+	for _, a := range e.Attachments {
+		refs = append(refs, nonEmpty(a.Ref)...)
+	}
 	return refs
 }
 

@@ -192,6 +192,13 @@ func TestMCP_Faults(t *testing.T) {
 	if strings.Count(out, "server pid") < 2 {
 		t.Errorf("show lacks the whoami results:\n%s", out)
 	}
+	// The dossier shows the image and the truncation.
+	html := mustRun(t, dir, "dossier", end.Run)
+	for _, want := range []string{`<img class="attachment" alt="image returned by the tool" src="data:image/png;base64,`, "-byte cap: 2000 of 50000 bytes of text kept", "file:///tmp/dot.png"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("dossier lacks %q", want)
+		}
+	}
 	// A replay answers from the log; the config's server is not needed.
 	withMCPConfig(t, map[string]any{})
 	if out := mustRun(t, dir, "replay", end.Run); !strings.Contains(out, "reproduced: ") {
