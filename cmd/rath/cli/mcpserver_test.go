@@ -192,6 +192,17 @@ func TestMCP_Faults(t *testing.T) {
 	if strings.Count(out, "server pid") < 2 {
 		t.Errorf("show lacks the whoami results:\n%s", out)
 	}
+	// show lists the image and writes it out.
+	att := t.TempDir()
+	out = mustRun(t, dir, "show", end.Output, "--attachments", att)
+	if !strings.Contains(out, "faults__pixel: image image/png") {
+		t.Errorf("show lacks the image:\n%s", out)
+	}
+	if files, _ := filepath.Glob(filepath.Join(att, "*.png")); len(files) != 1 {
+		t.Errorf("show --attachments wrote %v", files)
+	} else if b, _ := os.ReadFile(files[0]); string(b) != string(redDot) {
+		t.Errorf("the image written differs")
+	}
 	// The dossier shows the image and the truncation.
 	html := mustRun(t, dir, "dossier", end.Run)
 	for _, want := range []string{`<img class="attachment" alt="image returned by the tool" src="data:image/png;base64,`, "-byte cap: 2000 of 50000 bytes of text kept", "file:///tmp/dot.png"} {
