@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	execpkg "os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -251,5 +253,43 @@ func TestMCP_ToolsSelection(t *testing.T) {
 	got, _ := toolReturns(t, dir, "--cassette", cas, "--tools", "faults.whoami", "x")
 	if got["c1"].ErrorKind != "unknown_tool" {
 		t.Errorf("a tool left out was called: %+v", got["c1"])
+	}
+}
+
+// TestMCP_SubmitWorker submits a run with an --mcp server: the worker
+// process starts the server from the run's parameters, and the run
+// replays from the record with no server.
+func TestMCP_SubmitWorker(t *testing.T) {
+	withMCPConfig(t, map[string]any{})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --mcp passes no environment: a script sets the server's mode.
+	script := filepath.Join(t.TempDir(), "faults.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+mcpServerEnv+"=faults exec '"+exe+"' -test.run='^$'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cas := writeCassette(t, "asked", `c1:faults__whoami:{}`)
+	id := strings.TrimSpace(mustRun(t, dir, "submit", "--cassette", cas, "--mcp", "faults="+script, "--tools", "faults.whoami", "who"))
+	w := execpkg.Command(exe, "--dir", dir, "worker", "--lease", "2s")
+	w.Env = append(os.Environ(), mainEnv+"=1")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		w.Process.Signal(syscall.SIGTERM)
+		w.Wait()
+	}()
+	if out := mustRun(t, dir, "wait", "--timeout", "2m", id); !strings.Contains(out, id+"\tdone") {
+		t.Fatalf("wait: %s", out)
+	}
+	evs := mustRun(t, dir, "events", "--run", id, "--json")
+	if !strings.Contains(evs, `"tool":"faults__whoami"`) || strings.Contains(evs, `"error_kind"`) {
+		t.Fatalf("the worker's call failed:\n%s", evs)
+	}
+	if out := mustRun(t, dir, "replay", id); !strings.Contains(out, "reproduced: ") {
+		t.Fatalf("replay: %s", out)
 	}
 }
