@@ -90,7 +90,7 @@ const codeRejected = -32005
 func notSent(err error) bool {
 	var oe *net.OpError
 	var we *jsonrpc.Error
-	if errors.As(err, &oe) && oe.Op == "dial" || errors.As(err, &we) && we.Code == codeRejected {
+	if errors.As(err, &oe) && oe.Op == "dial" || errors.As(err, &we) && we.Code == codeRejected || errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
 	msg := err.Error()

@@ -129,9 +129,21 @@ func writeCassette(t *testing.T, answer string, calls ...string) string {
 func toolReturns(t *testing.T, dir string, argv ...string) (map[string]events.ToolReturned, runEnd) {
 	t.Helper()
 	r := rathCLI(t, dir, append([]string{"run", "--json"}, argv...)...)
+	if r.code != 0 {
+		t.Fatalf("rath run: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	got, end, err := parseToolReturns(r.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, end
+}
+
+// parseToolReturns reads the output of `rath run --json`.
+func parseToolReturns(stdout string) (map[string]events.ToolReturned, runEnd, error) {
 	got := map[string]events.ToolReturned{}
 	var end runEnd
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
 		var ev events.Event
 		if json.Unmarshal([]byte(line), &ev) != nil || ev.Type == "" {
 			json.Unmarshal([]byte(line), &end)
@@ -140,15 +152,12 @@ func toolReturns(t *testing.T, dir string, argv ...string) (map[string]events.To
 		if ev.Type == events.TypeToolReturned {
 			var tr events.ToolReturned
 			if err := json.Unmarshal(ev.Payload, &tr); err != nil {
-				t.Fatal(err)
+				return nil, end, err
 			}
 			got[tr.CallID] = tr
 		}
 	}
-	if r.code != 0 {
-		t.Fatalf("rath run: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-	}
-	return got, end
+	return got, end, nil
 }
 
 // TestMCP_Faults runs an agent on the config file's server while it is
