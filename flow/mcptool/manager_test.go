@@ -361,20 +361,36 @@ func TestManager_StdioServerDies(t *testing.T) {
 	if _, err := m.Call(t.Context(), "calc", "add", json.RawMessage(`{"a":1,"b":1}`)); err != nil {
 		t.Fatal(err)
 	}
+	add := findTool(t, mustTools(t, m, "calc"), "calc__add")
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := m.Call(t.Context(), "calc", "add", json.RawMessage(`{"a":1,"b":1}`))
+	// The next call starts the server again: before sending, when the
+	// connection has noticed the death, or as a retry, since add is
+	// read-only and so safe to send twice.
+	res, err := add.Call(t.Context(), nil, json.RawMessage(`{"a":1,"b":1}`))
+	if err != nil || res.Content != "1 + 1 = 2" {
+		t.Fatalf("call after the server was killed: %q, %v", res.Content, err)
+	}
+	// A server that cannot start again gives a typed error naming it.
+	m2 := MustManager(t, mcptool.Options{})
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "server")
+	if err := os.Symlink(srv.Command, exe); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(exe, srv.Args...)
+	cmd.Env = append(os.Environ(), "RATH_MCPTOOL_SERVER=exit-on-eof")
+	if err := m2.Connect(t.Context(), "calc", cmd); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(exe)
+	cmd.Process.Kill()
+	time.Sleep(300 * time.Millisecond) // let the connection see the end
+	_, err = m2.Call(t.Context(), "calc", "add", json.RawMessage(`{"a":1,"b":1}`))
 	var te *flow.ToolError
-	if !errors.As(err, &te) || te.Kind != mcptool.KindServerGone {
-		t.Fatalf("call to a killed server: %v", err)
-	}
-	// A dead server can be connected again under its name.
-	if err := m.ConnectServer(t.Context(), "calc", helperServer(t, "exit-on-eof", nil)); err != nil {
-		t.Fatalf("reconnect: %v", err)
-	}
-	if res, err := m.Call(t.Context(), "calc", "add", json.RawMessage(`{"a":1,"b":1}`)); err != nil || res.Content != "1 + 1 = 2" {
-		t.Errorf("after reconnect: %q, %v", res.Content, err)
+	if !errors.As(err, &te) || te.Kind != mcptool.KindServerGone || !strings.Contains(err.Error(), "calc") {
+		t.Fatalf("call to a killed server that cannot restart: %v", err)
 	}
 }
 

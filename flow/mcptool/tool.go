@@ -30,6 +30,12 @@ func (m *Manager) Tools(ctx context.Context, server string) ([]flow.Tool, error)
 	if err != nil {
 		return nil, err
 	}
+	if !c.alive() && c.redial != nil && !c.hung.Load() {
+		// Listing changes nothing: a gone server is simply connected again.
+		if c, err = m.reconnect(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	if !c.alive() {
 		return nil, c.goneError()
 	}
