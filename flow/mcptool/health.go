@@ -3,6 +3,7 @@ package mcptool
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/gorath/rath/flow"
 )
@@ -46,4 +47,35 @@ func (m *Manager) healthy(ctx context.Context, c *conn) (*conn, error) {
 		return nil, &flow.ToolError{Kind: KindServerGone, Err: err}
 	}
 	return nc, nil
+}
+
+// Ping is a health check: it asks the server to answer a ping within
+// ctx, first connecting again a server that is gone (restarting a stdio
+// one), and trying once more on a new connection when the ping finds the
+// connection broken (an HTTP server restarted). Errors: ErrUnknownServer, ErrClosed, a *ServerGoneError (also
+// inside a *flow.ToolError when reconnecting failed), or the ping's.
+func (m *Manager) Ping(ctx context.Context, server string) error {
+	c, err := m.conn(server)
+	if err != nil {
+		return err
+	}
+	if !c.alive() && c.redial != nil && !c.hung.Load() {
+		if c, err = m.reconnect(ctx, c); err != nil {
+			return err
+		}
+	}
+	if !c.alive() {
+		return c.goneError()
+	}
+	err = c.session.Ping(ctx, nil)
+	if err != nil && ctx.Err() == nil && c.redial != nil && broken(err, c) {
+		// A ping is safe to send twice: try once on a new connection.
+		if nc, rerr := m.reconnect(ctx, c); rerr == nil {
+			err = nc.session.Ping(ctx, nil)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("mcptool: ping %s: %w", server, err)
+	}
+	return nil
 }

@@ -125,8 +125,12 @@ func TestManager_HTTP(t *testing.T) {
 			if got, err := call(add); err != nil || got != "2 + 3 = 5" {
 				t.Fatalf("add after a restart: %q %v", got, err)
 			}
-			// Stopped: a typed error naming the server, and back once it is.
+			// Stopped: the health check fails, a call gets a typed error
+			// naming the server, and all is back once the server is.
 			h.stop()
+			if err := m.Ping(t.Context(), "calc"); err == nil {
+				t.Fatal("ping of a stopped server succeeded")
+			}
 			mul := findTool(t, tools, "calc__math_mul")
 			_, err := call(mul)
 			var te *flow.ToolError
@@ -138,6 +142,10 @@ func TestManager_HTTP(t *testing.T) {
 			// proves nothing was sent.
 			if got, err := call(mul); err != nil || got != "6" {
 				t.Fatalf("mul after the server came back: %q %v", got, err)
+			}
+			h.restart()
+			if err := m.Ping(t.Context(), "calc"); err != nil {
+				t.Fatalf("ping after a restart: %v", err)
 			}
 		})
 	}
