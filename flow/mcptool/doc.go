@@ -35,7 +35,10 @@
 // refused, or a restarted HTTP server no longer knew the session, which it
 // checks before running anything), or the server annotates the tool
 // read-only or idempotent. Other calls fail with KindServerGone, and the
-// next call reconnects.
+// next call reconnects. [Manager.Ping] is a health check that reconnects
+// the same way. A streamable HTTP call in flight when its server restarts
+// ends at its timeout: the SDK does not report a response stream cut
+// before its first event.
 //
 // A server process does not inherit the whole environment of rath: it gets
 // HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG and TMPDIR when set (the set
