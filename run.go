@@ -158,6 +158,12 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 		return nil, fmt.Errorf("rath: start run: %w", err)
 	}
 	out, err := flow.Forward(rctx, wf, input)
+	if errors.Is(err, flow.ErrWaiting) {
+		// Suspended for a person: no run.finished, the run stays open
+		// (status waiting) until replay.Resume continues it.
+		run.Output = out
+		return run, err
+	}
 	return run, rt.finish(rctx, run, out, err)
 }
 

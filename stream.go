@@ -49,6 +49,7 @@ func (rt *Runtime) Stream(ctx context.Context, name string, wf flow.Workflow, in
 			}
 			result <- outcome{run, err}
 		}()
+		last, finished := head.Seq, false
 		for ev, err := range rt.store.Subscribe(follow, events.Query{RunID: id, FromSeq: head.Seq + 1}) {
 			if err != nil {
 				if !yield(events.Event{}, err) {
@@ -59,11 +60,27 @@ func (rt *Runtime) Stream(ctx context.Context, name string, wf flow.Workflow, in
 			if !yield(ev, nil) {
 				return
 			}
+			last = ev.Seq
 			if ev.Type == events.TypeRunFinished && ev.Stream == id {
+				finished = true
 				break
 			}
 		}
 		res := <-result
+		if !finished {
+			// The run ended without run.finished (it waits for a person,
+			// or could not record its end): the follower stopped when
+			// Start returned, maybe before its last events. Read them.
+			evs, err := rt.store.Read(context.WithoutCancel(ctx), events.Query{RunID: id, FromSeq: last + 1})
+			if err != nil && !yield(events.Event{}, err) {
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
 		if done != nil && res.run != nil {
 			done(res.run)
 		}

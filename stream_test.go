@@ -1,12 +1,15 @@
 package rath_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
+	"github.com/gorath/rath/session"
 )
 
 // Stream yields a run's events in order, from run.started to
@@ -64,5 +67,45 @@ func TestStream_YieldsTheRunsEvents(t *testing.T) {
 	}
 	if gotErr == nil || n < 2 {
 		t.Fatalf("failing run: %d events, err %v", n, gotErr)
+	}
+}
+
+// A run that suspends for a person yields every event it recorded, its
+// request last, then the *flow.WaitingError; no run.finished.
+func TestStream_ARunThatWaits(t *testing.T) {
+	ctx := t.Context()
+	rt, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	noop, err := flow.NewTool("noop", "Do nothing.", func(context.Context, *session.Session, struct{}) (string, error) { return "", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 { // the follower stops when Start returns: its last events must still come
+		a, err := flow.NewAgent("", flow.Scripted(scripted.Entry{ToolCalls: []scripted.ToolCall{{ID: "n1", Name: "noop", Arguments: `{}`}}}),
+			flow.WithTools(noop), flow.WithApproval("noop", flow.Always()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := rt.NewUserSession(ctx, "go")
+		var run *rath.Run
+		var types []string
+		var gotErr error
+		for ev, err := range rt.Stream(ctx, "wait", a, in, func(r *rath.Run) { run = r }) {
+			if err != nil {
+				gotErr = err
+				continue
+			}
+			types = append(types, ev.Type)
+		}
+		if !errors.Is(gotErr, flow.ErrWaiting) || len(types) == 0 || types[len(types)-1] != events.TypeApprovalRequested {
+			t.Fatalf("events %v, err %v", types, gotErr)
+		}
+		recorded, _ := rt.Store().ReadRun(ctx, run.ID)
+		if len(recorded) != len(types) {
+			t.Fatalf("yielded %d events, the run has %d", len(types), len(recorded))
+		}
 	}
 }

@@ -60,6 +60,7 @@ var allowedImports = map[string][]string{
 	"projections": {"events", "migrations"},
 	"session":     {"events", "projections", "secret"},
 	"memory":      {"events", "session"}, // never flow: flow uses memory
+	"approval":    {"events"},
 
 	"sandbox":                 {"events"}, // never flow
 	"sandbox/internal/proc":   {"sandbox"},
@@ -79,7 +80,7 @@ var allowedImports = map[string][]string{
 	"flow/model/anthropic":          {"events", "flow/model", "flow/model/internal/httperr"},
 	"flow/model/scripted":           {"events", "flow/model", "flow/model/internal/textsplit"},
 	"flow/model/modeltest":          {"events", "flow/model", "flow/model/internal/textsplit"},
-	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/scripted", "memory", "secret", "session"},
+	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/scripted", "memory", "secret", "session", "approval"},
 	"flow/builtin":                  {"events", "flow", "sandbox", "session"},
 	"flow/mcptool":                  {"events", "flow", "secret", "session"},
 	"memory/memorytest":             {"events", "memory", "session"},
@@ -90,21 +91,22 @@ var allowedImports = map[string][]string{
 
 	".": {"events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
 
-	"replay":                              {".", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
+	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
 	"replay/internal/renametest":          {},
 	"replay/internal/renametest/recorded": {"flow", "session"},
 	"replay/internal/renametest/renamed":  {"flow", "session"},
 	"replay/internal/renametest/pinned":   {"flow", "session"},
-	"fleet":                               {".", "events", "flow", "flow/model", "replay", "session"},
-	"internal/dossier":                    {".", "events", "flow", "flow/model", "projections", "replay", "session"},
+	"fleet":                               {".", "approval", "events", "flow", "flow/model", "replay", "session"},
+	"internal/dossier":                    {".", "approval", "events", "flow", "flow/model", "projections", "replay", "session"},
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli": {".", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
-	"cmd/rath":     {"cmd/rath/cli"},
+	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath":      {"cmd/rath/cli"},
+	"cmd/chatbench": {".", "events"},
 }
 
 // Each package imports only the rath packages allowedImports lets it.

@@ -188,6 +188,27 @@ func (s *Store) ReadStream(ctx context.Context, stream string, fromVersion int64
 	return out, nil
 }
 
+// ReadStreamUntil returns up to limit events of a stream with version >=
+// fromVersion and seq <= toSeq, in version order. It walks the stream's
+// (stream, version) index, so its cost is bounded by limit, not by the
+// stream's length or the rest of the log.
+func (s *Store) ReadStreamUntil(ctx context.Context, stream string, fromVersion, toSeq int64, limit int) ([]Event, error) {
+	var rs []row
+	if err := s.rdb.SelectContext(ctx, &rs, s.rebind(selectEvents+` WHERE stream = ? AND version >= ? AND version < ? AND seq <= ? ORDER BY version`),
+		stream, fromVersion, fromVersion+int64(limit), toSeq); err != nil {
+		return nil, fmt.Errorf("events: read stream %q: %w", stream, err)
+	}
+	out := make([]Event, 0, len(rs))
+	for _, r := range rs {
+		ev, err := s.toEvent(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
 // ReadRun returns the events produced by a run, in seq order.
 func (s *Store) ReadRun(ctx context.Context, runID string) ([]Event, error) {
 	return s.Read(ctx, Query{RunID: runID})

@@ -408,6 +408,8 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &SessionCompressed{} })
 	add(func() Payload { return &EffectRecorded{} })
 	add(func() Payload { return &SecretRedacted{} })
+	add(func() Payload { return &ApprovalRequested{} })
+	add(func() Payload { return &ApprovalDecided{} })
 	return c
 }
 

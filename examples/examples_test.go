@@ -88,6 +88,17 @@ var cases = []exampleCase{
 		`4\. fork at seq \d+: new run \(parent the original run\), final blurb: Three moods`,
 		`original: verify ok`,
 	}},
+	{dir: "14_human_in_the_loop", replays: 1, want: []string{
+		`run waiting; root\.release asks to run: deploy \{"env":"production","version":"1\.2\.0","skip_checks":true\}`,
+		`apr-[0-9a-f]{16} rejected by ops-lead: never skip the checks`,
+		`edited arguments: \{"env":"production","version":"1\.2\.1"\}`,
+		`refused answer: true`,
+		`answered by pm: \{"channel":"#releases"\}`,
+		`deploy: error \(rejected\): a person \(ops-lead\) rejected this call: never skip the checks`,
+		`deploy: production ok: 1\.2\.1 deployed`,
+		`step: announce on #releases`,
+		`run ok: run-`,
+	}},
 	{dir: "13_parallel_fanout", replays: 1, want: []string{
 		`(?m)^root\.reviewers\.security: +Security:`,
 		`(?m)^root\.reviewers\.tests: +Tests:`,

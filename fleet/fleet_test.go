@@ -75,8 +75,8 @@ func tally(_ context.Context, _ string, params map[string]string) (flow.Workflow
 
 // tallyWith is tally's agent on client; attempts > 0 bounds the
 // provider's own retries of a failed call; inTool, if set, runs in each
-// tool call after its effect.
-func tallyWith(dir string, client model.Client, attempts int, inTool func()) (flow.Workflow, error) {
+// tool call after its effect; opts add to the agent.
+func tallyWith(dir string, client model.Client, attempts int, inTool func(), opts ...flow.AgentOption) (*flow.Agent, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("no workspace")
 	}
@@ -110,7 +110,7 @@ func tallyWith(dir string, client model.Client, attempts int, inTool func()) (fl
 	if err != nil {
 		return nil, err
 	}
-	return flow.NewAgent("You tally.", p, flow.WithTools(tool))
+	return flow.NewAgent("You tally.", p, append([]flow.AgentOption{flow.WithTools(tool)}, opts...)...)
 }
 
 func openRuntime(ctx context.Context, dir, dsn string) (*rath.Runtime, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/replay"
@@ -93,6 +94,12 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if serr == nil && after.finished {
 		return nil // done, or failed in its workflow: either way, final
 	}
+	if errors.Is(err, flow.ErrWaiting) && cause == nil {
+		// Suspended for a person: neither failed nor finished. The job
+		// ends and the lease is let go; once everything is decided the
+		// run is running again, and the reaper enqueues it.
+		return f.release(context.WithoutCancel(ctx), lease)
+	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		err = errors.Join(err, cause)
 	}
@@ -160,6 +167,33 @@ func (f *Fleet) take(ctx context.Context, run string) (events.Lease, time.Durati
 	return events.Lease{Run: run, Token: token}, 0, nil
 }
 
+// release ends the lease now, so the run can be taken again at once.
+func (f *Fleet) release(ctx context.Context, lease events.Lease) error {
+	_, err := f.rt.Store().Append(events.ContextWithLease(ctx, lease), events.LeaseStream(lease.Run), events.AnyVersion, events.RunLeased{
+		Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: time.Now().UnixNano(), Renewal: true})
+	if errors.Is(err, events.ErrFenced) {
+		return nil // another worker took the run meanwhile: it is theirs
+	}
+	return err
+}
+
+// expireDue records the default decision of every pending request past
+// its deadline, so its run can go on (the reaper then enqueues it).
+func (f *Fleet) expireDue(ctx context.Context, now time.Time) {
+	rows, err := f.rt.Reader().PendingApprovals(ctx)
+	if err != nil {
+		return
+	}
+	for _, r := range rows {
+		if r.Deadline == 0 || now.UnixNano() < r.Deadline {
+			continue
+		}
+		if _, err := approval.Expire(ctx, f.rt.Store(), r.ID, now); err != nil && ctx.Err() == nil {
+			f.opts.Logger.Warn("fleet: expire approval", "id", r.ID, "err", err)
+		}
+	}
+}
+
 // renew extends the lease every third of the lease time until ctx ends;
 // a renewal refused because another worker took the run cancels the run's
 // context with the reason.
@@ -197,6 +231,7 @@ func (f *Fleet) reap(ctx context.Context, started time.Time) {
 			return
 		case <-t.C:
 		}
+		f.expireDue(ctx, time.Now())
 		if err := f.beat(ctx, started); err != nil && ctx.Err() == nil {
 			f.opts.Logger.Warn("fleet: heartbeat", "err", err)
 		}

@@ -30,6 +30,7 @@ type Agent struct {
 	maxRounds int
 	onDelta   func(model.Delta)
 	memory    *memoryConfig
+	approvals []toolPolicy
 }
 
 // AgentOption configures NewAgent.

@@ -64,6 +64,9 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 				return model.Response{}, oerr
 			}
 			if !ans.Live {
+				if r, ok := p.state.client.(model.Replayer); ok {
+					r.Replayed(req, ans.Response)
+				}
 				replayed, replayLatency, recordRetries = true, ans.Latency.Milliseconds(), ans.Retry
 				resp, err = ans.Response, ans.Err
 				if onDelta != nil && err == nil && resp.Content != "" {

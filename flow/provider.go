@@ -185,6 +185,9 @@ type ConfigFile struct {
 	Providers map[string]ProviderConfig `json:"providers"`
 	// MCPServers are MCP servers by name, read by package flow/mcptool.
 	MCPServers map[string]json.RawMessage `json:"mcp_servers,omitempty"`
+	// Approvals are the approval rules `rath run` and `rath submit` give
+	// their agent, after those of --approve.
+	Approvals []ApprovalRule `json:"approvals,omitempty"`
 }
 
 // ProviderConfig is one provider in the config file. The key is read from

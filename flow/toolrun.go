@@ -23,6 +23,7 @@ type toolOutcome struct {
 	err      error
 	duration time.Duration
 	seq      int64 // the recorded tool.returned's seq, when an oracle knows the call
+	wait     error // the tool asked a person (Ask): the round suspends, nothing is recorded
 }
 
 // content is the text the model sees for the call.
@@ -56,6 +57,10 @@ func (o toolOutcome) message() string {
 // follow in call order with the round's last result, so the transcript
 // does not depend on which call finished first.
 func (a *Agent) runRound(ctx context.Context, s *session.Session, path string, calls []events.ToolCall) (*session.Session, error) {
+	calls, gated, err := a.gate(ctx, s, path, calls)
+	if err != nil {
+		return s, err
+	}
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := &roundWriter{s: s, path: path, chunks: make([]events.Chunk, len(calls)), left: len(calls)}
@@ -66,7 +71,11 @@ func (a *Agent) runRound(ctx context.Context, s *session.Session, path string, c
 				j++
 			}
 		}
-		if err := a.runGroup(ctx, tctx, cancel, s, w, calls[i:j], i); err != nil {
+		var g []*toolOutcome
+		if gated != nil {
+			g = gated[i:j]
+		}
+		if err := a.runGroup(ctx, tctx, cancel, s, w, calls[i:j], g, i); err != nil {
 			return w.s, err
 		}
 		i = j
@@ -80,7 +89,9 @@ func (a *Agent) runRound(ctx context.Context, s *session.Session, path string, c
 // which is the order they finished in when recorded, so a replay writes
 // the same versions; outcomes without one follow in the order they finish.
 // tctx is the tools' context: cancel stops them when a write fails.
-func (a *Agent) runGroup(ctx, tctx context.Context, cancel context.CancelFunc, s *session.Session, w *roundWriter, calls []events.ToolCall, first int) error {
+// gated, when not nil, holds per call an outcome a person's decision
+// settled (a rejection): such a call does not run.
+func (a *Agent) runGroup(ctx, tctx context.Context, cancel context.CancelFunc, s *session.Session, w *roundWriter, calls []events.ToolCall, gated []*toolOutcome, first int) error {
 	type finished struct {
 		k int
 		o toolOutcome
@@ -95,6 +106,12 @@ func (a *Agent) runGroup(ctx, tctx context.Context, cancel context.CancelFunc, s
 		}
 		if settled {
 			ch <- finished{k, o}
+			continue
+		}
+		if gated != nil && gated[k] != nil {
+			g := *gated[k]
+			g.seq = o.seq
+			ch <- finished{k, g}
 			continue
 		}
 		go func() { ch <- finished{k, a.runTool(tctx, s, o)} }()
@@ -112,6 +129,13 @@ func (a *Agent) runGroup(ctx, tctx context.Context, cancel context.CancelFunc, s
 		}
 		if err = ctx.Err(); err != nil {
 			continue // a cancelled round records nothing more
+		}
+		if f.o.wait != nil {
+			// The tool waits for a person: the round stops unrecorded
+			// from here, and the resumed run calls the tool again.
+			err = f.o.wait
+			cancel()
+			continue
 		}
 		if seqs[f.k] == 0 {
 			free = append(free, f.k)
@@ -199,6 +223,14 @@ func (a *Agent) consult(ctx context.Context, s *session.Session, call events.Too
 		return o, true
 	}
 	o.seq = ans.Seq
+	// Questions the tool asked while it ran are recorded again: a replay
+	// answers the call without running it.
+	for _, q := range ans.Questions {
+		if _, err := s.Manager().Store().Append(ctx, events.ApprovalStream(q.ID), events.NoStream, q); err != nil && !errors.Is(err, events.ErrConflict) {
+			o.kind, o.err = ToolErrFailed, fmt.Errorf("flow: record question %s again: %w", q.ID, err)
+			return o, true
+		}
+	}
 	if ans.Live {
 		return o, false
 	}
@@ -256,7 +288,7 @@ func (a *Agent) runTool(ctx context.Context, s *session.Session, in toolOutcome)
 				done <- ret{err: &ToolError{Kind: ToolErrPanic, Err: fmt.Errorf("tool %s panicked: %v", call.Name, r)}}
 			}
 		}()
-		res, err := t.Call(tctx, s, slices.Clone(args))
+		res, err := t.Call(context.WithValue(tctx, callKey{}, call.ID), s, slices.Clone(args))
 		done <- ret{res, err}
 	}()
 	var r ret
@@ -269,6 +301,8 @@ func (a *Agent) runTool(ctx context.Context, s *session.Session, in toolOutcome)
 	o.result = r.res
 	switch {
 	case r.err == nil:
+	case errors.Is(r.err, ErrWaiting):
+		o.wait = r.err
 	case errors.Is(r.err, context.DeadlineExceeded) && ctx.Err() == nil:
 		o.kind, o.err = ToolErrTimeout, fmt.Errorf("tool %s timed out after %s", call.Name, timeout)
 	default:

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -219,6 +220,11 @@ func Suspends(ctx context.Context, err error) bool {
 // exit records workflow.exited on the output session (or on the input
 // session when the body failed without one).
 func exit(ctx context.Context, path string, in, out *session.Session, err error) (*session.Session, error) {
+	if errors.Is(err, ErrWaiting) {
+		// Suspended, not finished: the record stops here, as after a
+		// crash, so the resumed run goes on from the same place.
+		return out, err
+	}
 	target := out
 	if target == nil {
 		target = in

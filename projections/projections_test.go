@@ -87,6 +87,26 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 		}
 		heads[k] = next
 	}
+	// A person in the loop: one request decided, one left pending.
+	for i, id := range []string{"apr-1", "apr-2"} {
+		req := events.ApprovalRequested{ID: id, Run: "r1", Session: heads[0].ID(), Kind: events.ApprovalTool, Tool: "run_shell_command", Arguments: `{"cmd":"ls"}`, ArgsHash: "h"}
+		if _, err := rt.Store().Append(ctx, events.ApprovalStream(id), events.NoStream, req); err != nil {
+			tb.Fatal(err)
+		}
+		if i == 0 {
+			dec := events.ApprovalDecided{ID: id, Run: "r1", Decision: events.DecisionApproved, By: "alice", ArgsHash: "h"}
+			if _, err := rt.Store().Append(ctx, events.ApprovalStream(id), 1, dec); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	// One long session, so it has snapshots (session_snapshots).
+	long := heads[len(heads)-1]
+	for i := range projections.SnapshotEvery + 2 {
+		if long, err = long.Append(ctx, session.Chunk{Role: "user", Content: fmt.Sprint("long ", i)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	if _, err := rt.Store().Append(ctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok", OutputSession: heads[0].ID()}); err != nil {
 		tb.Fatal(err)
 	}

@@ -39,7 +39,40 @@ type applier struct {
 	cache map[string]*sessionInfo // nil: read and write the table directly
 }
 
+// SnapshotEvery is how many events of a session's stream lie between two
+// of its snapshots (session_snapshots): time travel folds fewer than this.
+const SnapshotEvery = 128
+
 func (a *applier) project(ev *events.Event, p events.Payload) error {
+	if err := a.apply(ev, p); err != nil {
+		return err
+	}
+	if ev.Version%SnapshotEvery != 0 {
+		return nil
+	}
+	return a.snapshot(ev)
+}
+
+// snapshot records the state of the session whose stream ev is on, as of
+// ev (nothing if the stream is not a session's).
+func (a *applier) snapshot(ev *events.Event) error {
+	const cols = `INSERT INTO session_snapshots (session, seq, version, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls)
+		SELECT id, ?, ?, `
+	const from = `, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls FROM sessions WHERE id = ?`
+	var err error
+	if si, ok := a.cache[ev.Stream]; ok {
+		// The row's length is stale while a rebuild caches it.
+		_, err = a.tx.Exec(cols+`?`+from, ev.Seq, ev.Version, si.length, ev.Stream)
+	} else {
+		_, err = a.tx.Exec(cols+`length`+from, ev.Seq, ev.Version, ev.Stream)
+	}
+	if err != nil {
+		return fmt.Errorf("projections: snapshot %s v%d: %w", ev.Stream, ev.Version, err)
+	}
+	return nil
+}
+
+func (a *applier) apply(ev *events.Event, p events.Payload) error {
 	tx := a.tx
 	switch e := p.(type) {
 	case *events.SessionCreated:
@@ -68,6 +101,10 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 		return runSubmitted(tx, ev, e)
 	case *events.RunLeased:
 		return runLeased(tx, ev, e)
+	case *events.ApprovalRequested:
+		return approvalRequested(tx, ev, e)
+	case *events.ApprovalDecided:
+		return approvalDecided(tx, ev, e)
 	}
 	// Any other event on a session stream still moves its version.
 	return a.touch(ev)

@@ -87,6 +87,33 @@ func NewReader(db *sqlx.DB) *Reader { return &Reader{db: db} }
 
 const sessionCols = `id, version, kind, origin, source, base, base_len, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls, children, incomplete, run_id, created_seq, updated_seq`
 
+// Snapshot is a session's state as of one event of its stream (the
+// session_snapshots projection).
+type Snapshot struct {
+	Session    string `db:"session"`
+	Seq        int64  `db:"seq"`
+	Version    int64  `db:"version"`
+	Length     int64  `db:"length"`
+	Backend    string `db:"backend"`
+	Spec       string `db:"spec"`
+	Prompt     int64  `db:"prompt_tokens"`
+	Completion int64  `db:"completion_tokens"`
+	Total      int64  `db:"total_tokens"`
+	Calls      int64  `db:"calls"`
+}
+
+// SnapshotAt returns the session's latest snapshot at or before seq, or
+// ErrNotFound if it has none there.
+func (r *Reader) SnapshotAt(ctx context.Context, id string, seq int64) (Snapshot, error) {
+	var s Snapshot
+	err := r.db.GetContext(ctx, &s, r.db.Rebind(`SELECT session, seq, version, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls
+		FROM session_snapshots WHERE session = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`), id, seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, fmt.Errorf("%w: no snapshot of session %q at or before seq %d", ErrNotFound, id, seq)
+	}
+	return s, err
+}
+
 // Session returns one session's row, or ErrNotFound.
 func (r *Reader) Session(ctx context.Context, id string) (SessionRow, error) {
 	var row SessionRow

@@ -22,6 +22,8 @@ var tables = []struct {
 	{"sessions", []string{"id"}},
 	{"id_counters", []string{"scope"}},
 	{"run_leases", []string{"run"}},
+	{"session_snapshots", []string{"session", "seq"}},
+	{"approvals", []string{"id"}},
 }
 
 // Tables are the SQL projections Rebuild clears and refills, in an order

@@ -11,8 +11,9 @@ import (
 )
 
 // ignored are payload fields that hold wall-clock measurements or build
-// facts, which a faithful replay may change.
-var ignored = map[string]bool{"latency_ms": true, "duration_ms": true, "code_version": true}
+// facts, which a faithful replay may change (an approval deadline is
+// counted from the wall clock when the request is made).
+var ignored = map[string]bool{"latency_ms": true, "duration_ms": true, "code_version": true, "deadline": true}
 
 func withIgnored(fields ...string) map[string]bool {
 	m := map[string]bool{}

@@ -3,12 +3,14 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -72,6 +74,8 @@ type oracle struct {
 	recalls map[string][]recallRecord           // by agent
 	effects map[string][]*events.EffectRecorded // by path + "\x00" + kind
 	commits map[string][]int64                  // first stream version, by namespace + "\x00" + session
+	// questions asked by tool calls (flow.Ask), by session + "\x00" + call id
+	questions map[string][]events.ApprovalRequested
 
 	mu       sync.Mutex // protects the fields below
 	models   map[string][]attempt
@@ -87,13 +91,15 @@ type oracle struct {
 // newOracle indexes the recorded events up to limit (0: all).
 func newOracle(store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
 	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
-		recalls: map[string][]recallRecord{}, commits: map[string][]int64{}, effects: map[string][]*events.EffectRecorded{}}
+		recalls: map[string][]recallRecord{}, commits: map[string][]int64{}, effects: map[string][]*events.EffectRecorded{},
+		questions: map[string][]events.ApprovalRequested{}}
 	for _, ev := range recorded {
 		if limit > 0 && ev.Seq > limit {
 			break
 		}
 		switch ev.Type {
-		case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned, events.TypeMemoryRecalled, events.TypeMemoryCommitted, events.TypeEffectRecorded:
+		case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned, events.TypeMemoryRecalled, events.TypeMemoryCommitted, events.TypeEffectRecorded,
+			events.TypeApprovalRequested:
 		default:
 			continue
 		}
@@ -109,6 +115,11 @@ func newOracle(store *events.Store, recorded []events.Event, limit int64, strict
 				continue // a budget stop is not a model attempt: the budget check replays it
 			}
 			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, at: key{ev.Stream, ev.Version}, failed: e})
+		case *events.ApprovalRequested:
+			if e.Kind == events.ApprovalQuestion && e.CallID != "" {
+				k := e.Session + "\x00" + e.CallID
+				o.questions[k] = append(o.questions[k], *e)
+			}
 		case *events.ToolReturned:
 			o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, at: key{ev.Stream, ev.Version}, ret: e})
 		case *events.MemoryRecalled:
@@ -274,7 +285,8 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 	}
 	o.answered++
 	// For a failed call the loop rebuilds the content from kind and text.
-	return proto.ToolAnswer{Result: res, ErrorKind: t.ret.ErrorKind, Error: t.ret.Error, Duration: time.Duration(t.ret.DurationMS) * time.Millisecond, Seq: t.seq}, nil
+	return proto.ToolAnswer{Result: res, ErrorKind: t.ret.ErrorKind, Error: t.ret.Error, Duration: time.Duration(t.ret.DurationMS) * time.Millisecond, Seq: t.seq,
+		Questions: o.questions[call.Session+"\x00"+call.CallID]}, nil
 }
 
 func (o *oracle) Recall(ctx context.Context, call proto.RecallCall) (proto.RecallAnswer, error) {
@@ -438,4 +450,23 @@ func cutLast(path string) (parent, last string, ok bool) {
 func lastSegment(path string) string {
 	_, last, _ := cutLast(path)
 	return last
+}
+
+// Approval answers a request from the recorded decision, read from the
+// original store: a replay never asks anybody. A resumed run past a
+// request's deadline records its default decision first, as the live run
+// would have.
+func (o *oracle) Approval(ctx context.Context, call proto.ApprovalCall) (proto.ApprovalAnswer, error) {
+	st, err := approval.Load(ctx, o.store, call.ID)
+	if errors.Is(err, approval.ErrUnknown) {
+		return proto.ApprovalAnswer{}, nil // asked past the record: nobody has seen it yet
+	}
+	if err != nil {
+		return proto.ApprovalAnswer{}, err
+	}
+	if st.Decision != nil || o.strict {
+		return proto.ApprovalAnswer{Decision: st.Decision}, nil
+	}
+	dec, err := approval.Expire(ctx, o.store, call.ID, time.Now())
+	return proto.ApprovalAnswer{Decision: dec}, err
 }

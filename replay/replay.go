@@ -186,6 +186,10 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	if info.finished == nil && orc.strict {
 		return out, nil // the record stops here (a crash): so does the replay
 	}
+	if errors.Is(werr, flow.ErrWaiting) {
+		// Suspended again, for a person: the run stays open.
+		return out, werr
+	}
 	if !orc.strict && flow.Suspends(ctx, werr) {
 		return out, fmt.Errorf("%w: %w", rath.ErrRunLeftOpen, werr)
 	}

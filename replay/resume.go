@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -52,10 +53,13 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	// a crash during the call must find them there.
 	orc.beforeLive = fw.flush
 	out, err := execute(ctx, sc.rt, info, wf, orc)
-	if ferr := fw.stop(); err == nil {
+	if ferr := fw.stop(); err == nil || errors.Is(err, flow.ErrWaiting) && ferr != nil {
 		err = ferr
 	}
-	if err != nil {
+	// Waiting again for a person is not a failure: the run is returned
+	// with the *flow.WaitingError, still open.
+	waiting := errors.Is(err, flow.ErrWaiting)
+	if err != nil && !waiting {
 		return nil, err
 	}
 	if d := fw.failure(); d != nil {
@@ -65,12 +69,12 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 		return nil, orc.diverged
 	}
 	run := &rath.Run{ID: runID, Seed: info.started.Seed}
-	if out != nil {
+	if out != nil && !waiting {
 		if run.Output, err = rt.Session(ctx, out.ID()); err != nil {
 			return run, err
 		}
 	}
-	return run, nil
+	return run, err
 }
 
 // forwarder carries a resumed run's new events from the scratch store to

@@ -217,8 +217,14 @@ func (m *Manager) Load(ctx context.Context, id string) (*Session, error) {
 // LoadAt returns a handle on the session as it was after the event at seq
 // (time travel). The handle is stale unless nothing happened to the session
 // since; fork it to continue from there. ErrNotFound if the session did not
-// exist yet at seq.
+// exist yet at seq. It starts from the session's latest snapshot at or
+// before seq (projections.SnapshotEvery events apart) and folds the few
+// events after it, so it costs the same at any seq and any length.
 func (m *Manager) LoadAt(ctx context.Context, id string, seq int64) (*Session, error) {
+	return m.loadAt(ctx, id, seq, true)
+}
+
+func (m *Manager) loadAt(ctx context.Context, id string, seq int64, fromSnapshot bool) (*Session, error) {
 	row, err := m.reader.Session(ctx, id)
 	if errors.Is(err, projections.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -226,14 +232,29 @@ func (m *Manager) LoadAt(ctx context.Context, id string, seq int64) (*Session, e
 	if err != nil {
 		return nil, err
 	}
-	evs, err := m.store.Read(ctx, events.Query{Stream: id, ToSeq: seq})
+	st := state{id: id}
+	var evs []events.Event
+	if !fromSnapshot {
+		evs, err = m.store.Read(ctx, events.Query{Stream: id, ToSeq: seq})
+	} else {
+		snap, serr := m.reader.SnapshotAt(ctx, id, seq)
+		switch {
+		case serr == nil:
+			st.version, st.length = snap.Version, snap.Length
+			st.placement = Placement{Backend: snap.Backend, Spec: snap.Spec}
+			st.usage = Usage{PromptTokens: snap.Prompt, CompletionTokens: snap.Completion, TotalTokens: snap.Total, Calls: snap.Calls}
+		case !errors.Is(serr, projections.ErrNotFound):
+			return nil, fmt.Errorf("session: time travel %s: %w", id, serr)
+		}
+		// Fewer than SnapshotEvery events lie between a snapshot and seq.
+		evs, err = m.store.ReadStreamUntil(ctx, id, st.version+1, seq, projections.SnapshotEvery)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) == 0 {
+	if len(evs) == 0 && st.version == 0 {
 		return nil, fmt.Errorf("%w: %s did not exist yet at seq %d", ErrNotFound, id, seq)
 	}
-	st := state{id: id}
 	for _, ev := range evs {
 		p, err := ev.Decode()
 		if errors.Is(err, events.ErrUnknownType) {

@@ -89,6 +89,8 @@ type conn struct {
 	// hung is set when a suspect server did not answer the ping and could
 	// not be restarted: calls fail at once until it is connected again.
 	hung atomic.Bool
+	// calls are the tool calls in flight, which an elicitation belongs to.
+	calls calls
 }
 
 // limits are a server's own settings (Server.CallTimeout and
@@ -173,7 +175,9 @@ func NewManagerWith(opts Options) *Manager {
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "rath", Version: "dev"}
 	}
-	return &Manager{opts: opts, client: mcp.NewClient(impl, nil), conns: map[string]*conn{}}
+	m := &Manager{opts: opts, conns: map[string]*conn{}}
+	m.client = mcp.NewClient(impl, &mcp.ClientOptions{ElicitationHandler: m.elicit})
+	return m
 }
 
 // Connect starts cmd (not started yet) as the server name and initializes

@@ -151,8 +151,8 @@ func (t *tool) ValidateArguments(args json.RawMessage) error {
 	return t.resolved.Validate(v)
 }
 
-func (t *tool) Call(ctx context.Context, _ *session.Session, args json.RawMessage) (flow.ToolResult, error) {
-	return t.m.call(ctx, t.server, t.remote, args, t.ann.ReadOnly || t.ann.Idempotent)
+func (t *tool) Call(ctx context.Context, s *session.Session, args json.RawMessage) (flow.ToolResult, error) {
+	return t.m.call(ctx, s, t.server, t.remote, args, t.ann.ReadOnly || t.ann.Idempotent)
 }
 
 // Call calls the server's tool (by its name on the server) with args, a
@@ -168,11 +168,14 @@ func (t *tool) Call(ctx context.Context, _ *session.Session, args json.RawMessag
 // also retry when the server annotates them read-only or idempotent;
 // Call does not know the annotations.
 func (m *Manager) Call(ctx context.Context, server, toolName string, args json.RawMessage) (flow.ToolResult, error) {
-	return m.call(ctx, server, toolName, args, false)
+	return m.call(ctx, nil, server, toolName, args, false)
 }
 
-// call is Call; safe says the tool may run twice.
-func (m *Manager) call(ctx context.Context, server, toolName string, args json.RawMessage, safe bool) (flow.ToolResult, error) {
+// call is Call on behalf of session s (nil: a server's questions are
+// declined); safe says the tool may run twice. A question the server
+// asked that a person has not answered yet makes it a *flow.WaitingError,
+// whatever the server answered.
+func (m *Manager) call(ctx context.Context, s *session.Session, server, toolName string, args json.RawMessage, safe bool) (flow.ToolResult, error) {
 	res := flow.ToolResult{Backend: Backend, SandboxID: Backend + ":" + server}
 	c, err := m.conn(server)
 	if err != nil {
@@ -195,12 +198,15 @@ func (m *Manager) call(ctx context.Context, server, toolName string, args json.R
 		args = json.RawMessage(`{}`)
 	}
 	params := &mcp.CallToolParams{Name: toolName, Arguments: args}
-	out, err := c.session.CallTool(ctx, params)
-	if err != nil && ctx.Err() == nil && c.redial != nil && (notSent(err) || safe && broken(err, c)) {
+	out, waiting, err := send(ctx, c, s, params)
+	if err != nil && waiting == nil && ctx.Err() == nil && c.redial != nil && (notSent(err) || safe && broken(err, c)) {
 		if nc, rerr := m.reconnect(ctx, c); rerr == nil {
 			c = nc
-			out, err = c.session.CallTool(ctx, params)
+			out, waiting, err = send(ctx, c, s, params)
 		}
+	}
+	if waiting != nil {
+		return res, waiting
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -214,6 +220,14 @@ func (m *Manager) call(ctx context.Context, server, toolName string, args json.R
 		var we *jsonrpc.Error
 		switch {
 		case broken(err, c):
+			if errors.Is(err, mcp.ErrConnectionClosed) || c.gone() {
+				// The session's Wait returns right after: once a call said
+				// the server is gone, a reconnect must not find it alive.
+				select {
+				case <-c.done:
+				case <-time.After(time.Second):
+				}
+			}
 			ge := c.goneError()
 			if ge.Err == nil {
 				ge.Err = err
@@ -235,4 +249,14 @@ func (m *Manager) call(ctx context.Context, server, toolName string, args json.R
 		return res, &flow.ToolError{Kind: KindToolError, Err: &CallError{Server: server, Tool: toolName, Message: res.Content}}
 	}
 	return res, nil
+}
+
+// send makes one call through c on behalf of s; waiting is the question
+// the server asked meanwhile that a person has not answered yet.
+func send(ctx context.Context, c *conn, s *session.Session, params *mcp.CallToolParams) (out *mcp.CallToolResult, waiting, err error) {
+	call := &inflight{ctx: ctx, s: s}
+	done := c.calls.add(call)
+	out, err = c.session.CallTool(context.WithValue(ctx, inflightKey{}, call), params)
+	done()
+	return out, call.waitingErr(), err
 }

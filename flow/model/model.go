@@ -83,6 +83,14 @@ type Delta struct {
 	Arguments     string `json:"arguments,omitempty"`
 }
 
+// Replayer is the optional capability of a Client that keeps state
+// across calls (a cassette's position): in a resumed run, Replayed is
+// told each call the record answered instead of it, with the recorded
+// response, so its next live answer follows on from them.
+type Replayer interface {
+	Replayed(req Request, resp Response)
+}
+
 // Streamer is the optional streaming capability of a Client. Stream calls
 // onDelta for each fragment as it arrives and returns the assembled
 // response, the same a Complete call would give.

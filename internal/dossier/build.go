@@ -56,6 +56,9 @@ func (d *Dossier) build(ctx context.Context, rt *rath.Runtime, runID string) err
 	}
 	b.finishTools()
 	b.finishProviders(ctx)
+	if err := b.approvals(ctx, runID); err != nil {
+		return err
+	}
 	if err := b.sessions(ctx); err != nil {
 		return err
 	}

@@ -81,6 +81,7 @@ type Dossier struct {
 	Agents    []AgentUsage    `json:"agents"`
 	Memory    []MemoryEvent   `json:"memory"`
 	Decisions []Decision      `json:"decisions"`
+	Approvals []Approval      `json:"approvals"`
 	Workflows []WorkflowSpan  `json:"workflows"`
 	Events    []Event         `json:"events"`
 	// Warnings are problems met while building (a missing blob, an event

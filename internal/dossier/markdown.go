@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Markdown writes the dossier as CommonMark (GitHub flavoured tables and
@@ -24,6 +25,7 @@ func (d *Dossier) Markdown(w io.Writer) error {
 	m.providers()
 	m.memory()
 	m.decisions()
+	m.approvals()
 	m.workflows()
 	m.events()
 	if err := bw.Flush(); err != nil {
@@ -444,6 +446,27 @@ func (m *mdWriter) decisions() {
 		}
 		m.p("| %d | %s | %s | %s | **%s** | %d | %s |\n", x.Seq, code(x.Path), code(short(x.Session)),
 			inline(strings.Join(x.Candidates, ", ")), inline(chosen), x.Attempts, inline(x.Reason))
+	}
+	m.p("\n")
+}
+
+func (m *mdWriter) approvals() {
+	m.p("## Approvals and questions\n\n")
+	if len(m.d.Approvals) == 0 {
+		m.p("No approvals or questions.\n\n")
+		return
+	}
+	m.p("| seq | request | asked by | what | why | decision | decided |\n|--:|---|---|---|---|---|---|\n")
+	for _, a := range m.d.Approvals {
+		decided := "-"
+		if !a.DecidedAt.IsZero() {
+			decided = a.DecidedAt.Format(time.RFC3339)
+			if a.DecidedSeq > 0 {
+				decided = fmt.Sprintf("seq %d, %s", a.DecidedSeq, decided)
+			}
+		}
+		m.p("| %d | %s | %s | %s | %s | **%s** | %s |\n", a.RequestedSeq, code(a.ID), code(agentOr(a.Agent)), inline(oneLine(a.What(), 200)),
+			inline(a.Reason), inline(a.Outcome()), decided)
 	}
 	m.p("\n")
 }

@@ -13,6 +13,14 @@ const summaryText = 80
 // summarize describes an event in one line for the event index.
 func summarize(p events.Payload) string {
 	switch e := p.(type) {
+	case *events.ApprovalRequested:
+		what := e.Tool + "(" + oneLine(e.Arguments, summaryText) + ")"
+		if e.Kind == events.ApprovalQuestion {
+			what = "question: " + oneLine(e.Question, summaryText)
+		}
+		return fmt.Sprintf("%s asks a person %s: %s", agentOr(e.Agent), e.ID, what)
+	case *events.ApprovalDecided:
+		return fmt.Sprintf("%s %s by %s", e.ID, e.Decision, oneLine(e.By, summaryText))
 	case *events.RunStarted:
 		return fmt.Sprintf("run %s of %s on %s", e.Run, e.Workflow, e.InputSession)
 	case *events.RunFinished:

@@ -24,6 +24,23 @@ type Oracle interface {
 	Commit(ctx context.Context, call CommitCall) (CommitAnswer, error)
 	// Effect answers a side effect (flow.Now, flow.Rand) made at a path.
 	Effect(ctx context.Context, call EffectCall) (EffectAnswer, error)
+	// Approval answers a request for a person's decision from the
+	// record: a replay never asks anybody.
+	Approval(ctx context.Context, call ApprovalCall) (ApprovalAnswer, error)
+}
+
+// ApprovalCall identifies a request for approval or an answer.
+type ApprovalCall struct {
+	ID      string
+	Session string
+	Agent   string
+	CallID  string
+}
+
+// ApprovalAnswer is the recorded decision; nil Decision: nobody decided
+// yet (the run waits again).
+type ApprovalAnswer struct {
+	Decision *events.ApprovalDecided
 }
 
 // EffectCall identifies a side effect being replayed.
@@ -107,6 +124,10 @@ type ToolAnswer struct {
 	// the loop writes recorded answers in this order, so a replay writes
 	// the same versions whatever order its calls finish in.
 	Seq int64
+	// Questions are the questions the tool asked a person while it ran
+	// (flow.Ask): the caller records them again, since the tool does not
+	// run.
+	Questions []events.ApprovalRequested
 }
 
 // ToolResult is a recorded tool result; it has the fields of

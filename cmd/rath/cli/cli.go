@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/projections"
 )
 
@@ -44,6 +45,7 @@ const (
 	ExitUsage        = 2 // the command line was wrong (bad flag value too); a "Try:" hint is printed
 	ExitVerifyFailed = 3 // verify or rebuild --check found a problem: a broken chain, a bad blob, projections that differ
 	ExitDiverged     = 4 // a replay diverged from the record (replay, demo, dossier --replay)
+	ExitWaiting      = 5 // the run waits for a person (run, resume): rath approvals lists what to decide
 )
 
 // Run executes one rath invocation with args (without the program name)
@@ -81,6 +83,8 @@ func exitCode(stderr io.Writer, err error) int {
 	switch {
 	case errors.Is(err, errDiverged):
 		return ExitDiverged
+	case errors.Is(err, flow.ErrWaiting):
+		return ExitWaiting
 	case errors.Is(err, events.ErrVerify), errors.As(err, &diff):
 		return ExitVerifyFailed
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
 
 	"github.com/gorath/rath/replay"
 	"github.com/spf13/cobra"
@@ -131,6 +132,10 @@ runs again.`,
 				if eerr := enc.Encode(runSummary(run, err)); eerr != nil {
 					return eerr
 				}
+				return err
+			}
+			if errors.Is(err, flow.ErrWaiting) {
+				a.printWaiting(ctx, rt, argv[0], a.stderr)
 				return err
 			}
 			if err != nil {

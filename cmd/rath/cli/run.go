@@ -33,6 +33,7 @@ var cliBackends = []string{"local", "bwrap", "opensandbox"}
 
 type runFlags struct {
 	model, provider, cassette, workspace, backend, tools, system string
+	approve                                                      []string
 	noStream                                                     bool
 	maxRounds                                                    int
 	mcp                                                          []string
@@ -81,6 +82,7 @@ func addRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringVar(&f.system, "system", DefaultSystemPrompt, "the agent's system prompt")
 	fl.BoolVar(&f.noStream, "no-stream", false, "make plain requests instead of streaming")
 	fl.IntVar(&f.maxRounds, "max-rounds", flow.DefaultMaxRounds, "round cap of the agent loop")
+	fl.StringSliceVar(&f.approve, "approve", nil, "tools whose every call waits for a person's approval (comma-separated names or patterns like github__*); more rules in the config file's \"approvals\"")
 }
 
 func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
@@ -129,7 +131,38 @@ func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
 	if err := mcpFlagServers(cmd, f.mcp, params); err != nil {
 		return nil, err
 	}
+	rules, err := approvalRules(cmd, f.approve)
+	if err != nil {
+		return nil, err
+	}
+	if len(rules) > 0 {
+		b, err := json.Marshal(rules)
+		if err != nil {
+			return nil, err
+		}
+		params["approvals"] = string(b)
+	}
 	return params, nil
+}
+
+// approvalRules are --approve's tools (every call), then the config
+// file's rules; they are checked here, before anything is recorded.
+func approvalRules(cmd *cobra.Command, approve []string) ([]flow.ApprovalRule, error) {
+	var rules []flow.ApprovalRule
+	for _, t := range approve {
+		if t = strings.TrimSpace(t); t != "" {
+			rules = append(rules, flow.ApprovalRule{Tool: t})
+		}
+	}
+	cf, err := flow.LoadConfig(flow.DefaultConfigPath(os.Getenv))
+	if err != nil {
+		return nil, err
+	}
+	rules = append(rules, cf.Approvals...)
+	if _, err := flow.ApprovalOptions(rules); err != nil {
+		return nil, usagef(cmd, "--approve or the config file's approvals: %v", err)
+	}
+	return rules, nil
 }
 
 func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, params map[string]string, prompt string) error {
@@ -238,6 +271,12 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 		if run.Output != nil {
 			out("session: %s\n", run.Output.ID())
 		}
+		if errors.Is(runErr, flow.ErrWaiting) {
+			mu.Lock()
+			tw.Flush()
+			a.printWaiting(ctx, rt, run.ID, ew)
+			mu.Unlock()
+		}
 	}
 	return runErr
 }
@@ -261,6 +300,9 @@ func runSummary(run *rath.Run, err error) runEnd {
 	}
 	if err != nil {
 		s.Status, s.Error = rath.RunError, err.Error()
+	}
+	if errors.Is(err, flow.ErrWaiting) {
+		s.Status = "waiting"
 	}
 	return s
 }
@@ -359,5 +401,11 @@ func printEvent(ev events.Event, plain bool, out, diag func(string, ...any)) {
 		diag("rath: model call failed: %s, attempt %d, retry: %v\n", e.ErrorKind, e.Attempt, e.WillRetry)
 	case *events.AgentCapped:
 		diag("rath: round cap %d reached\n", e.Rounds)
+	case *events.ApprovalRequested:
+		what := e.Tool + " " + clip(e.Arguments, 120)
+		if e.Kind == events.ApprovalQuestion {
+			what = clip(e.Question, 120)
+		}
+		out("\n⏸ %s waits for a person: %s\n", e.ID, what)
 	}
 }

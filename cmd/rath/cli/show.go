@@ -23,6 +23,9 @@ type showView struct {
 	// AtSeq is the seq the session was read at (--at), 0 for the head.
 	AtSeq  int64       `json:"at_seq,omitempty"`
 	Chunks []chunkView `json:"chunks"`
+	// Approvals are the requests made on the session (tool calls a person
+	// approved or rejected, questions), marked beside their calls.
+	Approvals []approvalMark `json:"approvals,omitempty"`
 	// Attachments are the tool results' images, resources and structured
 	// content.
 	Attachments []attachmentView `json:"attachments,omitempty"`
@@ -72,6 +75,9 @@ rath show s-0123456789abcdef0123 --at 42 --json`,
 			}
 			if v.Chunks == nil {
 				v.Chunks = []chunkView{}
+			}
+			if v.Approvals, err = approvalMarks(ctx, rt, id); err != nil {
+				return err
 			}
 			if attDir != "" {
 				if err := os.MkdirAll(attDir, 0o755); err != nil {
@@ -142,6 +148,16 @@ func printShow(w io.Writer, v showView) {
 		}
 		for _, tc := range c.ToolCalls {
 			fmt.Fprintf(w, "    -> call %s %s %s\n", tc.ID, tc.Name, tc.Arguments)
+			printMarks(w, v.Approvals, tc.ID)
 		}
 	}
+	// Questions asked outside a tool call (a workflow step).
+	var asked bool
+	for _, m := range v.Approvals {
+		if m.CallID == "" && !asked {
+			fmt.Fprintln(w, "\nquestions")
+			asked = true
+		}
+	}
+	printMarks(w, v.Approvals, "")
 }

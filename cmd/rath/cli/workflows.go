@@ -116,6 +116,15 @@ func (a *app) agentFromParams(ctx context.Context, rt *rath.Runtime, params map[
 	if tools = append(tools, mcpT...); len(tools) > 0 {
 		opts = append(opts, flow.WithTools(tools...))
 	}
+	rules, err := flow.ParseApprovalRules(params["approvals"])
+	if err != nil {
+		return nil, err
+	}
+	gates, err := flow.ApprovalOptions(rules)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, gates...)
 	if n, err := strconv.Atoi(params["max_rounds"]); err == nil && n > 0 {
 		opts = append(opts, flow.WithMaxRounds(n))
 	}

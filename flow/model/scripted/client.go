@@ -69,6 +69,41 @@ func (c *Client) Remaining() int {
 	return c.unusedLocked()
 }
 
+// Replayed uses up the entry that gave the recorded response, if this
+// client has not used it yet: a run resumed in a new process, whose
+// recorded calls the record answers, goes on with the entries after them
+// instead of starting the cassette over; resumed in the process that
+// recorded it, the entries are used already and nothing changes.
+func (c *Client) Replayed(req model.Request, resp model.Response) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, e := range c.entries {
+		if c.used[i] || e.Error != nil {
+			continue
+		}
+		if ok, err := path.Match(e.Agent, req.Agent); e.Agent != "" && (err != nil || !ok) {
+			continue
+		}
+		if sameAnswer(respond(e, req), resp) {
+			c.used[i] = true
+			return
+		}
+	}
+}
+
+// sameAnswer compares what the model said: text and tool calls.
+func sameAnswer(a, b model.Response) bool {
+	if a.Content != b.Content || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i := range a.ToolCalls {
+		if a.ToolCalls[i] != b.ToolCalls[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Complete answers with the next matching entry.
 func (c *Client) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	e, err := c.take(ctx, req)

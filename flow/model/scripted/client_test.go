@@ -245,3 +245,32 @@ func TestClient_Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// A resumed run's recorded calls use up their entries in a client that
+// has not answered them (a new process), and change nothing in one that
+// has (the process that recorded them).
+func TestClient_ReplayedKeepsThePlace(t *testing.T) {
+	ctx := t.Context()
+	entries := []scripted.Entry{{Content: "one"}, {Content: "two"}, {Content: "three"}}
+	req := model.Request{Agent: "root"}
+
+	fresh := scripted.New(entries...)
+	first, err := scripted.New(entries...).Complete(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.Replayed(req, first)
+	if got, err := fresh.Complete(ctx, req); err != nil || got.Content != "two" {
+		t.Fatalf("after one replayed call a fresh client answers %q, %v; want two", got.Content, err)
+	}
+
+	same := scripted.New(entries...)
+	live, _ := same.Complete(ctx, req)
+	same.Replayed(req, live) // answered already: no entry is used again
+	if got, err := same.Complete(ctx, req); err != nil || got.Content != "two" {
+		t.Fatalf("the recording client answers %q, %v; want two", got.Content, err)
+	}
+	if same.Remaining() != 1 {
+		t.Fatalf("%d entries left, want 1", same.Remaining())
+	}
+}

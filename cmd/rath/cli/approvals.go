@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/approval"
+	"github.com/gorath/rath/events"
+	"github.com/spf13/cobra"
+)
+
+// pendingView is one pending request as `rath approvals --json` prints it.
+type pendingView struct {
+	ID        string          `json:"id"`
+	Run       string          `json:"run,omitempty"`
+	Session   string          `json:"session"`
+	Agent     string          `json:"agent,omitempty"`
+	Kind      string          `json:"kind"`
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Question  string          `json:"question,omitempty"`
+	Schema    json.RawMessage `json:"schema,omitempty"`
+	Requested time.Time       `json:"requested_at"`
+	Deadline  *time.Time      `json:"deadline,omitempty"`
+	Default   string          `json:"default,omitempty"`
+	Expired   bool            `json:"expired,omitempty"`
+}
+
+func pending(ctx context.Context, rt *rath.Runtime, run string) ([]pendingView, error) {
+	rows, err := rt.Reader().PendingApprovals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []pendingView
+	for _, r := range rows {
+		if run != "" && r.Run != run {
+			continue
+		}
+		st, err := approval.Load(ctx, rt.Store(), r.ID)
+		if err != nil {
+			return nil, err
+		}
+		q := st.Request
+		v := pendingView{ID: q.ID, Run: q.Run, Session: q.Session, Agent: q.Agent, Kind: q.Kind, Tool: q.Tool, Reason: q.Reason,
+			Question: q.Question, Requested: st.RequestedAt.UTC(), Default: q.Default, Expired: st.Expired(now)}
+		if json.Valid([]byte(q.Arguments)) {
+			v.Arguments = json.RawMessage(q.Arguments)
+		}
+		if q.Schema != "" {
+			v.Schema = json.RawMessage(q.Schema)
+		}
+		if q.Deadline > 0 {
+			d := time.Unix(0, q.Deadline).UTC()
+			v.Deadline = &d
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func newApprovalsCmd(a *app) *cobra.Command {
+	var run string
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List the requests runs wait on: tool calls to approve or reject, questions to answer",
+		Long: `approvals lists the pending requests of every run (or of --run): a tool call
+that needs approval (with its exact arguments and why), or a question with
+the JSON Schema its answer must match. Decide with rath approve, rath
+reject or rath answer; the run then continues (a fleet worker takes it up,
+or rath resume RUN).`,
+		Example: "rath approvals --json",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			vs, err := pending(ctx, rt, run)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				if vs == nil {
+					vs = []pendingView{}
+				}
+				return a.printJSON(vs)
+			}
+			return printPending(a.stdout, vs)
+		},
+	}
+	cmd.Flags().StringVar(&run, "run", "", "only this run's requests")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+// printPending prints requests as a table. Arguments and questions come
+// from a model: escaped and clipped.
+func printPending(w io.Writer, vs []pendingView) error {
+	if len(vs) == 0 {
+		_, err := fmt.Fprintln(w, "no pending requests")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRUN\tKIND\tWHAT\tWHY\tDEADLINE")
+	for _, v := range vs {
+		what := v.Tool + " " + string(v.Arguments)
+		if v.Kind == events.ApprovalQuestion {
+			what = v.Question
+			if len(v.Schema) > 0 {
+				what += " (schema " + string(v.Schema) + ")"
+			}
+		}
+		deadline := "-"
+		if v.Deadline != nil {
+			deadline = v.Deadline.Format(time.RFC3339) + " then " + v.Default
+			if v.Expired {
+				deadline += " (expired)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(v.ID), termSafe(v.Run), v.Kind, clip(what, 100), clip(v.Reason, 60), deadline)
+	}
+	return tw.Flush()
+}
+
+// printWaiting tells how to answer a run that suspended.
+func (a *app) printWaiting(ctx context.Context, rt *rath.Runtime, run string, w io.Writer) {
+	vs, err := pending(ctx, rt, run)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(w, "run %s waits for a person (exit code %d):\n", termSafe(run), ExitWaiting)
+	printPending(w, vs)
+	fmt.Fprintf(w, "decide with: rath approve ID [--note TEXT] | rath reject ID --reason TEXT | rath answer ID --json '{...}'\n")
+	fmt.Fprintf(w, "then continue it with: rath resume %s\n", termSafe(run))
+}
+
+// decider is who decides: --as, else the OS user.
+func decider(cmd *cobra.Command, as string) (string, error) {
+	if as = strings.TrimSpace(as); as != "" {
+		return as, nil
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username, nil
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u, nil
+	}
+	return "", usagef(cmd, "who decides is required: pass --as NAME")
+}
+
+func newDecideCmd(a *app, use, short, example string, build func(cmd *cobra.Command) (approval.Decision, error)) (*cobra.Command, *string) {
+	var as string
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			d, err := build(cmd)
+			if err != nil {
+				return err
+			}
+			if d.By, err = decider(cmd, as); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			dec, err := approval.Decide(ctx, rt.Store(), argv[0], d, time.Now())
+			if err != nil {
+				return err
+			}
+			return a.printDecided(ctx, rt, dec)
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "", "who decides (default: the OS user)")
+	return cmd, &as
+}
+
+func (a *app) printDecided(ctx context.Context, rt *rath.Runtime, dec *events.ApprovalDecided) error {
+	if a.json {
+		return a.printJSON(dec)
+	}
+	fmt.Fprintf(a.stdout, "%s %s by %s\n", termSafe(dec.ID), dec.Decision, termSafe(dec.By))
+	if dec.Run == "" {
+		return nil
+	}
+	if v, err := rt.Store().StreamVersion(ctx, events.SubmitStream(dec.Run)); err == nil && v > 0 {
+		_, err := fmt.Fprintf(a.stdout, "run %s continues on a worker once nothing else is pending\n", termSafe(dec.Run))
+		return err
+	}
+	_, err := fmt.Fprintf(a.stdout, "continue the run with: rath resume %s\n", termSafe(dec.Run))
+	return err
+}
+
+func newApproveCmd(a *app) *cobra.Command {
+	var note, edited string
+	cmd, _ := newDecideCmd(a, "approve ID", "Approve a tool call a run waits on (optionally with edited arguments)",
+		`rath approve apr-0123456789abcdef --note "looks safe"
+rath approve apr-0123456789abcdef --args '{"cmd":"ls"}'`,
+		func(*cobra.Command) (approval.Decision, error) {
+			return approval.Decision{Decision: events.DecisionApproved, Note: note, EditedArguments: edited}, nil
+		})
+	cmd.Long = `approve records that the tool call of request ID may run, with exactly the
+arguments it showed; with --args, with these arguments instead (both are
+recorded, and what runs is what was approved).`
+	cmd.Flags().StringVar(&note, "note", "", "a remark, recorded with the decision")
+	cmd.Flags().StringVar(&edited, "args", "", "approve these arguments (a JSON object) instead")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+func newRejectCmd(a *app) *cobra.Command {
+	var reason string
+	cmd, _ := newDecideCmd(a, "reject ID --reason TEXT", "Reject a tool call a run waits on; the model reads the reason as the tool's result",
+		`rath reject apr-0123456789abcdef --reason "do not touch production"`,
+		func(cmd *cobra.Command) (approval.Decision, error) {
+			if strings.TrimSpace(reason) == "" {
+				return approval.Decision{}, usagef(cmd, "--reason is required: the model reads it")
+			}
+			return approval.Decision{Decision: events.DecisionRejected, Note: reason}, nil
+		})
+	cmd.Flags().StringVar(&reason, "reason", "", "why (the model reads it as the tool's result)")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+func newAnswerCmd(a *app) *cobra.Command {
+	var answer, note string
+	cmd, _ := newDecideCmd(a, "answer ID --json VALUE", "Answer a question a run waits on, with JSON matching its schema",
+		`rath answer apr-0123456789abcdef --json '{"branch":"main"}'`,
+		func(cmd *cobra.Command) (approval.Decision, error) {
+			if answer == "" {
+				return approval.Decision{}, usagef(cmd, "--json is required: the answer, as JSON")
+			}
+			return approval.Decision{Decision: events.DecisionAnswered, Note: note, Answer: json.RawMessage(answer)}, nil
+		})
+	// Here --json is the answer: this command prints text only.
+	cmd.Flags().StringVar(&answer, "json", "", "the answer, JSON matching the question's schema")
+	cmd.Flags().StringVar(&note, "note", "", "a remark, recorded with the decision")
+	return cmd
+}
