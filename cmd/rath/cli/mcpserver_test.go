@@ -221,6 +221,15 @@ func TestMCP_Faults(t *testing.T) {
 			t.Errorf("dossier lacks %q", want)
 		}
 	}
+	// The transcript of a run says so too.
+	cas2 := writeCassette(t, "ok", `c1:faults__big:{}`, `c2:faults__pixel:{}`)
+	withMCPConfig(t, map[string]any{"faults": faultsEntry(t, map[string]any{"max_result_bytes": 2000})})
+	out = mustRun(t, t.TempDir(), "run", "--cassette", cas2, "again")
+	for _, want := range []string{"← faults__big ok (", "truncated to 2000 of 50000 bytes", "attachments: image image/png, resource_link, structured application/json"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run output lacks %q:\n%s", want, out)
+		}
+	}
 	// A replay answers from the log; the config's server is not needed.
 	withMCPConfig(t, map[string]any{})
 	if out := mustRun(t, dir, "replay", end.Run); !strings.Contains(out, "reproduced: ") {

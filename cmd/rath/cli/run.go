@@ -396,6 +396,16 @@ func printEvent(ev events.Event, plain bool, out, diag func(string, ...any)) {
 		if len(files) > 0 {
 			line += " files: " + strings.Join(files, ", ")
 		}
+		if len(e.Attachments) > 0 {
+			kinds := make([]string, 0, len(e.Attachments))
+			for _, a := range e.Attachments {
+				kinds = append(kinds, strings.TrimSpace(a.Kind+" "+a.MIME))
+			}
+			line += " attachments: " + strings.Join(kinds, ", ")
+		}
+		if t := e.Truncated; t != nil {
+			line += fmt.Sprintf(" truncated to %d of %d bytes", t.KeptText, t.TextBytes)
+		}
 		out("%s\n", line)
 	case *events.ProviderFailed:
 		diag("rath: model call failed: %s, attempt %d, retry: %v\n", e.ErrorKind, e.Attempt, e.WillRetry)
