@@ -105,7 +105,7 @@ var allowedImports = map[string][]string{
 	"internal/tmpfs":                      {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/model", "internal/console", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 }

@@ -102,6 +102,34 @@ type ToolReturned struct {
 	IsError    bool         `json:"is_error,omitempty"`
 	ErrorKind  string       `json:"error_kind,omitempty"`
 	Error      string       `json:"error,omitempty"`
+	// Attachments are the result's parts beside its text (images, audio,
+	// resources, structured content), their bytes kept as blobs.
+	Attachments []ToolAttachment `json:"attachments,omitempty"`
+	// Truncated is set when the tool cut its result to a size cap.
+	Truncated *Truncation `json:"truncated,omitempty"`
+}
+
+// ToolAttachment is one part of a tool result kept beside its text.
+type ToolAttachment struct {
+	// Kind is image, audio, resource (embedded), resource_link or
+	// structured (the result's structured content, as JSON).
+	Kind string `json:"kind"`
+	MIME string `json:"mime,omitempty"`
+	// Ref is the blob of the part's bytes; empty for a link, or for a part
+	// dropped by the size cap.
+	Ref  string `json:"ref,omitempty"`
+	Size int    `json:"size,omitempty"`
+	URI  string `json:"uri,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// Truncation says what a tool result's size cap (Limit bytes, for the
+// text and for the binary parts each) left out.
+type Truncation struct {
+	Limit        int `json:"limit"`
+	TextBytes    int `json:"text_bytes"`              // the text's size before the cut
+	KeptText     int `json:"kept_text"`               // what the model got of it
+	DroppedParts int `json:"dropped_parts,omitempty"` // binary parts not kept
 }
 
 func (ToolReturned) EventType() string  { return TypeToolReturned }
@@ -186,6 +214,9 @@ func (e ToolReturned) BlobRefs() []string {
 	refs := nonEmpty(e.OutputRef)
 	for _, f := range e.Files {
 		refs = append(refs, nonEmpty(f.Before, f.After)...)
+	}
+	for _, a := range e.Attachments {
+		refs = append(refs, nonEmpty(a.Ref)...)
 	}
 	return refs
 }

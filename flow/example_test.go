@@ -102,3 +102,17 @@ func ExampleRequestLoader() {
 	// 2 messages, the last: Capital of France?
 	// 4 messages, the last: And of Italy?
 }
+
+// AnnotationsOf reads a tool's hints about its effects (MCP tools carry
+// their server's annotations); a tool without them knows nothing.
+func ExampleAnnotationsOf() {
+	t, err := flow.NewTool("clock", "Tell the time.", func(context.Context, *session.Session, struct{}) (string, error) {
+		return "noon", nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	a := flow.AnnotationsOf(t)
+	fmt.Println(a.ReadOnly, a.Destructive == nil)
+	// Output: false true
+}

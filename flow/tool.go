@@ -58,8 +58,11 @@ type ToolResult struct {
 	ExitCode  *int
 	Files     []events.FileChange
 	// Blobs are stored with the evidence (file contents before and after,
-	// referenced by Files' hashes).
+	// referenced by Files' hashes, and the attachments' bytes).
 	Blobs [][]byte
+	// Attachments and Truncated are recorded on tool.returned as they are.
+	Attachments []events.ToolAttachment
+	Truncated   *events.Truncation
 }
 
 // ToolOption configures NewTool.

@@ -168,7 +168,7 @@ func (w *roundWriter) write(ctx context.Context, o toolOutcome, i int) error {
 	ret := events.ToolReturned{Session: w.s.ID(), Agent: w.path, CallID: o.call.ID, Tool: o.call.Name,
 		OutputRef: events.BlobHash([]byte(content)), OutputSize: len(content), ExitCode: o.result.ExitCode,
 		DurationMS: o.duration.Milliseconds(), Files: o.result.Files, Backend: o.result.Backend, SandboxID: o.result.SandboxID,
-		IsError: o.result.IsError}
+		IsError: o.result.IsError, Attachments: o.result.Attachments, Truncated: o.result.Truncated}
 	chunk := events.Chunk{Role: events.RoleToolResult, ToolCallID: o.call.ID, Name: o.call.Name, Content: content, Author: w.path}
 	if o.kind != "" {
 		ret.ErrorKind, ret.Error = o.kind, o.message()

@@ -260,7 +260,17 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 		return proto.ToolAnswer{}, fmt.Errorf("replay: tool output of seq %d: %w", t.seq, err)
 	}
 	res := proto.ToolResult{Content: string(out), IsError: t.ret.IsError, ExitCode: t.ret.ExitCode, Files: t.ret.Files,
-		Backend: t.ret.Backend, SandboxID: t.ret.SandboxID}
+		Backend: t.ret.Backend, SandboxID: t.ret.SandboxID, Attachments: t.ret.Attachments, Truncated: t.ret.Truncated}
+	for _, at := range t.ret.Attachments {
+		if at.Ref == "" {
+			continue
+		}
+		b, err := o.blob(ctx, at.Ref)
+		if err != nil {
+			return proto.ToolAnswer{}, fmt.Errorf("replay: attachment of seq %d: %w", t.seq, err)
+		}
+		res.Blobs = append(res.Blobs, b)
+	}
 	for _, f := range t.ret.Files {
 		for _, h := range []string{f.Before, f.After} {
 			if h == "" {

@@ -7,20 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/secret"
 )
 
-// Server describes a stdio MCP server: one entry of the config file's
-// "mcp_servers".
+// Server describes an MCP server: one entry of the config file's
+// "mcp_servers". A stdio server has a Command; an HTTP one a URL.
 type Server struct {
 	// Command is the program, looked up in PATH when it has no slash.
-	Command string   `json:"command"`
+	Command string   `json:"command,omitempty"`
 	Args    []string `json:"args,omitempty"`
 	// Env is added to the few variables a server inherits (see the package
 	// documentation) and wins over them.
@@ -32,8 +35,26 @@ type Server struct {
 	// Cwd is the server's working directory. Empty means rath's; in a
 	// config file, a relative Cwd is relative to the file's directory.
 	Cwd string `json:"cwd,omitempty"`
-	// Type is the transport: "stdio" or empty, the only one supported.
+	// Type is the transport: "stdio" ([TransportStdio]), "http"
+	// ([TransportHTTP], streamable HTTP) or "sse" ([TransportSSE], the
+	// older HTTP+SSE transport). Empty means stdio with a Command, http
+	// with a URL.
 	Type string `json:"type,omitempty"`
+	// URL is the endpoint of an HTTP server (http or https).
+	URL string `json:"url,omitempty"`
+	// Headers are sent with every HTTP request. ${VAR} in a value is
+	// replaced by the environment variable VAR when connecting, so a
+	// token need not be written in the file; see HeaderSecrets.
+	Headers map[string]string `json:"headers,omitempty"`
+	// HeadersEnv maps a header to the environment variable holding its
+	// whole value ("Authorization": "MY_TOKEN" sends $MY_TOKEN).
+	HeadersEnv map[string]string `json:"headers_env,omitempty"`
+	// CallTimeout bounds each tool call to this server ("30s"); empty
+	// means Options.CallTimeout, else flow's default.
+	CallTimeout string `json:"call_timeout,omitempty"`
+	// MaxResultBytes caps one result's text, and separately its binary
+	// parts; zero means Options.MaxResultBytes, negative no cap.
+	MaxResultBytes int `json:"max_result_bytes,omitempty"`
 }
 
 // InheritedEnv returns the variables a server process gets from rath's
@@ -55,13 +76,60 @@ func ParseServer(raw json.RawMessage) (Server, error) {
 }
 
 func (srv Server) validate() error {
-	if srv.Command == "" {
-		return fmt.Errorf("%w: no command", ErrConfig)
+	if _, err := srv.timeout(); err != nil {
+		return err
 	}
-	if srv.Type != "" && srv.Type != "stdio" {
-		return fmt.Errorf("%w: transport %q is not supported (only stdio)", ErrConfig, srv.Type)
+	switch srv.transport() {
+	case TransportStdio:
+		if srv.Command == "" {
+			return fmt.Errorf("%w: no command", ErrConfig)
+		}
+		if srv.URL != "" || len(srv.Headers)+len(srv.HeadersEnv) > 0 {
+			return fmt.Errorf("%w: a stdio server has no url or headers", ErrConfig)
+		}
+	case TransportHTTP, TransportSSE:
+		if srv.Command != "" || len(srv.Args) > 0 {
+			return fmt.Errorf("%w: an HTTP server has a url, not a command", ErrConfig)
+		}
+		u, err := url.Parse(srv.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: url %q: want http:// or https://", ErrConfig, srv.URL)
+		}
+	default:
+		return fmt.Errorf("%w: transport %q is not supported (want stdio, http or sse)", ErrConfig, srv.Type)
 	}
 	return nil
+}
+
+// Transports a Server may name.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// transport is Type with its default filled in.
+func (srv Server) transport() string {
+	switch {
+	case srv.Type == "streamable-http" || srv.Type == "streamableHttp":
+		return TransportHTTP
+	case srv.Type != "":
+		return srv.Type
+	case srv.URL != "":
+		return TransportHTTP
+	}
+	return TransportStdio
+}
+
+func (srv Server) timeout() (time.Duration, error) {
+	if srv.CallTimeout == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(srv.CallTimeout)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%w: call_timeout %q: want a positive duration such as 30s", ErrConfig, srv.CallTimeout)
+	}
+	return d, nil
 }
 
 // command builds the server's process, with its small environment.
@@ -91,13 +159,36 @@ func ConfigSecrets(cf flow.ConfigFile) []secret.Secret {
 		if err != nil {
 			continue
 		}
-		for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
-			if slices.Contains(srv.SecretEnv, k) || secret.LooksSecret(k) {
-				out = append(out, secret.Secret{Name: "mcp." + name + "." + k, Value: srv.Env[k]})
-			}
-		}
+		out = append(out, srv.Secrets(name, os.Getenv)...)
 	}
 	return out
+}
+
+// Secrets returns the values of srv that must not reach the log: its
+// secret Env entries (see SecretEnv) and its header values that come from
+// the environment (HeadersEnv, ${VAR}) or whose header names a credential
+// (Authorization, or a name secret.LooksSecret accepts).
+func (srv Server) Secrets(name string, getenv func(string) string) []secret.Secret {
+	var out []secret.Secret
+	for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
+		if slices.Contains(srv.SecretEnv, k) || secret.LooksSecret(k) {
+			out = append(out, secret.Secret{Name: "mcp." + name + "." + k, Value: srv.Env[k]})
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(srv.HeadersEnv)) {
+		out = append(out, secret.Secret{Name: "mcp." + name + ".header." + h, Value: getenv(srv.HeadersEnv[h])})
+	}
+	for _, h := range slices.Sorted(maps.Keys(srv.Headers)) {
+		v := srv.Headers[h]
+		if strings.EqualFold(h, "Authorization") || secret.LooksSecret(h) {
+			out = append(out, secret.Secret{Name: "mcp." + name + ".header." + h, Value: expand(v, getenv)})
+			continue
+		}
+		for _, ref := range envRefs.FindAllStringSubmatch(v, -1) {
+			out = append(out, secret.Secret{Name: "mcp." + name + ".header." + h + "." + ref[1], Value: getenv(ref[1])})
+		}
+	}
+	return slices.DeleteFunc(out, func(s secret.Secret) bool { return s.Value == "" })
 }
 
 // ConnectServer starts srv as the server name; see Connect.
@@ -105,32 +196,62 @@ func (m *Manager) ConnectServer(ctx context.Context, name string, srv Server) er
 	if err := srv.validate(); err != nil {
 		return fmt.Errorf("server %s: %w", name, err)
 	}
-	return m.Connect(ctx, name, srv.command())
+	d, _ := srv.timeout()
+	lim := limits{timeout: d, maxResult: srv.MaxResultBytes}
+	if srv.transport() != TransportStdio {
+		return m.connectHTTP(ctx, name, srv, lim)
+	}
+	cmd := srv.command()
+	if err := m.check(name); err != nil {
+		return err
+	}
+	return m.start(ctx, name, cmd, specOf(cmd), nil, lim)
+}
+
+// LoadServers returns the "mcp_servers" of the config file at path
+// (empty means flow.DefaultConfigPath: $RATH_HOME/config.json, else
+// ~/.rath/config.json), with relative Cwds made relative to the file's
+// directory. A missing file has none. Entries that do not parse come back
+// as errors, joined, each naming its server; the others are returned.
+func LoadServers(path string) (map[string]Server, error) {
+	if path == "" {
+		path = flow.DefaultConfigPath(os.Getenv)
+	}
+	cf, err := flow.LoadConfig(path)
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: %w", err)
+	}
+	out := map[string]Server{}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(cf.MCPServers)) {
+		srv, err := ParseServer(cf.MCPServers[name])
+		if err == nil {
+			err = checkServerName(name)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mcp server %s in %s: %w", name, path, err))
+			continue
+		}
+		if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
+			srv.Cwd = filepath.Join(filepath.Dir(path), srv.Cwd)
+		}
+		out[name] = srv
+	}
+	return out, errors.Join(errs...)
 }
 
 // ConnectConfig connects every server in the "mcp_servers" of the config
-// file at path (empty means flow.DefaultConfigPath: $RATH_HOME/config.json,
-// else ~/.rath/config.json), in name order. A missing file connects
+// file at path (see LoadServers), in name order. A missing file connects
 // nothing. A server that fails does not stop the others: the failures come
 // back joined, each naming its server; Servers lists those connected.
 func (m *Manager) ConnectConfig(ctx context.Context, path string) error {
 	if path == "" {
 		path = flow.DefaultConfigPath(os.Getenv)
 	}
-	cf, err := flow.LoadConfig(path)
-	if err != nil {
-		return fmt.Errorf("mcptool: %w", err)
-	}
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(cf.MCPServers)) {
-		srv, err := ParseServer(cf.MCPServers[name])
-		if err == nil {
-			if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
-				srv.Cwd = filepath.Join(filepath.Dir(path), srv.Cwd)
-			}
-			err = m.ConnectServer(ctx, name, srv)
-		}
-		if err != nil {
+	servers, err := LoadServers(path)
+	errs := []error{err}
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if err := m.ConnectServer(ctx, name, servers[name]); err != nil {
 			errs = append(errs, fmt.Errorf("mcp server %s in %s: %w", name, path, err))
 		}
 	}

@@ -1,7 +1,7 @@
 // Package mcptool owns rath's MCP client side: it connects to Model Context
-// Protocol servers over stdio with the official SDK
-// (github.com/modelcontextprotocol/go-sdk) and offers their tools to agents
-// as [flow.Tool] values.
+// Protocol servers over stdio, streamable HTTP or the older HTTP+SSE
+// transport with the official SDK (github.com/modelcontextprotocol/go-sdk)
+// and offers their tools to agents as [flow.Tool] values.
 //
 // # Connections
 //
@@ -14,10 +14,31 @@
 // concurrent calls. The runtime is meant to own one Manager and close it
 // when it closes.
 //
-// The config file names servers as most MCP clients do:
+// The config file names servers as most MCP clients do (the full format
+// is in docs/CONFIG.md; [ParseFlag] reads the CLI's --mcp NAME=… form):
 //
 //	{"mcp_servers": {"everything": {"command": "node", "args": ["dist/index.js", "stdio"],
-//	                                "env": {"LOG_LEVEL": "warn"}, "cwd": "/opt/everything"}}}
+//	                                "env": {"LOG_LEVEL": "warn"}, "cwd": "/opt/everything"},
+//	                 "remote": {"url": "https://mcp.example.com/mcp", "call_timeout": "30s",
+//	                            "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}}}}
+//
+// Header values read from the environment, and those of credential
+// headers, are secrets ([Server.Secrets], [ConfigSecrets]): a runtime
+// redacts them from the log.
+//
+// # Reconnects
+//
+// A server found gone before a call is connected again (a stdio server is
+// started again) and the call goes on: nothing was sent. A call whose
+// connection breaks is retried once on a new connection only when it
+// cannot run twice: the request was never delivered (the connection was
+// refused, or a restarted HTTP server no longer knew the session, which it
+// checks before running anything), or the server annotates the tool
+// read-only or idempotent. Other calls fail with KindServerGone, and the
+// next call reconnects. [Manager.Ping] is a health check that reconnects
+// the same way. A streamable HTTP call in flight when its server restarts
+// ends at its timeout: the SDK does not report a response stream cut
+// before its first event.
 //
 // A server process does not inherit the whole environment of rath: it gets
 // HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG and TMPDIR when set (the set
@@ -45,7 +66,13 @@
 // connection has kind [KindServerGone], with the end of its stderr. Every
 // result names the server as its evidence: Backend "mcp", SandboxID
 // "mcp:<server>". Images and audio a tool returns are kept as blobs with the
-// evidence and described by size and hash in the text.
+// evidence, listed as the result's Attachments (with resource links and
+// structured content) and described by size and hash in the text; a result
+// over the size cap is cut, and its Truncated says so.
+//
+// A tool's MCP annotations are its [flow.ToolAnnotations]; [SpecOf] gives
+// what a record needs to offer the same tool again and [Recorded] rebuilds
+// tools from it for a replay, with no server.
 //
 // # What it does not own
 //

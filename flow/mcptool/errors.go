@@ -87,7 +87,7 @@ func (e *ServerGoneError) Error() string {
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
-	msg += "); reconnect it with Manager.Connect"
+	msg += "); the next call reconnects (a server given to ConnectTransport must be connected again)"
 	if e.Stderr != "" {
 		msg += "; its stderr ended with:\n" + e.Stderr
 	}

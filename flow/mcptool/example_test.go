@@ -86,3 +86,31 @@ func Example() {
 	// 1: Hello, Ada!
 	// 2: error (schema_violation): arguments do not match the schema
 }
+
+// ParseFlag reads the CLI's --mcp form: a URL is an HTTP server
+// (streamable HTTP, or SSE with the sse+ prefix), anything else a command.
+func ExampleParseFlag() {
+	for _, f := range []string{"docs=https://mcp.example.com/mcp", "old=sse+http://127.0.0.1:3001/sse", "fs=npx -y server-filesystem /srv"} {
+		name, srv, err := mcptool.ParseFlag(f)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: type=%q url=%q command=%q args=%q\n", name, srv.Type, srv.URL, srv.Command, srv.Args)
+	}
+	// Output:
+	// docs: type="http" url="https://mcp.example.com/mcp" command="" args=[]
+	// old: type="sse" url="http://127.0.0.1:3001/sse" command="" args=[]
+	// fs: type="" url="" command="npx" args=["-y" "server-filesystem" "/srv"]
+}
+
+// Recorded rebuilds tools from their specs, for a replay that answers the
+// calls from the log: the model is offered the same tools, with no server.
+func ExampleRecorded() {
+	tools := mcptool.Recorded([]mcptool.Spec{{Name: "docs__search", Description: "Search the docs.",
+		Schema: []byte(`{"type":"object"}`), Server: "docs", Remote: "search",
+		Annotations: flow.ToolAnnotations{ReadOnly: true}}})
+	_, err := tools[0].Call(context.Background(), nil, nil)
+	fmt.Println(tools[0].Name(), flow.AnnotationsOf(tools[0]).ReadOnly, err)
+	// Output:
+	// docs__search true mcp_server_gone: mcptool: this tool was rebuilt from a record for a replay and has no server to call
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/gorath/rath/flow"
 )
@@ -33,11 +32,11 @@ func (m *Manager) healthy(ctx context.Context, c *conn) (*conn, error) {
 		return nil, ctx.Err()
 	}
 	hung := &UnresponsiveError{Server: c.name, Waited: m.opts.PingTimeout.String(), Stderr: c.stderr.String()}
-	if c.spec == nil {
+	if c.redial == nil {
 		c.hung.Store(true)
 		return nil, &flow.ToolError{Kind: KindServerHung, Err: hung}
 	}
-	err = m.start(ctx, c.name, c.spec.command(), c.spec, c)
+	err = c.redial(ctx, c)
 	if err != nil && !errors.Is(err, ErrAlreadyConnected) { // already: a concurrent call restarted it
 		c.hung.Store(true)
 		hung.Restart = err
@@ -50,39 +49,33 @@ func (m *Manager) healthy(ctx context.Context, c *conn) (*conn, error) {
 	return nc, nil
 }
 
-// capResult keeps at most max bytes of a result's text and max bytes of
-// its binary parts, saying in the text what was dropped. max < 0 keeps
-// everything.
-func capResult(content string, blobs [][]byte, max int) (string, [][]byte) {
-	if max < 0 {
-		return content, blobs
+// Ping is a health check: it asks the server to answer a ping within
+// ctx, first connecting again a server that is gone (restarting a stdio
+// one), and trying once more on a new connection when the ping finds the
+// connection broken (an HTTP server restarted). Errors: ErrUnknownServer, ErrClosed, a *ServerGoneError (also
+// inside a *flow.ToolError when reconnecting failed), or the ping's.
+func (m *Manager) Ping(ctx context.Context, server string) error {
+	c, err := m.conn(server)
+	if err != nil {
+		return err
 	}
-	var notes []string
-	kept, total, dropped := 0, 0, 0
-	var keep [][]byte
-	for _, b := range blobs {
-		total += len(b)
-		if kept+len(b) > max {
-			dropped++
-			continue
+	if !c.alive() && c.redial != nil && !c.hung.Load() {
+		if c, err = m.reconnect(ctx, c); err != nil {
+			return err
 		}
-		kept += len(b)
-		keep = append(keep, b)
 	}
-	if dropped > 0 {
-		notes = append(notes, fmt.Sprintf("[mcptool: %d binary parts not kept (%d of %d bytes kept): over the %d-byte result cap]", dropped, kept, total, max))
-		blobs = keep
+	if !c.alive() {
+		return c.goneError()
 	}
-	if len(content) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(content[cut]) {
-			cut--
+	err = c.session.Ping(ctx, nil)
+	if err != nil && ctx.Err() == nil && c.redial != nil && broken(err, c) {
+		// A ping is safe to send twice: try once on a new connection.
+		if nc, rerr := m.reconnect(ctx, c); rerr == nil {
+			err = nc.session.Ping(ctx, nil)
 		}
-		notes = append([]string{fmt.Sprintf("[mcptool: result truncated to %d of %d bytes: over the %d-byte result cap]", cut, len(content), max)}, notes...)
-		content = content[:cut]
 	}
-	for _, n := range notes {
-		content += "\n" + n
+	if err != nil {
+		return fmt.Errorf("mcptool: ping %s: %w", server, err)
 	}
-	return content, blobs
+	return nil
 }

@@ -131,6 +131,17 @@ func TestManager_ResultCap(t *testing.T) {
 	if n := got["large"].ret.OutputSize; n > 1300 {
 		t.Fatalf("recorded output is %d bytes", n)
 	}
+	// The event says so too, and keeps the dropped part's description.
+	tr := got["large"].ret.Truncated
+	if tr == nil || tr.Limit != 1000 || tr.KeptText > 1000 || tr.TextBytes <= 1000 || tr.DroppedParts != 1 {
+		t.Fatalf("tool.returned truncated = %+v", tr)
+	}
+	if a := got["large"].ret.Attachments; len(a) != 1 || a[0].Ref != "" || a[0].Size == 0 {
+		t.Fatalf("tool.returned attachments = %+v", a)
+	}
+	if got["small"].ret.Truncated != nil {
+		t.Fatalf("small result marked truncated")
+	}
 }
 
 // An MCP result carrying a server's secret (its env, marked in the config

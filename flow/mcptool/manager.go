@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -75,10 +76,13 @@ type Manager struct {
 type conn struct {
 	name    string
 	session *mcp.ClientSession
-	stderr  *tail    // nil when not captured (ConnectTransport)
-	spec    *cmdSpec // how to start the server again; nil for ConnectTransport
-	done    chan struct{}
-	err     error
+	stderr  *tail // nil when not captured (ConnectTransport)
+	// redial connects the server again in place of this connection
+	// (restarting a stdio server's process); nil for ConnectTransport.
+	redial func(ctx context.Context, old *conn) error
+	lim    limits
+	done   chan struct{}
+	err    error
 
 	// suspect is set when a call timed out: the next call pings first.
 	suspect atomic.Bool
@@ -87,6 +91,13 @@ type conn struct {
 	hung atomic.Bool
 	// calls are the tool calls in flight, which an elicitation belongs to.
 	calls calls
+}
+
+// limits are a server's own settings (Server.CallTimeout and
+// MaxResultBytes); zero values defer to Options.
+type limits struct {
+	timeout   time.Duration
+	maxResult int
 }
 
 // cmdSpec is what starting a server's process again needs: an exec.Cmd
@@ -187,11 +198,11 @@ func (m *Manager) Connect(ctx context.Context, name string, cmd *exec.Cmd) error
 	if err := m.check(name); err != nil {
 		return err
 	}
-	return m.start(ctx, name, cmd, specOf(cmd), nil)
+	return m.start(ctx, name, cmd, specOf(cmd), nil, limits{})
 }
 
 // start connects cmd as name, replacing old (nil: nothing to replace).
-func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *cmdSpec, old *conn) error {
+func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *cmdSpec, old *conn, lim limits) error {
 	t := &tail{max: stderrTail}
 	switch {
 	case cmd.Stderr != nil:
@@ -206,7 +217,10 @@ func (m *Manager) start(ctx context.Context, name string, cmd *exec.Cmd, spec *c
 		// Wait, and so Close, blocked on the copy.
 		cmd.WaitDelay = m.opts.TerminateDuration
 	}
-	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t, spec, old)
+	redial := func(ctx context.Context, old *conn) error {
+		return m.start(ctx, name, spec.command(), spec, old, lim)
+	}
+	err := m.connect(ctx, name, &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.TerminateDuration}, t, redial, old, lim)
 	if err != nil && t.String() != "" {
 		return fmt.Errorf("%w; its stderr ended with:\n%s", err, t.String())
 	}
@@ -220,7 +234,7 @@ func (m *Manager) ConnectTransport(ctx context.Context, name string, t mcp.Trans
 	if err := m.check(name); err != nil {
 		return err
 	}
-	return m.connect(ctx, name, t, nil, nil, nil)
+	return m.connect(ctx, name, t, nil, nil, nil, limits{})
 }
 
 // check rejects a bad name or one already connected; connect checks the
@@ -240,12 +254,12 @@ func (m *Manager) check(name string) error {
 	return nil
 }
 
-func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail, spec *cmdSpec, replace *conn) error {
+func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail, redial func(context.Context, *conn) error, replace *conn, lim limits) error {
 	cs, err := m.client.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcptool: connect %s: %w", name, err)
 	}
-	c := &conn{name: name, session: cs, stderr: stderr, spec: spec, done: make(chan struct{})}
+	c := &conn{name: name, session: cs, stderr: stderr, redial: redial, lim: lim, done: make(chan struct{})}
 	go func() {
 		c.err = cs.Wait()
 		close(c.done)
@@ -341,7 +355,10 @@ func closeConn(c *conn) error {
 	err := c.session.Close()
 	// ErrProcessDone: the server exited on EOF just after the SDK stopped
 	// waiting, so its SIGTERM and SIGKILL found nothing to stop.
-	if err == nil || !wasAlive || terminated(err) || errors.Is(err, os.ErrProcessDone) {
+	// A *url.Error: the HTTP session's closing DELETE found the server
+	// gone, which needs no cleanup.
+	var ue *url.Error
+	if err == nil || !wasAlive || terminated(err) || errors.Is(err, os.ErrProcessDone) || errors.As(err, &ue) {
 		return nil
 	}
 	return fmt.Errorf("mcptool: close %s: %w", c.name, err)

@@ -361,20 +361,36 @@ func TestManager_StdioServerDies(t *testing.T) {
 	if _, err := m.Call(t.Context(), "calc", "add", json.RawMessage(`{"a":1,"b":1}`)); err != nil {
 		t.Fatal(err)
 	}
+	add := findTool(t, mustTools(t, m, "calc"), "calc__add")
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := m.Call(t.Context(), "calc", "add", json.RawMessage(`{"a":1,"b":1}`))
+	// The next call starts the server again: before sending, when the
+	// connection has noticed the death, or as a retry, since add is
+	// read-only and so safe to send twice.
+	res, err := add.Call(t.Context(), nil, json.RawMessage(`{"a":1,"b":1}`))
+	if err != nil || res.Content != "1 + 1 = 2" {
+		t.Fatalf("call after the server was killed: %q, %v", res.Content, err)
+	}
+	// A server that cannot start again gives a typed error naming it.
+	m2 := MustManager(t, mcptool.Options{})
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "server")
+	if err := os.Symlink(srv.Command, exe); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(exe, srv.Args...)
+	cmd.Env = append(os.Environ(), "RATH_MCPTOOL_SERVER=exit-on-eof")
+	if err := m2.Connect(t.Context(), "calc", cmd); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(exe)
+	cmd.Process.Kill()
+	time.Sleep(300 * time.Millisecond) // let the connection see the end
+	_, err = m2.Call(t.Context(), "calc", "add", json.RawMessage(`{"a":1,"b":1}`))
 	var te *flow.ToolError
-	if !errors.As(err, &te) || te.Kind != mcptool.KindServerGone {
-		t.Fatalf("call to a killed server: %v", err)
-	}
-	// A dead server can be connected again under its name.
-	if err := m.ConnectServer(t.Context(), "calc", helperServer(t, "exit-on-eof", nil)); err != nil {
-		t.Fatalf("reconnect: %v", err)
-	}
-	if res, err := m.Call(t.Context(), "calc", "add", json.RawMessage(`{"a":1,"b":1}`)); err != nil || res.Content != "1 + 1 = 2" {
-		t.Errorf("after reconnect: %q, %v", res.Content, err)
+	if !errors.As(err, &te) || te.Kind != mcptool.KindServerGone || !strings.Contains(err.Error(), "calc") {
+		t.Fatalf("call to a killed server that cannot restart: %v", err)
 	}
 }
 
@@ -394,10 +410,12 @@ func TestConnectConfig(t *testing.T) {
 	good := helperServer(t, "exit-on-eof", nil)
 	cfg := map[string]any{
 		"mcp_servers": map[string]any{
-			"calc":  map[string]any{"command": good.Command, "args": good.Args, "env": good.Env, "cwd": "."},
-			"typo":  map[string]any{"command": "x", "argv": []string{"y"}},
-			"http":  map[string]any{"command": "x", "type": "sse"},
-			"empty": map[string]any{},
+			"calc":    map[string]any{"command": good.Command, "args": good.Args, "env": good.Env, "cwd": "."},
+			"typo":    map[string]any{"command": "x", "argv": []string{"y"}},
+			"http":    map[string]any{"command": "x", "type": "sse"},
+			"ftp":     map[string]any{"url": "ftp://127.0.0.1/"},
+			"carrier": map[string]any{"command": "x", "type": "pigeon"},
+			"empty":   map[string]any{},
 		},
 	}
 	b, _ := json.Marshal(cfg)
@@ -408,7 +426,9 @@ func TestConnectConfig(t *testing.T) {
 	m := MustManager(t, mcptool.Options{})
 	err := m.ConnectConfig(t.Context(), path)
 	for _, w := range []string{"mcp server empty in " + path + ": mcptool: invalid server config: no command",
-		`mcp server http in ` + path + `: mcptool: invalid server config: transport "sse" is not supported`,
+		`mcp server http in ` + path + `: mcptool: invalid server config: an HTTP server has a url, not a command`,
+		`mcp server ftp in ` + path + `: mcptool: invalid server config: url "ftp://127.0.0.1/": want http:// or https://`,
+		`mcp server carrier in ` + path + `: mcptool: invalid server config: transport "pigeon" is not supported`,
 		`mcp server typo in ` + path + `: mcptool: invalid server config: json: unknown field "argv"`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("error %v lacks %q", err, w)

@@ -95,6 +95,11 @@ func (b *builder) finishTools() {
 		if t.OutputRef != "" {
 			t.Output = b.blobs.m[t.OutputRef]
 		}
+		for i := range t.Attachments {
+			if a := &t.Attachments[i]; a.Ref != "" {
+				a.Data = b.blobs.m[a.Ref]
+			}
+		}
 		for i := range t.Files {
 			f := &t.Files[i]
 			before, okB := b.blobs.m[f.Before]

@@ -210,6 +210,17 @@ type ToolCall struct {
 	ErrorKind  string     `json:"error_kind,omitempty"`
 	Error      string     `json:"error,omitempty"`
 	Files      []FileDiff `json:"files,omitempty"`
+	// Attachments are the result's parts beside its text (an MCP tool's
+	// images, resources, structured content); Truncated, its size cap.
+	Attachments []Attachment       `json:"attachments,omitempty"`
+	Truncated   *events.Truncation `json:"truncated,omitempty"`
+}
+
+// Attachment is one recorded part of a tool result, with its bytes when
+// they were kept.
+type Attachment struct {
+	events.ToolAttachment
+	Data []byte `json:"-"`
 }
 
 // OK reports whether the call returned without an error.

@@ -113,6 +113,10 @@ func (b *builder) fold(evs []events.Event) {
 			for _, f := range e.Files {
 				t.Files = append(t.Files, FileDiff{Path: f.Path, Before: f.Before, After: f.After, Status: fileStatus(f)})
 			}
+			for _, a := range e.Attachments {
+				t.Attachments = append(t.Attachments, Attachment{ToolAttachment: a})
+			}
+			t.Truncated = e.Truncated
 		case *events.ProviderCalled:
 			b.touch(e.Session)
 			d.Providers = append(d.Providers, &ProviderCall{Anchor: b.ids.make("call", fmt.Sprint(ev.Seq)), Seq: ev.Seq, Stream: ev.Stream,

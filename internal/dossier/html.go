@@ -3,6 +3,7 @@ package dossier
 import (
 	"bytes"
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -49,6 +50,7 @@ var staticFuncs = template.FuncMap{
 		}
 		return c
 	},
+	"image": imageURL,
 	"mhead": func(e MemoryEvent) string { return strings.TrimPrefix(e.Type, "memory.") },
 	"status": func(t *ToolCall) string {
 		switch {
@@ -202,4 +204,16 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// imageURL returns a data: URL showing a recorded image inline, or ""
+// for a type a browser might run (SVG) or bytes that were not kept.
+func imageURL(a Attachment) template.URL {
+	switch a.MIME {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		if a.Kind == "image" && len(a.Data) > 0 {
+			return template.URL("data:" + a.MIME + ";base64," + base64.StdEncoding.EncodeToString(a.Data))
+		}
+	}
+	return ""
 }

@@ -133,13 +133,15 @@ type ToolAnswer struct {
 // ToolResult is a recorded tool result; it has the fields of
 // flow.ToolResult, which converts to and from it.
 type ToolResult struct {
-	Content   string
-	IsError   bool
-	Backend   string
-	SandboxID string
-	ExitCode  *int
-	Files     []events.FileChange
-	Blobs     [][]byte
+	Content     string
+	IsError     bool
+	Backend     string
+	SandboxID   string
+	ExitCode    *int
+	Files       []events.FileChange
+	Blobs       [][]byte
+	Attachments []events.ToolAttachment
+	Truncated   *events.Truncation
 }
 
 type key struct{}

@@ -65,6 +65,16 @@ rath wait $(rath submit --model gpt-4o-mini "Summarize README.md")`,
 						return err
 					}
 				}
+				// The MCP tools are listed now, so that the record has
+				// their specs (a replay needs them) and a server that
+				// cannot start fails here, not on a worker.
+				sel, err := parseTools(params["tools"])
+				if err != nil {
+					return err
+				}
+				if _, err := mcpTools(ctx, rt, params, sel); err != nil {
+					return err
+				}
 			}
 			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue})
 			if err != nil {
@@ -161,7 +171,7 @@ func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name s
 				return nil, fmt.Errorf("the run's workspace %s is not reachable from this worker; it must be a path every worker shares", ws)
 			}
 		}
-		return a.agentFromParams(rt, params, true, nil)
+		return a.agentFromParams(ctx, rt, params, true, nil)
 	case demo.Name:
 		return demo.Build(ctx, rt, nil)
 	}

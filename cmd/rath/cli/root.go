@@ -70,6 +70,7 @@ Exit codes:
 		newMigrateCmd(a),
 		newVersionCmd(a),
 		newRunCmd(a),
+		newToolsCmd(a),
 		newRunsCmd(a),
 		newReplayCmd(a),
 		newResumeCmd(a),

@@ -36,6 +36,7 @@ type runFlags struct {
 	approve                                                      []string
 	noStream                                                     bool
 	maxRounds                                                    int
+	mcp                                                          []string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -76,7 +77,8 @@ func addRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringVar(&f.cassette, "cassette", "", "answer from a scripted cassette file instead of a live model")
 	fl.StringVar(&f.workspace, "workspace", "", "workspace directory: place the session there so tools can run")
 	fl.StringVar(&f.backend, "backend", "local", "sandbox backend for --workspace: local, bwrap or opensandbox")
-	fl.StringVar(&f.tools, "tools", "", "comma-separated built-in tools, or all: "+strings.Join(builtin.Names(), ", "))
+	fl.StringVar(&f.tools, "tools", "", "comma-separated tools: built-ins ("+strings.Join(builtin.Names(), ", ")+"), MCP tools as SERVER.TOOL or SERVER.*, or all; empty: every MCP tool, no built-in")
+	fl.StringArrayVar(&f.mcp, "mcp", nil, "an MCP server: NAME=URL (streamable HTTP; sse+http://… for SSE) or NAME=COMMAND ARGS… (stdio); repeatable, beside the config file's mcp_servers")
 	fl.StringVar(&f.system, "system", DefaultSystemPrompt, "the agent's system prompt")
 	fl.BoolVar(&f.noStream, "no-stream", false, "make plain requests instead of streaming")
 	fl.IntVar(&f.maxRounds, "max-rounds", flow.DefaultMaxRounds, "round cap of the agent loop")
@@ -115,17 +117,19 @@ func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
 		params["cassette"], params["kind"] = abs, flow.VendorScripted
 	}
 	if f.tools != "" {
-		names := strings.Split(f.tools, ",")
-		if f.tools == "all" {
-			names = builtin.Names()
+		if _, err := parseTools(f.tools); err != nil {
+			return nil, usagef(cmd, "--tools: %v", err)
 		}
+		// "all" stays as it is: it also means every MCP tool, which a
+		// worker lists itself.
+		names := strings.Split(f.tools, ",")
 		for i := range names {
 			names[i] = strings.TrimSpace(names[i])
-			if !slices.Contains(builtin.Names(), names[i]) {
-				return nil, usagef(cmd, "--tools: unknown tool %q (want all or some of: %s)", names[i], strings.Join(builtin.Names(), ", "))
-			}
 		}
 		params["tools"] = strings.Join(names, ",")
+	}
+	if err := mcpFlagServers(cmd, f.mcp, params); err != nil {
+		return nil, err
 	}
 	rules, err := approvalRules(cmd, f.approve)
 	if err != nil {
@@ -200,7 +204,7 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 			progress.wait(ctx, h.Seq, time.Second)
 		}
 	}
-	agent, err := a.agentFromParams(rt, params, true, func(d model.Delta) {
+	agent, err := a.agentFromParams(ctx, rt, params, true, func(d model.Delta) {
 		if d.Content == "" || a.json {
 			return
 		}
@@ -391,6 +395,16 @@ func printEvent(ev events.Event, plain bool, out, diag func(string, ...any)) {
 		line := fmt.Sprintf("← %s %s (%d bytes, %d ms)", e.Tool, status, e.OutputSize, e.DurationMS)
 		if len(files) > 0 {
 			line += " files: " + strings.Join(files, ", ")
+		}
+		if len(e.Attachments) > 0 {
+			kinds := make([]string, 0, len(e.Attachments))
+			for _, a := range e.Attachments {
+				kinds = append(kinds, strings.TrimSpace(a.Kind+" "+a.MIME))
+			}
+			line += " attachments: " + strings.Join(kinds, ", ")
+		}
+		if t := e.Truncated; t != nil {
+			line += fmt.Sprintf(" truncated to %d of %d bytes", t.KeptText, t.TextBytes)
 		}
 		out("%s\n", line)
 	case *events.ProviderFailed:

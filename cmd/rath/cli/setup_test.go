@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 		crashingChild(dir)
 		return
 	}
+	if mode := os.Getenv(mcpServerEnv); mode != "" {
+		os.Exit(serveMCP(mode))
+	}
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(multiprocessChild(role))
 	}

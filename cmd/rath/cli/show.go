@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/gorath/rath/events"
@@ -25,10 +26,14 @@ type showView struct {
 	// Approvals are the requests made on the session (tool calls a person
 	// approved or rejected, questions), marked beside their calls.
 	Approvals []approvalMark `json:"approvals,omitempty"`
+	// Attachments are the tool results' images, resources and structured
+	// content.
+	Attachments []attachmentView `json:"attachments,omitempty"`
 }
 
 func newShowCmd(a *app) *cobra.Command {
 	var at int64
+	var attDir string
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a session's metadata and transcript (roles, authors, tool calls)",
@@ -74,16 +79,26 @@ rath show s-0123456789abcdef0123 --at 42 --json`,
 			if v.Approvals, err = approvalMarks(ctx, rt, id); err != nil {
 				return err
 			}
+			if attDir != "" {
+				if err := os.MkdirAll(attDir, 0o755); err != nil {
+					return err
+				}
+			}
+			if v.Attachments, err = sessionAttachments(ctx, rt, id, at, attDir); err != nil {
+				return err
+			}
 			if a.json {
 				return a.printJSON(v)
 			}
 			// Transcripts hold model text and tool output: escaped.
 			tw := &termWriter{w: a.stdout}
 			printShow(tw, v)
+			printAttachments(tw, v.Attachments)
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().Int64Var(&at, "at", 0, "show the session as it was right after the event at this seq")
+	cmd.Flags().StringVar(&attDir, "attachments", "", "write the tool results' images and other kept parts into this directory")
 	jsonFlag(cmd, a)
 	return cmd
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -49,7 +48,7 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 		if err != nil {
 			return nil, err
 		}
-		return a.agentFromParams(rt, started.Params, live, nil)
+		return a.agentFromParams(ctx, rt, started.Params, live, nil)
 	case demo.Name:
 		// Resuming the demo continues on its cassette, like the run did.
 		return demo.Build(ctx, rt, nil)
@@ -81,7 +80,7 @@ func runStarted(ctx context.Context, rt *rath.Runtime, runID string) (*events.Ru
 
 // agentFromParams builds the agent "rath run" runs, from its recorded
 // parameters.
-func (a *app) agentFromParams(rt *rath.Runtime, params map[string]string, live bool, onDelta func(model.Delta)) (*flow.Agent, error) {
+func (a *app) agentFromParams(ctx context.Context, rt *rath.Runtime, params map[string]string, live bool, onDelta func(model.Delta)) (*flow.Agent, error) {
 	pv := flow.Provider{Name: params["provider"], Vendor: params["kind"], Model: params["model"], Cassette: params["cassette"]}
 	if !live {
 		pv = flow.Provider{Vendor: params["kind"], Model: params["model"], Client: refuseClient{}}
@@ -93,11 +92,28 @@ func (a *app) agentFromParams(rt *rath.Runtime, params map[string]string, live b
 	// The key may have come from anywhere; it must not reach the log.
 	rt.Secrets().Add("provider."+cmp.Or(prov.Name, prov.Vendor)+".api_key", prov.APIKey)
 	opts := []flow.AgentOption{}
-	if names := params["tools"]; names != "" {
-		tools, err := builtin.New(rt.Sandboxes(), strings.Split(names, ",")...)
-		if err != nil {
+	sel, err := parseTools(params["tools"])
+	if err != nil {
+		return nil, err
+	}
+	var tools []flow.Tool
+	if len(sel.builtins) > 0 {
+		if tools, err = builtin.New(rt.Sandboxes(), sel.builtins...); err != nil {
 			return nil, err
 		}
+	}
+	// A replay answers tool calls from the log: MCP tools come from the
+	// record, with their servers stopped.
+	var mcpT []flow.Tool
+	if live {
+		mcpT, err = mcpTools(ctx, rt, params, sel)
+	} else {
+		mcpT, err = recordedMCPTools(params)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if tools = append(tools, mcpT...); len(tools) > 0 {
 		opts = append(opts, flow.WithTools(tools...))
 	}
 	rules, err := flow.ParseApprovalRules(params["approvals"])
