@@ -101,11 +101,12 @@ var allowedImports = map[string][]string{
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
-	"internal/console":                    {".", "approval", "events", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
+	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
 	"internal/tmpfs":                      {},
+	"internal/jsonview":                   {".", "events", "projections"},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 }

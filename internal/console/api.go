@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/internal/dossier"
+	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/replay"
@@ -123,21 +124,7 @@ func sseJSON(v any) []byte {
 }
 
 // SessionView is a session's metadata, as `rath show --json` prints it.
-type SessionView struct {
-	ID         string       `json:"id"`
-	Kind       string       `json:"kind"`
-	Origin     string       `json:"origin,omitempty"`
-	Chunks     int64        `json:"chunks"`
-	Version    int64        `json:"version"`
-	Backend    string       `json:"backend,omitempty"`
-	Spec       string       `json:"spec,omitempty"`
-	Parents    []string     `json:"parents"`
-	Source     string       `json:"source,omitempty"`
-	Usage      events.Usage `json:"usage"`
-	Incomplete bool         `json:"incomplete,omitempty"`
-	CreatedSeq int64        `json:"created_seq"`
-	UpdatedSeq int64        `json:"updated_seq"`
-}
+type SessionView = jsonview.Session
 
 // ChunkView is one transcript entry with its index.
 type ChunkView struct {
@@ -165,13 +152,7 @@ func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
 	if notFound(w, err) {
 		return
 	}
-	parents := sess.Parents()
-	if parents == nil {
-		parents = []string{}
-	}
-	v := ShowView{Session: SessionView{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: int64(sess.Len()), Version: sess.Version(),
-		Backend: sess.Placement().Backend, Spec: sess.Placement().Spec, Parents: parents, Source: row.Source.String,
-		Usage: sess.Usage(), Incomplete: row.Incomplete, CreatedSeq: row.CreatedSeq, UpdatedSeq: row.UpdatedSeq}, Chunks: []ChunkView{}}
+	v := ShowView{Session: jsonview.SessionOf(row, sess.Parents()), Chunks: []ChunkView{}}
 	for i, c := range sess.Chunks() {
 		v.Chunks = append(v.Chunks, ChunkView{Index: i, Chunk: c})
 	}
@@ -339,17 +320,7 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 }
 
 // VerifyView is POST /api/verify: what `rath verify --json` prints.
-type VerifyView struct {
-	OK          bool                     `json:"ok"`
-	Events      int64                    `json:"events"`
-	Blobs       int64                    `json:"blobs"`
-	Head        string                   `json:"head,omitempty"`
-	FailedSeq   int64                    `json:"failed_seq,omitempty"`
-	FailedBlob  string                   `json:"failed_blob,omitempty"`
-	FailedTable string                   `json:"failed_table,omitempty"`
-	Failure     string                   `json:"failure,omitempty"`
-	Projections *projections.CheckReport `json:"projections,omitempty"`
-}
+type VerifyView = jsonview.Verify
 
 func (s *Server) apiVerify(w http.ResponseWriter, r *http.Request) {
 	var opts events.VerifyOptions
@@ -368,16 +339,7 @@ func (s *Server) apiVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "verify: %v", err)
 		return
 	}
-	v := VerifyView{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections}
-	if rep.OK() && rep.Head.Seq > 0 {
-		v.Head = rep.Head.String()
-	}
-	if f := rep.Failure; f != nil {
-		v.FailedSeq, v.FailedBlob, v.Failure = f.Seq, f.Blob, f.Reason
-	}
-	if p := rep.Projections; p != nil && !p.OK() {
-		v.FailedTable = p.Differences[0].Table
-	}
+	v := jsonview.VerifyOf(rep)
 	writeJSON(w, http.StatusOK, v)
 }
 

@@ -10,24 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/projections"
 )
 
 // RunView is a run as `rath runs --json` prints it, plus its summary.
 type RunView struct {
-	ID       string `json:"id"`
-	Workflow string `json:"workflow"`
-	Status   string `json:"status"`
-	Input    string `json:"input_session,omitempty"`
-	Output   string `json:"output_session,omitempty"`
-	Parent   string `json:"parent_run,omitempty"`
-	Started  string `json:"started_at"`
-	FirstSeq int64  `json:"started_seq"`
-	LastSeq  int64  `json:"finished_seq,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Worker   string `json:"worker,omitempty"`
+	jsonview.Run
 	Summary
 }
 
@@ -45,28 +35,6 @@ type RunsPage struct {
 	Runs []RunView `json:"runs"`
 	// NextBefore is the before= of the next (older) page; 0 at the end.
 	NextBefore int64 `json:"next_before,omitempty"`
-}
-
-// statusWord is how `rath runs` names a finished run's status.
-func statusWord(status string) string {
-	switch status {
-	case rath.RunOK:
-		return "done"
-	case rath.RunError:
-		return "failed"
-	}
-	return status
-}
-
-// statusStored maps a status word back to the stored one.
-func statusStored(word string) string {
-	switch word {
-	case "done":
-		return rath.RunOK
-	case "failed":
-		return rath.RunError
-	}
-	return word
 }
 
 const runCols = `id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at`
@@ -116,7 +84,7 @@ func (s *Server) runsPage(ctx context.Context, limit int, before int64, status, 
 		conds, args = append(conds, "started_seq < ?"), append(args, before)
 	}
 	if status != "" {
-		conds, args = append(conds, "status = ?"), append(args, statusStored(status))
+		conds, args = append(conds, "status = ?"), append(args, jsonview.StatusStored(status))
 	}
 	if q != "" {
 		p := likePattern(q)
@@ -201,9 +169,7 @@ func (s *Server) runViews(ctx context.Context, rows []projections.RunRow) ([]Run
 	}
 	now := s.opts.Now()
 	for i, r := range rows {
-		v := RunView{ID: r.ID, Workflow: r.Workflow, Status: statusWord(r.Status), Input: r.InputSession, Output: r.OutputSession,
-			Parent: r.ParentRun, Started: time.Unix(0, r.StartedAt).UTC().Format(time.RFC3339), FirstSeq: r.StartedSeq,
-			LastSeq: r.FinishedSeq.Int64, Error: r.Error, Worker: workers[r.ID], Summary: sums[r.ID]}
+		v := RunView{Run: jsonview.RunOf(r, workers[r.ID]), Summary: sums[r.ID]}
 		end := now.UnixNano()
 		if r.FinishedAt.Valid {
 			end = r.FinishedAt.Int64

@@ -3,39 +3,16 @@ package cli
 import (
 	"fmt"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gorath/rath"
+	"github.com/gorath/rath/internal/jsonview"
 )
 
-type runView struct {
-	ID       string `json:"id"`
-	Workflow string `json:"workflow"`
-	Status   string `json:"status"`
-	Input    string `json:"input_session,omitempty"`
-	Output   string `json:"output_session,omitempty"`
-	Parent   string `json:"parent_run,omitempty"`
-	Started  string `json:"started_at"`
-	FirstSeq int64  `json:"started_seq"`
-	LastSeq  int64  `json:"finished_seq,omitempty"`
-	Error    string `json:"error,omitempty"`
-	// Worker holds (or last held) the run's lease on the worker fleet.
-	Worker string `json:"worker,omitempty"`
-}
+type runView = jsonview.Run
 
-// statusWord is how runs and wait name a run's status: the log records
-// a finished run as ok or error, an operator reads done or failed.
-func statusWord(status string) string {
-	switch status {
-	case rath.RunOK:
-		return "done"
-	case rath.RunError:
-		return "failed"
-	}
-	return status
-}
+// statusWord is how runs and wait name a run's status.
+func statusWord(status string) string { return jsonview.StatusWord(status) }
 
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -63,9 +40,7 @@ func newRunsCmd(a *app) *cobra.Command {
 			}
 			views := make([]runView, len(rows))
 			for i, r := range rows {
-				views[i] = runView{ID: r.ID, Workflow: r.Workflow, Status: statusWord(r.Status), Input: r.InputSession, Output: r.OutputSession,
-					Parent: r.ParentRun, Started: time.Unix(0, r.StartedAt).UTC().Format(time.RFC3339), FirstSeq: r.StartedSeq,
-					LastSeq: r.FinishedSeq.Int64, Error: r.Error, Worker: worker[r.ID]}
+				views[i] = jsonview.RunOf(r, worker[r.ID])
 			}
 			if a.json {
 				return a.printJSON(views)

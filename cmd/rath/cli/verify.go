@@ -3,27 +3,13 @@ package cli
 import (
 	"fmt"
 
-	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/projections"
 	"github.com/spf13/cobra"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/jsonview"
 )
 
-type verifyView struct {
-	OK     bool   `json:"ok"`
-	Events int64  `json:"events"`
-	Blobs  int64  `json:"blobs"`
-	Head   string `json:"head,omitempty"`
-	// FailedSeq is the first bad seq (0 if the failure is a blob or none).
-	FailedSeq  int64  `json:"failed_seq,omitempty"`
-	FailedBlob string `json:"failed_blob,omitempty"`
-	// FailedTable is the projection table whose row differs from a
-	// rebuild of the log.
-	FailedTable string `json:"failed_table,omitempty"`
-	Failure     string `json:"failure,omitempty"`
-	// Projections is the comparison with a rebuild, absent when the chain
-	// failed first.
-	Projections *projections.CheckReport `json:"projections,omitempty"`
-}
+type verifyView = jsonview.Verify
 
 func newVerifyCmd(a *app) *cobra.Command {
 	var headFlag string
@@ -59,16 +45,7 @@ or the first differing table and row.`,
 			if err != nil {
 				return err
 			}
-			v := verifyView{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections}
-			if rep.OK() && rep.Head.Seq > 0 {
-				v.Head = rep.Head.String()
-			}
-			if f := rep.Failure; f != nil {
-				v.FailedSeq, v.FailedBlob, v.Failure = f.Seq, f.Blob, f.Reason
-			}
-			if p := rep.Projections; p != nil && !p.OK() {
-				v.FailedTable = p.Differences[0].Table
-			}
+			v := jsonview.VerifyOf(rep)
 			if a.json {
 				if err := a.printJSON(v); err != nil {
 					return err

@@ -5,36 +5,15 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/projections"
 )
 
 // sessionView is a session's metadata as the CLI prints it.
-type sessionView struct {
-	ID         string       `json:"id"`
-	Kind       string       `json:"kind"`
-	Origin     string       `json:"origin,omitempty"`
-	Chunks     int64        `json:"chunks"`
-	Version    int64        `json:"version"`
-	Backend    string       `json:"backend,omitempty"`
-	Spec       string       `json:"spec,omitempty"`
-	Parents    []string     `json:"parents"`
-	Source     string       `json:"source,omitempty"`
-	Usage      events.Usage `json:"usage"`
-	Incomplete bool         `json:"incomplete,omitempty"`
-	CreatedSeq int64        `json:"created_seq"`
-	UpdatedSeq int64        `json:"updated_seq"`
-}
+type sessionView = jsonview.Session
 
 func newSessionView(r projections.SessionRow, parents []string) sessionView {
-	if parents == nil {
-		parents = []string{}
-	}
-	return sessionView{
-		ID: r.ID, Kind: r.Kind, Origin: r.Origin, Chunks: r.Length, Version: r.Version,
-		Backend: r.Backend, Spec: r.Spec, Parents: parents, Source: r.Source.String,
-		Usage: r.Usage(), Incomplete: r.Incomplete, CreatedSeq: r.CreatedSeq, UpdatedSeq: r.UpdatedSeq,
-	}
+	return jsonview.SessionOf(r, parents)
 }
 
 // parentsByChild groups the graph's edges by child, in edge position order.
