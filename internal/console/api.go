@@ -140,21 +140,13 @@ type ShowView struct {
 
 func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
-	sess, err := s.rt.Session(ctx, id)
+	v, err := s.showOf(ctx, id)
 	if errors.Is(err, session.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "%v", err)
 		return
 	}
 	if notFound(w, err) {
 		return
-	}
-	row, err := s.rt.Reader().Session(ctx, id)
-	if notFound(w, err) {
-		return
-	}
-	v := ShowView{Session: jsonview.SessionOf(row, sess.Parents()), Chunks: []ChunkView{}}
-	for i, c := range sess.Chunks() {
-		v.Chunks = append(v.Chunks, ChunkView{Index: i, Chunk: c})
 	}
 	writeJSON(w, http.StatusOK, v)
 }

@@ -420,6 +420,37 @@
       el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"), el("th", {}, "runs"))), body));
   }
 
+  // ---- two runs or sessions side by side ----------------------------
+
+  async function comparePage(arg) {
+    const [a0, b0] = arg ? arg.split("/") : ["", ""];
+    const a = el("input", { id: "compare-a", placeholder: "run or session id", size: 30 });
+    const b = el("input", { id: "compare-b", placeholder: "run or session id", size: 30 });
+    a.value = a0 || ""; b.value = b0 || "";
+    const go = el("button", { id: "compare-go" }, "Compare");
+    const out = el("div", { id: "compare" });
+    go.addEventListener("click", () => { location.hash = "#/compare/" + encodeURIComponent(a.value.trim()) + "/" + encodeURIComponent(b.value.trim()); });
+    main.replaceChildren(el("h1", {}, "Compare"), el("div", { class: "filters" }, a, b, go), out);
+    if (!a0 || !b0) return;
+    let v;
+    try { v = await api("/api/compare?" + new URLSearchParams({ a: a0, b: b0 }).toString()); } catch (e) { fail(e); return; }
+    const d = v.first_difference;
+    out.append(el("p", { id: "compare-verdict", class: d < 0 ? "verdict ok" : "verdict bad" },
+      d < 0 ? "The transcripts are the same." : "They diverge at chunk #" + d + "."));
+    const column = (side) => {
+      const col = el("div", { class: "column" }, el("div", { class: "head" }, sessionLink(side.session.id), " · " + side.session.chunks + " chunks"));
+      for (const c of side.chunks) {
+        const box = el("div", { class: "chunk role-" + c.role + (d >= 0 && c.index >= d ? " diverged" : "") },
+          el("div", { class: "head" }, "#" + c.index + " " + c.role + (c.name ? " " + c.name : "")));
+        if (c.content) box.append(el("div", { class: "body" }, c.content));
+        for (const tc of c.tool_calls || []) box.append(el("div", { class: "toolcall" }, "→ call " + tc.id + " " + tc.name + " " + (tc.arguments || "")));
+        col.append(box);
+      }
+      return col;
+    };
+    out.append(el("div", { class: "side-by-side" }, column(v.a), column(v.b)));
+  }
+
   // ---- approvals inbox ----------------------------------------------
 
   // The decider's name is asked once and kept in this browser: every
@@ -509,6 +540,7 @@
       case "workers": return workersPage();
       case "memory": return memoryPage();
       case "approvals": return approvalsPage();
+      case "compare": return comparePage(rest.map(decodeURIComponent).join("/"));
       default: return runsPage();
     }
   }
