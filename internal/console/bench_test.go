@@ -16,7 +16,7 @@ import (
 
 const (
 	benchRuns         = 1000
-	benchEventsPerRun = 200 // 200,000 events in all
+	benchEventsPerRun = 1000 // 1,000,000 events in all
 )
 
 // benchStore records benchRuns runs of benchEventsPerRun events each (a
