@@ -151,6 +151,7 @@ func TestConsole_InChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#events-body tr`)),
 		chromedp.WaitVisible(chromedp.CSS(`svg.graph g.node[data-session="`+out+`"]`)),
 		until(`document.querySelector('#run-status').textContent === "done"`),
+		until(`document.querySelector('#tools .toolcall-box') !== null && document.querySelector('#tools').textContent.includes('shout (c1)')`),
 		shot("serve-run.png"),
 	)
 	if scripts := eval(`document.querySelectorAll("script").length`); scripts != 1 {

@@ -106,6 +106,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}/events", s.apiRunEvents)
 	m.HandleFunc("GET /api/runs/{id}/stream", s.apiRunStream)
 	m.HandleFunc("GET /api/runs/{id}/dossier", s.apiRunDossier)
+	m.HandleFunc("GET /api/runs/{id}/tools", s.apiRunTools)
 	m.HandleFunc("POST /api/runs/{id}/replay", s.apiRunReplay)
 	m.HandleFunc("POST /api/verify", s.apiVerify)
 	m.HandleFunc("GET /api/sessions/{id}", s.apiSession)

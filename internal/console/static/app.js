@@ -259,6 +259,7 @@
     replayBtn.addEventListener("click", () => action(replayBtn, "replay", "/api/runs/" + encodeURIComponent(id) + "/replay"));
     verifyBtn.addEventListener("click", () => action(verifyBtn, "verify", "/api/verify"));
     const graphBox = el("div", { id: "graph" }, el("p", { class: "muted" }, "Loading the graph…"));
+    const toolsBox = el("div", { id: "tools" }, el("p", { class: "muted" }, "Loading the tool calls…"));
     const evBody = el("tbody", { id: "events-body" });
     const moreBtn = el("button", { id: "events-more", hidden: true }, "More events");
     let cards = runCards(run);
@@ -268,12 +269,14 @@
       el("div", { class: "actions" }, replayBtn, verifyBtn, dossier),
       verdicts,
       el("h2", {}, "Session graph"), graphBox,
+      el("h2", {}, "Tool calls"), toolsBox,
       el("h2", {}, "Events"),
       el("table", { id: "events" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "seq"), el("th", {}, "at"), el("th", {}, "type"),
         el("th", {}, "stream"), el("th", {}, "what"))), evBody),
       el("p", {}, moreBtn));
 
     api("/api/graph?run=" + encodeURIComponent(id)).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
+    api("/api/runs/" + encodeURIComponent(id) + "/tools").then((v) => toolsBox.replaceChildren(...toolCalls(v.tools))).catch(fail);
 
     let after = 0, stream = null;
     const live = () => run.status === "running" || run.status === "queued";
@@ -302,6 +305,7 @@
         liveBadge.hidden = true;
         refreshRun();
         api("/api/graph?run=" + encodeURIComponent(id)).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
+    api("/api/runs/" + encodeURIComponent(id) + "/tools").then((v) => toolsBox.replaceChildren(...toolCalls(v.tools))).catch(fail);
       });
       cleanup.push(() => stream.close());
     }
@@ -418,6 +422,28 @@
     if (!v.workers.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No workers (rath worker starts one).")));
     main.replaceChildren(el("h1", {}, "Workers"), el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "worker"), el("th", {}, "queue"),
       el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"), el("th", {}, "runs"))), body));
+  }
+
+  // toolCalls renders a run's tool calls: arguments, outcome, and each
+  // changed file as a line diff.
+  function toolCalls(tools) {
+    if (!tools.length) return [el("p", { class: "muted" }, "No tool calls.")];
+    return tools.map((tc) => {
+      let outcome = tc.returned ? (tc.is_error ? "error " + (tc.error_kind || "") + ": " + (tc.error || "") : "ok, " + tc.output_size + " bytes") : "never returned";
+      if (tc.exit_code !== undefined && tc.exit_code !== null) outcome += ", exit " + tc.exit_code;
+      const box = el("div", { class: "toolcall-box" },
+        el("div", { class: "head" }, tc.tool + " (" + tc.call_id + ") by " + (tc.agent || "?") + " · " + outcome + " · " + tc.duration_ms + " ms"),
+        el("div", { class: "toolcall" }, tc.arguments));
+      for (const f of tc.files || []) {
+        const pre = el("pre", { class: "diff" });
+        for (const l of f.lines || []) {
+          const prefix = { add: "+", del: "-", ctx: " ", hunk: "", note: "\\" }[l.kind] || "";
+          pre.append(el("span", { class: "d-" + l.kind }, prefix + l.text + "\n"));
+        }
+        box.append(el("div", { class: "file" }, f.status + " " + f.path + " (+" + f.added + " -" + f.removed + ")" + (f.note ? " · " + f.note : "")), pre);
+      }
+      return box;
+    });
   }
 
   // ---- two runs or sessions side by side ----------------------------
