@@ -151,31 +151,13 @@ func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// GraphNode and GraphEdge are `rath graph --format json`'s.
-type GraphNode struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	Origin     string `json:"origin,omitempty"`
-	Chunks     int64  `json:"chunks"`
-	Incomplete bool   `json:"incomplete,omitempty"`
-	// InRun is set, with ?run=, for the sessions the run wrote; the others
-	// are their lineage parents and the run's input.
-	InRun bool `json:"in_run,omitempty"`
-}
-
-// GraphEdge is a lineage edge from parent to child.
-type GraphEdge struct {
-	Parent   string `json:"parent"`
-	Child    string `json:"child"`
-	Kind     string `json:"kind"`
-	Position int    `json:"position"`
-}
-
-// GraphView is GET /api/graph.
-type GraphView struct {
-	Nodes []GraphNode `json:"nodes"`
-	Edges []GraphEdge `json:"edges"`
-}
+// GraphNode, GraphEdge and GraphView are `rath graph --format json`'s
+// (GraphView is GET /api/graph).
+type (
+	GraphNode = jsonview.GraphNode
+	GraphEdge = jsonview.GraphEdge
+	GraphView = jsonview.Graph
+)
 
 // maxGraph is the most sessions GET /api/graph returns without ?run=.
 const maxGraph = 2000
@@ -204,22 +186,7 @@ func (s *Server) apiGraph(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) wholeGraph(ctx context.Context) (GraphView, error) {
-	rows, err := s.rt.Reader().Sessions(ctx)
-	if err != nil {
-		return GraphView{}, err
-	}
-	edges, err := s.rt.Reader().Edges(ctx)
-	if err != nil {
-		return GraphView{}, err
-	}
-	v := GraphView{Nodes: make([]GraphNode, len(rows)), Edges: make([]GraphEdge, len(edges))}
-	for i, row := range rows {
-		v.Nodes[i] = GraphNode{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: row.Length, Incomplete: row.Incomplete}
-	}
-	for i, e := range edges {
-		v.Edges[i] = GraphEdge{Parent: e.Parent, Child: e.Child, Kind: e.Kind, Position: e.Position}
-	}
-	return v, nil
+	return jsonview.LoadGraph(ctx, s.rt.Reader())
 }
 
 const sessionGraphCols = `id, kind, origin, length, incomplete, created_seq`
@@ -278,7 +245,7 @@ func (s *Server) runGraph(ctx context.Context, runID string) (GraphView, error) 
 			if err := add(e.Parent); err != nil {
 				return GraphView{}, err
 			}
-			v.Edges = append(v.Edges, GraphEdge{Parent: e.Parent, Child: e.Child, Kind: e.Kind, Position: e.Position})
+			v.Edges = append(v.Edges, jsonview.EdgeOf(e))
 		}
 	}
 	return v, nil

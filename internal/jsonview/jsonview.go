@@ -1,6 +1,7 @@
 package jsonview
 
 import (
+	"context"
 	"time"
 
 	"github.com/gorath/rath"
@@ -114,4 +115,55 @@ func VerifyOf(rep *rath.VerifyReport) Verify {
 		v.FailedTable = p.Differences[0].Table
 	}
 	return v
+}
+
+// GraphNode is a session in `rath graph --format json`.
+type GraphNode struct {
+	ID         string `json:"id"`
+	Kind       string `json:"kind"`
+	Origin     string `json:"origin,omitempty"`
+	Chunks     int64  `json:"chunks"`
+	Incomplete bool   `json:"incomplete,omitempty"`
+	// InRun is set, in the console's graph of a run, for the sessions the
+	// run wrote; the others are their lineage parents and its input.
+	InRun bool `json:"in_run,omitempty"`
+}
+
+// GraphEdge is a lineage edge from parent to child.
+type GraphEdge struct {
+	Parent   string `json:"parent"`
+	Child    string `json:"child"`
+	Kind     string `json:"kind"`
+	Position int    `json:"position"`
+}
+
+// Graph is the session graph.
+type Graph struct {
+	Nodes []GraphNode `json:"nodes"`
+	Edges []GraphEdge `json:"edges"`
+}
+
+// EdgeOf is e's view.
+func EdgeOf(e projections.Edge) GraphEdge {
+	return GraphEdge{Parent: e.Parent, Child: e.Child, Kind: e.Kind, Position: e.Position}
+}
+
+// LoadGraph reads the whole session graph.
+func LoadGraph(ctx context.Context, r *projections.Reader) (Graph, error) {
+	rows, err := r.Sessions(ctx)
+	if err != nil {
+		return Graph{}, err
+	}
+	edges, err := r.Edges(ctx)
+	if err != nil {
+		return Graph{}, err
+	}
+	g := Graph{Nodes: make([]GraphNode, len(rows)), Edges: make([]GraphEdge, len(edges))}
+	for i, row := range rows {
+		g.Nodes[i] = GraphNode{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: row.Length, Incomplete: row.Incomplete}
+	}
+	for i, e := range edges {
+		g.Edges[i] = EdgeOf(e)
+	}
+	return g, nil
 }

@@ -6,31 +6,18 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/projections"
 	"github.com/spf13/cobra"
 )
 
-type graphNode struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	Origin     string `json:"origin,omitempty"`
-	Chunks     int64  `json:"chunks"`
-	Incomplete bool   `json:"incomplete,omitempty"`
-}
+type (
+	graphNode = jsonview.GraphNode
+	graphView = jsonview.Graph
+)
 
-type graphEdge struct {
-	Parent   string `json:"parent"`
-	Child    string `json:"child"`
-	Kind     string `json:"kind"`
-	Position int    `json:"position"`
-}
-
-type graphView struct {
-	Nodes []graphNode `json:"nodes"`
-	Edges []graphEdge `json:"edges"`
-}
-
-func (n graphNode) label() string {
+// nodeLabel is a node's kind, origin and completeness, for Mermaid and DOT.
+func nodeLabel(n graphNode) string {
 	l := n.Kind
 	if n.Origin != "" {
 		l += " (" + n.Origin + ")"
@@ -87,22 +74,7 @@ parent, though the log keeps where they came from.`,
 }
 
 func loadGraph(ctx context.Context, r *projections.Reader) (graphView, error) {
-	rows, err := r.Sessions(ctx)
-	if err != nil {
-		return graphView{}, err
-	}
-	edges, err := r.Edges(ctx)
-	if err != nil {
-		return graphView{}, err
-	}
-	v := graphView{Nodes: make([]graphNode, len(rows)), Edges: make([]graphEdge, len(edges))}
-	for i, row := range rows {
-		v.Nodes[i] = graphNode{ID: row.ID, Kind: row.Kind, Origin: row.Origin, Chunks: row.Length, Incomplete: row.Incomplete}
-	}
-	for i, e := range edges {
-		v.Edges[i] = graphEdge{Parent: e.Parent, Child: e.Child, Kind: e.Kind, Position: e.Position}
-	}
-	return v, nil
+	return jsonview.LoadGraph(ctx, r)
 }
 
 // writeMermaid names nodes n0, n1, ... so that session ids never need
@@ -112,7 +84,7 @@ func writeMermaid(w io.Writer, v graphView) {
 	key := map[string]string{}
 	for i, n := range v.Nodes {
 		key[n.ID] = fmt.Sprintf("n%d", i)
-		fmt.Fprintf(w, "  %s[\"%s<br/>%s\"]\n", key[n.ID], mermaidText(n.ID), mermaidText(n.label()))
+		fmt.Fprintf(w, "  %s[\"%s<br/>%s\"]\n", key[n.ID], mermaidText(n.ID), mermaidText(nodeLabel(n)))
 	}
 	for _, e := range v.Edges {
 		fmt.Fprintf(w, "  %s -->|%s| %s\n", key[e.Parent], mermaidText(e.Kind), key[e.Child])
@@ -128,7 +100,7 @@ func writeDot(w io.Writer, v graphView) {
 	fmt.Fprintln(w, "digraph rath {")
 	fmt.Fprintln(w, "  node [shape=box];")
 	for _, n := range v.Nodes {
-		fmt.Fprintf(w, "  %s [label=%s];\n", dotString(n.ID), dotString(n.ID+"\n"+n.label()))
+		fmt.Fprintf(w, "  %s [label=%s];\n", dotString(n.ID), dotString(n.ID+"\n"+nodeLabel(n)))
 	}
 	for _, e := range v.Edges {
 		fmt.Fprintf(w, "  %s -> %s [label=%s];\n", dotString(e.Parent), dotString(e.Child), dotString(e.Kind))
