@@ -173,19 +173,7 @@ func (s *Store) Read(ctx context.Context, q Query) ([]Event, error) {
 
 // ReadStream returns a stream's events with version >= fromVersion.
 func (s *Store) ReadStream(ctx context.Context, stream string, fromVersion int64) ([]Event, error) {
-	var rs []row
-	if err := s.rdb.SelectContext(ctx, &rs, s.rebind(selectEvents+` WHERE stream = ? AND version >= ? ORDER BY version`), stream, fromVersion); err != nil {
-		return nil, fmt.Errorf("events: read stream %q: %w", stream, err)
-	}
-	out := make([]Event, 0, len(rs))
-	for _, r := range rs {
-		ev, err := s.toEvent(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
+	return s.readStream(ctx, stream, ` WHERE stream = ? AND version >= ? ORDER BY version`, stream, fromVersion)
 }
 
 // ReadStreamUntil returns up to limit events of a stream with version >=
@@ -193,9 +181,13 @@ func (s *Store) ReadStream(ctx context.Context, stream string, fromVersion int64
 // (stream, version) index, so its cost is bounded by limit, not by the
 // stream's length or the rest of the log.
 func (s *Store) ReadStreamUntil(ctx context.Context, stream string, fromVersion, toSeq int64, limit int) ([]Event, error) {
+	return s.readStream(ctx, stream, ` WHERE stream = ? AND version >= ? AND version < ? AND seq <= ? ORDER BY version`,
+		stream, fromVersion, fromVersion+int64(limit), toSeq)
+}
+
+func (s *Store) readStream(ctx context.Context, stream, where string, args ...any) ([]Event, error) {
 	var rs []row
-	if err := s.rdb.SelectContext(ctx, &rs, s.rebind(selectEvents+` WHERE stream = ? AND version >= ? AND version < ? AND seq <= ? ORDER BY version`),
-		stream, fromVersion, fromVersion+int64(limit), toSeq); err != nil {
+	if err := s.rdb.SelectContext(ctx, &rs, s.rebind(selectEvents+where), args...); err != nil {
 		return nil, fmt.Errorf("events: read stream %q: %w", stream, err)
 	}
 	out := make([]Event, 0, len(rs))

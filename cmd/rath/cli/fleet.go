@@ -16,6 +16,7 @@ import (
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/demo"
+	"github.com/gorath/rath/internal/jsonview"
 	"github.com/spf13/cobra"
 )
 
@@ -203,7 +204,7 @@ func newWaitCmd(a *app) *cobra.Command {
 			}
 			status, err := fleet.Wait(ctx, rt, runs...)
 			for id, st := range status {
-				status[id] = statusWord(st)
+				status[id] = jsonview.StatusWord(st)
 			}
 			if a.json {
 				if perr := a.printJSON(status); perr != nil {

@@ -11,9 +11,6 @@ import (
 
 type runView = jsonview.Run
 
-// statusWord is how runs and wait name a run's status.
-func statusWord(status string) string { return jsonview.StatusWord(status) }
-
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "runs",
