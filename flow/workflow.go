@@ -210,9 +210,13 @@ func ContextWithSuspend(ctx context.Context, suspends func(error) bool) context.
 	return context.WithValue(ctx, suspendKey{}, suspends)
 }
 
-// Suspends reports whether err, met under ctx, suspends the run
-// (ContextWithSuspend).
+// Suspends reports whether err, met under ctx, suspends the run: a
+// request waiting for a person (ErrWaiting) always does, other errors
+// when ContextWithSuspend says so.
 func Suspends(ctx context.Context, err error) bool {
+	if errors.Is(err, ErrWaiting) {
+		return true
+	}
 	f, _ := ctx.Value(suspendKey{}).(func(error) bool)
 	return err != nil && f != nil && f(err)
 }
@@ -220,19 +224,15 @@ func Suspends(ctx context.Context, err error) bool {
 // exit records workflow.exited on the output session (or on the input
 // session when the body failed without one).
 func exit(ctx context.Context, path string, in, out *session.Session, err error) (*session.Session, error) {
-	if errors.Is(err, ErrWaiting) {
+	if Suspends(ctx, err) {
 		// Suspended, not finished: the record stops here, as after a
-		// crash, so the resumed run goes on from the same place.
+		// crash, and the continuation exits this workflow, not the
+		// unwinding.
 		return out, err
 	}
 	target := out
 	if target == nil {
 		target = in
-	}
-	if Suspends(ctx, err) {
-		// The run stops here to continue later from its record: the
-		// continuation exits this workflow, not the unwinding.
-		return out, err
 	}
 	ev := events.WorkflowExited{Session: target.ID(), Path: path, InputSession: in.ID()}
 	if err != nil {
