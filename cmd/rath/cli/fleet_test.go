@@ -104,8 +104,18 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			if ws := decodeJSON[[]fleet.WorkerInfo](t, mustRun(t, dir, append(store[2:], "workers", "--json", "--all")...)); len(ws) != 0 {
 				t.Fatalf("workers after the only one stopped: %+v", ws)
 			}
-			// A run that failed makes wait fail.
+			// A run that failed makes wait fail. A second run's workspace is
+			// gone by the time a worker takes it: it fails with that reason
+			// and no tool runs anywhere else. Both are queued before the
+			// worker starts, so it cannot take the second while the
+			// workspace still exists.
 			bad := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--workflow", "nosuch", "x")...))
+			gone := filepath.Join(t.TempDir(), "gone")
+			os.MkdirAll(gone, 0o755)
+			cas := filepath.Join(t.TempDir(), "cassette.json")
+			os.WriteFile(cas, []byte(cassette), 0o644)
+			lost := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--cassette", cas, "--workspace", gone, "--tools", "write_workspace_file", "write", "a", "file")...))
+			os.RemoveAll(gone)
 			w2 := execpkg.Command(os.Args[0], append(store, "worker", "--lease", "2s")...)
 			w2.Env = append(os.Environ(), mainEnv+"=1")
 			if err := w2.Start(); err != nil {
@@ -116,22 +126,18 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			if r.code != ExitFailure || !strings.Contains(r.stdout, bad+"\tfailed") {
 				t.Fatalf("wait for a failing run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			if rr := decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)); !strings.Contains(rr[len(rr)-1].Error, `does not know workflow "nosuch"`) {
-				t.Fatalf("the failed run's reason: %+v", rr[len(rr)-1])
-			}
-			// A run whose workspace is gone by the time a worker takes it
-			// fails with that reason; no tool runs anywhere else.
-			gone := filepath.Join(t.TempDir(), "gone")
-			os.MkdirAll(gone, 0o755)
-			cas := filepath.Join(t.TempDir(), "cassette.json")
-			os.WriteFile(cas, []byte(cassette), 0o644)
-			lost := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--cassette", cas, "--workspace", gone, "--tools", "write_workspace_file", "write", "a", "file")...))
-			os.RemoveAll(gone)
 			if r := rathCLI(t, dir, append(store[2:], "wait", "--timeout", "2m", lost)...); r.code != ExitFailure || !strings.Contains(r.stdout, lost+"\tfailed") {
 				t.Fatalf("wait for a run whose workspace is gone: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			if rr := decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)); !strings.Contains(rr[len(rr)-1].Error, "is not reachable from this worker") {
-				t.Fatalf("the lost workspace's run: %+v", rr[len(rr)-1])
+			reasons := map[string]string{}
+			for _, v := range decodeJSON[[]runView](t, mustRun(t, dir, append(store[2:], "runs", "--json")...)) {
+				reasons[v.ID] = v.Error
+			}
+			if !strings.Contains(reasons[bad], `does not know workflow "nosuch"`) {
+				t.Fatalf("the failed run's reason: %q", reasons[bad])
+			}
+			if !strings.Contains(reasons[lost], "is not reachable from this worker") {
+				t.Fatalf("the lost workspace's run: %q", reasons[lost])
 			}
 			if _, err := os.Stat(gone); !os.IsNotExist(err) {
 				t.Fatalf("a tool ran and recreated the workspace: %v", err)
