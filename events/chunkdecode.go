@@ -1,0 +1,178 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// DecodeChunkAppended decodes a chunk.appended payload stored at
+// typeVersion. It returns exactly what Decode returns (a fuzz test holds
+// it to that), several times faster: reading a session reads its chunks
+// from the log, one payload per chunk, so this is the hot path of every
+// session load. It recognises the payload as Canonical writes it (keys in
+// declaration order, no spaces); anything else goes through Decode.
+func DecodeChunkAppended(payload []byte, typeVersion int) (*ChunkAppended, error) {
+	if typeVersion <= 1 {
+		// A payload that fails validation goes through Decode too, for
+		// its error.
+		if ca, ok := canonicalChunkAppended(payload); ok && ca.Validate() == nil {
+			return ca, nil
+		}
+	}
+	p, err := Decode(TypeChunkAppended, typeVersion, payload)
+	if err != nil {
+		return nil, err
+	}
+	ca, ok := p.(*ChunkAppended)
+	if !ok {
+		return nil, fmt.Errorf("events: %s decoded as %T", TypeChunkAppended, p)
+	}
+	return ca, nil
+}
+
+// canon reads JSON in exactly the shape Canonical writes; ok turns false
+// at the first byte that differs, and the caller falls back to Decode.
+type canon struct {
+	b  []byte
+	ok bool
+}
+
+func (c *canon) lit(s string) {
+	if c.ok && bytes.HasPrefix(c.b, []byte(s)) {
+		c.b = c.b[len(s):]
+		return
+	}
+	c.ok = false
+}
+
+// key consumes `,"name":` (or `"name":` first) if it comes next.
+func (c *canon) key(name string, first bool) bool {
+	if !c.ok {
+		return false
+	}
+	b := c.b
+	if !first {
+		if len(b) == 0 || b[0] != ',' {
+			return false
+		}
+		b = b[1:]
+	}
+	if len(b) < len(name)+3 || b[0] != '"' || string(b[1:1+len(name)]) != name || b[1+len(name)] != '"' || b[2+len(name)] != ':' {
+		return false
+	}
+	c.b = b[len(name)+3:]
+	return true
+}
+
+// str reads a string. One without escapes is copied; one with escapes is
+// unquoted by encoding/json, so the result is the same as Decode's.
+func (c *canon) str() string {
+	if !c.ok || len(c.b) == 0 || c.b[0] != '"' {
+		c.ok = false
+		return ""
+	}
+	escaped := false
+	for i := 1; i < len(c.b); i++ {
+		switch ch := c.b[i]; {
+		case ch == '\\':
+			escaped = true
+			i++
+		case ch < 0x20:
+			c.ok = false
+			return ""
+		case ch == '"':
+			raw := c.b[:i+1]
+			c.b = c.b[i+1:]
+			if !escaped && utf8.Valid(raw) {
+				return string(raw[1:i])
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				c.ok = false
+			}
+			return s
+		}
+	}
+	c.ok = false
+	return ""
+}
+
+func (c *canon) int() int64 {
+	i := 0
+	if i < len(c.b) && c.b[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(c.b) && c.b[i] >= '0' && c.b[i] <= '9' {
+		i++
+	}
+	if !c.ok || i == start || (c.b[start] == '0' && i > start+1) {
+		c.ok = false
+		return 0
+	}
+	n, err := strconv.ParseInt(string(c.b[:i]), 10, 64)
+	c.ok = err == nil
+	c.b = c.b[i:]
+	return n
+}
+
+// nested decodes the array or object that comes next with Decode's rules
+// (unknown fields refused).
+func (c *canon) nested(v any) {
+	if !c.ok {
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		c.ok = false
+		return
+	}
+	c.b = c.b[dec.InputOffset():]
+}
+
+func canonicalChunkAppended(payload []byte) (*ChunkAppended, bool) {
+	c := canon{b: payload, ok: true}
+	var ca ChunkAppended
+	c.lit("{")
+	if c.key("session", true) {
+		ca.Session = c.str()
+	}
+	if c.key("index", false) {
+		ca.Index = c.int()
+	}
+	c.ok = c.ok && c.key("chunk", false)
+	c.lit("{")
+	ch := &ca.Chunk
+	c.ok = c.ok && c.key("role", true)
+	ch.Role = c.str()
+	if c.key("content", false) {
+		ch.Content = c.str()
+	}
+	if c.key("name", false) {
+		ch.Name = c.str()
+	}
+	if c.key("tool_call_id", false) {
+		ch.ToolCallID = c.str()
+	}
+	if c.key("tool_calls", false) {
+		if len(c.b) == 0 || c.b[0] != '[' {
+			c.ok = false
+		}
+		c.nested(&ch.ToolCalls)
+	}
+	if c.key("author", false) {
+		ch.Author = c.str()
+	}
+	if c.key("meta", false) {
+		if len(c.b) == 0 || c.b[0] != '{' {
+			c.ok = false
+		}
+		c.nested(&ch.Meta)
+	}
+	c.lit("}}")
+	return &ca, c.ok && len(c.b) == 0
+}
