@@ -89,6 +89,11 @@ type Options struct {
 	// key, credential-like environment variables and the keys of the
 	// config file. Add more with Runtime.Secrets.
 	Secrets *secret.Redactor
+	// ChunkCacheBytes bounds the chunks kept in memory for sessions read
+	// in this process, so reading one again, at its head or at a past
+	// seq, reads only what was stored since (see session.WithChunkCache).
+	// Zero means session.DefaultChunkCacheBytes; negative keeps none.
+	ChunkCacheBytes int64
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -195,7 +200,11 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	// Ids made outside a run derive from a seed of this runtime's own, so
 	// they differ between stores and between processes on one store.
 	local := session.WithLocalSeed("local-" + hex.EncodeToString(randomBytes(entropy, 16)))
-	sessions := session.NewManager(store, reader, session.WithBackendCheck(check), session.WithPlacementCheck(guard), local)
+	cacheBytes := opts.ChunkCacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = session.DefaultChunkCacheBytes
+	}
+	sessions := session.NewManager(store, reader, session.WithBackendCheck(check), session.WithPlacementCheck(guard), local, session.WithChunkCache(cacheBytes))
 	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
 		entropy: entropy, models: models, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
 		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory}

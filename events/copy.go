@@ -70,7 +70,7 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 				if r.RunID.Valid {
 					runID = r.RunID.String
 				}
-				if _, err := tx.Exec(insertEvent, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, runID, r.Payload, r.At, r.Hash); err != nil {
+				if _, err := tx.Exec(insertEvent, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, runID, r.Payload, r.At, storedHash(s.pg, r.Hash)); err != nil {
 					return storageErr(fmt.Sprintf("copy seq %d", r.Seq), err)
 				}
 				after, prev = r.Seq, r.Hash

@@ -42,3 +42,7 @@ func RewriteAsFormat1(db *sql.DB, key []byte) error {
 	_, err = db.Exec(`DELETE FROM store_meta`)
 	return err
 }
+
+// SetLegacyRows makes s write rows as before the compact row format (hex
+// hashes, whole payloads), to build mixed logs.
+func SetLegacyRows(s *Store, on bool) { s.legacyRows = on }

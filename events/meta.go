@@ -87,6 +87,7 @@ func checkKey(ctx context.Context, q queryer, key []byte, m storeMeta) (error, e
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
+	r.Hash = hashText(r.Hash)
 	if err != nil {
 		return nil, storageErr("read first event", err)
 	}

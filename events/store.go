@@ -135,6 +135,9 @@ type Store struct {
 	listenDone chan struct{}
 
 	rehash rehashes // blobs the Redactor changed
+	// legacyRows writes rows as before the compact row format (hex hash,
+	// whole payloads): tests build mixed logs with it.
+	legacyRows bool
 
 	// Owned by the writer goroutine.
 	w writerState

@@ -99,6 +99,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("events: verify: %w", err)
 	}
+	end.Hash = hashText(end.Hash)
 	meta, err := readMeta(ctx, tx)
 	if err != nil {
 		return nil, err

@@ -183,6 +183,7 @@ func (w *writerState) reload(ctx context.Context, inTx bool) error {
 		w.lastSeq, w.lastHash = 0, ""
 		err = nil
 	}
+	w.lastHash = hashText(w.lastHash)
 	if err != nil {
 		return storageErr("read chain tail", err)
 	}
@@ -300,6 +301,7 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
 	}
+	hash = hashText(hash)
 	if err != nil {
 		w.rollback()
 		w.disconnect()
@@ -630,13 +632,15 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 					return nil, wrote, err
 				}
 				stored = blobRef(stored)
+			} else if !w.s.legacyRows {
+				stored = compactPayload(pw.stream, it.typ, stored)
 			}
 			var runID any
 			if req.runID != "" {
 				runID = req.runID
 			}
 			hash := w.hasher.eventHash(w.hashFormat(seq), w.lastHash, seq, pw.stream, head, it.typ, it.version, req.runID, req.runID != "", stored, at.UnixNano())
-			if err := w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), hash); err != nil {
+			if err := w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash)); err != nil {
 				if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
 					// seq or (stream, version) is taken: our cache is stale.
 					return nil, wrote, fmt.Errorf("%w: insert %s seq %d: %w", errStaleTail, it.typ, seq, err)

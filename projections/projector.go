@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -74,6 +73,26 @@ func (a *applier) snapshot(ev *events.Event) error {
 
 func (a *applier) apply(ev *events.Event, p events.Payload) error {
 	tx := a.tx
+	// A session's chunks are read from its own stream (Reader.ChunkRange),
+	// so the events that carry them must be there.
+	switch e := p.(type) {
+	case *events.SessionCreated:
+		if ev.Stream != e.Session {
+			return inconsistent("%s of session %q on stream %q", ev.Type, e.Session, ev.Stream)
+		}
+	case *events.ChunkAppended:
+		if ev.Stream != e.Session {
+			return inconsistent("%s of session %q on stream %q", ev.Type, e.Session, ev.Stream)
+		}
+	case *events.SessionMerged:
+		if ev.Stream != e.Session {
+			return inconsistent("%s of session %q on stream %q", ev.Type, e.Session, ev.Stream)
+		}
+	case *events.SessionCompressed:
+		if ev.Stream != e.Session {
+			return inconsistent("%s of session %q on stream %q", ev.Type, e.Session, ev.Stream)
+		}
+	}
 	switch e := p.(type) {
 	case *events.SessionCreated:
 		return a.sessionCreated(ev, e)
@@ -213,31 +232,6 @@ func (a *applier) insert(ev *events.Event, s newSession) error {
 	return nil
 }
 
-const insertChunk = `INSERT INTO chunks (session, idx, role, author, content, extra, seq) VALUES (?, ?, ?, ?, ?, ?, ?)`
-
-// chunkExtra holds a chunk's rarely set fields, stored as one JSON column.
-type chunkExtra struct {
-	Name       string            `json:"name,omitempty"`
-	ToolCallID string            `json:"tool_call_id,omitempty"`
-	ToolCalls  []events.ToolCall `json:"tool_calls,omitempty"`
-	Meta       map[string]string `json:"meta,omitempty"`
-}
-
-func putChunk(tx *events.Tx, session string, idx int64, c *events.Chunk, seq int64) error {
-	var extra string
-	if c.Name != "" || c.ToolCallID != "" || len(c.ToolCalls) > 0 || len(c.Meta) > 0 {
-		b, err := json.Marshal(chunkExtra{Name: c.Name, ToolCallID: c.ToolCallID, ToolCalls: c.ToolCalls, Meta: c.Meta})
-		if err != nil {
-			return err
-		}
-		extra = string(b)
-	}
-	if _, err := tx.Exec(insertChunk, session, idx, c.Role, c.Author, c.Content, extra, seq); err != nil {
-		return fmt.Errorf("projections: insert chunk %s[%d]: %w", session, idx, err)
-	}
-	return nil
-}
-
 // counted records that the id counter in d's scope was used.
 func counted(tx *events.Tx, d events.Derivation) error {
 	_, err := tx.Exec(`INSERT INTO id_counters (scope, n) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET n = CASE WHEN excluded.n > id_counters.n THEN excluded.n ELSE id_counters.n END`,
@@ -255,11 +249,6 @@ func (a *applier) sessionCreated(ev *events.Event, e *events.SessionCreated) err
 	if err := a.insert(ev, newSession{id: e.Session, kind: "root", origin: e.Origin, length: int64(len(e.Chunks))}); err != nil {
 		return err
 	}
-	for i := range e.Chunks {
-		if err := putChunk(a.tx, e.Session, int64(i), &e.Chunks[i], ev.Seq); err != nil {
-			return err
-		}
-	}
 	return counted(a.tx, e.Derivation)
 }
 
@@ -271,9 +260,6 @@ func (a *applier) chunkAppended(ev *events.Event, e *events.ChunkAppended) error
 		}
 		if e.Index != si.length {
 			return inconsistent("chunk index %d for session %q, which has %d chunks", e.Index, e.Session, si.length)
-		}
-		if err := putChunk(a.tx, e.Session, e.Index, &e.Chunk, ev.Seq); err != nil {
-			return err
 		}
 		si.length, si.version, si.updatedSeq, si.dirty = si.length+1, ev.Version, ev.Seq, true
 		return nil
@@ -294,7 +280,7 @@ func (a *applier) chunkAppended(ev *events.Event, e *events.ChunkAppended) error
 		}
 		return inconsistent("chunk index %d for session %q, which has %d chunks", e.Index, e.Session, si.length)
 	}
-	return putChunk(a.tx, e.Session, e.Index, &e.Chunk, ev.Seq)
+	return nil
 }
 
 // shareBase returns the shallowest session that physically holds the first
@@ -368,11 +354,6 @@ func (a *applier) sessionMerged(ev *events.Event, e *events.SessionMerged) error
 	first := e.Parents[0]
 	if err := a.derive(ev, e.Session, "merge", first.ID, first.Len, e.Placement, e.Usage, e.Derivation); err != nil {
 		return err
-	}
-	for i := range e.Chunks {
-		if err := putChunk(a.tx, e.Session, first.Len+int64(i), &e.Chunks[i], ev.Seq); err != nil {
-			return err
-		}
 	}
 	if _, err := a.tx.Exec(`UPDATE sessions SET length = ? WHERE id = ?`, first.Len+int64(len(e.Chunks)), e.Session); err != nil {
 		return err
@@ -469,11 +450,6 @@ func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompresse
 	}
 	if err := a.insert(ev, newSession{id: e.Session, kind: "compress", source: e.Source, length: int64(len(e.Chunks)), placement: e.Placement, usage: e.Usage}); err != nil {
 		return err
-	}
-	for i := range e.Chunks {
-		if err := putChunk(a.tx, e.Session, int64(i), &e.Chunks[i], ev.Seq); err != nil {
-			return err
-		}
 	}
 	if _, err := a.tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, e.Source); err != nil {
 		return err

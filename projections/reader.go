@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -139,13 +138,22 @@ func (r *Reader) Sessions(ctx context.Context) ([]SessionRow, error) {
 // Chunks returns the first n chunks of a session, walking the base chain
 // of structurally shared prefixes.
 func (r *Reader) Chunks(ctx context.Context, id string, n int64) ([]StoredChunk, error) {
+	return r.ChunkRange(ctx, id, 0, n)
+}
+
+// ChunkRange returns chunks [from, to) of a session. A session's own
+// chunks are read from the log, in the events of its stream that carry
+// them: they are stored once, in their events. Chunks below the session's
+// base_len come from its base, and so on down the chain.
+func (r *Reader) ChunkRange(ctx context.Context, id string, from, to int64) ([]StoredChunk, error) {
 	type span struct {
 		session string
+		baseLen int64
 		lo, hi  int64
 	}
 	var spans []span
-	cur, hi := id, n
-	for hi > 0 {
+	cur, hi := id, to
+	for hi > from {
 		var baseLen int64
 		var base sql.NullString
 		err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT base_len, base FROM sessions WHERE id = ?`), cur).Scan(&baseLen, &base)
@@ -156,7 +164,7 @@ func (r *Reader) Chunks(ctx context.Context, id string, n int64) ([]StoredChunk,
 			return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
 		}
 		if hi > baseLen {
-			spans = append(spans, span{cur, baseLen, hi})
+			spans = append(spans, span{cur, baseLen, max(from, baseLen), hi})
 			hi = baseLen
 		}
 		if !base.Valid {
@@ -164,37 +172,111 @@ func (r *Reader) Chunks(ctx context.Context, id string, n int64) ([]StoredChunk,
 		}
 		cur = base.String
 	}
-	out := make([]StoredChunk, 0, n)
+	out := make([]StoredChunk, 0, max(to-from, 0))
 	for i := len(spans) - 1; i >= 0; i-- {
 		sp := spans[i]
-		rows, err := r.db.QueryContext(ctx, r.db.Rebind(`SELECT role, author, content, extra FROM chunks WHERE session = ? AND idx >= ? AND idx < ? ORDER BY idx`), sp.session, sp.lo, sp.hi)
-		if err != nil {
+		var err error
+		if out, err = r.ownChunks(ctx, out, sp.session, sp.baseLen, sp.lo, sp.hi); err != nil {
 			return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
 		}
-		for idx := sp.lo; rows.Next(); idx++ {
-			c := StoredChunk{Home: sp.session, Index: idx}
-			var extra string
-			if err := rows.Scan(&c.Role, &c.Author, &c.Content, &extra); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("projections: chunks of %q: %w", id, err)
-			}
-			if extra != "" {
-				var x chunkExtra
-				if err := json.Unmarshal([]byte(extra), &x); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("projections: chunk %s[%d]: %w", sp.session, idx, err)
-				}
-				c.Name, c.ToolCallID, c.ToolCalls, c.Meta = x.Name, x.ToolCallID, x.ToolCalls, x.Meta
-			}
-			out = append(out, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
+	}
+	if int64(len(out)) != max(to-from, 0) {
+		return nil, fmt.Errorf("%w: session %q should have chunks %d..%d, found %d", ErrInconsistent, id, from, to, len(out))
+	}
+	return out, nil
+}
+
+// chunkTypes are the events that carry a session's own chunks, on its
+// stream: its creation event (its first chunks) and chunk.appended.
+const chunkTypes = `'` + events.TypeSessionCreated + `','` + events.TypeSessionMerged + `','` + events.TypeSessionCompressed + `','` + events.TypeChunkAppended + `'`
+
+// ownChunks appends chunks [lo, hi) that session physically holds (lo >=
+// baseLen) to out. It starts from the latest snapshot before chunk lo, so
+// a range near the end reads few events.
+func (r *Reader) ownChunks(ctx context.Context, out []StoredChunk, session string, baseLen, lo, hi int64) ([]StoredChunk, error) {
+	var after int64 // the stream version after which chunk lo lies
+	if lo > baseLen {
+		err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT version FROM session_snapshots WHERE session = ? AND length <= ? ORDER BY seq DESC LIMIT 1`), session, lo).Scan(&after)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return out, err
 		}
 	}
-	if int64(len(out)) != n {
-		return nil, fmt.Errorf("%w: session %q should have %d chunks, found %d", ErrInconsistent, id, n, len(out))
+	next := lo // the index of the next chunk to append to out
+	put := func(seq, idx int64, c events.Chunk) error {
+		switch {
+		case idx < next:
+			if idx >= lo {
+				return inconsistent("event seq %d holds chunk %d of session %q again", seq, idx, session)
+			}
+			return nil
+		case idx > next:
+			return inconsistent("session %q misses chunk %d (event seq %d holds chunk %d)", session, next, seq, idx)
+		}
+		out = append(out, StoredChunk{Chunk: c, Home: session, Index: idx})
+		next++
+		return nil
+	}
+	for next < hi {
+		// A page at a time, with no cursor open while a payload kept in
+		// blobs is fetched (a second connection from the pool).
+		// At most SnapshotEvery events lie between the snapshot and chunk
+		// lo; past it, each chunk.appended carries one chunk.
+		page, err := r.chunkEvents(ctx, session, after, min(chunkEventsPage, hi-next+SnapshotEvery))
+		if err != nil {
+			return out, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		after = page[len(page)-1].version
+		for _, ev := range page {
+			if next >= hi {
+				break
+			}
+			payload := ev.payload
+			if hash, ok, err := events.StoredInBlob(payload); ok {
+				if err != nil {
+					return out, fmt.Errorf("event seq %d: %w", ev.seq, err)
+				}
+				if err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT bytes FROM blobs WHERE hash = ?`), hash).Scan(&payload); err != nil {
+					return out, fmt.Errorf("event seq %d: payload blob %s: %w", ev.seq, hash, err)
+				}
+			} else {
+				payload = events.ExpandStored(session, ev.typ, payload)
+			}
+			if ev.typ == events.TypeChunkAppended {
+				ca, err := events.DecodeChunkAppended(payload, ev.typeVersion)
+				if err != nil {
+					return out, fmt.Errorf("event seq %d: %w", ev.seq, err)
+				}
+				if err := put(ev.seq, ca.Index, ca.Chunk); err != nil {
+					return out, err
+				}
+				continue
+			}
+			p, err := events.Decode(ev.typ, ev.typeVersion, payload)
+			if err != nil {
+				return out, fmt.Errorf("event seq %d: %w", ev.seq, err)
+			}
+			var first int64
+			var chunks []events.Chunk
+			switch e := p.(type) {
+			case *events.SessionCreated:
+				chunks = e.Chunks
+			case *events.SessionCompressed:
+				chunks = e.Chunks
+			case *events.SessionMerged:
+				first, chunks = e.Parents[0].Len, e.Chunks
+			}
+			for i := range chunks {
+				if next >= hi {
+					break
+				}
+				if err := put(ev.seq, first+int64(i), chunks[i]); err != nil {
+					return out, err
+				}
+			}
+		}
 	}
 	return out, nil
 }
@@ -347,4 +429,34 @@ func (r *Reader) Leases(ctx context.Context) ([]LeaseRow, error) {
 		return nil, fmt.Errorf("projections: leases: %w", err)
 	}
 	return ls, nil
+}
+
+// chunkEventsPage is how many events ownChunks reads per query.
+const chunkEventsPage = 512
+
+type chunkEvent struct {
+	seq, version int64
+	typ          string
+	typeVersion  int
+	payload      []byte
+}
+
+// chunkEvents reads the next page of a stream's chunk-carrying events
+// after version `after`.
+func (r *Reader) chunkEvents(ctx context.Context, session string, after, limit int64) ([]chunkEvent, error) {
+	rows, err := r.db.QueryContext(ctx, r.db.Rebind(`SELECT seq, version, type, type_version, payload FROM events
+		WHERE stream = ? AND version > ? AND type IN (`+chunkTypes+`) ORDER BY version LIMIT ?`), session, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var page []chunkEvent
+	for rows.Next() {
+		var ev chunkEvent
+		if err := rows.Scan(&ev.seq, &ev.version, &ev.typ, &ev.typeVersion, &ev.payload); err != nil {
+			return nil, err
+		}
+		page = append(page, ev)
+	}
+	return page, rows.Err()
 }

@@ -15,7 +15,6 @@ var tables = []struct {
 	name string
 	key  []string
 }{
-	{"chunks", []string{"session", "idx"}},
 	{"session_edges", []string{"child", "parent"}},
 	{"usage", []string{"seq"}},
 	{"runs", []string{"id"}},

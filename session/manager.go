@@ -37,6 +37,8 @@ type Manager struct {
 	// derive the same ids; a run's ids derive from its recorded seed.
 	local string
 
+	chunks *chunkCache // nil when disabled
+
 	mu       sync.Mutex        // protects reserved and origins
 	reserved map[string]int64  // scope -> next counter handed out in this process
 	origins  map[string]origin // session -> where its creation event says it came from
@@ -58,6 +60,14 @@ func WithLocalSeed(seed string) ManagerOption {
 	return func(m *Manager) { m.local = seed }
 }
 
+// WithChunkCache bounds the chunks the Manager keeps in memory for the
+// sessions it has read (default DefaultChunkCacheBytes; zero or less keeps
+// none). With them, loading a session again, at its head or at any past
+// seq, reads only what was stored since.
+func WithChunkCache(bytes int64) ManagerOption {
+	return func(m *Manager) { m.chunks = newChunkCache(bytes) }
+}
+
 // WithPlacementCheck makes To refuse, with check's error, a placement the
 // runtime does not allow (a workspace holding the store, say).
 func WithPlacementCheck(check func(backend, spec string) error) ManagerOption {
@@ -67,7 +77,7 @@ func WithPlacementCheck(check func(backend, spec string) error) ManagerOption {
 // NewManager returns a Manager over a store whose projector set includes
 // projections.Projector.
 func NewManager(store *events.Store, reader *projections.Reader, opts ...ManagerOption) *Manager {
-	m := &Manager{store: store, reader: reader, reserved: map[string]int64{}, origins: map[string]origin{}}
+	m := &Manager{store: store, reader: reader, reserved: map[string]int64{}, origins: map[string]origin{}, chunks: newChunkCache(DefaultChunkCacheBytes)}
 	for _, o := range opts {
 		o(m)
 	}
@@ -168,16 +178,28 @@ func (m *Manager) New(ctx context.Context, origin string, chunks ...Chunk) (*Ses
 	return &Session{m: m, id: id, version: 1, log: &chunkLog{items: add}, n: len(add), lineage: Lineage{Kind: KindRoot}}, nil
 }
 
+// handle returns a handle on the first n chunks of session id: from the
+// cache, reading only the chunks stored since the cached view, or from the
+// store.
 func (m *Manager) handle(ctx context.Context, id string, n int64) (*Session, error) {
-	stored, err := m.reader.Chunks(ctx, id, n)
+	log, have, ok := m.chunks.get(id)
+	if ok && int64(have) >= n {
+		return &Session{m: m, id: id, log: log, n: int(n)}, nil
+	}
+	if !ok {
+		log, have = &chunkLog{}, 0
+	}
+	stored, err := m.reader.ChunkRange(ctx, id, int64(have), n)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]entry, len(stored))
+	add := make([]entry, len(stored))
 	for i, c := range stored {
-		items[i] = entry{chunk: c.Chunk, home: c.Home, idx: c.Index}
+		add[i] = entry{chunk: c.Chunk, home: c.Home, idx: c.Index}
 	}
-	return &Session{m: m, id: id, log: &chunkLog{items: items}, n: len(items)}, nil
+	log = log.extend(have, add)
+	m.chunks.put(id, log, int(n))
+	return &Session{m: m, id: id, log: log, n: int(n)}, nil
 }
 
 func (m *Manager) lineage(ctx context.Context, row projections.SessionRow) (Lineage, error) {
@@ -256,6 +278,16 @@ func (m *Manager) loadAt(ctx context.Context, id string, seq int64, fromSnapshot
 		return nil, fmt.Errorf("%w: %s did not exist yet at seq %d", ErrNotFound, id, seq)
 	}
 	for _, ev := range evs {
+		if ev.Type == events.TypeChunkAppended {
+			// The common case, decoded by the fast path.
+			ca, err := events.DecodeChunkAppended(ev.Payload, ev.TypeVersion)
+			if err != nil {
+				return nil, fmt.Errorf("session: time travel %s: %w", id, err)
+			}
+			st.apply(ca)
+			st.version = ev.Version
+			continue
+		}
 		p, err := ev.Decode()
 		if errors.Is(err, events.ErrUnknownType) {
 			st.version = ev.Version

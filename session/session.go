@@ -252,6 +252,7 @@ func (s *Session) Record(ctx context.Context, r Record) (*Session, error) {
 	if len(add) > 0 {
 		c.log = s.log.extend(s.n, add)
 		c.n = s.n + len(add)
+		s.m.chunks.extended(s.id, s.log, s.n, c.log, c.n)
 	}
 	return &c, nil
 }

@@ -165,8 +165,6 @@ func TestRun_VerifyCoversProjections(t *testing.T) {
 		name, table string
 		stmt        string
 	}{
-		{"forged chunk", "chunks", `UPDATE chunks SET content = 'FORGED: rm -rf /' WHERE content = 'List the files'`},
-		{"deleted chunk", "chunks", `DELETE FROM chunks WHERE content = 'fork answer'`},
 		{"edge kind", "session_edges", `UPDATE session_edges SET kind = 'compress' WHERE kind = 'fork'`},
 		{"usage tokens", "usage", `UPDATE usage SET total_tokens = 1`},
 		{"invented call", "usage", `INSERT INTO usage (seq, session, model, total_tokens) VALUES (999, 'x', 'm', 5)`},
