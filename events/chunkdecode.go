@@ -18,7 +18,7 @@ func DecodeChunkAppended(payload []byte, typeVersion int) (*ChunkAppended, error
 	if typeVersion <= 1 {
 		// A payload that fails validation goes through Decode too, for
 		// its error.
-		if ca, ok := canonicalChunkAppended(payload); ok && ca.Validate() == nil {
+		if ca, ok := canonicalChunkAppended(payload, nil); ok && ca.Validate() == nil {
 			return ca, nil
 		}
 	}
@@ -31,6 +31,20 @@ func DecodeChunkAppended(payload []byte, typeVersion int) (*ChunkAppended, error
 		return nil, fmt.Errorf("events: %s decoded as %T", TypeChunkAppended, p)
 	}
 	return ca, nil
+}
+
+// DecodeStoredChunkAppended decodes a chunk.appended payload as its row
+// in stream stores it (see ExpandStored) without expanding it first: what
+// DecodeChunkAppended(ExpandStored(stream, …)) returns, with less copying.
+func DecodeStoredChunkAppended(stream string, stored []byte, typeVersion int) (*ChunkAppended, error) {
+	// A stream that is not valid UTF-8 reads back changed from the
+	// expanded payload; Decode says how.
+	if typeVersion <= 1 && !bytes.HasPrefix(stored, sessionKey) && utf8.ValidString(stream) {
+		if ca, ok := canonicalChunkAppended(stored, &stream); ok && ca.Validate() == nil {
+			return ca, nil
+		}
+	}
+	return DecodeChunkAppended(ExpandStored(stream, TypeChunkAppended, stored), typeVersion)
 }
 
 // canon reads JSON in exactly the shape Canonical writes; ok turns false
@@ -74,30 +88,48 @@ func (c *canon) str() string {
 		c.ok = false
 		return ""
 	}
-	escaped := false
+	escaped, ascii := false, true
 	for i := 1; i < len(c.b); i++ {
-		switch ch := c.b[i]; {
-		case ch == '\\':
-			escaped = true
-			i++
-		case ch < 0x20:
-			c.ok = false
-			return ""
+		ch := c.b[i]
+		switch {
 		case ch == '"':
 			raw := c.b[:i+1]
 			c.b = c.b[i+1:]
-			if !escaped && utf8.Valid(raw) {
-				return string(raw[1:i])
+			if !escaped && (ascii || utf8.Valid(raw)) {
+				return intern(raw[1:i])
 			}
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
 				c.ok = false
 			}
 			return s
+		case ch == '\\':
+			escaped = true
+			i++
+		case ch < 0x20:
+			c.ok = false
+			return ""
+		case ch >= 0x80:
+			ascii = false
 		}
 	}
 	c.ok = false
 	return ""
+}
+
+// intern returns the common short values (roles) without allocating.
+func intern(b []byte) string {
+	switch string(b) {
+	case RoleUser:
+		return RoleUser
+	case RoleAssistant:
+		return RoleAssistant
+	case RoleToolResult:
+		return RoleToolResult
+	case RoleSystem:
+		return RoleSystem
+	}
+	return string(b)
 }
 
 func (c *canon) int() int64 {
@@ -134,16 +166,24 @@ func (c *canon) nested(v any) {
 	c.b = c.b[dec.InputOffset():]
 }
 
-func canonicalChunkAppended(payload []byte) (*ChunkAppended, bool) {
+// canonicalChunkAppended recognises a canonical payload or, with a
+// session, one stored without its leading session field.
+func canonicalChunkAppended(payload []byte, session *string) (*ChunkAppended, bool) {
 	c := canon{b: payload, ok: true}
 	var ca ChunkAppended
 	c.lit("{")
-	if c.key("session", true) {
+	first := true
+	if session != nil {
+		ca.Session = *session
+	} else if c.key("session", true) {
 		ca.Session = c.str()
+		first = false
 	}
-	if c.key("index", false) {
+	if c.key("index", first) {
 		ca.Index = c.int()
+		first = false
 	}
+	c.ok = c.ok && !first
 	c.ok = c.ok && c.key("chunk", false)
 	c.lit("{")
 	ch := &ca.Chunk

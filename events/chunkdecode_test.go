@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func FuzzDecodeChunkAppended(f *testing.F) {
 
 func TestDecodeChunkAppended_TakesTheFastPathForCanonicalPayloads(t *testing.T) {
 	for _, p := range chunkPayloads(t)[:4] {
-		if _, ok := canonicalChunkAppended(p); !ok {
+		if _, ok := canonicalChunkAppended(p, nil); !ok {
 			t.Errorf("canonical payload not taken by the fast path: %s", p)
 		}
 	}
@@ -76,4 +77,36 @@ func BenchmarkDecodeChunkAppended(b *testing.B) {
 			}
 		}
 	})
+}
+
+// FuzzDecodeStoredChunkAppended holds the stored-form decoder to decoding
+// the expanded payload.
+func FuzzDecodeStoredChunkAppended(f *testing.F) {
+	for _, p := range chunkPayloads(f) {
+		f.Add("s-1", p)
+		f.Add("s-1", compactPayload("s-1", TypeChunkAppended, p))
+		f.Add("s-3", compactPayload("s-3", TypeChunkAppended, p))
+	}
+	f.Fuzz(func(t *testing.T, stream string, stored []byte) {
+		want, werr := DecodeChunkAppended(ExpandStored(stream, TypeChunkAppended, stored), 1)
+		got, gerr := DecodeStoredChunkAppended(stream, stored, 1)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("%q %q: expanded error %v, stored error %v", stream, stored, werr, gerr)
+		}
+		if werr == nil && !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q %q:\nexpanded %#v\nstored   %#v", stream, stored, want, got)
+		}
+	})
+}
+
+func TestDecodeStoredChunkAppended_TakesTheFastPath(t *testing.T) {
+	for _, p := range chunkPayloads(t)[:4] {
+		var ca ChunkAppended
+		if err := json.Unmarshal(p, &ca); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := canonicalChunkAppended(compactPayload(ca.Session, TypeChunkAppended, p), &ca.Session); !ok {
+			t.Errorf("stored payload not taken by the fast path: %s", p)
+		}
+	}
 }
