@@ -95,10 +95,14 @@ func bm25Stats(st state) *search.BM25Stats {
 func newRequest(st state, ns, q string, size int) *bleve.SearchRequest {
 	mq := query.NewMatchQuery(q)
 	mq.SetField(fieldText)
+	// The namespace is a second required clause with no weight, not a
+	// filter: a conjunction skips along the namespace's postings, while a
+	// filter scores every memory the words match in every namespace first.
+	// Its weight is zero, so scores are the words' alone.
 	tq := query.NewTermQuery(ns)
 	tq.SetField(fieldNS)
-	bq := query.NewBooleanQuery([]query.Query{mq}, nil, nil)
-	bq.AddFilter(tq)
+	tq.SetBoost(0)
+	bq := query.NewBooleanQuery([]query.Query{mq, tq}, nil, nil)
 	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
 	req.Fields = []string{fieldText, fieldMeta}
 	req.SortBy([]string{"-_score", "_id"})
