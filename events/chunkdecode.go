@@ -14,33 +14,35 @@ import (
 // from the log, one payload per chunk, so this is the hot path of every
 // session load. It recognises the payload as Canonical writes it (keys in
 // declaration order, no spaces); anything else goes through Decode.
-func DecodeChunkAppended(payload []byte, typeVersion int) (*ChunkAppended, error) {
+func DecodeChunkAppended(payload []byte, typeVersion int) (ChunkAppended, error) {
+	var ca ChunkAppended
 	if typeVersion <= 1 {
 		// A payload that fails validation goes through Decode too, for
 		// its error.
-		if ca, ok := canonicalChunkAppended(payload, nil); ok && ca.Validate() == nil {
+		if canonicalChunkAppended(payload, nil, &ca) && ca.Validate() == nil {
 			return ca, nil
 		}
 	}
 	p, err := Decode(TypeChunkAppended, typeVersion, payload)
 	if err != nil {
-		return nil, err
+		return ChunkAppended{}, err
 	}
-	ca, ok := p.(*ChunkAppended)
+	d, ok := p.(*ChunkAppended)
 	if !ok {
-		return nil, fmt.Errorf("events: %s decoded as %T", TypeChunkAppended, p)
+		return ChunkAppended{}, fmt.Errorf("events: %s decoded as %T", TypeChunkAppended, p)
 	}
-	return ca, nil
+	return *d, nil
 }
 
 // DecodeStoredChunkAppended decodes a chunk.appended payload as its row
 // in stream stores it (see ExpandStored) without expanding it first: what
 // DecodeChunkAppended(ExpandStored(stream, …)) returns, with less copying.
-func DecodeStoredChunkAppended(stream string, stored []byte, typeVersion int) (*ChunkAppended, error) {
+func DecodeStoredChunkAppended(stream string, stored []byte, typeVersion int) (ChunkAppended, error) {
 	// A stream that is not valid UTF-8 reads back changed from the
 	// expanded payload; Decode says how.
 	if typeVersion <= 1 && !bytes.HasPrefix(stored, sessionKey) && utf8.ValidString(stream) {
-		if ca, ok := canonicalChunkAppended(stored, &stream); ok && ca.Validate() == nil {
+		var ca ChunkAppended
+		if canonicalChunkAppended(stored, &stream, &ca) && ca.Validate() == nil {
 			return ca, nil
 		}
 	}
@@ -168,9 +170,9 @@ func (c *canon) nested(v any) {
 
 // canonicalChunkAppended recognises a canonical payload or, with a
 // session, one stored without its leading session field.
-func canonicalChunkAppended(payload []byte, session *string) (*ChunkAppended, bool) {
+func canonicalChunkAppended(payload []byte, session *string, ca *ChunkAppended) bool {
 	c := canon{b: payload, ok: true}
-	var ca ChunkAppended
+	*ca = ChunkAppended{}
 	c.lit("{")
 	first := true
 	if session != nil {
@@ -214,5 +216,5 @@ func canonicalChunkAppended(payload []byte, session *string) (*ChunkAppended, bo
 		c.nested(&ch.Meta)
 	}
 	c.lit("}}")
-	return &ca, c.ok && len(c.b) == 0
+	return c.ok && len(c.b) == 0
 }

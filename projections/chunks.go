@@ -204,7 +204,7 @@ type chunkReader struct {
 // or (stored false) as kept in blobs.
 func (cr *chunkReader) event(seq int64, typ string, typeVersion int, payload []byte, stored bool) error {
 	if typ == events.TypeChunkAppended {
-		var ca *events.ChunkAppended
+		var ca events.ChunkAppended
 		var err error
 		if stored {
 			ca, err = events.DecodeStoredChunkAppended(cr.session, payload, typeVersion)

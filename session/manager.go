@@ -284,7 +284,7 @@ func (m *Manager) loadAt(ctx context.Context, id string, seq int64, fromSnapshot
 			if err != nil {
 				return nil, fmt.Errorf("session: time travel %s: %w", id, err)
 			}
-			st.apply(ca)
+			st.apply(&ca)
 			st.version = ev.Version
 			continue
 		}
