@@ -77,7 +77,7 @@ func TestChunkCache_FollowsOtherWriters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cached, err = cached.Append(ctx, user("here")); err != nil {
+			if _, err = cached.Append(ctx, user("here")); err != nil {
 				t.Fatal(err)
 			}
 			theirs, _ = other.Load(ctx, root.ID())
