@@ -75,23 +75,19 @@ func (a *applier) apply(ev *events.Event, p events.Payload) error {
 	tx := a.tx
 	// A session's chunks are read from its own stream (Reader.ChunkRange),
 	// so the events that carry them must be there.
+	var carrier string
 	switch e := p.(type) {
 	case *events.SessionCreated:
-		if ev.Stream != e.Session {
-			return inconsistent("%s of session %q on stream %q", ev.Type, e.Session, ev.Stream)
-		}
+		carrier = e.Session
 	case *events.ChunkAppended:
-		if ev.Stream != e.Session {
-			return inconsistent("%s of session %q on stream %q", ev.Type, e.Session, ev.Stream)
-		}
+		carrier = e.Session
 	case *events.SessionMerged:
-		if ev.Stream != e.Session {
-			return inconsistent("%s of session %q on stream %q", ev.Type, e.Session, ev.Stream)
-		}
+		carrier = e.Session
 	case *events.SessionCompressed:
-		if ev.Stream != e.Session {
-			return inconsistent("%s of session %q on stream %q", ev.Type, e.Session, ev.Stream)
-		}
+		carrier = e.Session
+	}
+	if carrier != "" && ev.Stream != carrier {
+		return inconsistent("%s of session %q on stream %q", ev.Type, carrier, ev.Stream)
 	}
 	switch e := p.(type) {
 	case *events.SessionCreated:
