@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -90,14 +91,22 @@ func (c *canon) str() string {
 		c.ok = false
 		return ""
 	}
-	escaped, ascii := false, true
+	// The common case: no escape before the closing quote, plain ASCII.
+	if end := bytes.IndexByte(c.b[1:], '"') + 1; end > 0 {
+		seg := c.b[1:end]
+		if bytes.IndexByte(seg, '\\') < 0 && plainASCII(seg) {
+			c.b = c.b[end+1:]
+			return intern(seg)
+		}
+	}
+	escaped := false
 	for i := 1; i < len(c.b); i++ {
 		ch := c.b[i]
 		switch {
 		case ch == '"':
 			raw := c.b[:i+1]
 			c.b = c.b[i+1:]
-			if !escaped && (ascii || utf8.Valid(raw)) {
+			if !escaped && utf8.Valid(raw) {
 				return intern(raw[1:i])
 			}
 			var s string
@@ -111,16 +120,37 @@ func (c *canon) str() string {
 		case ch < 0x20:
 			c.ok = false
 			return ""
-		case ch >= 0x80:
-			ascii = false
 		}
 	}
 	c.ok = false
 	return ""
 }
 
+// plainASCII reports whether b holds only printable ASCII and no control
+// characters (which a JSON string may not hold raw), eight bytes at a time.
+func plainASCII(b []byte) bool {
+	const ones, highs, spaces = 0x0101010101010101, 0x8080808080808080, 0x2020202020202020
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		// A byte >= 0x80, or one below 0x20 (x - 0x20 borrows into its high bit).
+		if x&highs != 0 || (x-spaces)&^x&highs != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, ch := range b {
+		if ch < 0x20 || ch >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // intern returns the common short values (roles) without allocating.
 func intern(b []byte) string {
+	if len(b) > len(RoleToolResult) {
+		return string(b)
+	}
 	switch string(b) {
 	case RoleUser:
 		return RoleUser

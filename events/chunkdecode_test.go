@@ -112,3 +112,28 @@ func TestDecodeStoredChunkAppended_TakesTheFastPath(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainASCII(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{"", true}, {"hello", true}, {"message 1999: xxxxxxxxxxxxxxxx~ !", true},
+		{"0123456789abcdef\x1f", false}, {"01234567\x00abc", false}, {"\x7f1234567", true},
+		{"é", false}, {"abcdefgh\x80", false}, {"abcdefg\x19h", false}, {" \x20\x21", true},
+	} {
+		if got := plainASCII([]byte(tt.in)); got != tt.want {
+			t.Errorf("plainASCII(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+		// The same as asking byte by byte.
+		want := true
+		for _, ch := range []byte(tt.in) {
+			if ch < 0x20 || ch >= 0x80 {
+				want = false
+			}
+		}
+		if want != tt.want {
+			t.Fatalf("table row %q is wrong", tt.in)
+		}
+	}
+}
