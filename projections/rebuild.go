@@ -137,7 +137,18 @@ func decodeLog(ctx context.Context, store *events.Store, to int64, out chan<- de
 			send(decodedEvent{err: err})
 			return
 		}
-		p, err := ev.Decode()
+		var p events.Payload
+		if ev.Type == events.TypeChunkAppended {
+			// Most of a log; the fast path decodes it several times faster.
+			var ca events.ChunkAppended
+			if ca, err = events.DecodeChunkAppended(ev.Payload, ev.TypeVersion); err == nil {
+				p = &ca
+			} else {
+				p, err = ev.Decode() // for the error naming the seq
+			}
+		} else {
+			p, err = ev.Decode()
+		}
 		if errors.Is(err, events.ErrUnknownType) {
 			err = nil
 		}
