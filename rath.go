@@ -94,6 +94,10 @@ type Options struct {
 	// seq, reads only what was stored since (see session.WithChunkCache).
 	// Zero means session.DefaultChunkCacheBytes; negative keeps none.
 	ChunkCacheBytes int64
+	// ReadMmapBytes is how much of the SQLite database each read
+	// connection maps into memory; zero means the default, negative none
+	// (see events.Options.ReadMmapBytes for the trade-off).
+	ReadMmapBytes int64
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -156,15 +160,16 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		secrets = secret.New(DefaultSecrets(opts.HMACKey)...)
 	}
 	store, err := events.Open(ctx, events.Options{
-		Redactor:     secrets,
-		InMemory:     opts.InMemory,
-		DiscardBlobs: opts.DiscardBlobs,
-		Path:         path,
-		DSN:          opts.DSN,
-		HMACKey:      opts.HMACKey,
-		Synchronous:  opts.Synchronous,
-		Clock:        opts.Clock,
-		Projectors:   append([]events.Projector{projections.Projector{}}, opts.Projectors...),
+		Redactor:      secrets,
+		InMemory:      opts.InMemory,
+		DiscardBlobs:  opts.DiscardBlobs,
+		Path:          path,
+		DSN:           opts.DSN,
+		HMACKey:       opts.HMACKey,
+		Synchronous:   opts.Synchronous,
+		ReadMmapBytes: opts.ReadMmapBytes,
+		Clock:         opts.Clock,
+		Projectors:    append([]events.Projector{projections.Projector{}}, opts.Projectors...),
 	})
 	if err != nil {
 		if keeper != nil {

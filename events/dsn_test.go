@@ -73,3 +73,28 @@ func TestDSN_PathsAreEscaped(t *testing.T) {
 		})
 	}
 }
+
+// TestOpen_ReadMmap: read connections map the database file as configured
+// (the default, a chosen size, or not at all when negative).
+func TestOpen_ReadMmap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  int64
+		want int64
+	}{
+		{"default", 0, events.DefaultReadMmapBytes},
+		{"chosen", 64 << 20, 64 << 20},
+		{"off", -1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := MustOpenStore(t, events.Options{ReadMmapBytes: tc.opt})
+			var got int64
+			if err := s.DB().QueryRowContext(context.Background(), `PRAGMA mmap_size`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("mmap_size on a read connection = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -165,7 +165,7 @@ type blobEvent struct {
 // whose payload is kept in blobs, which it returns for the caller to read.
 // last is the version of the last event decoded; n how many rows it read.
 func (r *Reader) scanChunkEvents(ctx context.Context, cr *chunkReader, after, limit int64) (last int64, blob blobEvent, n int, err error) {
-	rows, err := r.db.QueryContext(ctx, r.db.Rebind(`SELECT seq, version, type, type_version, payload FROM events
+	rows, err := r.db.QueryContext(ctx, r.db.Rebind(`SELECT seq, version, type, type_version, `+r.payloadBytes()+` FROM events
 		WHERE stream = ? AND version > ? AND type IN (`+chunkTypes+`) ORDER BY version LIMIT ?`), cr.session, after, limit)
 	if err != nil {
 		return 0, blob, 0, err
@@ -191,6 +191,16 @@ func (r *Reader) scanChunkEvents(ctx context.Context, cr *chunkReader, after, li
 		last = ev.version
 	}
 	return last, blob, n, rows.Err()
+}
+
+// payloadBytes selects the payload column as bytes on SQLite: its driver
+// then hands over one copy of the row's bytes, where a TEXT column is
+// copied into a string and again into the caller's buffer.
+func (r *Reader) payloadBytes() string {
+	if r.db.DriverName() == "sqlite" {
+		return `CAST(payload AS BLOB)`
+	}
+	return `payload`
 }
 
 // chunkReader collects chunks [lo, hi) of a session from its events.
