@@ -46,3 +46,9 @@ func RewriteAsFormat1(db *sql.DB, key []byte) error {
 // SetLegacyRows makes s write rows as before the compact row format (hex
 // hashes, whole payloads), to build mixed logs.
 func SetLegacyRows(s *Store, on bool) { s.legacyRows = on }
+
+// StoredPayloadForTest returns the bytes an event row of SQLite stores
+// for payload (a chunk.appended loses its leading session field).
+func StoredPayloadForTest(stream, typ string, payload []byte) []byte {
+	return compactPayload(stream, typ, payload)
+}
