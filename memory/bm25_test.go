@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -10,8 +11,10 @@ import (
 )
 
 // TestLocal_BM25 checks that recall scores are BM25 over the statistics
-// Local keeps: idf = ln(1 + (N-n+0.5)/(n+0.5)), tf = sqrt(freq) (bleve's
-// variant), document length normalized by the mean token count.
+// Local keeps for the namespace searched: idf = ln(1 + (N-n+0.5)/(n+0.5))
+// with N the namespace's memories and n those holding the term, tf =
+// sqrt(freq) (bleve's variant), document length normalized by the
+// namespace's mean token count.
 func TestLocal_BM25(t *testing.T) {
 	rt := MustOpenRuntime(t, t.TempDir())
 	m := MustOpenLocal(t, rt, memory.LocalOptions{})
@@ -21,10 +24,12 @@ func TestLocal_BM25(t *testing.T) {
 		"cherry date elderberry fig",  // 4 tokens
 		"grape grape grape apple fig", // 5 tokens
 	)
-	seed(t, m, "other", "apple") // counts in N and the mean, not in the results
-	const N, total = 5, 3 + 2 + 4 + 5 + 1
-	if docs, tokens := m.Stats(); docs != N || tokens != total {
-		t.Fatalf("stats %d docs %d tokens, want %d, %d", docs, tokens, N, total)
+	// Another namespace is another corpus: it counts neither in N, n nor
+	// the mean.
+	seed(t, m, "other", "apple", "apple cherry")
+	const N, total = 4, 3 + 2 + 4 + 5
+	if docs, tokens := m.Stats(); docs != N+2 || tokens != total+3 {
+		t.Fatalf("stats %d docs %d tokens, want %d, %d", docs, tokens, N+2, total+3)
 	}
 	avgdl := math.Ceil(float64(total) / N) // bleve rounds the mean up
 	bm25 := func(freq, dl, n float64) float64 {
@@ -41,8 +46,8 @@ func TestLocal_BM25(t *testing.T) {
 		id    string
 		score float64
 	}{
-		{ids[0], bm25(2, 3, 3)},
-		{ids[3], bm25(1, 5, 3)},
+		{ids[0], bm25(2, 3, 2)},
+		{ids[3], bm25(1, 5, 2)},
 	}
 	if len(hits) != len(want) {
 		t.Fatalf("hits = %v, want %d", hits, len(want))
@@ -57,7 +62,8 @@ func TestLocal_BM25(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"as per bm25 model", "avgFieldLength=3.000000"} {
+	// avgdl is 14/4 rounded up; "apple" is in 2 of fruit's 4 memories.
+	for _, s := range []string{"as per bm25 model", "avgFieldLength=4.000000", "idf(docFreq=2, maxDocs=4)"} {
 		if !strings.Contains(expl, s) {
 			t.Errorf("explanation lacks %q: %s", s, expl)
 		}
@@ -69,8 +75,16 @@ func TestLocal_BM25(t *testing.T) {
 	if _, err := m.Recall(t.Context(), "fruit", "apple", 1); err != nil {
 		t.Fatal(err)
 	}
-	if docs, tokens := m.Stats(); docs != N-1 || tokens != total-4 {
-		t.Fatalf("stats after forget %d docs %d tokens, want %d, %d", docs, tokens, N-1, total-4)
+	if docs, tokens := m.Stats(); docs != N+2-1 || tokens != total+3-4 {
+		t.Fatalf("stats after forget %d docs %d tokens, want %d, %d", docs, tokens, N+2-1, total+3-4)
+	}
+	for _, c := range []struct {
+		ns           string
+		docs, tokens int64
+	}{{"fruit", N - 1, total - 4}, {"other", 2, 3}, {"none", 0, 0}} {
+		if docs, tokens := m.NamespaceStats(c.ns); docs != c.docs || tokens != c.tokens {
+			t.Errorf("%s: %d docs %d tokens, want %d, %d", c.ns, docs, tokens, c.docs, c.tokens)
+		}
 	}
 }
 
@@ -122,5 +136,44 @@ func TestLocal_TiesAreBrokenByID(t *testing.T) {
 	hits, err := m.Recall(t.Context(), "tie", "same lesson", 13)
 	if err != nil || len(hits) != 13 || hits[12].Text != "one lesson among many other words in a long text" {
 		t.Fatalf("k=13: %v %+v", err, hits)
+	}
+}
+
+// TestLocal_NamespacesAreSeparateCorpora: a namespace's terms are its own.
+// A recall never sees another namespace's memories, even with the same
+// words, and a word common elsewhere is rare (scores high) where it is
+// rare. A query of stop words only matches nothing.
+func TestLocal_NamespacesAreSeparateCorpora(t *testing.T) {
+	rt := MustOpenRuntime(t, t.TempDir())
+	m := MustOpenLocal(t, rt, memory.LocalOptions{})
+	a := seed(t, m, "a", "kiwi tart", "plum cake", "pear pie")
+	seed(t, m, "b", "kiwi kiwi", "kiwi jam", "kiwi tea", "kiwi salad")
+	// Namespaces may hold the separator the index uses: still apart.
+	seed(t, m, "a\x1fkiwi", "tart")
+	hits, err := m.Recall(t.Context(), "a", "kiwi tart", 10)
+	if err != nil || len(hits) != 1 || hits[0].ID != a[0] {
+		t.Fatalf("recall in a = %+v, %v; want only %s", hits, err, a[0])
+	}
+	inA := hits[0].Score
+	hits, err = m.Recall(t.Context(), "b", "kiwi", 10)
+	if err != nil || len(hits) != 4 {
+		t.Fatalf("recall in b = %+v, %v", hits, err)
+	}
+	// "kiwi" is in every memory of b (idf ln(1 + 0.5/4.5)) and in one of
+	// a's three; with "tart" too, a's hit scores far higher.
+	if hits[0].Score >= inA/4 {
+		t.Errorf("kiwi in b scores %f, in a (with tart) %f: b's statistics leaked into a", hits[0].Score, inA)
+	}
+	for _, q := range []string{"the and of", "   ", "?!"} {
+		hits, err := m.Recall(t.Context(), "a", q, 10)
+		if strings.TrimSpace(q) == "" {
+			if !errors.Is(err, memory.ErrInvalid) {
+				t.Errorf("recall %q: %v, want ErrInvalid", q, err)
+			}
+			continue
+		}
+		if err != nil || len(hits) != 0 {
+			t.Errorf("recall %q = %+v, %v; want no hits", q, hits, err)
+		}
 	}
 }

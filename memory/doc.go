@@ -32,10 +32,16 @@
 // last batches together with their checkpoint, and the next open indexes
 // them again; Close waits for them.
 //
-// BM25 statistics (document count, mean document length) are kept by Local
-// and handed to bleve with every search, so an index caught up after a crash
-// ranks exactly like a fresh rebuild; bleve's own statistics depend on how
-// its segments happen to be merged.
+// Each namespace is its own corpus: its memories' terms are indexed with
+// the namespace as a prefix, so a recall reads the postings of that
+// namespace's memories only (not every namespace's, narrowed down), and a
+// word's rarity is counted among them. The BM25 statistics (document
+// count, mean document length, per namespace) are kept by Local and handed
+// to bleve with every search, so an index caught up after a crash ranks
+// exactly like a fresh rebuild; bleve's own statistics depend on how its
+// segments happen to be merged. An index written by a build before
+// namespaces had their own terms (format 1) is rebuilt from the log when
+// opened.
 //
 // # Recording recalls
 //

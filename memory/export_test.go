@@ -34,13 +34,23 @@ func (l *Local) Stats() (docs, tokens int64) {
 	return st.Docs, st.Tokens
 }
 
+// NamespaceStats returns the BM25 statistics of one namespace, once the
+// index has caught up with the log.
+func (l *Local) NamespaceStats(ns string) (docs, tokens int64) {
+	if err := l.catchUpTo(context.Background()); err != nil {
+		return -1, -1
+	}
+	c := l.stats.Load().Namespaces[ns]
+	return c.Docs, c.Tokens
+}
+
 // Explain runs the recall query with bleve's explanation on and returns
 // the explanation of the best hit as JSON.
 func (l *Local) Explain(ctx context.Context, ns, q string) (string, error) {
 	if err := l.catchUpTo(ctx); err != nil {
 		return "", err
 	}
-	req := newRequest(*l.stats.Load(), ns, q, 1)
+	req := newRequest(l.analyzer, *l.stats.Load(), ns, q, 1)
 	req.Explain = true
 	l.mu.RLock()
 	defer l.mu.RUnlock()

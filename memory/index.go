@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
@@ -20,14 +21,30 @@ import (
 
 // Index field names.
 const (
-	fieldText = "text" // analyzed with "en", stored: hits carry their text
-	fieldNS   = "ns"   // keyword, not stored: the namespace filter
+	// fieldText is stored (hits carry their text) and indexed as the text
+	// analyzed with "en", each term prefixed with the namespace and
+	// nsSeparator: a namespace's terms are its own, so a recall reads the
+	// postings of its namespace's memories only.
+	fieldText = "text"
+	fieldNS   = "ns"   // keyword, stored: the namespace of a memory
 	fieldMeta = "meta" // stored only: canonical JSON of the metadata
 )
 
+// nsSeparator ends the namespace prefix of an indexed term. Analyzed
+// terms never contain it (the tokenizer splits words at control
+// characters), so namespace, separator and term read back one way only,
+// even for a namespace that contains it.
+const nsSeparator = "\x1f"
+
+// nsTerm is term as indexed for namespace ns.
+func nsTerm(ns string, term []byte) []byte {
+	return append(append(make([]byte, 0, len(ns)+len(nsSeparator)+len(term)), ns+nsSeparator...), term...)
+}
+
 // indexFormat changes whenever the mapping or the stored state changes
-// shape; an index of another format is rebuilt.
-const indexFormat = 1
+// shape; an index of another format is rebuilt. 2: terms prefixed with
+// their namespace, statistics per namespace.
+const indexFormat = 2
 
 // stateKey is the internal key holding the index's state. It is written in
 // the same bleve batch as the documents it accounts for, so a crash never
@@ -42,9 +59,35 @@ type state struct {
 	Seq  int64  `json:"seq"`
 	Hash string `json:"hash,omitempty"`
 	// Docs and Tokens count the live documents and their analyzed tokens.
-	// They are the BM25 statistics given to every search (see bm25Stats).
 	Docs   int64 `json:"docs"`
 	Tokens int64 `json:"tokens"`
+	// Namespaces count them per namespace: the BM25 statistics of a
+	// search in that namespace (see bm25Stats). A state handed to
+	// searches is never changed again (see preparer.take).
+	Namespaces map[string]counts `json:"namespaces,omitempty"`
+}
+
+// counts are the live documents of a namespace and their tokens.
+type counts struct {
+	Docs   int64 `json:"docs"`
+	Tokens int64 `json:"tokens"`
+}
+
+// add counts a document of ns with its tokens in (sign 1) or out (-1).
+func (st *state) add(ns string, tokens int64, sign int64) {
+	if st.Namespaces == nil {
+		st.Namespaces = map[string]counts{}
+	}
+	c := st.Namespaces[ns]
+	c.Docs += sign
+	c.Tokens += sign * tokens
+	st.Docs += sign
+	st.Tokens += sign * tokens
+	if c.Docs == 0 {
+		delete(st.Namespaces, ns)
+		return
+	}
+	st.Namespaces[ns] = c
 }
 
 // newMapping returns the lean mapping (preparer.document builds documents
@@ -55,7 +98,7 @@ func newMapping() *mapping.IndexMappingImpl {
 	text.Analyzer = en.AnalyzerName
 	text.Store, text.IncludeTermVectors, text.IncludeInAll, text.DocValues = true, false, false, false
 	ns := bleve.NewKeywordFieldMapping()
-	ns.Store, ns.IncludeTermVectors, ns.IncludeInAll, ns.DocValues = false, false, false, false
+	ns.Store, ns.IncludeTermVectors, ns.IncludeInAll, ns.DocValues = true, false, false, false
 	meta := bleve.NewTextFieldMapping()
 	meta.Index, meta.Store, meta.IncludeTermVectors, meta.IncludeInAll, meta.DocValues = false, true, false, false, false
 
@@ -74,39 +117,45 @@ func newMapping() *mapping.IndexMappingImpl {
 	return m
 }
 
-// bm25Stats are the statistics bleve scores with. bleve's own are
-// computed per snapshot and sum each segment's distinct terms as the field
-// length, so scores would depend on how segments happen to be merged: an
-// index caught up after a crash would rank differently from a fresh
-// rebuild. Ours depend only on the live documents: avgdl is the mean
-// number of analyzed tokens per memory (rounded up by bleve).
-func bm25Stats(st state) *search.BM25Stats {
+// bm25Stats are the statistics bleve scores a search in namespace ns
+// with: the namespace is the corpus, as its terms are its own (bleve
+// takes each term's document frequency from its postings). bleve's own
+// statistics are computed per snapshot and sum each segment's distinct
+// terms as the field length, so scores would depend on how segments
+// happen to be merged: an index caught up after a crash would rank
+// differently from a fresh rebuild. Ours depend only on the namespace's
+// live documents: avgdl is the mean number of analyzed tokens per memory
+// (rounded up by bleve).
+func bm25Stats(st state, ns string) *search.BM25Stats {
+	c := st.Namespaces[ns]
 	return &search.BM25Stats{
-		DocCount: float64(st.Docs),
-		// The namespace filter runs a term searcher too, which asks for
-		// its field's statistics even though it does not score.
-		FieldCardinality: map[string]int{fieldText: int(st.Tokens), fieldNS: int(st.Docs)},
+		DocCount:         float64(c.Docs),
+		FieldCardinality: map[string]int{fieldText: int(c.Tokens)},
 	}
 }
 
-// newRequest builds the search for query in namespace ns: BM25 over the
-// text, filtered (unscored) by namespace, ties broken by id so the order
-// does not depend on segment layout.
-func newRequest(st state, ns, q string, size int) *bleve.SearchRequest {
-	mq := query.NewMatchQuery(q)
-	mq.SetField(fieldText)
-	// The namespace is a second required clause with no weight, not a
-	// filter: a conjunction skips along the namespace's postings, while a
-	// filter scores every memory the words match in every namespace first.
-	// Its weight is zero, so scores are the words' alone.
-	tq := query.NewTermQuery(ns)
-	tq.SetField(fieldNS)
-	tq.SetBoost(0)
-	bq := query.NewBooleanQuery([]query.Query{mq, tq}, nil, nil)
-	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
+// newRequest builds the search for query q in namespace ns: BM25 over the
+// namespace's terms of the query (analyzed as the text is; any may
+// match), ties broken by id so the order does not depend on segment
+// layout. It returns nil when the query has no terms (only stop words).
+func newRequest(an analysis.Analyzer, st state, ns, q string, size int) *bleve.SearchRequest {
+	tokens := an.Analyze([]byte(q))
+	if len(tokens) == 0 {
+		return nil
+	}
+	// One term query per token, as a match query builds them.
+	terms := make([]query.Query, len(tokens))
+	for i, t := range tokens {
+		tq := query.NewTermQuery(string(nsTerm(ns, t.Term)))
+		tq.SetField(fieldText)
+		terms[i] = tq
+	}
+	dq := query.NewDisjunctionQuery(terms)
+	dq.SetMin(1)
+	req := bleve.NewSearchRequestOptions(dq, size, 0, false)
 	req.Fields = []string{fieldText, fieldMeta}
 	req.SortBy([]string{"-_score", "_id"})
-	req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: bm25Stats(st)}
+	req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: bm25Stats(st, ns)}
 	return req
 }
 
@@ -220,6 +269,14 @@ func checkIndex(idx bleve.Index) (state, error) {
 	}
 	if int64(n) != st.Docs {
 		return st, corruptf("index holds %d documents, its state says %d", n, st.Docs)
+	}
+	var sum counts
+	for _, c := range st.Namespaces {
+		sum.Docs += c.Docs
+		sum.Tokens += c.Tokens
+	}
+	if sum.Docs != st.Docs || sum.Tokens != st.Tokens {
+		return st, corruptf("state counts %d documents, %d tokens; its namespaces %d, %d", st.Docs, st.Tokens, sum.Docs, sum.Tokens)
 	}
 	// Touch the stored fields of one document: damaged segment files show
 	// up here rather than in the first recall.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -182,6 +183,7 @@ type preparer struct {
 }
 
 type addedDoc struct {
+	ns     string
 	tokens int64
 	batch  int64
 }
@@ -191,6 +193,8 @@ func newPreparer(idx bleve.Index, st state, size int) (*preparer, error) {
 	if an == nil {
 		return nil, errors.New("memory: analyzer \"en\" is not registered")
 	}
+	// st may be a state searches read: count in a copy.
+	st.Namespaces = maps.Clone(st.Namespaces)
 	return &preparer{idx: idx, an: an, size: size, st: st, batch: idx.NewBatch(), num: 1,
 		added: map[string]addedDoc{}, removed: map[string]int64{}}, nil
 }
@@ -248,21 +252,23 @@ func (p *preparer) apply(ev events.Event) error {
 		if err := p.batch.IndexAdvanced(d); err != nil {
 			return fmt.Errorf("memory: seq %d: index: %w", ev.Seq, err)
 		}
-		p.added[e.ID] = addedDoc{tokens: tokens, batch: p.num}
+		p.added[e.ID] = addedDoc{ns: e.Namespace, tokens: tokens, batch: p.num}
 		delete(p.removed, e.ID)
-		p.st.Docs++
-		p.st.Tokens += tokens
+		p.st.add(e.Namespace, tokens, 1)
 	case *events.MemoryForgotten:
 		if _, done := p.removed[e.ID]; done {
 			return nil
 		}
+		// The memory's own namespace and length, whatever namespace the
+		// event names: they are what its document was counted under.
 		var tokens int64
+		var ns string
 		if a, ok := p.added[e.ID]; ok {
-			tokens = a.tokens
+			tokens, ns = a.tokens, a.ns
 			delete(p.added, e.ID)
 		} else {
 			var found bool
-			if tokens, found, err = p.indexedTokens(e.ID); err != nil {
+			if ns, tokens, found, err = p.indexedDoc(e.ID); err != nil {
 				return fmt.Errorf("memory: seq %d: %w", ev.Seq, err)
 			}
 			if !found {
@@ -271,8 +277,7 @@ func (p *preparer) apply(ev events.Event) error {
 		}
 		p.removed[e.ID] = p.num
 		p.batch.Delete(e.ID)
-		p.st.Docs--
-		p.st.Tokens -= tokens
+		p.st.add(ns, tokens, -1)
 	}
 	return nil
 }
@@ -288,11 +293,14 @@ func (p *preparer) document(e *events.MemoryRemembered) (*document.Document, int
 	// The analyzer may rewrite its input in place; give it a copy of
 	// the stored text.
 	tokens := p.an.Analyze([]byte(e.Text))
+	for _, t := range tokens {
+		t.Term = nsTerm(e.Namespace, t.Term)
+	}
 	d := document.NewDocument(e.ID)
 	d.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(e.Text), index.IndexField|index.StoreField, preAnalyzed(tokens)))
 	// A nil analyzer indexes the whole value as one term, like the
 	// keyword analyzer.
-	d.AddField(document.NewTextFieldCustom(fieldNS, nil, []byte(e.Namespace), index.IndexField, nil))
+	d.AddField(document.NewTextFieldCustom(fieldNS, nil, []byte(e.Namespace), index.IndexField|index.StoreField, nil))
 	if len(e.Meta) > 0 {
 		raw, err := json.Marshal(e.Meta)
 		if err != nil {
@@ -303,26 +311,29 @@ func (p *preparer) document(e *events.MemoryRemembered) (*document.Document, int
 	return d, int64(len(tokens)), nil
 }
 
-// indexedTokens returns the analyzed length of a document in the index,
-// from its stored text.
-func (p *preparer) indexedTokens(id string) (int64, bool, error) {
+// indexedDoc returns the namespace and analyzed length of a document in
+// the index, from its stored fields.
+func (p *preparer) indexedDoc(id string) (ns string, tokens int64, found bool, err error) {
 	d, err := p.idx.Document(id)
 	if err != nil {
-		return 0, false, fmt.Errorf("look up %s: %w", id, err)
+		return "", 0, false, fmt.Errorf("look up %s: %w", id, err)
 	}
 	if d == nil {
-		return 0, false, nil
+		return "", 0, false, nil
 	}
 	var text []byte
 	d.VisitFields(func(f index.Field) {
-		if f.Name() == fieldText {
+		switch f.Name() {
+		case fieldText:
 			text = append([]byte(nil), f.Value()...)
+		case fieldNS:
+			ns = string(f.Value())
 		}
 	})
-	if text == nil {
-		return 0, false, nil
+	if text == nil || ns == "" {
+		return "", 0, false, nil
 	}
-	return int64(len(p.an.Analyze(text))), true, nil
+	return ns, int64(len(p.an.Analyze(text))), true, nil
 }
 
 // take closes the batch being prepared with the state accounting for the
@@ -335,7 +346,10 @@ func (p *preparer) take(seq int64, hash string) (*pending, error) {
 		return nil, fmt.Errorf("memory: encode state: %w", err)
 	}
 	p.batch.SetInternal(stateKey, raw)
+	// The pending state goes to searches; the preparer goes on counting
+	// in a copy of the namespaces.
 	out := &pending{batch: p.batch, st: p.st, n: p.num}
+	p.st.Namespaces = maps.Clone(p.st.Namespaces)
 	p.batch, p.n = p.idx.NewBatch(), 0
 	p.num++
 	p.prune()

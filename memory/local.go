@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 
 	"github.com/gorath/rath/events"
 )
@@ -90,6 +92,8 @@ type Local struct {
 
 	mu  sync.RWMutex // protects idx; held exclusively only to swap or close it
 	idx bleve.Index
+	// analyzer analyzes queries as the preparer analyzes texts.
+	analyzer analysis.Analyzer
 
 	stats atomic.Pointer[state] // the state searches score with
 
@@ -166,6 +170,10 @@ func OpenLocal(ctx context.Context, store *events.Store, dir string, opts LocalO
 	if err != nil {
 		closeQuietly(idx)
 		return nil, fmt.Errorf("memory: open: %w", err)
+	}
+	if l.analyzer = idx.Mapping().AnalyzerNamed(en.AnalyzerName); l.analyzer == nil {
+		closeQuietly(idx)
+		return nil, errors.New("memory: open: analyzer \"en\" is not registered")
 	}
 	l.idx, l.st, l.scanned = idx, st, st.Seq
 	l.publish(st)

@@ -97,7 +97,11 @@ func (l *Local) search(ctx context.Context, ns, q string, size int) ([]Hit, erro
 		return nil, ErrClosed
 	}
 	// Ask for extra hits to make up for tombstones not yet indexed.
-	res, err := l.idx.SearchInContext(ctx, newRequest(*l.stats.Load(), ns, q, size+pending))
+	req := newRequest(l.analyzer, *l.stats.Load(), ns, q, size+pending)
+	if req == nil {
+		return nil, nil // only stop words: nothing can match
+	}
+	res, err := l.idx.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, &IndexError{Op: "search", Err: err}
 	}
