@@ -2,9 +2,9 @@
 // with other agent stores: one session, N user messages of 200
 // characters, each a durable append; then the latest state, a fork at
 // N/2 (the state at a past seq, then one append: the durable
-// session.forked event; the median of 9 forks at seqs around N/2; the
-// last fork is then appended to, untimed, to show it is a session like
-// any other), the full history (every
+// session.forked event; the median of 9 forks at seqs around N/2; each
+// fork is then appended to, untimed, to show it is a session like any
+// other), the full history (every
 // event of the thread) and 20 past states; and prints the figures as a
 // Markdown table, one column per N. Peak RSS is the process's, so run one
 // N per process for that row to mean one N (-n 2000).
@@ -26,7 +26,6 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/session"
 )
 
 // forkSamples is how many forks the fork row is the median of.
@@ -104,7 +103,6 @@ func run(ctx context.Context, n int) (result, error) {
 	// The fork row is the median of forkSamples forks at seqs around N/2,
 	// each the state at its seq and then one append (session.forked,
 	// durable): one durable commit alone varies by a millisecond here.
-	var f *session.Session
 	forks := make([]time.Duration, 0, forkSamples)
 	for k := range forkSamples {
 		t0 := time.Now()
@@ -113,17 +111,18 @@ func run(ctx context.Context, n int) (result, error) {
 		if err != nil {
 			return r, err
 		}
-		if f, err = past.Fork(ctx); err != nil {
+		f, err := past.Fork(ctx)
+		if err != nil {
 			return r, err
 		}
 		forks = append(forks, time.Since(t0))
+		// A fork is a session like any other (not timed).
+		if _, err := f.Append(ctx, events.Chunk{Role: events.RoleUser, Content: msg(-1)}); err != nil {
+			return r, err
+		}
 	}
 	slices.Sort(forks)
 	r.fork = forks[len(forks)/2]
-	// The fork is a session like any other (not timed).
-	if _, err := f.Append(ctx, events.Chunk{Role: events.RoleUser, Content: msg(-1)}); err != nil {
-		return r, err
-	}
 	t0 = time.Now()
 	evs, err := rt.Store().ReadStream(ctx, s.ID(), 1)
 	if err != nil {
