@@ -194,7 +194,7 @@ func (s *Store) ReadStreamUntil(ctx context.Context, stream string, fromVersion,
 
 func (s *Store) readStream(ctx context.Context, stream, where string, args ...any) ([]Event, error) {
 	var rs []row
-	if err := s.rdb.SelectContext(ctx, &rs, s.rebind(selectEvents+where), args...); err != nil {
+	if err := s.q.SelectContext(ctx, &rs, s.rebind(selectEvents+where), args...); err != nil {
 		return nil, fmt.Errorf("events: read stream %q: %w", stream, err)
 	}
 	out := make([]Event, 0, len(rs))
@@ -216,7 +216,7 @@ func (s *Store) ReadRun(ctx context.Context, runID string) ([]Event, error) {
 // Get returns the event at seq, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, seq int64) (Event, error) {
 	var r row
-	err := s.rdb.GetContext(ctx, &r, s.rebind(selectEvents+` WHERE seq = ?`), seq)
+	err := s.q.GetContext(ctx, &r, s.rebind(selectEvents+` WHERE seq = ?`), seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Event{}, fmt.Errorf("%w: seq %d", ErrNotFound, seq)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gorath/rath/internal/stmtcache"
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -125,10 +126,12 @@ type Write struct {
 
 // Store is the event log. It is safe for concurrent use.
 type Store struct {
-	opts   Options
-	pg     bool     // PostgreSQL (Options.DSN), else SQLite
-	wdb    *sql.DB  // one connection, used only by the writer goroutine
-	rdb    *sqlx.DB // read pool
+	opts Options
+	pg   bool     // PostgreSQL (Options.DSN), else SQLite
+	wdb  *sql.DB  // one connection, used only by the writer goroutine
+	rdb  *sqlx.DB // read pool
+	// q runs the fixed stream reads through prepared statements.
+	q      *stmtcache.Cache
 	reqs   chan *request
 	stop   chan struct{}
 	done   chan struct{}
@@ -264,6 +267,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pg:       opts.DSN != "",
 		wdb:      wdb,
 		rdb:      rdb,
+		q:        stmtcache.New(rdb),
 		reqs:     make(chan *request, 4096),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),

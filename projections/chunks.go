@@ -32,7 +32,7 @@ func (r *Reader) ChunkRange(ctx context.Context, id string, from, to int64) ([]S
 	for hi > from {
 		var baseLen int64
 		var base sql.NullString
-		err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT base_len, base FROM sessions WHERE id = ?`), cur).Scan(&baseLen, &base)
+		err := r.q.QueryRowContext(ctx, r.db.Rebind(`SELECT base_len, base FROM sessions WHERE id = ?`), cur).Scan(&baseLen, &base)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("%w: session %q", ErrNotFound, cur)
 		}
@@ -120,7 +120,7 @@ const (
 func (r *Reader) ownChunks(ctx context.Context, out []StoredChunk, session string, baseLen, lo, hi int64) ([]StoredChunk, error) {
 	var after int64 // the stream version after which the next chunk lies
 	if lo > baseLen {
-		err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT version FROM session_snapshots WHERE session = ? AND length <= ? ORDER BY seq DESC LIMIT 1`), session, lo).Scan(&after)
+		err := r.q.QueryRowContext(ctx, r.db.Rebind(`SELECT version FROM session_snapshots WHERE session = ? AND length <= ? ORDER BY seq DESC LIMIT 1`), session, lo).Scan(&after)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return out, err
 		}
@@ -165,7 +165,7 @@ type blobEvent struct {
 // whose payload is kept in blobs, which it returns for the caller to read.
 // last is the version of the last event decoded; n how many rows it read.
 func (r *Reader) scanChunkEvents(ctx context.Context, cr *chunkReader, after, limit int64) (last int64, blob blobEvent, n int, err error) {
-	rows, err := r.db.QueryContext(ctx, r.db.Rebind(`SELECT seq, version, type, type_version, `+r.payloadBytes()+` FROM events
+	rows, err := r.q.QueryContext(ctx, r.db.Rebind(`SELECT seq, version, type, type_version, `+r.payloadBytes()+` FROM events
 		WHERE stream = ? AND version > ? AND type IN (`+chunkTypes+`) ORDER BY version LIMIT ?`), cr.session, after, limit)
 	if err != nil {
 		return 0, blob, 0, err

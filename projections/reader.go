@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/stmtcache"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -79,10 +80,13 @@ type RunRow struct {
 // Reader queries the read model. It is safe for concurrent use.
 type Reader struct {
 	db *sqlx.DB
+	// q runs the lookups sessions make on every load through prepared
+	// statements.
+	q *stmtcache.Cache
 }
 
 // NewReader returns a Reader over db (the store's read pool).
-func NewReader(db *sqlx.DB) *Reader { return &Reader{db: db} }
+func NewReader(db *sqlx.DB) *Reader { return &Reader{db: db, q: stmtcache.New(db)} }
 
 const sessionCols = `id, version, kind, origin, source, base, base_len, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls, children, incomplete, run_id, created_seq, updated_seq`
 
@@ -105,7 +109,7 @@ type Snapshot struct {
 // ErrNotFound if it has none there.
 func (r *Reader) SnapshotAt(ctx context.Context, id string, seq int64) (Snapshot, error) {
 	var s Snapshot
-	err := r.db.GetContext(ctx, &s, r.db.Rebind(`SELECT session, seq, version, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls
+	err := r.q.GetContext(ctx, &s, r.db.Rebind(`SELECT session, seq, version, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls
 		FROM session_snapshots WHERE session = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`), id, seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, fmt.Errorf("%w: no snapshot of session %q at or before seq %d", ErrNotFound, id, seq)
@@ -116,7 +120,7 @@ func (r *Reader) SnapshotAt(ctx context.Context, id string, seq int64) (Snapshot
 // Session returns one session's row, or ErrNotFound.
 func (r *Reader) Session(ctx context.Context, id string) (SessionRow, error) {
 	var row SessionRow
-	err := r.db.GetContext(ctx, &row, r.db.Rebind(`SELECT `+sessionCols+` FROM sessions WHERE id = ?`), id)
+	err := r.q.GetContext(ctx, &row, r.db.Rebind(`SELECT `+sessionCols+` FROM sessions WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, fmt.Errorf("%w: session %q", ErrNotFound, id)
 	}
@@ -138,7 +142,7 @@ func (r *Reader) Sessions(ctx context.Context) ([]SessionRow, error) {
 // Parents returns a session's lineage parents in order.
 func (r *Reader) Parents(ctx context.Context, id string) ([]Edge, error) {
 	var es []Edge
-	if err := r.db.SelectContext(ctx, &es, r.db.Rebind(`SELECT child, parent, kind, position, seq FROM session_edges WHERE child = ? ORDER BY position`), id); err != nil {
+	if err := r.q.SelectContext(ctx, &es, r.db.Rebind(`SELECT child, parent, kind, position, seq FROM session_edges WHERE child = ? ORDER BY position`), id); err != nil {
 		return nil, fmt.Errorf("projections: parents of %q: %w", id, err)
 	}
 	return es, nil
@@ -165,7 +169,7 @@ func (r *Reader) Runs(ctx context.Context) ([]RunRow, error) {
 // Run returns one run, or ErrNotFound.
 func (r *Reader) Run(ctx context.Context, id string) (RunRow, error) {
 	var rr RunRow
-	err := r.db.GetContext(ctx, &rr, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs WHERE id = ?`), id)
+	err := r.q.GetContext(ctx, &rr, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return rr, fmt.Errorf("%w: run %q", ErrNotFound, id)
 	}
@@ -178,7 +182,7 @@ func (r *Reader) Run(ctx context.Context, id string) (RunRow, error) {
 // NextCounter returns the next free id counter in a scope (see CounterScope).
 func (r *Reader) NextCounter(ctx context.Context, scope string) (int64, error) {
 	var n int64
-	err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT n FROM id_counters WHERE scope = ?`), scope).Scan(&n)
+	err := r.q.QueryRowContext(ctx, r.db.Rebind(`SELECT n FROM id_counters WHERE scope = ?`), scope).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
