@@ -6,7 +6,8 @@
 // fork is then appended to, untimed, to show it is a session like any
 // other), the full history (every
 // event of the thread) and 20 past states; and prints the figures as a
-// Markdown table, one column per N. Peak RSS is the process's, so run one
+// Markdown table, one column per N, after an untimed 200-message thread
+// that warms the process up. Peak RSS is the process's, so run one
 // N per process for that row to mean one N (-n 2000).
 //
 //	go run ./cmd/chatbench            # N = 500 and 2000
@@ -28,6 +29,9 @@ import (
 	"github.com/gorath/rath/events"
 )
 
+// warmUp is the length of the untimed thread run first.
+const warmUp = 200
+
 // forkSamples is how many forks the fork row is the median of.
 const forkSamples = 9
 
@@ -41,6 +45,13 @@ type result struct {
 func main() {
 	ns := flag.String("n", "500,2000", "thread lengths, comma-separated")
 	flag.Parse()
+	// A short thread first, untimed: the first thread of a process pays
+	// its start-up (the heap growing, the driver's first pages), which is
+	// not the workload's cost.
+	if _, err := run(context.Background(), warmUp); err != nil {
+		fmt.Fprintln(os.Stderr, "chatbench: warm-up:", err)
+		os.Exit(1)
+	}
 	var rows []result
 	for _, f := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
