@@ -77,3 +77,21 @@ func (l *Local) Segments() (inMemory, onDisk uint64) {
 	file, _ := m["num_root_filesegments"].(uint64)
 	return mem, file
 }
+
+// SetIndexFormat rewrites the format recorded in the index at dir, as if
+// another build had written it.
+func SetIndexFormat(dir string, format int) error {
+	idx, st, err := openExisting(dir, time.Second)
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	st.Format = format
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	b := idx.NewBatch()
+	b.SetInternal(stateKey, raw)
+	return batchDurably(idx, b)
+}

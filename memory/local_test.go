@@ -169,7 +169,14 @@ var damages = []damage{
 }
 
 func TestLocal_RebuildsDamagedIndex(t *testing.T) {
-	for _, d := range damages {
+	// An index an earlier build wrote (format 1: terms not prefixed by
+	// their namespace) is rebuilt like a damaged one.
+	cases := append(slices.Clone(damages), damage{"written by format 1", func(t *testing.T, dir string) {
+		if err := memory.SetIndexFormat(dir, 1); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	for _, d := range cases {
 		t.Run(d.name, func(t *testing.T) {
 			dir := t.TempDir()
 			rt := MustOpenRuntime(t, dir)
