@@ -154,15 +154,17 @@ func TestLocal_NamespacesAreSeparateCorpora(t *testing.T) {
 	if err != nil || len(hits) != 1 || hits[0].ID != a[0] {
 		t.Fatalf("recall in a = %+v, %v; want only %s", hits, err, a[0])
 	}
-	inA := hits[0].Score
 	hits, err = m.Recall(t.Context(), "b", "kiwi", 10)
 	if err != nil || len(hits) != 4 {
 		t.Fatalf("recall in b = %+v, %v", hits, err)
 	}
-	// "kiwi" is in every memory of b (idf ln(1 + 0.5/4.5)) and in one of
-	// a's three; with "tart" too, a's hit scores far higher.
-	if hits[0].Score >= inA/4 {
-		t.Errorf("kiwi in b scores %f, in a (with tart) %f: b's statistics leaked into a", hits[0].Score, inA)
+	// Each namespace's own statistics: "kiwi" is in all 4 memories of b,
+	// in 1 of a's 3 (the other namespaces' 5 memories count in neither).
+	for _, c := range []struct{ ns, want string }{{"b", "idf(docFreq=4, maxDocs=4)"}, {"a", "idf(docFreq=1, maxDocs=3)"}} {
+		expl, err := m.Explain(t.Context(), c.ns, "kiwi")
+		if err != nil || !strings.Contains(expl, c.want) {
+			t.Errorf("explanation of kiwi in %s lacks %q: %s, %v", c.ns, c.want, expl, err)
+		}
 	}
 	for _, q := range []string{"the and of", "   ", "?!"} {
 		hits, err := m.Recall(t.Context(), "a", q, 10)

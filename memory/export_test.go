@@ -21,7 +21,8 @@ func IndexState(dir string) (seq int64, hash string, docs, tokens int64, err err
 		return 0, "", 0, 0, err
 	}
 	defer idx.Close()
-	return st.Seq, st.Hash, st.Docs, st.Tokens, nil
+	t := st.total()
+	return st.Seq, st.Hash, t.Docs, t.Tokens, nil
 }
 
 // Stats waits for the index to catch up and returns the live document and
@@ -30,8 +31,8 @@ func (l *Local) Stats() (docs, tokens int64) {
 	if err := l.catchUpTo(context.Background()); err != nil {
 		return -1, -1
 	}
-	st := l.stats.Load()
-	return st.Docs, st.Tokens
+	t := l.stats.Load().total()
+	return t.Docs, t.Tokens
 }
 
 // NamespaceStats returns the BM25 statistics of one namespace, once the

@@ -58,13 +58,21 @@ type state struct {
 	// the index to one log, so an index beside another database is caught.
 	Seq  int64  `json:"seq"`
 	Hash string `json:"hash,omitempty"`
-	// Docs and Tokens count the live documents and their analyzed tokens.
-	Docs   int64 `json:"docs"`
-	Tokens int64 `json:"tokens"`
-	// Namespaces count them per namespace: the BM25 statistics of a
-	// search in that namespace (see bm25Stats). A state handed to
-	// searches is never changed again (see preparer.take).
+	// Namespaces count the live documents and their analyzed tokens per
+	// namespace: the BM25 statistics of a search in that namespace (see
+	// bm25Stats). A state handed to searches is never changed again (see
+	// preparer.take).
 	Namespaces map[string]counts `json:"namespaces,omitempty"`
+}
+
+// total counts the live documents and their tokens in every namespace.
+func (st state) total() counts {
+	var sum counts
+	for _, c := range st.Namespaces {
+		sum.Docs += c.Docs
+		sum.Tokens += c.Tokens
+	}
+	return sum
 }
 
 // counts are the live documents of a namespace and their tokens.
@@ -81,13 +89,21 @@ func (st *state) add(ns string, tokens int64, sign int64) {
 	c := st.Namespaces[ns]
 	c.Docs += sign
 	c.Tokens += sign * tokens
-	st.Docs += sign
-	st.Tokens += sign * tokens
 	if c.Docs == 0 {
 		delete(st.Namespaces, ns)
 		return
 	}
 	st.Namespaces[ns] = c
+}
+
+// enAnalyzer returns the analyzer texts and queries are analyzed with,
+// from idx's mapping.
+func enAnalyzer(idx bleve.Index) (analysis.Analyzer, error) {
+	an := idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+	if an == nil {
+		return nil, errors.New("memory: analyzer \"en\" is not registered")
+	}
+	return an, nil
 }
 
 // newMapping returns the lean mapping (preparer.document builds documents
@@ -267,16 +283,8 @@ func checkIndex(idx bleve.Index) (state, error) {
 	if err != nil {
 		return st, corruptf("count documents: %v", err)
 	}
-	if int64(n) != st.Docs {
-		return st, corruptf("index holds %d documents, its state says %d", n, st.Docs)
-	}
-	var sum counts
-	for _, c := range st.Namespaces {
-		sum.Docs += c.Docs
-		sum.Tokens += c.Tokens
-	}
-	if sum.Docs != st.Docs || sum.Tokens != st.Tokens {
-		return st, corruptf("state counts %d documents, %d tokens; its namespaces %d, %d", st.Docs, st.Tokens, sum.Docs, sum.Tokens)
+	if docs := st.total().Docs; int64(n) != docs {
+		return st, corruptf("index holds %d documents, its state says %d", n, docs)
 	}
 	// Touch the stored fields of one document: damaged segment files show
 	// up here rather than in the first recall.

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
 
@@ -189,9 +187,9 @@ type addedDoc struct {
 }
 
 func newPreparer(idx bleve.Index, st state, size int) (*preparer, error) {
-	an := idx.Mapping().AnalyzerNamed(en.AnalyzerName)
-	if an == nil {
-		return nil, errors.New("memory: analyzer \"en\" is not registered")
+	an, err := enAnalyzer(idx)
+	if err != nil {
+		return nil, err
 	}
 	// st may be a state searches read: count in a copy.
 	st.Namespaces = maps.Clone(st.Namespaces)

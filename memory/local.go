@@ -13,7 +13,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 
 	"github.com/gorath/rath/events"
 )
@@ -171,9 +170,9 @@ func OpenLocal(ctx context.Context, store *events.Store, dir string, opts LocalO
 		closeQuietly(idx)
 		return nil, fmt.Errorf("memory: open: %w", err)
 	}
-	if l.analyzer = idx.Mapping().AnalyzerNamed(en.AnalyzerName); l.analyzer == nil {
+	if l.analyzer, err = enAnalyzer(idx); err != nil {
 		closeQuietly(idx)
-		return nil, errors.New("memory: open: analyzer \"en\" is not registered")
+		return nil, fmt.Errorf("memory: open: %w", err)
 	}
 	l.idx, l.st, l.scanned = idx, st, st.Seq
 	l.publish(st)

@@ -100,7 +100,7 @@ func (l *Local) RebuildWithProgress(ctx context.Context, report func(done, total
 	if err := l.mirror(ctx); err != nil {
 		l.log.Debug("memory: record checkpoint", "err", err)
 	}
-	return RebuildStats{Seq: head.Seq, Memories: st.Docs}, nil
+	return RebuildStats{Seq: head.Seq, Memories: st.total().Docs}, nil
 }
 
 // recoverIndex puts an empty index at l.dir after a failed swap, so the

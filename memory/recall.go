@@ -16,8 +16,9 @@ import (
 // Recall returns up to k memories of ns matching query, best first, ranked
 // by BM25 over ns's memories (its own corpus: how rare a word is counts
 // among them only), equal scores by id, and then by embeddings if an
-// Embedder is configured; k <= 0 means DefaultK. It first waits until the index has absorbed every event
-// in the log at the time of the call, so it sees all earlier Remember,
+// Embedder is configured; k <= 0 means DefaultK. It first waits until the
+// index has absorbed every event in the log at the time of the call, so
+// it sees all earlier Remember,
 // Forget and Commit calls, from any process. It records nothing. Errors:
 // ErrInvalid, ErrClosed, an *IndexError while the indexer is failing, the
 // context's, or the embedder's.
