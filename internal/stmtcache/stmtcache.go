@@ -18,7 +18,7 @@ const MaxStatements = 128
 type Cache struct {
 	db      *sqlx.DB
 	prepare bool
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	stmts   map[string]*sqlx.Stmt
 }
 
@@ -34,6 +34,13 @@ func New(db *sqlx.DB) *Cache {
 func (c *Cache) stmt(ctx context.Context, query string) *sqlx.Stmt {
 	if !c.prepare {
 		return nil
+	}
+	// Every read of the hot paths comes here: look up under a read lock.
+	c.mu.RLock()
+	st, ok := c.stmts[query]
+	c.mu.RUnlock()
+	if ok {
+		return st
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
