@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -81,4 +82,25 @@ func TestCache_Full(t *testing.T) {
 			t.Fatalf("query %d = %d, %v", i, v, err)
 		}
 	}
+}
+
+// TestCache_Concurrent: many goroutines through the same statements see
+// the same rows (run with -race).
+func TestCache_Concurrent(t *testing.T) {
+	ctx := context.Background()
+	c := stmtcache.New(openDB(t))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				k := (g + i) % 5
+				var v int
+				if err := c.GetContext(ctx, &v, `SELECT v FROM kv WHERE k = ?`, fmt.Sprint("k", k)); err != nil || v != k {
+					t.Errorf("k%d = %d, %v", k, v, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
