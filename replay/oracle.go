@@ -250,7 +250,11 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s) next", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
 	}
 	t := q[i]
-	o.tools[call.Agent] = append(q[:i:i], q[i+1:]...)
+	if i == 0 {
+		o.tools[call.Agent] = q[1:] // the usual case: no copy of the rest
+	} else {
+		o.tools[call.Agent] = append(q[:i:i], q[i+1:]...)
+	}
 	if o.liveTools {
 		o.answered++
 		return proto.ToolAnswer{Live: true, Seq: t.seq}, nil

@@ -69,13 +69,31 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	for _, o := range opts {
 		o(&cfg)
 	}
+	col := &collector{run: runID, at: map[key]int{}, progress: cfg.progress}
+	// The scratch store opens while the record is read: neither needs the
+	// other, and both take a while.
+	type opened struct {
+		sc  *scratch
+		err error
+	}
+	scratchDone := make(chan opened, 1)
+	go func() {
+		// A strict replay answers every tool from the record and compares
+		// only events: the scratch store need not keep blobs. Live tools
+		// produce new outputs, which a divergence report shows, so it keeps
+		// them.
+		sc, err := newScratchWith(ctx, !cfg.liveTools, col)
+		scratchDone <- opened{sc, err}
+	}()
 	info, err := loadRun(ctx, rt, runID)
 	if err != nil {
+		if o := <-scratchDone; o.err == nil {
+			o.sc.close()
+		}
 		return nil, err
 	}
-	col := &collector{run: runID, at: map[key]int{}, progress: cfg.progress, total: int64(len(info.events))}
-	// The oracle indexes the record while the scratch store is set up:
-	// neither needs the other, and both take a while on long runs.
+	// The oracle indexes the record while the scratch store opens and the
+	// input lineage is copied.
 	var orc *oracle
 	oracleDone := make(chan error, 1)
 	go func() {
@@ -83,18 +101,16 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		orc, err = newOracle(rt.Store(), info.events, 0, true)
 		oracleDone <- err
 	}()
-	// A strict replay answers every tool from the record and compares only
-	// events: the scratch store need not keep blobs. Live tools produce new
-	// outputs, which a divergence report shows, so it keeps them.
-	sc, err := newScratchWith(ctx, !cfg.liveTools, col)
-	if err == nil {
-		defer sc.close()
-		err = copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...)
+	o := <-scratchDone
+	if o.err != nil {
+		<-oracleDone
+		return nil, o.err
 	}
-	if oerr := <-oracleDone; err == nil {
-		err = oerr
-	}
-	if err != nil {
+	sc := o.sc
+	defer sc.close()
+	col.expect(len(info.events))
+	err = copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...)
+	if err = errors.Join(err, <-oracleDone); err != nil {
 		return nil, err
 	}
 	rctx := ctx
@@ -236,6 +252,18 @@ func (c *collector) Project(_ context.Context, _ *events.Tx, ev *events.Event, _
 		c.progress(int64(len(c.evs)), c.total)
 	}
 	return nil
+}
+
+// expect sizes the collector for a record of n events: a faithful replay
+// writes as many.
+func (c *collector) expect(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total = int64(n)
+	c.evs = slices.Grow(c.evs, n)
+	if len(c.at) == 0 {
+		c.at = make(map[key]int, n)
+	}
 }
 
 func (c *collector) events() []events.Event {
