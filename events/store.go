@@ -114,6 +114,17 @@ type Projector interface {
 	Project(ctx context.Context, tx *Tx, ev *Event, p Payload) error
 }
 
+// RequestProjector is a Projector that may hold writes back while one
+// Append's events are projected (several updates of one row become one,
+// say): EndRequest runs after the request's last event, in the same
+// transaction and savepoint, so its error still refuses the whole Append.
+// State kept between the calls belongs in Tx.Value, which lives for the
+// request.
+type RequestProjector interface {
+	Projector
+	EndRequest(ctx context.Context, tx *Tx) error
+}
+
 // Write is a set of events for one stream, appended at an expected version.
 type Write struct {
 	Stream   string

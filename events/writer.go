@@ -43,8 +43,21 @@ type writerState struct {
 // Tx is the writer's open transaction, handed to projectors. Statements
 // are prepared once per query text and reused.
 type Tx struct {
-	ctx context.Context
-	w   *writerState
+	ctx  context.Context
+	w    *writerState
+	vals map[any]any // projectors' state for the request (Value)
+}
+
+// Value returns what a projector stored under key during the request being
+// written, or nil: a RequestProjector keeps its held-back writes here.
+func (t *Tx) Value(key any) any { return t.vals[key] }
+
+// SetValue stores v under key for the rest of the request.
+func (t *Tx) SetValue(key, v any) {
+	if t.vals == nil {
+		t.vals = map[any]any{}
+	}
+	t.vals[key] = v
 }
 
 // Exec runs a statement in the transaction.
@@ -658,6 +671,13 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 			out = append(out, ev)
 		}
 		w.heads[pw.stream] = head
+	}
+	for _, p := range w.s.opts.Projectors {
+		if rp, ok := p.(RequestProjector); ok {
+			if err := rp.EndRequest(ctx, tx); err != nil {
+				return nil, wrote, fmt.Errorf("project: %w", err)
+			}
+		}
 	}
 	if req.txFn != nil {
 		wrote = true

@@ -22,20 +22,29 @@ func inconsistent(format string, args ...any) error {
 // concurrent use; the store calls it from its writer goroutine.
 type Projector struct{}
 
-var _ events.Projector = Projector{}
+var _ events.RequestProjector = Projector{}
 
 // Project applies one event. The store hands payloads over as pointers.
 func (Projector) Project(ctx context.Context, tx *events.Tx, ev *events.Event, p events.Payload) error {
-	return (&applier{tx: tx}).project(ev, p)
+	return (&applier{tx: tx, held: heldIn(tx)}).project(ev, p)
+}
+
+// EndRequest writes the session row updates held back while an Append's
+// events were projected.
+func (Projector) EndRequest(ctx context.Context, tx *events.Tx) error {
+	h, _ := tx.Value(heldKey{}).(*heldUpdates)
+	return (&applier{tx: tx, held: h}).flushHeld()
 }
 
 // applier applies events in one transaction. With a cache (rebuilds, which
 // hold the writer exclusively), session lengths and versions are kept in
 // memory and written once by flush, instead of a SELECT and an UPDATE per
-// chunk.
+// chunk. Without one, an Append's updates of a session row are held back
+// and written once at its end (held).
 type applier struct {
 	tx    *events.Tx
 	cache map[string]*sessionInfo // nil: read and write the table directly
+	held  *heldUpdates            // nil: write each update as it comes
 }
 
 // SnapshotEvery is how many events of a session's stream lie between two
@@ -43,11 +52,24 @@ type applier struct {
 const SnapshotEvery = 128
 
 func (a *applier) project(ev *events.Event, p events.Payload) error {
-	if err := a.apply(ev, p); err != nil {
+	held, err := a.holdBack(ev, p)
+	if err != nil {
 		return err
+	}
+	if !held {
+		// What follows may read a session row: bring the rows up to date.
+		if err := a.flushHeld(); err != nil {
+			return err
+		}
+		if err := a.apply(ev, p); err != nil {
+			return err
+		}
 	}
 	if ev.Version%SnapshotEvery != 0 {
 		return nil
+	}
+	if err := a.flushHeld(); err != nil { // a snapshot copies the row
+		return err
 	}
 	return a.snapshot(ev)
 }
@@ -411,12 +433,18 @@ func (a *applier) sessionImported(ev *events.Event, e *events.SessionImported) e
 	return nil
 }
 
-func (a *applier) providerCalled(ev *events.Event, e *events.ProviderCalled) error {
+func (a *applier) insertUsage(ev *events.Event, e *events.ProviderCalled) error {
 	u := e.Usage
-	if _, err := a.tx.Exec(`INSERT INTO usage (seq, session, run_id, agent, model, prompt_tokens, completion_tokens, total_tokens, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		ev.Seq, e.Session, nullable(ev.RunID), e.Agent, e.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, e.LatencyMS); err != nil {
+	_, err := a.tx.Exec(`INSERT INTO usage (seq, session, run_id, agent, model, prompt_tokens, completion_tokens, total_tokens, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ev.Seq, e.Session, nullable(ev.RunID), e.Agent, e.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, e.LatencyMS)
+	return err
+}
+
+func (a *applier) providerCalled(ev *events.Event, e *events.ProviderCalled) error {
+	if err := a.insertUsage(ev, e); err != nil {
 		return err
 	}
+	u := e.Usage
 	if ev.Stream != e.Session {
 		// A call recorded on a side stream (a selector's decisions) is in
 		// the usage table but not in the session's own total, which counts

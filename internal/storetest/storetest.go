@@ -58,6 +58,7 @@ func Run(t *testing.T, b Backend) {
 		{"TruncationIsFound", testTruncation},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
+		{"HeldSessionUpdates", testHeldUpdates},
 		{"SubscribeAcrossStores", testSubscribe},
 		{"RecordAndReplay", testReplay},
 		{"FencedAppends", testFenced},
@@ -471,6 +472,43 @@ func testRebuild(t *testing.T, b Backend) {
 	}
 	if rep, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify after rebuild = %+v, %v", rep, err)
+	}
+}
+
+// An Append's updates of a session row are written together at its end
+// (package projections): the rows equal a rebuild's, which applies one
+// event at a time, and a bad chunk anywhere refuses the whole Append.
+func testHeldUpdates(t *testing.T, b Backend) {
+	ctx := t.Context()
+	rt := open(t, b.New(t))
+	s, err := rt.NewUserSession(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := func(i int64) events.Payload {
+		return events.ChunkAppended{Session: s.ID(), Index: i, Chunk: events.Chunk{Role: "assistant", Content: fmt.Sprint("c", i)}}
+	}
+	call := events.ProviderCalled{Session: s.ID(), Model: "m", Agent: "a", Usage: events.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}}
+	_, err = rt.Store().AppendWrites(ctx,
+		events.Write{Stream: s.ID(), Expected: 1, Events: []events.Payload{call, chunk(1), events.ToolReturned{Session: s.ID(), CallID: "t1", Tool: "count"}, chunk(2), call}},
+		events.Write{Stream: "fork-1", Expected: events.NoStream, Events: []events.Payload{events.SessionForked{Session: "fork-1", Source: s.ID(), BaseLen: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var length, version, calls, total int64
+	if err := rt.Store().DB().QueryRowContext(ctx, rt.Store().DB().Rebind(`SELECT length, version, calls, total_tokens FROM sessions WHERE id = ?`), s.ID()).
+		Scan(&length, &version, &calls, &total); err != nil {
+		t.Fatal(err)
+	}
+	if length != 3 || version != 6 || calls != 2 || total != 18 {
+		t.Fatalf("session row: length %d, version %d, calls %d, tokens %d; want 3, 6, 2, 18", length, version, calls, total)
+	}
+	if _, err := rt.Store().Append(ctx, s.ID(), 6, chunk(3), chunk(5)); !errors.Is(err, projections.ErrInconsistent) {
+		t.Fatalf("an Append with a gap after its first chunk: %v, want ErrInconsistent", err)
+	}
+	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 }
 
