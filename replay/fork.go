@@ -23,7 +23,7 @@ func ForkAt(ctx context.Context, rt *rath.Runtime, runID string, seq int64, wf f
 	if seq < info.startSeq {
 		return nil, fmt.Errorf("replay: fork at seq %d: run %s starts at seq %d", seq, runID, info.startSeq)
 	}
-	orc, err := newOracle(rt.Store(), info.events, seq, false)
+	orc, err := newOracle(ctx, rt.Store(), info.events, seq, false)
 	if err != nil {
 		return nil, err
 	}

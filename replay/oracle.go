@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -69,6 +70,13 @@ type oracle struct {
 	// run was left open on it for a retry of the whole run.
 	retryAt int64
 
+	mu sync.Mutex // protects the fields below
+	// indexing is set while the record is indexed in the background
+	// (startOracle); answers wait on indexed for what they need.
+	indexing bool
+	indexed  *sync.Cond // on mu; broadcast as each batch is indexed
+	indexErr error      // why indexing stopped early
+
 	blobs map[string][]byte // prefetched response and tool blobs
 
 	recalls map[string][]recallRecord           // by agent
@@ -77,7 +85,6 @@ type oracle struct {
 	// questions asked by tool calls (flow.Ask), by session + "\x00" + call id
 	questions map[string][]events.ApprovalRequested
 
-	mu       sync.Mutex // protects the fields below
 	models   map[string][]attempt
 	tools    map[string][]toolRecord
 	diverged *Divergence
@@ -86,73 +93,6 @@ type oracle struct {
 	// resume forwards its events to the real store then).
 	beforeLive func(context.Context) error
 	answered   int
-}
-
-// newOracle indexes the recorded events up to limit (0: all).
-func newOracle(store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
-	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
-		recalls: map[string][]recallRecord{}, commits: map[string][]int64{}, effects: map[string][]*events.EffectRecorded{},
-		questions: map[string][]events.ApprovalRequested{}}
-	for _, ev := range recorded {
-		if limit > 0 && ev.Seq > limit {
-			break
-		}
-		switch ev.Type {
-		case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned, events.TypeMemoryRecalled, events.TypeMemoryCommitted, events.TypeEffectRecorded,
-			events.TypeApprovalRequested:
-		default:
-			continue
-		}
-		p, err := ev.Decode()
-		if err != nil {
-			return nil, err
-		}
-		switch e := p.(type) {
-		case *events.ProviderCalled:
-			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, at: key{ev.Stream, ev.Version}, called: e})
-		case *events.ProviderFailed:
-			if e.ErrorKind == "budget" {
-				continue // a budget stop is not a model attempt: the budget check replays it
-			}
-			o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, at: key{ev.Stream, ev.Version}, failed: e})
-		case *events.ApprovalRequested:
-			if e.Kind == events.ApprovalQuestion && e.CallID != "" {
-				k := e.Session + "\x00" + e.CallID
-				o.questions[k] = append(o.questions[k], *e)
-			}
-		case *events.ToolReturned:
-			o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, at: key{ev.Stream, ev.Version}, ret: e})
-		case *events.MemoryRecalled:
-			o.recalls[e.Agent] = append(o.recalls[e.Agent], recallRecord{seq: ev.Seq, at: key{ev.Stream, ev.Version}, rec: e})
-		case *events.EffectRecorded:
-			k := e.Path + "\x00" + e.Kind
-			o.effects[k] = append(o.effects[k], e)
-		case *events.MemoryCommitted:
-			// The commit's memories were appended with it, just before it:
-			// the record gives the replay their position, not their text.
-			k := e.Namespace + "\x00" + e.Session
-			o.commits[k] = append(o.commits[k], ev.Version-int64(len(e.IDs)))
-		}
-	}
-	// Read every blob the answers need in a few queries, not one per call.
-	var refs []string
-	for _, q := range o.models {
-		for _, a := range q {
-			if a.called != nil {
-				refs = append(refs, a.called.ResponseRef)
-			}
-		}
-	}
-	for _, q := range o.tools {
-		for _, t := range q {
-			refs = append(refs, t.ret.BlobRefs()...)
-		}
-	}
-	var err error
-	if o.blobs, err = store.GetBlobs(context.Background(), refs); err != nil {
-		return nil, err
-	}
-	return o, nil
 }
 
 // goLive runs beforeLive, if set.
@@ -185,6 +125,10 @@ func (o *oracle) diverge(d *Divergence) error {
 func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAnswer, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	// Two attempts: a failed one is answered with whether the next retries it.
+	if err := o.await(func() bool { return len(o.models[call.Agent]) > 1 }); err != nil {
+		return proto.ModelAnswer{}, err
+	}
 	q := o.models[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
@@ -230,6 +174,11 @@ func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAn
 func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswer, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.await(func() bool {
+		return slices.ContainsFunc(o.tools[call.Agent], func(t toolRecord) bool { return t.ret.CallID == call.CallID })
+	}); err != nil {
+		return proto.ToolAnswer{}, err
+	}
 	q := o.tools[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
@@ -296,6 +245,9 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 func (o *oracle) Recall(ctx context.Context, call proto.RecallCall) (proto.RecallAnswer, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.await(func() bool { return len(o.recalls[call.Agent]) > 0 }); err != nil {
+		return proto.RecallAnswer{}, err
+	}
 	q := o.recalls[call.Agent]
 	if len(q) == 0 {
 		if !o.strict {
@@ -318,6 +270,9 @@ func (o *oracle) Commit(ctx context.Context, call proto.CommitCall) (proto.Commi
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := call.Namespace + "\x00" + call.Session
+	if err := o.await(func() bool { return len(o.commits[k]) > 0 }); err != nil {
+		return proto.CommitAnswer{}, err
+	}
 	q := o.commits[k]
 	if len(q) == 0 {
 		if !o.strict {
@@ -335,6 +290,9 @@ func (o *oracle) Effect(ctx context.Context, call proto.EffectCall) (proto.Effec
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := call.Path + "\x00" + call.Kind
+	if err := o.await(func() bool { return len(o.effects[k]) > 0 }); err != nil {
+		return proto.EffectAnswer{}, err
+	}
 	q := o.effects[k]
 	if len(q) == 0 {
 		if !o.strict {
@@ -353,6 +311,9 @@ func (o *oracle) Effect(ctx context.Context, call proto.EffectCall) (proto.Effec
 func (o *oracle) unconsumed() *Divergence {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.await(func() bool { return false }) != nil {
+		return nil // Run reports the indexing error (finish)
+	}
 	type left struct {
 		seq  int64
 		at   key

@@ -92,25 +92,19 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		}
 		return nil, err
 	}
-	// The oracle indexes the record while the scratch store opens and the
-	// input lineage is copied.
-	var orc *oracle
-	oracleDone := make(chan error, 1)
-	go func() {
-		var err error
-		orc, err = newOracle(rt.Store(), info.events, 0, true)
-		oracleDone <- err
-	}()
+	// The oracle indexes the record in the background, from now on while
+	// the scratch store opens, the input lineage is copied and the run
+	// replays: its answers wait for the entries they need.
+	orc := startOracle(ctx, rt.Store(), info.events)
+	defer orc.finish() // no indexing outlives Run
 	o := <-scratchDone
 	if o.err != nil {
-		<-oracleDone
 		return nil, o.err
 	}
 	sc := o.sc
 	defer sc.close()
 	col.expect(len(info.events))
-	err = copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...)
-	if err = errors.Join(err, <-oracleDone); err != nil {
+	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...); err != nil {
 		return nil, err
 	}
 	rctx := ctx
@@ -127,7 +121,11 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		defer cleanup()
 		rctx = liveToolsCtx(ctx, remap)
 	}
-	if _, err := execute(rctx, sc.rt, info, wf, orc); err != nil {
+	_, err = execute(rctx, sc.rt, info, wf, orc)
+	if ierr := orc.finish(); ierr != nil {
+		return nil, fmt.Errorf("replay: index the record: %w", ierr)
+	}
+	if err != nil {
 		return nil, err
 	}
 	produced := col.events()

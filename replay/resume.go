@@ -39,7 +39,7 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...); err != nil {
 		return nil, err
 	}
-	orc, err := newOracle(rt.Store(), info.events, 0, false)
+	orc, err := newOracle(ctx, rt.Store(), info.events, 0, false)
 	if err != nil {
 		return nil, err
 	}

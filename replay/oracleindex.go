@@ -1,0 +1,164 @@
+package replay
+
+import (
+	"context"
+	"sync"
+
+	"github.com/gorath/rath/events"
+)
+
+// indexBatch is how many recorded events the oracle decodes, and fetches
+// the answers' blobs for, between two publications of what it indexed.
+const indexBatch = 256
+
+func emptyOracle(store *events.Store, strict bool) *oracle {
+	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
+		recalls: map[string][]recallRecord{}, commits: map[string][]int64{}, effects: map[string][]*events.EffectRecorded{},
+		questions: map[string][]events.ApprovalRequested{}, blobs: map[string][]byte{}}
+	o.indexed = sync.NewCond(&o.mu)
+	return o
+}
+
+// newOracle indexes the recorded events up to limit (0: all).
+func newOracle(ctx context.Context, store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
+	o := emptyOracle(store, strict)
+	if err := o.index(ctx, recorded, limit); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// startOracle indexes the whole record in the background and returns at
+// once: an answer waits only until the record entries it needs are
+// indexed, so the replay starts while most of the record is still being
+// decoded. Only a strict oracle may start so; a lenient one would take a
+// not-yet-indexed entry for the record's end and go live. Call finish
+// before dropping it.
+func startOracle(ctx context.Context, store *events.Store, recorded []events.Event) *oracle {
+	o := emptyOracle(store, true)
+	o.indexing = true
+	go func() {
+		err := o.index(ctx, recorded, 0)
+		o.mu.Lock()
+		o.indexing, o.indexErr = false, err
+		o.indexed.Broadcast()
+		o.mu.Unlock()
+	}()
+	return o
+}
+
+// finish waits for the background indexing to end and returns its error.
+func (o *oracle) finish() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.await(func() bool { return false })
+}
+
+// await blocks, while the record is being indexed, until ready reports
+// that what the caller needs is indexed. It returns the error indexing
+// stopped with, if any. Call it with o.mu held.
+func (o *oracle) await(ready func() bool) error {
+	for o.indexing && !ready() {
+		o.indexed.Wait()
+	}
+	return o.indexErr
+}
+
+// answerTypes are the event types the oracle answers from.
+func answerType(typ string) bool {
+	switch typ {
+	case events.TypeProviderCalled, events.TypeProviderFailed, events.TypeToolReturned, events.TypeMemoryRecalled,
+		events.TypeMemoryCommitted, events.TypeEffectRecorded, events.TypeApprovalRequested:
+		return true
+	}
+	return false
+}
+
+// index decodes the recorded events up to limit (0: all) in batches,
+// reads the blobs their answers need in one query a batch, and adds them
+// to the oracle's queues, in record order.
+func (o *oracle) index(ctx context.Context, recorded []events.Event, limit int64) error {
+	type decoded struct {
+		ev *events.Event
+		p  events.Payload
+	}
+	batch := make([]decoded, 0, indexBatch)
+	for start := 0; start < len(recorded); start += indexBatch {
+		batch = batch[:0]
+		var refs []string
+		end := min(start+indexBatch, len(recorded))
+		past := false
+		for i := start; i < end; i++ {
+			ev := &recorded[i]
+			if limit > 0 && ev.Seq > limit {
+				past = true
+				break
+			}
+			if !answerType(ev.Type) {
+				continue
+			}
+			p, err := ev.Decode()
+			if err != nil {
+				return err
+			}
+			switch e := p.(type) {
+			case *events.ProviderCalled:
+				refs = append(refs, e.ResponseRef)
+			case *events.ToolReturned:
+				refs = append(refs, e.BlobRefs()...)
+			}
+			batch = append(batch, decoded{ev, p})
+		}
+		var blobs map[string][]byte
+		if len(refs) > 0 {
+			var err error
+			if blobs, err = o.store.GetBlobs(ctx, refs); err != nil {
+				return err
+			}
+		}
+		o.mu.Lock()
+		for ref, b := range blobs {
+			o.blobs[ref] = b
+		}
+		for _, d := range batch {
+			o.add(d.ev, d.p)
+		}
+		o.indexed.Broadcast()
+		o.mu.Unlock()
+		if past {
+			break
+		}
+	}
+	return nil
+}
+
+// add puts one recorded event into its queue. Call it with o.mu held.
+func (o *oracle) add(ev *events.Event, p events.Payload) {
+	at := key{ev.Stream, ev.Version}
+	switch e := p.(type) {
+	case *events.ProviderCalled:
+		o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, at: at, called: e})
+	case *events.ProviderFailed:
+		if e.ErrorKind == "budget" {
+			return // a budget stop is not a model attempt: the budget check replays it
+		}
+		o.models[e.Agent] = append(o.models[e.Agent], attempt{seq: ev.Seq, at: at, failed: e})
+	case *events.ApprovalRequested:
+		if e.Kind == events.ApprovalQuestion && e.CallID != "" {
+			k := e.Session + "\x00" + e.CallID
+			o.questions[k] = append(o.questions[k], *e)
+		}
+	case *events.ToolReturned:
+		o.tools[e.Agent] = append(o.tools[e.Agent], toolRecord{seq: ev.Seq, at: at, ret: e})
+	case *events.MemoryRecalled:
+		o.recalls[e.Agent] = append(o.recalls[e.Agent], recallRecord{seq: ev.Seq, at: at, rec: e})
+	case *events.EffectRecorded:
+		k := e.Path + "\x00" + e.Kind
+		o.effects[k] = append(o.effects[k], e)
+	case *events.MemoryCommitted:
+		// The commit's memories were appended with it, just before it:
+		// the record gives the replay their position, not their text.
+		k := e.Namespace + "\x00" + e.Session
+		o.commits[k] = append(o.commits[k], ev.Version-int64(len(e.IDs)))
+	}
+}
