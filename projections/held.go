@@ -8,11 +8,12 @@ import (
 
 // An Append usually carries several events of one session (a model call,
 // its chunks, a tool's result), and each moves the session's row: its
-// version, and its length or token totals. Those updates are held back and
-// written as one UPDATE per session at the Append's end (EndRequest), or
-// earlier when an event needs the row as it stands (a fork reads the
-// source's length, a snapshot copies the row). They are increments and a
-// latest version, so writing them together gives the same row.
+// version, and its length or token totals. Those updates are held back
+// (touch, chunkAppended, providerCalled) and written as one UPDATE per
+// session at the Append's end (EndRequest), or earlier when an event needs
+// the row as it stands (mayHold; a snapshot copies the row). They are
+// increments and a latest version, so writing them together gives the
+// same row.
 
 // heldKey is the events.Tx value key of an Append's held updates.
 type heldKey struct{}
@@ -57,54 +58,52 @@ func (h *heldUpdates) delta(id string) *sessionDelta {
 	return d
 }
 
-// holdBack holds back ev's update of its session row, if ev only moves the
-// row (a chunk, a model call on the session's own stream, any event apply
-// has no case for), and reports whether it did. Other events, and a chunk
-// whose index does not follow the held ones, go through apply, which
-// reports what is wrong precisely.
-func (a *applier) holdBack(ev *events.Event, p events.Payload) (bool, error) {
-	if a.held == nil || a.cache != nil {
-		return false, nil
+// mayHold reports whether an event of type typ only moves session rows in
+// ways that can be held (a chunk, a model call, the event types the
+// projector has no case for, which only move their stream's version).
+// Before any other event the held updates are written, so its case reads
+// and sets rows as they stand; a type missing here is only slower. A type
+// listed here that gets a case of its own must not read or set a session
+// row directly.
+func mayHold(typ string) bool {
+	switch typ {
+	case events.TypeChunkAppended, events.TypeProviderCalled, events.TypeProviderFailed,
+		events.TypeToolCalled, events.TypeToolReturned, events.TypeWorkflowEntered, events.TypeWorkflowExited,
+		events.TypeSelectorDecided, events.TypeAgentCapped, events.TypeEffectRecorded,
+		events.TypeMemoryRemembered, events.TypeMemoryForgotten, events.TypeMemoryRecalled, events.TypeMemoryCommitted,
+		events.TypeRunResumed, events.TypeSecretRedacted:
+		return true
 	}
-	switch e := p.(type) {
-	case *events.ChunkAppended:
-		if ev.Stream != e.Session {
-			return false, nil
-		}
-		d := a.held.delta(e.Session)
-		if d.chunks == 0 {
-			d.firstIndex = e.Index
-		} else if e.Index != d.firstIndex+d.chunks {
-			return false, nil
-		}
-		d.chunks++
-		d.version, d.updatedSeq = ev.Version, ev.Seq
-		return true, nil
-	case *events.ProviderCalled:
-		if ev.Stream != e.Session {
-			return false, nil // a side stream's call: no session total moves
-		}
-		if err := a.insertUsage(ev, e); err != nil {
-			return false, err
-		}
-		d := a.held.delta(e.Session)
-		d.calls++
-		d.prompt += e.Usage.PromptTokens
-		d.completion += e.Usage.CompletionTokens
-		d.total += e.Usage.TotalTokens
-		d.version, d.updatedSeq = ev.Version, ev.Seq
-		return true, nil
-	case *events.SessionCreated, *events.SessionForked, *events.SessionDetached, *events.SessionMerged,
-		*events.SessionPlaced, *events.SessionImported, *events.SessionCompressed,
-		*events.RunStarted, *events.RunFinished, *events.RunSubmitted, *events.RunLeased,
-		*events.ApprovalRequested, *events.ApprovalDecided:
-		return false, nil
+	return false
+}
+
+// holdChunk holds a chunk of the session whose stream it is on, if it is
+// the first held for that session or follows the held ones, and reports
+// whether it did.
+func (h *heldUpdates) holdChunk(ev *events.Event, e *events.ChunkAppended) bool {
+	if ev.Stream != e.Session {
+		return false
 	}
-	// Any other event moves its stream's version, if the stream is a
-	// session's (touch).
-	d := a.held.delta(ev.Stream)
+	d := h.delta(e.Session)
+	if d.chunks == 0 {
+		d.firstIndex = e.Index
+	} else if e.Index != d.firstIndex+d.chunks {
+		return false
+	}
+	d.chunks++
 	d.version, d.updatedSeq = ev.Version, ev.Seq
-	return true, nil
+	return true
+}
+
+// holdCall holds a model call's update of its session's totals (a call on
+// the session's own stream).
+func (h *heldUpdates) holdCall(ev *events.Event, e *events.ProviderCalled) {
+	d := h.delta(e.Session)
+	d.calls++
+	d.prompt += e.Usage.PromptTokens
+	d.completion += e.Usage.CompletionTokens
+	d.total += e.Usage.TotalTokens
+	d.version, d.updatedSeq = ev.Version, ev.Seq
 }
 
 const heldUpdate = `UPDATE sessions SET length = length + ?, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?,

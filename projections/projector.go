@@ -52,18 +52,14 @@ type applier struct {
 const SnapshotEvery = 128
 
 func (a *applier) project(ev *events.Event, p events.Payload) error {
-	held, err := a.holdBack(ev, p)
-	if err != nil {
-		return err
-	}
-	if !held {
-		// What follows may read a session row: bring the rows up to date.
+	if !mayHold(ev.Type) {
+		// Its case may read or set a session row: bring the rows up to date.
 		if err := a.flushHeld(); err != nil {
 			return err
 		}
-		if err := a.apply(ev, p); err != nil {
-			return err
-		}
+	}
+	if err := a.apply(ev, p); err != nil {
+		return err
 	}
 	if ev.Version%SnapshotEvery != 0 {
 		return nil
@@ -175,6 +171,11 @@ func (a *applier) touch(ev *events.Event) error {
 		}
 		return nil
 	}
+	if a.held != nil {
+		d := a.held.delta(ev.Stream)
+		d.version, d.updatedSeq = ev.Version, ev.Seq
+		return nil
+	}
 	_, err := a.tx.Exec(`UPDATE sessions SET version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, ev.Stream)
 	return err
 }
@@ -281,6 +282,15 @@ func (a *applier) chunkAppended(ev *events.Event, e *events.ChunkAppended) error
 		}
 		si.length, si.version, si.updatedSeq, si.dirty = si.length+1, ev.Version, ev.Seq, true
 		return nil
+	}
+	if a.held != nil {
+		if a.held.holdChunk(ev, e) {
+			return nil
+		}
+		// Not the next held chunk: the direct way below names the problem.
+		if err := a.flushHeld(); err != nil {
+			return err
+		}
 	}
 	// One statement checks the index and moves the session on; only when
 	// it matches nothing does a lookup say why.
@@ -449,6 +459,10 @@ func (a *applier) providerCalled(ev *events.Event, e *events.ProviderCalled) err
 		// A call recorded on a side stream (a selector's decisions) is in
 		// the usage table but not in the session's own total, which counts
 		// the calls on its stream, as its handle does.
+		return nil
+	}
+	if a.held != nil {
+		a.held.holdCall(ev, e)
 		return nil
 	}
 	res, err := a.tx.Exec(`UPDATE sessions SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?, total_tokens = total_tokens + ?, calls = calls + 1, version = ?, updated_seq = ? WHERE id = ?`,
