@@ -69,7 +69,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	col := &collector{run: runID, at: map[key]int{}, progress: cfg.progress}
+	col := &collector{run: runID, progress: cfg.progress} // expect sizes it
 	// The scratch store opens while the record is read: neither needs the
 	// other, and both take a while.
 	type opened struct {
@@ -252,16 +252,14 @@ func (c *collector) Project(_ context.Context, _ *events.Tx, ev *events.Event, _
 	return nil
 }
 
-// expect sizes the collector for a record of n events: a faithful replay
-// writes as many.
+// expect sizes the collector for a record of n events (a faithful replay
+// writes as many); call it before the run writes.
 func (c *collector) expect(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.total = int64(n)
-	c.evs = slices.Grow(c.evs, n)
-	if len(c.at) == 0 {
-		c.at = make(map[key]int, n)
-	}
+	c.evs = make([]events.Event, 0, n)
+	c.at = make(map[key]int, n)
 }
 
 func (c *collector) events() []events.Event {
