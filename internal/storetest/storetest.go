@@ -59,6 +59,7 @@ func Run(t *testing.T, b Backend) {
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
 		{"HeldSessionUpdates", testHeldUpdates},
+		{"OutlineRun", testOutlineRun},
 		{"SubscribeAcrossStores", testSubscribe},
 		{"RecordAndReplay", testReplay},
 		{"FencedAppends", testFenced},
