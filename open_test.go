@@ -1,10 +1,12 @@
 package rath_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gorath/rath"
@@ -68,5 +70,69 @@ func TestOpen_RefusesANewerSchema(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("events = %d, %v; want none", n, err)
+	}
+}
+
+// An in-memory store opened WithoutReadIndexes has no run or type index
+// on the log, and still answers reads by run and by type; a store that is
+// kept refuses the option.
+func TestOpen_WithoutReadIndexes(t *testing.T) {
+	ctx := t.Context()
+	indexes := func(rt *rath.Runtime) []string {
+		t.Helper()
+		var names []string
+		if err := rt.Store().DB().SelectContext(ctx, &names, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND name IN ('events_run', 'events_type') ORDER BY name`); err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	for _, lean := range []bool{false, true} {
+		rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), InMemory: true, WithoutReadIndexes: lean})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
+		if got, want := len(indexes(rt)), map[bool]int{false: 2, true: 0}[lean]; got != want {
+			t.Fatalf("WithoutReadIndexes=%v: %d of the read indexes, want %d", lean, got, want)
+		}
+		run := events.ContextWithRun(ctx, events.RunRef{ID: "r1"})
+		for _, c := range []context.Context{run, ctx, run} {
+			if _, err := rt.NewUserSession(c, "hello"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all, err := rt.Store().Read(ctx, events.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inRun, created []int64
+		for _, ev := range all {
+			if ev.RunID == "r1" {
+				inRun = append(inRun, ev.Seq)
+			}
+			if ev.Type == events.TypeSessionCreated {
+				created = append(created, ev.Seq)
+			}
+		}
+		seqs := func(evs []events.Event, err error) []int64 {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []int64
+			for _, ev := range evs {
+				out = append(out, ev.Seq)
+			}
+			return out
+		}
+		if got := seqs(rt.Store().ReadRun(ctx, "r1")); len(inRun) == 0 || !slices.Equal(got, inRun) {
+			t.Fatalf("WithoutReadIndexes=%v: ReadRun = seqs %v, want %v", lean, got, inRun)
+		}
+		if got := seqs(rt.Store().Read(ctx, events.Query{Types: []string{events.TypeSessionCreated}})); len(created) != 3 || !slices.Equal(got, created) {
+			t.Fatalf("WithoutReadIndexes=%v: read by type = seqs %v, want %v", lean, got, created)
+		}
+	}
+	if _, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), WithoutReadIndexes: true}); err == nil {
+		t.Fatal("a file store opened WithoutReadIndexes")
 	}
 }

@@ -76,6 +76,12 @@ type Options struct {
 	// other files): for throwaway runtimes such as a replay's scratch
 	// store. Nothing survives Close.
 	InMemory bool
+	// WithoutReadIndexes leaves out of an InMemory store the event log's
+	// indexes by run and by type: reads by run or type still answer, by
+	// scanning the log, and every append writes two b-trees fewer. For a
+	// throwaway store that holds about one run, as a replay's scratch
+	// store does.
+	WithoutReadIndexes bool
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections.
 	Projectors []events.Projector
@@ -137,6 +143,9 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	path := filepath.Join(opts.Dir, DBFile)
 	var keeper *sql.DB
+	if opts.WithoutReadIndexes && !opts.InMemory {
+		return nil, errors.New("rath: open: WithoutReadIndexes is for InMemory stores only")
+	}
 	if opts.DSN != "" {
 		if opts.InMemory {
 			return nil, errors.New("rath: open: InMemory and DSN exclude each other")
@@ -151,6 +160,12 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		var err error
 		if keeper, err = migrations.OpenInMemory(ctx, events.DSN(path, true, "busy_timeout(10000)")); err != nil {
 			return nil, fmt.Errorf("rath: open in-memory store: %w", err)
+		}
+		if opts.WithoutReadIndexes {
+			if err := migrations.DropReadIndexes(ctx, keeper); err != nil {
+				keeper.Close()
+				return nil, fmt.Errorf("rath: open in-memory store: %w", err)
+			}
 		}
 	} else if err := Migrate(ctx, path); err != nil {
 		return nil, err

@@ -71,11 +71,12 @@ type oracle struct {
 	retryAt int64
 
 	mu sync.Mutex // protects the fields below
-	// indexing is set while the record is indexed in the background
-	// (startOracle); answers wait on indexed for what they need.
+	// indexing is set while the record is read and indexed in the
+	// background (startOracle); answers wait on indexed for what they need.
 	indexing bool
-	indexed  *sync.Cond // on mu; broadcast as each batch is indexed
-	indexErr error      // why indexing stopped early
+	indexed  *sync.Cond     // on mu; broadcast as each batch is indexed
+	indexErr error          // why indexing stopped early
+	recorded []events.Event // the record startOracle read, once it is done
 
 	blobs map[string][]byte // prefetched response and tool blobs
 
@@ -312,7 +313,7 @@ func (o *oracle) unconsumed() *Divergence {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.await(func() bool { return false }) != nil {
-		return nil // Run reports the indexing error (finish)
+		return nil // Run reports the indexing error (record)
 	}
 	type left struct {
 		seq  int64

@@ -28,23 +28,68 @@ func newOracle(ctx context.Context, store *events.Store, recorded []events.Event
 	return o, nil
 }
 
-// startOracle indexes the whole record in the background and returns at
-// once: an answer waits only until the record entries it needs are
-// indexed, so the replay starts while most of the record is still being
-// decoded. Only a strict oracle may start so; a lenient one would take a
-// not-yet-indexed entry for the record's end and go live. Call finish
+// recordPages reads the record page by page: up to limit events after
+// seq after, in seq order.
+type recordPages func(ctx context.Context, after int64, limit int) ([]events.Event, error)
+
+// runRecord reads the events of run with seq <= toSeq.
+func runRecord(store *events.Store, run string, toSeq int64) recordPages {
+	return func(ctx context.Context, after int64, limit int) ([]events.Event, error) {
+		return store.Read(ctx, events.Query{RunID: run, FromSeq: after + 1, ToSeq: toSeq, Limit: limit})
+	}
+}
+
+// startOracle reads the record and indexes it in the background, and
+// returns at once: an answer waits only until the record entries it needs
+// are indexed, so the replay starts before most of the record is read.
+// Only a strict oracle may start so; a lenient one would take a
+// not-yet-indexed entry for the record's end and go live. expect is how
+// many events the record holds (a capacity hint). Call finish, or record,
 // before dropping it.
-func startOracle(ctx context.Context, store *events.Store, recorded []events.Event) *oracle {
+func startOracle(ctx context.Context, store *events.Store, pages recordPages, expect int) *oracle {
 	o := emptyOracle(store, true)
 	o.indexing = true
 	go func() {
-		err := o.index(ctx, recorded, 0)
+		rec := make([]events.Event, 0, expect)
+		err := func() error {
+			var after int64
+			// Small pages first, so the first answers come soon; larger
+			// ones after, so the whole record takes few queries.
+			for page := indexBatch; ; page = min(4*page, maxRecordPage) {
+				evs, err := pages(ctx, after, page)
+				if err != nil {
+					return err
+				}
+				rec = append(rec, evs...)
+				if err := o.index(ctx, evs, 0); err != nil {
+					return err
+				}
+				if len(evs) < page {
+					return nil
+				}
+				after = evs[len(evs)-1].Seq
+			}
+		}()
 		o.mu.Lock()
-		o.indexing, o.indexErr = false, err
+		o.indexing, o.indexErr, o.recorded = false, err, rec
 		o.indexed.Broadcast()
 		o.mu.Unlock()
 	}()
 	return o
+}
+
+// maxRecordPage bounds how many recorded events startOracle reads at once.
+const maxRecordPage = 4096
+
+// record waits for the background reading to end and returns the events
+// it read, or its error.
+func (o *oracle) record() ([]events.Event, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.await(func() bool { return false }); err != nil {
+		return nil, err
+	}
+	return o.recorded, nil
 }
 
 // finish waits for the background indexing to end and returns its error.

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -95,7 +96,16 @@ func TestOracle_IndexingErrorReachesAnswers(t *testing.T) {
 	ctx := t.Context()
 	sc, recorded := recordCalls(t, 3)
 	recorded[1].Payload = json.RawMessage(`{"session": 7}`) // not a provider.called
-	o := startOracle(ctx, sc.rt.Store(), recorded)
+	pages := func(_ context.Context, after int64, limit int) ([]events.Event, error) {
+		var page []events.Event
+		for _, ev := range recorded {
+			if ev.Seq > after && len(page) < limit {
+				page = append(page, ev)
+			}
+		}
+		return page, nil
+	}
+	o := startOracle(ctx, sc.rt.Store(), pages, len(recorded))
 	if _, err := o.Model(ctx, proto.ModelCall{Session: "s", Agent: "a", Digest: "d0", Attempt: 1}); err == nil {
 		t.Fatal("answered from a record that did not index")
 	}

@@ -70,8 +70,8 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		o(&cfg)
 	}
 	col := &collector{run: runID, progress: cfg.progress} // expect sizes it
-	// The scratch store opens while the record is read: neither needs the
-	// other, and both take a while.
+	// The scratch store opens while the record is outlined: neither needs
+	// the other.
 	type opened struct {
 		sc  *scratch
 		err error
@@ -85,30 +85,35 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		sc, err := newScratchWith(ctx, !cfg.liveTools, col)
 		scratchDone <- opened{sc, err}
 	}()
-	info, err := loadRun(ctx, rt, runID)
+	info, toSeq, err := outlineRun(ctx, rt, runID)
 	if err != nil {
 		if o := <-scratchDone; o.err == nil {
 			o.sc.close()
 		}
 		return nil, err
 	}
-	// The oracle indexes the record in the background, from now on while
-	// the scratch store opens, the input lineage is copied and the run
-	// replays: its answers wait for the entries they need.
-	orc := startOracle(ctx, rt.Store(), info.events)
-	defer orc.finish() // no indexing outlives Run
+	// The oracle reads and indexes the record in the background, from now
+	// on while the input lineage is copied and the run replays: its answers
+	// wait for the entries they need.
+	orc := startOracle(ctx, rt.Store(), runRecord(rt.Store(), runID, toSeq), info.total)
+	defer orc.finish() // no reading outlives Run
+	info.pending = orc.record
 	o := <-scratchDone
 	if o.err != nil {
 		return nil, o.err
 	}
 	sc := o.sc
 	defer sc.close()
-	col.expect(len(info.events))
-	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...); err != nil {
+	col.expect(info.total)
+	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams...); err != nil {
 		return nil, err
 	}
 	rctx := ctx
 	if cfg.liveTools {
+		// The workspaces to copy come from the whole record.
+		if err := info.complete(); err != nil {
+			return nil, err
+		}
 		orc.liveTools = true
 		lineage, err := sc.rt.Store().Read(ctx, events.Query{})
 		if err != nil {
@@ -122,8 +127,8 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		rctx = liveToolsCtx(ctx, remap)
 	}
 	_, err = execute(rctx, sc.rt, info, wf, orc)
-	if ierr := orc.finish(); ierr != nil {
-		return nil, fmt.Errorf("replay: index the record: %w", ierr)
+	if cerr := info.complete(); cerr != nil {
+		return nil, cerr
 	}
 	if err != nil {
 		return nil, err
@@ -197,6 +202,9 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 		return nil, fmt.Errorf("replay: input session: %w", err)
 	}
 	out, werr := flow.Forward(rctx, wf, input)
+	if err := info.complete(); err != nil { // finished is in the record's rest
+		return out, err
+	}
 	if info.finished == nil && orc.strict {
 		return out, nil // the record stops here (a crash): so does the replay
 	}

@@ -36,7 +36,7 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 		return nil, err
 	}
 	defer sc.close()
-	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams()...); err != nil {
+	if err := copyLineage(ctx, rt, sc.rt, info.started.InputSession, info.startSeq, info.memoryStreams...); err != nil {
 		return nil, err
 	}
 	orc, err := newOracle(ctx, rt.Store(), info.events, 0, false)

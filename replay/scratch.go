@@ -6,60 +6,10 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 )
-
-// runInfo is what the record says about a run.
-type runInfo struct {
-	started  events.RunStarted
-	startSeq int64
-	finished *events.RunFinished
-	events   []events.Event
-}
-
-// memoryStreams lists the memory namespace streams a run wrote to, whose
-// earlier history a replay needs (memory ids derive from stream versions).
-func (info *runInfo) memoryStreams() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, ev := range info.events {
-		if strings.HasPrefix(ev.Type, "memory.") && strings.HasPrefix(ev.Stream, "memory:") && !seen[ev.Stream] {
-			seen[ev.Stream] = true
-			out = append(out, ev.Stream)
-		}
-	}
-	return out
-}
-
-func loadRun(ctx context.Context, rt *rath.Runtime, runID string) (*runInfo, error) {
-	evs, err := rt.Store().ReadRun(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	info := &runInfo{events: evs}
-	for _, ev := range evs {
-		if ev.Stream != runID {
-			continue
-		}
-		p, err := ev.Decode()
-		if err != nil {
-			return nil, err
-		}
-		switch e := p.(type) {
-		case *events.RunStarted:
-			info.started, info.startSeq = *e, ev.Seq
-		case *events.RunFinished:
-			info.finished = e
-		}
-	}
-	if info.startSeq == 0 {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, runID)
-	}
-	return info, nil
-}
 
 // scratch is a throwaway runtime the replay writes to.
 type scratch struct {
@@ -74,7 +24,10 @@ func newScratchWith(ctx context.Context, discardBlobs bool, projectors ...events
 	}
 	// In memory: a scratch store is thrown away, it needs no durability.
 	// (A resume forwards its new events to the real store, which has it.)
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, InMemory: true, Synchronous: "OFF", DiscardBlobs: discardBlobs, Projectors: projectors})
+	// It holds one run, so reads by run or type may scan it, and the
+	// indexes for them would cost every event more than they save.
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, InMemory: true, WithoutReadIndexes: true, Synchronous: "OFF",
+		DiscardBlobs: discardBlobs, Projectors: projectors})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
