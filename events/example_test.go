@@ -95,3 +95,27 @@ func ExampleDecode() {
 	// hi
 	// true
 }
+
+// Outline a run's record before reading it: how many events, on which
+// streams.
+func ExampleStore_OutlineRun() {
+	ctx := context.Background()
+	store, done := openExampleStore(ctx)
+	defer done()
+
+	run := events.ContextWithRun(ctx, events.RunRef{ID: "run-1"})
+	for _, id := range []string{"s-1", "s-2"} {
+		if _, err := store.Append(run, id, events.NoStream, events.SessionCreated{Session: id, Origin: "user"}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if _, err := store.Append(ctx, "s-3", events.NoStream, events.SessionCreated{Session: "s-3", Origin: "user"}); err != nil {
+		log.Fatal(err)
+	}
+	outline, err := store.OutlineRun(ctx, "run-1", 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(outline.Events, outline.Streams)
+	// Output: 2 [s-1 s-2]
+}
