@@ -186,17 +186,14 @@ func Status(ctx context.Context, db *sql.DB) ([]Migration, error) {
 	return out, nil
 }
 
-// ReadIndexes are the event log's indexes that serve reads by run and by
-// type, and nothing else: no constraint depends on them.
-var ReadIndexes = []string{"events_run", "events_type"}
-
-// DropReadIndexes drops ReadIndexes from a migrated SQLite database, for a
-// throwaway store that holds about one run (a replay's scratch store):
-// there, reads by run or type scan a small log, and each event written
-// updates two b-trees fewer. Never for a store that is kept: the next
-// migration expects the indexes.
+// DropReadIndexes drops from a migrated SQLite database the event log's
+// indexes that serve reads by run and by type, and nothing else (no
+// constraint depends on them). It is for a throwaway store that holds
+// about one run (a replay's scratch store): there, reads by run or type
+// scan a small log, and each event written updates two b-trees fewer.
+// Never for a store that is kept: later migrations expect the indexes.
 func DropReadIndexes(ctx context.Context, db *sql.DB) error {
-	for _, name := range ReadIndexes {
+	for _, name := range []string{"events_run", "events_type"} {
 		if _, err := db.ExecContext(ctx, "DROP INDEX IF EXISTS "+name); err != nil {
 			return fmt.Errorf("migrations: drop index %s: %w", name, err)
 		}
