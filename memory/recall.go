@@ -18,10 +18,9 @@ import (
 // among them only), equal scores by id, and then by embeddings if an
 // Embedder is configured; k <= 0 means DefaultK. It first waits until the
 // index has absorbed every event in the log at the time of the call, so
-// it sees all earlier Remember,
-// Forget and Commit calls, from any process. It records nothing. Errors:
-// ErrInvalid, ErrClosed, an *IndexError while the indexer is failing, the
-// context's, or the embedder's.
+// it sees all earlier Remember, Forget and Commit calls, from any process.
+// It records nothing. Errors: ErrInvalid, ErrClosed, an *IndexError while
+// the indexer is failing, the context's, or the embedder's.
 func (l *Local) Recall(ctx context.Context, ns, q string, k int) ([]Hit, error) {
 	if err := checkNamespace(ns); err != nil {
 		return nil, err

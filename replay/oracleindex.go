@@ -94,9 +94,8 @@ func (o *oracle) record() ([]events.Event, error) {
 
 // finish waits for the background indexing to end and returns its error.
 func (o *oracle) finish() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.await(func() bool { return false })
+	_, err := o.record()
+	return err
 }
 
 // await blocks, while the record is being indexed, until ready reports

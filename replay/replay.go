@@ -127,6 +127,8 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		rctx = liveToolsCtx(ctx, remap)
 	}
 	_, err = execute(rctx, sc.rt, info, wf, orc)
+	// The comparison needs the whole record (execute has usually waited
+	// for it already; not when it failed before the workflow ran).
 	if cerr := info.complete(); cerr != nil {
 		return nil, cerr
 	}
