@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	execpkg "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,10 @@ func TestMemory_SharedByLongLivedProcesses(t *testing.T) {
 		t.Fatalf("worker said %q", line)
 	}
 	go io.Copy(io.Discard, workerErr)
+	// The worker uses memory too: a queued run that recalls and commits.
+	cas := filepath.Join(t.TempDir(), "cassette.json")
+	os.WriteFile(cas, []byte(memoryCassette), 0o644)
+	queued := strings.TrimSpace(rathProc(t, nil, "--dir", dir, "submit", "--cassette", cas, "--memory", "user/ana", "how should I answer ana"))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -96,5 +101,12 @@ func TestMemory_SharedByLongLivedProcesses(t *testing.T) {
 		if i%2 == 0 {
 			search() // the console uses memory again between them
 		}
+	}
+	if out := rathProc(t, nil, "--dir", dir, "wait", "--timeout", "2m", queued); !strings.Contains(out, queued+"\tdone") {
+		t.Fatalf("the worker's memory run: %s", out)
+	}
+	// What the worker committed is recalled by another process.
+	if out := rathProc(t, nil, "--dir", dir, "memory", "recall", "user/ana", "Bonjour"); !strings.Contains(out, "Bonjour Ana") {
+		t.Fatalf("recall of the worker's commit: %s", out)
 	}
 }
