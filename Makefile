@@ -20,11 +20,15 @@ demo: build
 	bin/rath demo
 
 MCP_FIXTURE := flow/mcptool/testdata/server-everything
+# The official OpenSandbox TypeScript SDK, run against the in-repo test
+# server (sandbox/opensandbox/sdk_test.go).
+OSB_SDK := sandbox/opensandbox/testdata/sdk
 
 # deps installs what the integration tests need on a fresh machine:
 # bubblewrap, Chromium (the dossier's browser test), PostgreSQL (throwaway
-# test servers) and node/npm (Debian packages) and the npm MCP test server.
-deps: $(MCP_FIXTURE)/node_modules/.package-lock.json
+# test servers) and node/npm (Debian packages), the npm MCP test server and
+# the official OpenSandbox TypeScript SDK.
+deps: $(MCP_FIXTURE)/node_modules/.package-lock.json $(OSB_SDK)/node_modules/.package-lock.json
 	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
 	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 	  echo "installing bubblewrap, chromium and postgresql (apt-get)"; \
@@ -37,6 +41,13 @@ $(MCP_FIXTURE)/node_modules/.package-lock.json: $(MCP_FIXTURE)/package-lock.json
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
 	cd $(MCP_FIXTURE) && npm ci --no-audit --no-fund
+
+$(OSB_SDK)/node_modules/.package-lock.json: $(OSB_SDK)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "installing nodejs and npm (apt-get)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
+	cd $(OSB_SDK) && npm ci --no-audit --no-fund
 
 vet:
 	$(GO) vet -tags $(TAGS) ./...

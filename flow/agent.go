@@ -29,7 +29,7 @@ type Agent struct {
 	order     []Tool
 	maxRounds int
 	onDelta   func(model.Delta)
-	memory    *memoryConfig
+	memory    []*memoryConfig
 	approvals []toolPolicy
 }
 

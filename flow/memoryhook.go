@@ -35,13 +35,15 @@ type memoryConfig struct {
 }
 
 // WithMemory gives the agent long-term memory: recall before each
-// forward, and optionally a commit after it.
+// forward, and optionally a commit after it. Given more than once (one
+// namespace each), the agent recalls from each in order and commits to
+// each that asks for it.
 func WithMemory(m memory.Memory, opts MemoryOptions) AgentOption {
 	return func(a *Agent) error {
 		if m == nil {
 			return fmt.Errorf("flow: WithMemory needs a memory")
 		}
-		a.memory = &memoryConfig{m: m, opts: opts}
+		a.memory = append(a.memory, &memoryConfig{m: m, opts: opts})
 		return nil
 	}
 }
@@ -56,8 +58,17 @@ func (c *memoryConfig) namespace(path string) string {
 // recall injects the memories matching the last user message, recording
 // the recall and its hits on the session so a replay answers from them.
 func (a *Agent) recall(ctx context.Context, s *session.Session, path string) (*session.Session, error) {
-	c := a.memory
-	if c == nil || c.opts.TopK < 0 {
+	for _, c := range a.memory {
+		var err error
+		if s, err = a.recallOne(ctx, c, s, path); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func (a *Agent) recallOne(ctx context.Context, c *memoryConfig, s *session.Session, path string) (*session.Session, error) {
+	if c.opts.TopK < 0 {
 		return s, nil
 	}
 	var query string
@@ -107,8 +118,17 @@ func (a *Agent) recall(ctx context.Context, s *session.Session, path string) (*s
 // the oracle) and appended to the replay's store at the recorded stream
 // version, where the replay compares it with the record.
 func (a *Agent) commit(ctx context.Context, s *session.Session, path string) (*session.Session, error) {
-	c := a.memory
-	if c == nil || !c.opts.Commit {
+	for _, c := range a.memory {
+		var err error
+		if s, err = a.commitOne(ctx, c, s, path); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func (a *Agent) commitOne(ctx context.Context, c *memoryConfig, s *session.Session, path string) (*session.Session, error) {
+	if !c.opts.Commit {
 		return s, nil
 	}
 	ns := c.namespace(path)
@@ -116,7 +136,7 @@ func (a *Agent) commit(ctx context.Context, s *session.Session, path string) (*s
 	var opts []memory.CommitOption
 	if c.opts.Extract != nil {
 		opts = append(opts, memory.WithExtractor(memory.ExtractorFunc(func(ctx context.Context, _ *session.Session) (memory.Extraction, error) {
-			return a.extract(ctx, &cur, path, s)
+			return a.extract(ctx, c, &cur, path, s)
 		})))
 	}
 	if o := oracle.From(ctx); o != nil {
@@ -147,8 +167,8 @@ const ExtractPrompt = "List the facts, decisions and lessons from this conversat
 
 // extract makes the one recorded model call that turns the session into
 // memos; it is recorded on the session's stream (cur follows it).
-func (a *Agent) extract(ctx context.Context, cur **session.Session, path string, s *session.Session) (memory.Extraction, error) {
-	p := a.memory.opts.Extract
+func (a *Agent) extract(ctx context.Context, c *memoryConfig, cur **session.Session, path string, s *session.Session) (memory.Extraction, error) {
+	p := c.opts.Extract
 	var transcript strings.Builder
 	for _, ch := range s.Chunks() {
 		if ch.Role == events.RoleUser || ch.Role == events.RoleAssistant {

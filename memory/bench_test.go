@@ -268,3 +268,41 @@ func BenchmarkRememberThenRecall(b *testing.B) {
 	b.StopTimer()
 	percentiles(b, lat)
 }
+
+// BenchmarkReopenRecall measures the first recall after the index was
+// closed for being idle (LocalOptions.IdleClose), over 100,000 memories:
+// it takes the lock, opens and checks the index, catches up and searches.
+// That is what a process pays for not holding the index between uses.
+func BenchmarkReopenRecall(b *testing.B) {
+	dir := benchDir(b)
+	openBenchMemory(b) // build the index once, then close it
+	rt, err := rath.Open(context.Background(), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	m, err := memory.OpenLocal(context.Background(), rt.Store(), filepath.Join(dir, testIndexName),
+		memory.LocalOptions{Logger: quietLogger(), IdleClose: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	g := newTextGen(19)
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for m.IsOpen() {
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := m.Recall(ctx, benchNamespaces[i%10], g.query(), 10); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	percentiles(b, lat)
+}

@@ -43,6 +43,27 @@
 // namespaces had their own terms (format 1) is rebuilt from the log when
 // opened.
 //
+// # One index, many processes
+//
+// bleve lets one process at a time open an index, so Local opens its
+// index only for the calls that need it (Recall, Forget, Rebuild; writes
+// never do) and lets go of it when unused: a call takes a lock file
+// beside the index (dir + ".lock"), opens the index and catches it up from
+// its checkpoint. A process waiting for the lock holds a shared lock on
+// dir + ".want"; the holder checks it whenever its last call ends and
+// every 25 ms while idle, and closes the index (indexer stopped, batches
+// on disk, lock released) as soon as it is unused and wanted. Unwanted, it
+// stays open for [LocalOptions.IdleClose] (five seconds by default), so
+// one process's recalls do not pay for reopening. So the console, workers
+// and CLI commands on one store take turns call by call, and an idle
+// process holds the index only until someone asks. A waiter gives up
+// after LockTimeout (five seconds by default, only reached when another
+// process keeps the index busy, as a long rebuild does); the *LockedError
+// names the holder's pid and command, which the holder writes into the
+// lock file. With PostgreSQL each machine keeps its own index beside its
+// rath directory, shared this way by that machine's processes, and
+// caught up from its own checkpoint when opened.
+//
 // # Recording recalls
 //
 // [Memory.RecallFor] recalls for the agent working on a session and records a

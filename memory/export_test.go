@@ -28,6 +28,11 @@ func IndexState(dir string) (seq int64, hash string, docs, tokens int64, err err
 // Stats waits for the index to catch up and returns the live document and
 // token counts searches score with.
 func (l *Local) Stats() (docs, tokens int64) {
+	release, err := l.acquire(context.Background())
+	if err != nil {
+		return -1, -1
+	}
+	defer release()
 	if err := l.catchUpTo(context.Background()); err != nil {
 		return -1, -1
 	}
@@ -38,6 +43,11 @@ func (l *Local) Stats() (docs, tokens int64) {
 // NamespaceStats returns the BM25 statistics of one namespace, once the
 // index has caught up with the log.
 func (l *Local) NamespaceStats(ns string) (docs, tokens int64) {
+	release, err := l.acquire(context.Background())
+	if err != nil {
+		return -1, -1
+	}
+	defer release()
 	if err := l.catchUpTo(context.Background()); err != nil {
 		return -1, -1
 	}
@@ -48,6 +58,11 @@ func (l *Local) NamespaceStats(ns string) (docs, tokens int64) {
 // Explain runs the recall query with bleve's explanation on and returns
 // the explanation of the best hit as JSON.
 func (l *Local) Explain(ctx context.Context, ns, q string) (string, error) {
+	release, err := l.acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer release()
 	if err := l.catchUpTo(ctx); err != nil {
 		return "", err
 	}
@@ -70,7 +85,14 @@ func (l *Local) AddPendingForget(id string) { l.forgets.add(id, 1<<62) }
 // Segments returns how many in-memory and on-disk segments the index's
 // current root holds; it settles once scorch's background merging ends.
 func (l *Local) Segments() (inMemory, onDisk uint64) {
+	release, err := l.acquire(context.Background())
+	if err != nil {
+		return 0, 0
+	}
+	defer release()
+	l.mu.RLock()
 	m := l.idx.StatsMap()
+	l.mu.RUnlock()
 	if inner, ok := m["index"].(map[string]any); ok {
 		m = inner
 	}
@@ -96,3 +118,6 @@ func SetIndexFormat(dir string, format int) error {
 	b.SetInternal(stateKey, raw)
 	return batchDurably(idx, b)
 }
+
+// Hold keeps the index open, as a call using it does, until release.
+func (l *Local) Hold(ctx context.Context) (release func(), err error) { return l.acquire(ctx) }

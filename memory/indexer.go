@@ -22,8 +22,8 @@ var indexedTypes = []string{events.TypeMemoryRemembered, events.TypeMemoryForgot
 // run is the background indexer: it wakes on every commit to the store
 // (and on kicks and polls), re-reads the log from its checkpoint and
 // indexes what it finds. It never blocks the store's writer.
-func (l *Local) run(ctx context.Context) {
-	defer close(l.done)
+func (l *Local) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
 	poll := time.NewTicker(l.opts.PollInterval)
 	defer poll.Stop()
 	failing := false

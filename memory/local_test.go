@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -281,11 +282,36 @@ func TestLocal_RefusesForeignDirectory(t *testing.T) {
 
 func TestLocal_LockedIndex(t *testing.T) {
 	rt := MustOpenRuntime(t, t.TempDir())
-	m := MustOpenLocal(t, rt, memory.LocalOptions{})
+	// IdleClose < 0 keeps the index open until another process asks.
+	m := MustOpenLocal(t, rt, memory.LocalOptions{IdleClose: -1})
 	seed(t, m, "ns", "held open")
-	_, err := memory.OpenLocal(t.Context(), rt.Store(), indexDir(rt), memory.LocalOptions{LockTimeout: 50e6})
+	release, err := m.Hold(t.Context()) // busy, as during a long rebuild
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = memory.OpenLocal(t.Context(), rt.Store(), indexDir(rt), memory.LocalOptions{LockTimeout: 50e6})
 	if !errors.Is(err, memory.ErrLocked) {
 		t.Fatalf("second open: err = %v, want ErrLocked", err)
+	}
+	// The error names the holder, so a user knows which process to wait
+	// for or stop.
+	var le *memory.LockedError
+	if !errors.As(err, &le) || le.Holder.PID != os.Getpid() || le.Holder.Command == "" {
+		t.Fatalf("second open: err = %#v, want a *LockedError naming pid %d", err, os.Getpid())
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("message %q does not name the pid", err)
+	}
+	// Once unused, the index goes to whoever asks for it, although the
+	// holder would keep it open for ever otherwise.
+	release()
+	m2, err := memory.OpenLocal(t.Context(), rt.Store(), indexDir(rt), memory.LocalOptions{LockTimeout: time.Minute, IdleClose: -1})
+	if err != nil {
+		t.Fatalf("open once the holder is idle: %v", err)
+	}
+	defer m2.Close()
+	if m.IsOpen() {
+		t.Error("the first still has the index open")
 	}
 	// The held index was not rebuilt or damaged.
 	if hits, err := m.Recall(t.Context(), "ns", "held", 1); err != nil || len(hits) != 1 {
@@ -403,5 +429,59 @@ func TestLocal_ClosedCalls(t *testing.T) {
 	}
 	if _, err := m.Recall(t.Context(), "ns", "spot", 1); !errors.Is(err, memory.ErrClosed) {
 		t.Fatalf("recall after close: %v, want ErrClosed", err)
+	}
+}
+
+// TestLocal_SharedByTwoOpeners is two processes' memories on one index
+// (two Locals on one directory lock each other out as two processes do):
+// neither holds the index while idle, so both recall, forget and rebuild in
+// turn, each seeing the other's writes.
+func TestLocal_SharedByTwoOpeners(t *testing.T) {
+	rt := MustOpenRuntime(t, t.TempDir())
+	opts := memory.LocalOptions{IdleClose: 20 * time.Millisecond, LockTimeout: time.Minute}
+	a := MustOpenLocal(t, rt, opts)
+	b := MustOpenLocal(t, rt, opts)
+	ctx := t.Context()
+	for i := range 5 {
+		writer, reader := a, b
+		if i%2 == 1 {
+			writer, reader = b, a
+		}
+		text := fmt.Sprintf("turn %d keeps a kumquat", i)
+		id, err := writer.Remember(ctx, "ns", text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := reader.Recall(ctx, "ns", "kumquat", 10)
+		if err != nil {
+			t.Fatalf("turn %d: recall: %v", i, err)
+		}
+		if len(hits) != 1 || hits[0].ID != id {
+			t.Fatalf("turn %d: hits = %v, want only %s", i, hits, id)
+		}
+		if err := reader.Forget(ctx, "ns", id); err != nil {
+			t.Fatalf("turn %d: forget: %v", i, err)
+		}
+	}
+	if _, err := a.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := b.Recall(ctx, "ns", "kumquat", 10); err != nil || len(hits) != 0 {
+		t.Fatalf("after rebuild: %v, %v; want nothing", hits, err)
+	}
+}
+
+// TestLocal_ClosesWhenIdle checks that an idle Local lets go of the index.
+func TestLocal_ClosesWhenIdle(t *testing.T) {
+	rt := MustOpenRuntime(t, t.TempDir())
+	m := MustOpenLocal(t, rt, memory.LocalOptions{IdleClose: 10 * time.Millisecond})
+	seed(t, m, "ns", "an idle fact")
+	if _, err := m.Recall(t.Context(), "ns", "fact", 1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); m.IsOpen(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the index is still open a minute after its last use")
+		}
 	}
 }

@@ -29,6 +29,11 @@ func (l *Local) Rebuild(ctx context.Context) (RebuildStats, error) {
 // RebuildWithProgress is Rebuild that calls progress, if not nil, as it
 // goes: the log seq indexed so far, and the head it rebuilds to.
 func (l *Local) RebuildWithProgress(ctx context.Context, report func(done, total int64)) (RebuildStats, error) {
+	release, err := l.acquire(ctx)
+	if err != nil {
+		return RebuildStats{}, fmt.Errorf("memory: rebuild: %w", err)
+	}
+	defer release()
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	head, err := l.store.Head(ctx)

@@ -31,6 +31,11 @@ func (l *Local) Recall(ctx context.Context, ns, q string, k int) ([]Hit, error) 
 	if k <= 0 {
 		k = DefaultK
 	}
+	release, err := l.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("memory: recall in %q: %w", ns, err)
+	}
+	defer release()
 	if err := l.catchUpTo(ctx); err != nil {
 		return nil, fmt.Errorf("memory: recall in %q: %w", ns, err)
 	}
@@ -127,6 +132,7 @@ func (l *Local) search(ctx context.Context, ns, q string, size int) ([]Hit, erro
 }
 
 // isLive reports whether id is a memory of ns that has not been forgotten.
+// Caller holds the index (acquire).
 func (l *Local) isLive(ctx context.Context, ns, id string) (bool, error) {
 	if err := l.catchUpTo(ctx); err != nil {
 		return false, err

@@ -117,6 +117,11 @@ func (l *Local) Forget(ctx context.Context, ns, id string) error {
 	if id == "" {
 		return invalidf("forget in %q: empty id", ns)
 	}
+	release, err := l.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("memory: forget %s in %q: %w", id, ns, err)
+	}
+	defer release()
 	live, err := l.isLive(ctx, ns, id)
 	if err != nil {
 		return fmt.Errorf("memory: forget %s in %q: %w", id, ns, err)

@@ -30,6 +30,12 @@ func MustServe(tb testing.TB, opts opensandboxtest.Options) (*opensandboxtest.Se
 	if opts.APIKey == "" {
 		opts.APIKey = testKey
 	}
+	if opts.Linger == 0 {
+		// Streams stay open after their terminal event until the client
+		// hangs up: a client that waited for the end of the body would
+		// hang, not just be a second slower.
+		opts.Linger = -1
+	}
 	srv := opensandboxtest.NewServer(opts)
 	tb.Cleanup(srv.Close)
 	return srv, &opensandbox.Backend{Domain: srv.Domain, APIKey: opts.APIKey, Image: "python:3.11"}

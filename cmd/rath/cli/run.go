@@ -37,6 +37,7 @@ type runFlags struct {
 	noStream                                                     bool
 	maxRounds                                                    int
 	mcp                                                          []string
+	memory                                                       []string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -82,6 +83,7 @@ func addRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringVar(&f.system, "system", DefaultSystemPrompt, "the agent's system prompt")
 	fl.BoolVar(&f.noStream, "no-stream", false, "make plain requests instead of streaming")
 	fl.IntVar(&f.maxRounds, "max-rounds", flow.DefaultMaxRounds, "round cap of the agent loop")
+	addMemoryFlag(cmd, &f.memory)
 	fl.StringSliceVar(&f.approve, "approve", nil, "tools whose every call waits for a person's approval (comma-separated names or patterns like github__*); more rules in the config file's \"approvals\"")
 }
 
@@ -129,6 +131,9 @@ func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
 		params["tools"] = strings.Join(names, ",")
 	}
 	if err := mcpFlagServers(cmd, f.mcp, params); err != nil {
+		return nil, err
+	}
+	if err := memoryParams(cmd, f.memory, params); err != nil {
 		return nil, err
 	}
 	rules, err := approvalRules(cmd, f.approve)

@@ -125,6 +125,11 @@ func (a *app) agentFromParams(ctx context.Context, rt *rath.Runtime, params map[
 		return nil, err
 	}
 	opts = append(opts, gates...)
+	memOpts, err := memoryOptions(ctx, rt, params)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, memOpts...)
 	if n, err := strconv.Atoi(params["max_rounds"]); err == nil && n > 0 {
 		opts = append(opts, flow.WithMaxRounds(n))
 	}

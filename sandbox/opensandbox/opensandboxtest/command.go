@@ -230,14 +230,20 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, b *box) {
 	s.linger(r)
 }
 
-// linger keeps the connection open after the terminal event, as execd
-// does for about a second; here until the client hangs up, so a client
-// that waits for the end of the body instead of the terminal event hangs
-// and its test fails.
+// linger keeps the connection open after the terminal event for
+// Options.Linger, as execd does for about a second (negative: until the
+// client hangs up).
 func (s *Server) linger(r *http.Request) {
+	var end <-chan time.Time
+	if s.opts.Linger > 0 {
+		t := time.NewTimer(s.opts.Linger)
+		defer t.Stop()
+		end = t.C
+	}
 	select {
 	case <-r.Context().Done():
 	case <-s.quit:
+	case <-end:
 	}
 }
 

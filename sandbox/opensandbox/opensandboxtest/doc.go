@@ -2,7 +2,8 @@
 // the lifecycle API and execd, limited to the subset the opensandbox
 // client uses, with the real services' wire formats (status codes, the
 // three error-body shapes, the bare-JSON command stream with one event per
-// output line and a connection that lingers after the terminal event,
+// output line and a connection that lingers after the terminal event
+// (a second, as execd, or until the client hangs up: Options.Linger),
 // paired multipart uploads, octal-digit modes).
 //
 // It is a test double, not a container runtime. A "container's"

@@ -15,6 +15,10 @@ import (
 	"time"
 )
 
+// DefaultLinger is how long execd keeps a command stream open after its
+// terminal event (about a second).
+const DefaultLinger = time.Second
+
 // Options configure a Server. Zero values are usable except Root.
 type Options struct {
 	// Root is the part of the host filesystem sandboxes may use; container
@@ -39,6 +43,13 @@ type Options struct {
 	// MaxLine is the longest output line sent as one event. Zero means
 	// 1 MiB.
 	MaxLine int
+	// Linger is how long a command stream stays open after its terminal
+	// event. Zero means DefaultLinger, as execd; negative means until the
+	// client hangs up, so a client that waits for the end of the body
+	// instead of the terminal event hangs and its test fails. (The
+	// official TypeScript SDK reads to the end of the body: against a
+	// stream that never ends it hangs.)
+	Linger time.Duration
 }
 
 // Server is the fake. It is safe for concurrent use.
@@ -81,6 +92,9 @@ func NewServer(opts Options) *Server {
 	if opts.PingInterval == 0 {
 		opts.PingInterval = 3 * time.Second
 	}
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
+	}
 	if opts.MaxLine == 0 {
 		opts.MaxLine = 1 << 20
 	}
@@ -96,9 +110,12 @@ func NewServer(opts Options) *Server {
 	// The server-proxy route shape; like the real one it needs no API key,
 	// but execd checks its own token.
 	mux.HandleFunc("/sandboxes/{id}/proxy/{port}/{rest...}", s.withBox(s.execd))
-	s.hs = httptest.NewServer(s.logged(mux))
-	s.URL = s.hs.URL
-	s.Domain = strings.TrimPrefix(s.hs.URL, "http://")
+	// The address is known before serving, so handlers (endpoint) read
+	// Domain without racing with its assignment.
+	s.hs = httptest.NewUnstartedServer(s.logged(mux))
+	s.URL = "http://" + s.hs.Listener.Addr().String()
+	s.Domain = strings.TrimPrefix(s.URL, "http://")
+	s.hs.Start()
 	return s
 }
 
