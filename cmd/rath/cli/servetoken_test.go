@@ -162,7 +162,7 @@ func TestTokenBits(t *testing.T) {
 		{"", false},
 		{"Zm9vYmFyYmF6cXV4MTIzNDU2", true},
 		{"Zm9vYmFyYmF6cXV4MTIzND", true}, // 22
-		{"Zm9vYmFyYmF6cXV4MTIzN", false},  // 21
+		{"Zm9vYmFyYmF6cXV4MTIzN", false}, // 21
 		{"0123456789abcdef0123456789abcdef", true},
 		{"0123456789abcdef0123456789abcde", false},
 		{strings.Repeat("7", 60), false},
