@@ -93,7 +93,8 @@ type Options struct {
 	// Secrets are redacted from every payload and blob before it is
 	// written (see package secret). Nil means DefaultSecrets: the HMAC
 	// key, credential-like environment variables and the keys of the
-	// config file. Add more with Runtime.Secrets.
+	// config file. Add more with Runtime.Secrets. The password of DSN is
+	// added to it either way (secret.FromDSN).
 	Secrets *secret.Redactor
 	// ChunkCacheBytes bounds the chunks kept in memory for sessions read
 	// in this process, so reading one again, at its head or at a past
@@ -173,6 +174,11 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	secrets := opts.Secrets
 	if secrets == nil {
 		secrets = secret.New(DefaultSecrets(opts.HMACKey)...)
+	}
+	// The store's own password, given in any way: a local tool can read
+	// rath's environment and command line (/proc/$PPID).
+	for _, s := range secret.FromDSN("dsn", opts.DSN) {
+		secrets.Add(s.Name, s.Value)
 	}
 	store, err := events.Open(ctx, events.Options{
 		Redactor:      secrets,
