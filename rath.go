@@ -29,9 +29,6 @@ import (
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/sandbox"
-	"github.com/gorath/rath/sandbox/bwrap"
-	"github.com/gorath/rath/sandbox/local"
-	"github.com/gorath/rath/sandbox/opensandbox"
 	"github.com/gorath/rath/secret"
 	"github.com/gorath/rath/session"
 	"github.com/gorath/rath/telemetry"
@@ -205,7 +202,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	reg := opts.Sandboxes
 	if reg == nil {
-		reg = sandbox.NewRegistry(&local.Backend{}, &bwrap.Backend{}, &opensandbox.Backend{})
+		reg, _ = BuiltinSandboxes() // all three: no unknown name
 	}
 	check := func(name string) error {
 		_, err := reg.Lookup(name)

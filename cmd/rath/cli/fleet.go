@@ -137,7 +137,9 @@ before anything of it runs.`,
 			}
 			// The runtime can open no other backend, whatever a session in
 			// the log claims.
-			a.sandboxes = sandboxRegistry(policy.backends)
+			if a.sandboxes, err = rath.BuiltinSandboxes(policy.backends...); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			rt, err := a.create(ctx)

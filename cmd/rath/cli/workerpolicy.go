@@ -9,10 +9,6 @@ import (
 	"strings"
 
 	"github.com/gorath/rath/flow/mcptool"
-	"github.com/gorath/rath/sandbox"
-	"github.com/gorath/rath/sandbox/bwrap"
-	"github.com/gorath/rath/sandbox/local"
-	"github.com/gorath/rath/sandbox/opensandbox"
 )
 
 // defaultWorkerBackends are the backends a worker runs submitted
@@ -75,21 +71,6 @@ func parseBackends(list []string) ([]string, error) {
 		return nil, fmt.Errorf("no backend: want some of %s", strings.Join(cliBackends, ", "))
 	}
 	return out, nil
-}
-
-// sandboxRegistry holds only the named built-in backends: a worker's
-// runtime cannot open any other, whatever placement a session in the
-// log claims (a submitter who writes to the store directly can craft
-// one).
-func sandboxRegistry(names []string) *sandbox.Registry {
-	all := map[string]sandbox.Backend{"local": &local.Backend{}, "bwrap": &bwrap.Backend{}, "opensandbox": &opensandbox.Backend{}}
-	reg := sandbox.NewRegistry()
-	for _, n := range names {
-		if b, ok := all[n]; ok {
-			reg.Register(b)
-		}
-	}
-	return reg
 }
 
 // check refuses the parameters of a submitted "rath run" that ask for
