@@ -32,3 +32,27 @@ func ExampleOpen() {
 	// chunks: 2 version: 3 placed on: local
 	// events verified: 3 ok: true
 }
+
+// A runtime that must not run tools unconfined on its host: its sessions
+// can be placed on bwrap alone.
+func ExampleBuiltinSandboxes() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "rath-example")
+	defer os.RemoveAll(dir)
+
+	reg, err := rath.BuiltinSandboxes("bwrap")
+	if err != nil {
+		log.Fatal(err)
+	}
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Sandboxes: reg})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+
+	s, _ := rt.NewUserSession(ctx, "hello")
+	_, err = s.To(ctx, "local", "./work")
+	fmt.Println(reg.Names(), err != nil)
+	// Output:
+	// [bwrap] true
+}

@@ -29,9 +29,6 @@ import (
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/sandbox"
-	"github.com/gorath/rath/sandbox/bwrap"
-	"github.com/gorath/rath/sandbox/local"
-	"github.com/gorath/rath/sandbox/opensandbox"
 	"github.com/gorath/rath/secret"
 	"github.com/gorath/rath/session"
 	"github.com/gorath/rath/telemetry"
@@ -93,7 +90,8 @@ type Options struct {
 	// Secrets are redacted from every payload and blob before it is
 	// written (see package secret). Nil means DefaultSecrets: the HMAC
 	// key, credential-like environment variables and the keys of the
-	// config file. Add more with Runtime.Secrets.
+	// config file. Add more with Runtime.Secrets. The password of DSN is
+	// added to it either way (secret.FromDSN).
 	Secrets *secret.Redactor
 	// ChunkCacheBytes bounds the chunks kept in memory for sessions read
 	// in this process, so reading one again, at its head or at a past
@@ -174,6 +172,11 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	if secrets == nil {
 		secrets = secret.New(DefaultSecrets(opts.HMACKey)...)
 	}
+	// The store's own password, given in any way: a local tool can read
+	// rath's environment and command line (/proc/$PPID).
+	for _, s := range secret.FromDSN("dsn", opts.DSN) {
+		secrets.Add(s.Name, s.Value)
+	}
 	store, err := events.Open(ctx, events.Options{
 		Redactor:      secrets,
 		InMemory:      opts.InMemory,
@@ -199,7 +202,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	reg := opts.Sandboxes
 	if reg == nil {
-		reg = sandbox.NewRegistry(&local.Backend{}, &bwrap.Backend{}, &opensandbox.Backend{})
+		reg, _ = BuiltinSandboxes() // all three: no unknown name
 	}
 	check := func(name string) error {
 		_, err := reg.Lookup(name)

@@ -11,8 +11,10 @@ import (
 // DefaultSecrets returns what a runtime redacts when Options.Secrets is
 // nil: the hash chain's key, the environment variables whose names say
 // they hold credentials (secret.LooksSecret; the local backend's commands
-// can read rath's environment through /proc), and the provider keys and
-// secret MCP server variables of the config file ($RATH_HOME/config.json
+// can read rath's environment through /proc) and the passwords in the
+// connection strings of the others (RATH_DSN; secret.FromDSN), and the
+// provider keys, secret MCP server variables and connection-string
+// passwords of the config file ($RATH_HOME/config.json
 // or ~/.rath/config.json; an unreadable file adds nothing here and is
 // reported when a provider is resolved).
 func DefaultSecrets(hmacKey []byte) []secret.Secret {

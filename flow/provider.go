@@ -438,6 +438,7 @@ func ConfigSecrets(cf ConfigFile, getenv func(string) string) []secret.Secret {
 				out = append(out, secret.Secret{Name: pc.APIKeyEnv, Value: v})
 			}
 		}
+		out = append(out, secret.FromDSN("provider."+name+".base_url", pc.BaseURL)...)
 	}
 	return out
 }

@@ -154,3 +154,19 @@ func TestResolveProviderConfig_MalformedBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// A provider's base URL may carry credentials (https://user:pw@proxy/v1);
+// the password is a secret like its key.
+func TestConfigSecrets_BaseURLPassword(t *testing.T) {
+	cf := flow.ConfigFile{Providers: map[string]flow.ProviderConfig{
+		"proxy": {Vendor: "openai", BaseURL: "https://team:proxy-pw-789@llm.internal/v1"},
+		"plain": {Vendor: "openai", BaseURL: "https://api.openai.com/v1"},
+	}}
+	var got []string
+	for _, s := range flow.ConfigSecrets(cf, func(string) string { return "" }) {
+		got = append(got, s.Name+"="+s.Value)
+	}
+	if want := "provider.proxy.base_url.password=team:proxy-pw-789@ provider.proxy.base_url.password=proxy-pw-789"; strings.Join(got, " ") != want {
+		t.Fatalf("secrets %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -29,13 +29,18 @@ func LooksSecret(name string) bool {
 
 // FromEnviron returns the variables of environ ("NAME=value" pairs, as
 // os.Environ gives them) whose names LooksSecret says hold credentials,
-// each named after its variable.
+// each named after its variable, and the passwords inside the others'
+// connection strings (RATH_DSN, DATABASE_URL: see FromDSN).
 func FromEnviron(environ []string) []Secret {
 	var out []Secret
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if ok && value != "" && LooksSecret(name) {
+		switch {
+		case !ok || value == "":
+		case LooksSecret(name):
 			out = append(out, Secret{Name: name, Value: value})
+		default:
+			out = append(out, FromDSN(name, value)...)
 		}
 	}
 	return out

@@ -165,7 +165,8 @@ func ConfigSecrets(cf flow.ConfigFile) []secret.Secret {
 }
 
 // Secrets returns the values of srv that must not reach the log: its
-// secret Env entries (see SecretEnv) and its header values that come from
+// secret Env entries (see SecretEnv), the passwords of connection strings
+// in its Env, Args and URL (secret.FromDSN), and its header values that come from
 // the environment (HeadersEnv, ${VAR}) or whose header names a credential
 // (Authorization, or a name secret.LooksSecret accepts).
 func (srv Server) Secrets(name string, getenv func(string) string) []secret.Secret {
@@ -173,8 +174,16 @@ func (srv Server) Secrets(name string, getenv func(string) string) []secret.Secr
 	for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
 		if slices.Contains(srv.SecretEnv, k) || secret.LooksSecret(k) {
 			out = append(out, secret.Secret{Name: "mcp." + name + "." + k, Value: srv.Env[k]})
+		} else {
+			out = append(out, secret.FromDSN("mcp."+name+"."+k, srv.Env[k])...)
 		}
 	}
+	// A database server takes its connection string as an argument or
+	// URL; the password in it is the server's credential.
+	for i, a := range srv.Args {
+		out = append(out, secret.FromDSN(fmt.Sprintf("mcp.%s.arg%d", name, i), a)...)
+	}
+	out = append(out, secret.FromDSN("mcp."+name+".url", srv.URL)...)
 	for _, h := range slices.Sorted(maps.Keys(srv.HeadersEnv)) {
 		out = append(out, secret.Secret{Name: "mcp." + name + ".header." + h, Value: getenv(srv.HeadersEnv[h])})
 	}

@@ -175,6 +175,21 @@ func TestServerSecrets(t *testing.T) {
 	}
 }
 
+// A database MCP server takes its connection string as an argument or in
+// its environment; the password in it is a secret.
+func TestServerSecrets_ConnectionStrings(t *testing.T) {
+	srv := mcptool.Server{Command: "mcp-server-postgres", Args: []string{"--read-only", "postgresql://app:arg-pw-123@db/app"},
+		Env: map[string]string{"DATABASE_URL": "postgres://app:env-pw-456@db/app", "PGHOST": "db"}}
+	var got []string
+	for _, s := range srv.Secrets("pg", func(string) string { return "" }) {
+		got = append(got, s.Name+"="+s.Value)
+	}
+	want := "mcp.pg.DATABASE_URL.password=app:env-pw-456@ mcp.pg.DATABASE_URL.password=env-pw-456 mcp.pg.arg1.password=app:arg-pw-123@ mcp.pg.arg1.password=arg-pw-123"
+	if strings.Join(got, " ") != want {
+		t.Errorf("secrets %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
 func findTool(t *testing.T, tools []flow.Tool, name string) flow.Tool {
 	t.Helper()
 	for _, tool := range tools {

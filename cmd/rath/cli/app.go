@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/sandbox"
 )
 
 // defaultDir is the runtime directory when neither --dir nor RATH_DIR is set.
@@ -38,6 +39,9 @@ type app struct {
 	rt      *rath.Runtime
 	// setup is Config.Setup: it runs once on the runtime, when opened.
 	setup func(context.Context, *rath.Runtime) error
+	// sandboxes, if set, are the only backends the runtime can open (a
+	// worker's --backends); nil means rath's built-ins.
+	sandboxes *sandbox.Registry
 }
 
 func newApp(cfg Config, stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -105,7 +109,7 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	if a.dsn != "" && !events.IsPostgresDSN(a.dsn) {
 		return nil, &usageError{err: fmt.Errorf("--dsn must be a postgres:// or postgresql:// URL (--dir selects the embedded store)"), hint: "rath --help"}
 	}
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes})
 	if err != nil {
 		return nil, err
 	}

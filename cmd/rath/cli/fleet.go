@@ -15,6 +15,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/mcptool"
 	"github.com/gorath/rath/internal/demo"
 	"github.com/gorath/rath/internal/jsonview"
 	"github.com/spf13/cobra"
@@ -104,6 +105,8 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var concurrency int
 	var queue string
 	var lease, grace time.Duration
+	var backends []string
+	var policy workerPolicy
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Execute submitted runs until SIGTERM or SIGINT",
@@ -115,10 +118,28 @@ under a lease renewed every third of --lease; if it dies, another worker
 takes the run over after the lease expires and resumes it from the log,
 so nothing that completed runs again. The workspace a run names must be
 reachable from every worker (a shared path, or an OpenSandbox sandbox);
-a run whose workspace is missing fails with that reason.`,
-		Example: "rath worker --concurrency 8\nRATH_DSN=postgres://rath@db/rath rath worker --queue batch",
+a run whose workspace is missing fails with that reason.
+
+Whoever can submit to the store chooses a run's parameters, so a worker
+runs only what its operator allows: workspaces on the --backends it
+lists (bwrap and opensandbox unless told; local runs tools as this
+worker's user, unconfined), and the MCP servers of its own config file,
+which a run may name (--tools NAME.*). A run that brings its own --mcp
+server (a command to start here, or a URL) is refused unless the worker
+runs with --allow-submitted-mcp. A refused run fails with the reason
+before anything of it runs.`,
+		Example: "rath worker --concurrency 8\nRATH_DSN=postgres://rath@db/rath rath worker --queue batch --backends bwrap",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if policy.backends, err = parseBackends(backends); err != nil {
+				return usagef(cmd, "--backends: %v", err)
+			}
+			// The runtime can open no other backend, whatever a session in
+			// the log claims.
+			if a.sandboxes, err = rath.BuiltinSandboxes(policy.backends...); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			rt, err := a.create(ctx)
@@ -140,7 +161,7 @@ a run whose workspace is missing fails with that reason.`,
 			}
 			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, Concurrency: concurrency, LeaseTime: lease,
 				Resolve: func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
-					return a.workflowForSubmitted(ctx, rt, name, params, setup)
+					return a.workflowForSubmitted(ctx, rt, name, params, setup, policy)
 				}})
 			if err != nil {
 				return err
@@ -154,12 +175,15 @@ a run whose workspace is missing fails with that reason.`,
 	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to take runs from")
 	cmd.Flags().DurationVar(&lease, "lease", fleet.DefaultLeaseTime, "how long a run stays this worker's without a renewal")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "how long runs in flight may finish after SIGTERM")
+	cmd.Flags().StringSliceVar(&backends, "backends", defaultWorkerBackends, "sandbox backends submitted workspaces may use (local runs tools unconfined as this worker's user)")
+	cmd.Flags().BoolVar(&policy.submittedMCP, "allow-submitted-mcp", false, "start MCP servers a submitted run brings (--mcp: a command on this host, or a URL); without it, only this worker's configured servers")
 	return cmd
 }
 
 // workflowForSubmitted builds the workflow a submitted run names: a
-// registered one, the built-in agent from its parameters, or the demo.
-func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name string, params map[string]string, setup map[string]bool) (flow.Workflow, error) {
+// registered one, the built-in agent from its parameters (if the
+// worker's policy allows what they ask), or the demo.
+func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name string, params map[string]string, setup map[string]bool, policy workerPolicy) (flow.Workflow, error) {
 	if _, builtin := setup[name]; !builtin || setup[name] {
 		if wf, err := rt.Workflow(name); err == nil {
 			return wf, nil
@@ -167,6 +191,11 @@ func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name s
 	}
 	switch name {
 	case runWorkflow:
+		// A config file with a bad entry still names its good servers.
+		configured, _ := mcptool.LoadServers("")
+		if err := policy.check(params, configured); err != nil {
+			return nil, err
+		}
 		if ws := params["workspace"]; ws != "" && slices.Contains([]string{"local", "bwrap"}, params["backend"]) {
 			if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 				return nil, fmt.Errorf("the run's workspace %s is not reachable from this worker; it must be a path every worker shares", ws)

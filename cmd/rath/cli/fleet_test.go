@@ -44,7 +44,7 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			if len(runs) != 3 || runs[0].Status != "queued" {
 				t.Fatalf("before a worker: runs = %+v", runs)
 			}
-			w := execpkg.Command(os.Args[0], append(store, "worker", "--lease", "2s")...)
+			w := execpkg.Command(os.Args[0], append(store, "worker", "--lease", "2s", "--backends", "local")...)
 			w.Env = append(os.Environ(), mainEnv+"=1")
 			stderr, _ := w.StderrPipe()
 			if err := w.Start(); err != nil {
@@ -116,7 +116,7 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			os.WriteFile(cas, []byte(cassette), 0o644)
 			lost := strings.TrimSpace(mustRun(t, dir, append(store[2:], "submit", "--cassette", cas, "--workspace", gone, "--tools", "write_workspace_file", "write", "a", "file")...))
 			os.RemoveAll(gone)
-			w2 := execpkg.Command(os.Args[0], append(store, "worker", "--lease", "2s")...)
+			w2 := execpkg.Command(os.Args[0], append(store, "worker", "--lease", "2s", "--backends", "local")...)
 			w2.Env = append(os.Environ(), mainEnv+"=1")
 			if err := w2.Start(); err != nil {
 				t.Fatal(err)

@@ -274,9 +274,10 @@ func TestMCP_ToolsSelection(t *testing.T) {
 	}
 }
 
-// TestMCP_SubmitWorker submits a run with an --mcp server: the worker
-// process starts the server from the run's parameters, and the run
-// replays from the record with no server.
+// TestMCP_SubmitWorker submits a run with an --mcp server: a worker
+// whose operator allows it (--allow-submitted-mcp) starts the server from
+// the run's parameters, and the run replays from the record with no
+// server.
 func TestMCP_SubmitWorker(t *testing.T) {
 	withMCPConfig(t, map[string]any{})
 	exe, err := os.Executable()
@@ -291,7 +292,7 @@ func TestMCP_SubmitWorker(t *testing.T) {
 	dir := t.TempDir()
 	cas := writeCassette(t, "asked", `c1:faults__whoami:{}`)
 	id := strings.TrimSpace(mustRun(t, dir, "submit", "--cassette", cas, "--mcp", "faults="+script, "--tools", "faults.whoami", "who"))
-	w := execpkg.Command(exe, "--dir", dir, "worker", "--lease", "2s")
+	w := execpkg.Command(exe, "--dir", dir, "worker", "--lease", "2s", "--allow-submitted-mcp")
 	w.Env = append(os.Environ(), mainEnv+"=1")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

@@ -23,18 +23,34 @@ func newServeCmd(a *app) *cobra.Command {
 		Short: "Serve a web console and a JSON API over the store: runs, events (live), sessions, graph, replay, verify, dossiers",
 		Long: `serve answers a JSON API under /api/ (docs/openapi.yaml) and a web console
 at / built into the binary (no network needed). It listens on loopback by
-default; any other address needs a token (--token or $RATH_TOKEN), sent as
+default; any other address needs a token (--token or $RATH_TOKEN) of at
+least 128 bits of entropy (22 random base64 characters, 32 hex), sent as
 "Authorization: Bearer TOKEN" or set as a cookie by visiting /?token=TOKEN.
-It prints the URL on stderr and serves until interrupted (SIGINT, SIGTERM).`,
+--token generate makes one and prints it once on stderr; it is kept
+nowhere, so a restart makes another. It prints the URL on stderr and
+serves until interrupted (SIGINT, SIGTERM).`,
 		Example: `rath serve
-RATH_TOKEN=$(openssl rand -hex 16) rath serve --addr 0.0.0.0:7777`,
+rath serve --addr 0.0.0.0:7777 --token generate
+RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if token == "" {
 				token = os.Getenv("RATH_TOKEN")
 			}
-			if !console.LoopbackAddr(addr) && token == "" {
-				return usagef(cmd, "--addr %s is not a loopback address: set --token or RATH_TOKEN", addr)
+			generated := token == tokenGenerate
+			if generated {
+				var err error
+				if token, err = newToken(); err != nil {
+					return err
+				}
+			}
+			if !console.LoopbackAddr(addr) {
+				if token == "" {
+					return usagef(cmd, "--addr %s is not a loopback address: set --token or RATH_TOKEN (%s)", addr, makeTokenHint)
+				}
+				if err := checkToken(token); err != nil {
+					return usagef(cmd, "--addr %s is not a loopback address and %v", addr, err)
+				}
 			}
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
@@ -54,6 +70,10 @@ RATH_TOKEN=$(openssl rand -hex 16) rath serve --addr 0.0.0.0:7777`,
 			}
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 				BaseContext: func(net.Listener) context.Context { return ctx }}
+			if generated {
+				// Shown this once: it is stored nowhere.
+				fmt.Fprintf(a.stderr, "rath: token (shown once, kept nowhere): %s\n", token)
+			}
 			url := "http://" + ln.Addr().String() + "/"
 			if token != "" {
 				url += " (sign in once at /?token=TOKEN)"
@@ -80,6 +100,6 @@ RATH_TOKEN=$(openssl rand -hex 16) rath serve --addr 0.0.0.0:7777`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7777", "listen address (a non-loopback one needs --token)")
-	cmd.Flags().StringVar(&token, "token", "", "require this token on every request (env RATH_TOKEN)")
+	cmd.Flags().StringVar(&token, "token", "", "require this token on every request (env RATH_TOKEN); \"generate\" makes one and prints it once")
 	return cmd
 }
