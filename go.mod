@@ -34,6 +34,8 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
+require mvdan.cc/sh/v3 v3.14.1 // indirect
+
 require (
 	github.com/RoaringBitmap/roaring/v2 v2.14.5 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
