@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -93,8 +94,42 @@ func (g *originGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range g.header {
 		r.Header[k] = v
 	}
-	return g.base.RoundTrip(r)
+	resp, err := g.base.RoundTrip(r)
+	if err != nil || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err // an event stream: the SDK bounds each event
+	}
+	// The SDK reads a JSON response whole: bound it, or a server that
+	// never ends its answer exhausts the memory.
+	resp.Body = &boundedBody{rc: resp.Body, left: maxHTTPMessage, server: g.server}
+	return resp, nil
 }
+
+// maxHTTPMessage bounds one JSON response of an HTTP MCP server, as the
+// SDK bounds one event of a stream.
+const maxHTTPMessage = mcp.DefaultMaxEventSize
+
+// boundedBody fails a read past its bound. (The SDK reports a read error
+// in its own words, so the error is not typed: it reaches the caller as
+// text inside a ServerGoneError.)
+type boundedBody struct {
+	rc     io.ReadCloser
+	left   int64
+	server string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("mcptool: a response of %s is longer than %d bytes: not read further", b.server, maxHTTPMessage)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
 
 // checkRedirect refuses a redirect to another origin before it is
 // followed; the transport would refuse it too, this says it sooner.
