@@ -32,9 +32,8 @@ require (
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.61.1
+	mvdan.cc/sh/v3 v3.14.1
 )
-
-require mvdan.cc/sh/v3 v3.14.1 // indirect
 
 require (
 	github.com/RoaringBitmap/roaring/v2 v2.14.5 // indirect
