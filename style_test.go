@@ -62,7 +62,7 @@ var allowedImports = map[string][]string{
 	"projections": {"events", "migrations", "internal/stmtcache"},
 	"session":     {"events", "projections", "secret"},
 	"memory":      {"events", "session"}, // never flow: flow uses memory
-	"approval":    {"events"},
+	"approval":    {"events", "internal/textsafe"},
 
 	"sandbox":                 {"events"}, // never flow
 	"sandbox/internal/proc":   {"sandbox"},
@@ -82,7 +82,7 @@ var allowedImports = map[string][]string{
 	"flow/model/anthropic":          {"events", "flow/model", "flow/model/internal/httperr"},
 	"flow/model/scripted":           {"events", "flow/model", "flow/model/internal/textsplit"},
 	"flow/model/modeltest":          {"events", "flow/model", "flow/model/internal/textsplit"},
-	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/scripted", "memory", "secret", "session", "approval"},
+	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/scripted", "memory", "secret", "session", "approval", "internal/shellgate"},
 	"flow/builtin":                  {"events", "flow", "sandbox", "session"},
 	"flow/mcptool":                  {"events", "flow", "secret", "session"},
 	"memory/memorytest":             {"events", "memory", "session"},
@@ -99,16 +99,18 @@ var allowedImports = map[string][]string{
 	"replay/internal/renametest/renamed":  {"flow", "session"},
 	"replay/internal/renametest/pinned":   {"flow", "session"},
 	"fleet":                               {".", "approval", "events", "flow", "flow/model", "replay", "session"},
-	"internal/dossier":                    {".", "approval", "events", "flow", "flow/model", "projections", "replay", "session"},
+	"internal/dossier":                    {".", "approval", "events", "flow", "flow/model", "internal/textsafe", "projections", "replay", "session"},
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
 	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
 	"internal/tmpfs":                      {},
 	"internal/jsonview":                   {".", "events", "projections"},
+	"internal/shellgate":                  {},
+	"internal/textsafe":                   {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 }

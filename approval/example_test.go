@@ -69,3 +69,18 @@ func ExampleDecide() {
 	// answer: I greeted Ada.
 	// second decision refused: true
 }
+
+// Show is what a person sees of a request: a command written to display
+// as `X=ls -la # rm -f important.txt` shows its bidi controls escaped,
+// and is flagged.
+func ExampleShow() {
+	sh := approval.Show([]byte(`{"cmd":"X=\u2067\u2066 rm -f important.txt \u2069 # \u2066ls -la\u2069\u2069","timeout":30}`), "", "the command matches rm")
+	fmt.Println(sh.Warning)
+	for _, f := range sh.Fields {
+		fmt.Printf("%s: %s\n", f.Name, f.Value)
+	}
+	// Output:
+	// contains invisible or direction-changing characters (shown escaped)
+	// cmd: X=\u2067\u2066 rm -f important.txt \u2069 # \u2066ls -la\u2069\u2069
+	// timeout: 30
+}

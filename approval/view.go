@@ -3,6 +3,8 @@ package approval
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/gorath/rath/internal/textsafe"
 )
 
 // View is a pending request as people read it: what `rath approvals
@@ -23,6 +25,44 @@ type View struct {
 	Deadline  *time.Time      `json:"deadline,omitempty"`
 	Default   string          `json:"default,omitempty"`
 	Expired   bool            `json:"expired,omitempty"`
+	// Shown is the request as a person must see it to decide on it.
+	Shown Shown `json:"shown"`
+}
+
+// Shown is a request with everything that would not draw as itself
+// escaped (bidi controls, zero-width and other invisible characters,
+// controls: \u2067, \x1b), the arguments one field at a time, nothing
+// cut. Warning is set when anything was escaped: the text a model wrote
+// may display as something else than what runs.
+type Shown struct {
+	Fields   []Field `json:"fields,omitempty"`
+	Question string  `json:"question,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	Warning  string  `json:"warning,omitempty"`
+}
+
+// Field is one argument of a tool call, escaped: a string as its text,
+// anything else as indented JSON.
+type Field struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Show escapes a request's arguments (a JSON object), question and
+// reason for a person to read.
+func Show(arguments []byte, question, reason string) Shown {
+	fs, hidden := textsafe.Fields(arguments)
+	var sh Shown
+	for _, f := range fs {
+		sh.Fields = append(sh.Fields, Field(f))
+	}
+	var h1, h2 bool
+	sh.Question, h1 = textsafe.Escape(question)
+	sh.Reason, h2 = textsafe.Escape(reason)
+	if hidden || h1 || h2 {
+		sh.Warning = textsafe.Warning
+	}
+	return sh
 }
 
 // ViewOf is st's View at now.
@@ -36,6 +76,7 @@ func ViewOf(st State, now time.Time) View {
 	if q.Schema != "" {
 		v.Schema = json.RawMessage(q.Schema)
 	}
+	v.Shown = Show([]byte(q.Arguments), q.Question, q.Reason)
 	if q.Deadline > 0 {
 		d := time.Unix(0, q.Deadline).UTC()
 		v.Deadline = &d

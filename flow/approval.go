@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/oracle"
+	"github.com/gorath/rath/internal/shellgate"
 	"github.com/gorath/rath/session"
 )
 
@@ -77,19 +78,50 @@ func When(reason string, pred func(tool string, args json.RawMessage) bool) Poli
 
 // CommandMatches is the policy under which a call whose "cmd" argument
 // (run_shell_command's) matches the regular expression needs approval.
+//
+// The pattern is matched against the command as written and against each
+// simple command as the shell will run it, quotes removed (r""m reads as
+// rm), in every pipeline, list, subshell, function and sh -c string. A
+// command holding what cannot be known before it runs — a command
+// substitution, a variable or pattern as a command name, eval, source, an
+// interpreter given code inline or on its input, find -exec or -delete,
+// xargs — needs approval whatever the pattern: the gate fails closed.
+// internal/shellgate's doc lists what it reads and what it cannot see.
 func CommandMatches(pattern string) (Policy, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return Policy{}, fmt.Errorf("%w: approval pattern %q: %v", ErrTool, pattern, err)
 	}
-	return When("the command matches "+pattern, func(_ string, args json.RawMessage) bool {
+	return Policy{needs: func(_ string, args json.RawMessage) (string, bool) {
 		var a struct {
 			Cmd string `json:"cmd"`
 		}
 		// Arguments that do not decode are shown to a person rather than
 		// let through.
-		return json.Unmarshal(args, &a) != nil || re.MatchString(a.Cmd)
-	}), nil
+		if json.Unmarshal(args, &a) != nil {
+			return "the arguments do not decode (rule: the command matches " + pattern + ")", true
+		}
+		return commandNeeds(re, a.Cmd)
+	}}, nil
+}
+
+// commandNeeds is CommandMatches' predicate, with the reason a person sees.
+func commandNeeds(re *regexp.Regexp, cmd string) (string, bool) {
+	why := "the command matches " + re.String()
+	if re.MatchString(cmd) {
+		return why, true
+	}
+	r := shellgate.Inspect(cmd)
+	if len(r.Unknown) > 0 {
+		return "the command cannot be checked before it runs (" + strings.Join(r.Unknown, "; ") +
+			"), so it is asked whatever the rule (" + why + ")", true
+	}
+	for _, c := range r.Commands {
+		if re.MatchString(c) {
+			return why + " (as the shell reads it: " + c + ")", true
+		}
+	}
+	return "", false
 }
 
 // WriteOutside is the policy under which a call whose "path" argument

@@ -55,3 +55,41 @@ func TestCopySparse_KeepsHoles(t *testing.T) {
 		})
 	}
 }
+
+// A hard link in the workspace to a file outside it (a tool under the
+// local backend can make one) is copied as data: a live-tools replay
+// that writes through the copy cannot change the file outside, and a
+// symlink out is recreated as a link, not followed.
+func TestCopyTree_HardLinkOutsideIsCopiedNotShared(t *testing.T) {
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside.txt")
+	if err := os.WriteFile(outside, []byte("original"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(base, "ws")
+	os.Mkdir(ws, 0o755)
+	if err := os.Link(outside, filepath.Join(ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(ws, "sym.txt"))
+	dst := filepath.Join(base, "copy")
+	os.Mkdir(dst, 0o755)
+	if err := copyTree(t.Context(), ws, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "link.txt"), []byte("changed by the replay"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "original" {
+		t.Fatalf("the file outside the workspace changed: %q", b)
+	}
+	var a, b syscall.Stat_t
+	syscall.Stat(outside, &a)
+	syscall.Stat(filepath.Join(dst, "link.txt"), &b)
+	if a.Ino == b.Ino {
+		t.Fatal("the copy shares the outside file's inode")
+	}
+	if target, err := os.Readlink(filepath.Join(dst, "sym.txt")); err != nil || target != outside {
+		t.Fatalf("symlink: %q %v", target, err)
+	}
+}

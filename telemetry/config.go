@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -318,9 +319,16 @@ func newScrubber(secrets []string) func(string) string {
 	sorted := append([]string(nil), secrets...)
 	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
 	for _, s := range sorted {
-		if len(s) >= minSecret && !seen[s] {
-			seen[s] = true
-			pairs = append(pairs, s, Redacted)
+		if len(s) < minSecret {
+			continue
+		}
+		// Tool arguments and results are JSON: the secret may sit there
+		// escaped (\", \\, \u003c), a form the raw bytes do not match.
+		for _, f := range []string{s, jsonForm(s, false), jsonForm(s, true)} {
+			if !seen[f] {
+				seen[f] = true
+				pairs = append(pairs, f, Redacted)
+			}
 		}
 	}
 	if len(pairs) == 0 {
@@ -328,6 +336,16 @@ func newScrubber(secrets []string) func(string) string {
 	}
 	r := strings.NewReplacer(pairs...)
 	return r.Replace
+}
+
+// jsonForm is s as it appears inside a JSON string.
+func jsonForm(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	_ = enc.Encode(s) // a string always encodes
+	f := strings.TrimSpace(b.String())
+	return f[1 : len(f)-1]
 }
 
 // shutdownTimeout bounds the final flush when the caller's context is

@@ -37,6 +37,8 @@ var (
 	ErrConfig = errors.New("mcptool: invalid server config")
 	// ErrServerGone is matched by a *ServerGoneError.
 	ErrServerGone = errors.New("mcptool: server gone")
+	// ErrCrossOrigin is matched by a *CrossOriginError.
+	ErrCrossOrigin = errors.New("mcptool: request to another origin refused")
 	// ErrUnresponsive is matched by an *UnresponsiveError.
 	ErrUnresponsive = errors.New("mcptool: server not responding")
 )
@@ -114,3 +116,19 @@ func (e *CallError) Error() string {
 	}
 	return fmt.Sprintf("mcptool: %s tool %s failed: %s", e.Server, e.Tool, e.Message)
 }
+
+// CrossOriginError reports a request to an HTTP MCP server that would have
+// gone to another origin (scheme, host, port) than the configured URL's:
+// a redirect, or an SSE endpoint event, naming another host. It is not
+// sent: the server's headers carry its credentials.
+type CrossOriginError struct {
+	Server string // the configured URL
+	URL    string // where the request would have gone (no userinfo)
+}
+
+func (e *CrossOriginError) Error() string {
+	return fmt.Sprintf("mcptool: refused a request to %s: not the origin of the configured server %s, and its credentials go nowhere else", e.URL, e.Server)
+}
+
+// Is makes errors.Is(err, ErrCrossOrigin) true.
+func (e *CrossOriginError) Is(target error) bool { return target == ErrCrossOrigin }

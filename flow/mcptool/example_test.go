@@ -2,8 +2,11 @@ package mcptool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -113,4 +116,19 @@ func ExampleRecorded() {
 	fmt.Println(tools[0].Name(), flow.AnnotationsOf(tools[0]).ReadOnly, err)
 	// Output:
 	// docs__search true mcp_server_gone: mcptool: this tool was rebuilt from a record for a replay and has no server to call
+}
+
+// A configured HTTP server that redirects elsewhere does not get its
+// token sent there: the connect fails with a *CrossOriginError.
+func ExampleCrossOriginError() {
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	configured := httptest.NewServer(http.RedirectHandler(other.URL+"/mcp", http.StatusTemporaryRedirect))
+	defer configured.Close()
+	m := mcptool.NewManager()
+	defer m.Close()
+	err := m.ConnectServer(context.Background(), "docs", mcptool.Server{URL: configured.URL, Headers: map[string]string{"Authorization": "Bearer tok-0123456789"}})
+	var ce *mcptool.CrossOriginError
+	fmt.Println(errors.As(err, &ce), errors.Is(err, mcptool.ErrCrossOrigin))
+	// Output: true true
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,31 +42,115 @@ func (srv Server) header(getenv func(string) string) http.Header {
 	return h
 }
 
-// withHeaders adds fixed headers to every request; the SDK's transports
-// take an *http.Client, not headers.
-type withHeaders struct {
-	base   http.RoundTripper
-	header http.Header
+// originGuard adds the server's configured headers to each request, and
+// sends only to the configured origin (scheme, host, port): the headers
+// carry credentials, and the SDK's transports would otherwise follow a
+// redirect, or an SSE endpoint event, wherever the server points them.
+// A request elsewhere is refused and remembered, so a failed connect can
+// say why.
+type originGuard struct {
+	base    http.RoundTripper
+	header  http.Header
+	origin  string
+	server  string
+	refused atomic.Pointer[CrossOriginError]
 }
 
-func (w withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+func newOriginGuard(base http.RoundTripper, server string, header http.Header) *originGuard {
+	g := &originGuard{base: base, header: header, server: server}
+	if u, err := url.Parse(server); err == nil {
+		g.origin, g.server = origin(u), u.Redacted()
+	}
+	return g
+}
+
+// origin is u's scheme, host and port, the port made explicit.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// check refuses a request to another origin than the server's.
+func (g *originGuard) check(u *url.URL) error {
+	if g.origin != "" && origin(u) == g.origin {
+		return nil
+	}
+	e := &CrossOriginError{Server: g.server, URL: u.Redacted()}
+	g.refused.CompareAndSwap(nil, e)
+	return e
+}
+
+func (g *originGuard) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := g.check(r.URL); err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
 	r = r.Clone(r.Context())
-	for k, v := range w.header {
+	for k, v := range g.header {
 		r.Header[k] = v
 	}
-	return w.base.RoundTrip(r)
+	resp, err := g.base.RoundTrip(r)
+	if err != nil || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err // an event stream: the SDK bounds each event
+	}
+	// The SDK reads a JSON response whole: bound it, or a server that
+	// never ends its answer exhausts the memory.
+	resp.Body = &boundedBody{rc: resp.Body, left: maxHTTPMessage, server: g.server}
+	return resp, nil
+}
+
+// maxHTTPMessage bounds one JSON response of an HTTP MCP server, as the
+// SDK bounds one event of a stream.
+const maxHTTPMessage = mcp.DefaultMaxEventSize
+
+// boundedBody fails a read past its bound. (The SDK reports a read error
+// in its own words, so the error is not typed: it reaches the caller as
+// text inside a ServerGoneError.)
+type boundedBody struct {
+	rc     io.ReadCloser
+	left   int64
+	server string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("mcptool: a response of %s is longer than %d bytes: not read further", b.server, maxHTTPMessage)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
+
+// checkRedirect refuses a redirect to another origin before it is
+// followed; the transport would refuse it too, this says it sooner.
+func (g *originGuard) checkRedirect(r *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("mcptool: stopped after 10 redirects")
+	}
+	return g.check(r.URL)
 }
 
 // httpTransport builds a fresh SDK transport for srv: one per connection,
 // since a transport holds its session.
-func (srv Server) httpTransport() mcp.Transport {
-	hc := &http.Client{Transport: withHeaders{base: http.DefaultTransport, header: srv.header(os.Getenv)}}
+func (srv Server) httpTransport() (mcp.Transport, *originGuard) {
+	g := newOriginGuard(http.DefaultTransport, srv.URL, srv.header(os.Getenv))
+	hc := &http.Client{Transport: g, CheckRedirect: g.checkRedirect}
 	if srv.transport() == TransportSSE {
-		return &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}
+		return &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}, g
 	}
 	// A server restarted forgets its sessions; the SDK's own retries of
 	// the event stream would only delay noticing that. Manager reconnects.
-	return &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1}
+	return &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1}, g
 }
 
 // connectHTTP connects srv, a streamable HTTP or SSE server, as name.
@@ -74,7 +161,14 @@ func (m *Manager) connectHTTP(ctx context.Context, name string, srv Server, lim 
 	srv.Headers, srv.HeadersEnv = maps.Clone(srv.Headers), maps.Clone(srv.HeadersEnv)
 	var redial func(context.Context, *conn) error
 	redial = func(ctx context.Context, old *conn) error {
-		return m.connect(ctx, name, srv.httpTransport(), nil, redial, old, lim)
+		t, g := srv.httpTransport()
+		err := m.connect(ctx, name, t, nil, redial, old, lim)
+		// The SDK reports a refused request in its own words; the
+		// guard knows what it refused.
+		if ce := g.refused.Load(); err != nil && ce != nil && !errors.Is(err, ErrCrossOrigin) {
+			err = fmt.Errorf("mcptool: connect %s: %w (%v)", name, ce, err)
+		}
+		return err
 	}
 	return redial(ctx, nil)
 }

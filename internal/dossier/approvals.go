@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/textsafe"
 )
 
 // Approval is a request the run made of a person (a tool call to approve,
@@ -35,6 +36,10 @@ type Approval struct {
 	Answer          string    `json:"answer,omitempty"`
 	DecidedSeq      int64     `json:"decided_seq,omitempty"`
 	DecidedAt       time.Time `json:"decided_at,omitzero"`
+	// Shown is the request as the approver saw it: arguments one field
+	// at a time, in full, what would not draw as itself escaped, and a
+	// warning when anything was.
+	Shown approval.Shown `json:"shown"`
 }
 
 // approvals reads the run's requests and their decisions (the decisions
@@ -54,7 +59,8 @@ func (b *builder) approvals(ctx context.Context, runID string) error {
 		q := st.Request
 		a := Approval{ID: q.ID, Kind: q.Kind, Session: q.Session, Agent: q.Agent, CallID: q.CallID, Tool: q.Tool, Arguments: q.Arguments,
 			ArgsHash: q.ArgsHash, Reason: q.Reason, Question: q.Question, Schema: q.Schema, RequestedSeq: r.RequestedSeq,
-			RequestedAt: st.RequestedAt.UTC(), Default: q.Default, Status: "pending"}
+			RequestedAt: st.RequestedAt.UTC(), Default: q.Default, Status: "pending",
+			Shown: approval.Show([]byte(q.Arguments), q.Question, q.Reason)}
 		if q.Deadline > 0 {
 			a.Deadline = time.Unix(0, q.Deadline).UTC()
 		}
@@ -70,12 +76,20 @@ func (b *builder) approvals(ctx context.Context, runID string) error {
 	return nil
 }
 
-// What is the request in a few words.
+// What is the request as the approver saw it, escaped and in full: the
+// question, or the tool and its arguments field by field.
 func (a Approval) What() string {
 	if a.Kind == events.ApprovalQuestion {
-		return a.Question
+		return a.Shown.Question
 	}
-	return a.Tool + " " + a.Arguments
+	s := a.Tool
+	for _, f := range a.Shown.Fields {
+		if f.Name != "" {
+			s += " " + f.Name + ":"
+		}
+		s += " " + f.Value
+	}
+	return s
 }
 
 // Outcome is the decision in a few words.
@@ -93,5 +107,6 @@ func (a Approval) Outcome() string {
 	if a.Answer != "" {
 		s += "; answer " + a.Answer
 	}
+	s, _ = textsafe.Escape(s)
 	return s
 }

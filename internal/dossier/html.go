@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/textsafe"
 )
 
 //go:embed dossier.html
@@ -104,7 +105,10 @@ func (d *Dossier) HTML(w io.Writer) error {
 	if err := t.Execute(&buf, d.view()); err != nil {
 		return fmt.Errorf("dossier: html: %w", err)
 	}
-	_, err = buf.WriteTo(w)
+	// Controls and bidi characters from the log are escaped in the whole
+	// page (the template has none): text must not reorder what a reader
+	// sees. (Approval requests escape every invisible character besides.)
+	_, err = io.WriteString(w, textsafe.Terminal(buf.String()))
 	return err
 }
 

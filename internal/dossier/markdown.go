@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/gorath/rath/internal/textsafe"
 )
 
 // Markdown writes the dossier as CommonMark (GitHub flavoured tables and
@@ -40,7 +42,11 @@ type mdWriter struct {
 	limit int
 }
 
-func (m *mdWriter) p(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
+// p writes with controls and bidi characters escaped (textsafe.Terminal):
+// log text must not reorder the lines a reader sees.
+func (m *mdWriter) p(format string, args ...any) {
+	m.w.WriteString(textsafe.Terminal(fmt.Sprintf(format, args...)))
+}
 
 // inline escapes text for a Markdown paragraph or table cell: HTML
 // specials become entities, Markdown punctuation is backslash-escaped,
@@ -465,10 +471,18 @@ func (m *mdWriter) approvals() {
 				decided = fmt.Sprintf("seq %d, %s", a.DecidedSeq, decided)
 			}
 		}
-		m.p("| %d | %s | %s | %s | %s | **%s** | %s |\n", a.RequestedSeq, code(a.ID), code(agentOr(a.Agent)), inline(oneLine(a.What(), 200)),
-			inline(a.Reason), inline(a.Outcome()), decided)
+		m.p("| %d | %s | %s | %s | %s | **%s** | %s |\n", a.RequestedSeq, code(a.ID), code(agentOr(a.Agent)), inline(warned(a.Shown.Warning, a.What())),
+			inline(a.Shown.Reason), inline(a.Outcome()), decided)
 	}
 	m.p("\n")
+}
+
+// warned is text with its warning, if any, in front.
+func warned(warning, s string) string {
+	if warning == "" {
+		return s
+	}
+	return "WARNING: " + warning + ": " + s
 }
 
 func (m *mdWriter) workflows() {

@@ -191,3 +191,32 @@ func TestImport_Progress(t *testing.T) {
 		t.Fatalf("progress = %v", seen)
 	}
 }
+
+// A session file cannot name one of rath's own streams: an imported
+// session called approval:ID would pre-empt the request a run makes under
+// that id (ids derive from the session and the call), lease:RUN a
+// worker's lease, rath-redactions the redaction record. Each is refused
+// with ErrMalformed and nothing is written.
+func TestImport_ReservedIDsRefused(t *testing.T) {
+	for _, id := range []string{"approval:apr-0123456789abcdef", "lease:run-1", "submit:run-1", "resume:run-1",
+		"run-nightly", "rath-redactions", "a b", "a\u202eb", "../x"} {
+		t.Run(id, func(t *testing.T) {
+			rt := MustOpen(t)
+			head, _ := rt.Store().Head(t.Context())
+			rep, err := jsonl.ImportSourcesWith(t.Context(), rt.Sessions(), jsonl.Options{},
+				jsonl.Source{Name: "x.jsonl", Reader: strings.NewReader(sessionFile(id, "", "", "", "hi"))})
+			if err == nil && len(rep.Files) == 1 {
+				err = rep.Files[0].Err
+			}
+			if err == nil {
+				t.Fatalf("imported a session named %q", id)
+			}
+			if !errors.Is(err, jsonl.ErrMalformed) {
+				t.Errorf("error %v, want ErrMalformed", err)
+			}
+			if after, _ := rt.Store().Head(t.Context()); after != head {
+				t.Errorf("the log changed from %+v to %+v", head, after)
+			}
+		})
+	}
+}

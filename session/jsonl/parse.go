@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode"
 
 	"github.com/gorath/rath/events"
 )
@@ -178,6 +180,9 @@ func parseHeader(file string, rec *record) (*transcript, error) {
 	if rec.ID == "" {
 		return nil, errors.New("missing id")
 	}
+	if why := reservedID(rec.ID); why != "" {
+		return nil, fmt.Errorf("session id %q %s: a session file cannot name it", rec.ID, why)
+	}
 	t := &transcript{file: file, format: FormatOpenRath, id: rec.ID, lineageKind: rec.LineageKind}
 	if rec.Format == FormatExport {
 		t.format = FormatExport
@@ -277,4 +282,24 @@ func text(raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	return string(b), nil
+}
+
+// reservedID says why id cannot be an imported session's: it would name
+// one of rath's own streams (approval:ID, submit:RUN, lease:RUN,
+// resume:RUN, a run, rath-redactions) and pre-empt it, or hold what no
+// id should (a control character, space, a path separator).
+func reservedID(id string) string {
+	switch {
+	case strings.Contains(id, ":"):
+		return "holds ':', which names rath's typed streams (approval:, submit:, lease:, resume:)"
+	case strings.HasPrefix(id, "run-"):
+		return "is a run's stream name"
+	case strings.HasPrefix(id, "rath-"):
+		return "is a name rath keeps for its own streams"
+	case strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '/' || r == '\\' || !unicode.IsGraphic(r) }):
+		return "holds a space, a control, a path separator or an invisible character"
+	case len(id) > 256:
+		return "is longer than 256 bytes"
+	}
+	return ""
 }

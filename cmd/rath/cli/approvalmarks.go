@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/textsafe"
 )
 
 // approvalMark is a request on a session and its decision, as show marks
@@ -47,11 +49,14 @@ func approvalMarks(ctx context.Context, rt *rath.Runtime, session string) ([]app
 	return out, nil
 }
 
-// line is the mark as one transcript line (escaped by show's writer).
+// line is the mark as one transcript line, what a model or a person
+// wrote in it escaped (textsafe).
 func (m approvalMark) line() string {
+	esc := func(s string) string { e, _ := textsafe.Escape(s); return e }
+	m.Question, m.Note, m.Edited, m.Answer, m.By = esc(m.Question), esc(m.Note), esc(m.Edited), esc(m.Answer), esc(m.By)
 	what := "approval"
 	if m.Kind == events.ApprovalQuestion {
-		what = fmt.Sprintf("question %q", m.Question)
+		what = "question \"" + m.Question + "\""
 	}
 	s := fmt.Sprintf("[%s %s: %s", what, m.ID, m.Status)
 	if m.By != "" {
@@ -67,6 +72,34 @@ func (m approvalMark) line() string {
 		s += "; answer " + m.Answer
 	}
 	return s + "]"
+}
+
+// printCall prints a tool call. A call a person was asked about shows its
+// arguments as the approver saw them: one field a line, in full, escaped,
+// flagged when anything was; any other call's arguments are one line,
+// escaped all the same.
+func printCall(w io.Writer, id, name, args string, marks []approvalMark) {
+	asked := false
+	for _, m := range marks {
+		asked = asked || m.CallID == id && id != ""
+	}
+	if !asked {
+		shown, _ := textsafe.Escape(args)
+		fmt.Fprintf(w, "    -> call %s %s %s\n", id, name, shown)
+		return
+	}
+	fmt.Fprintf(w, "    -> call %s %s\n", id, name)
+	fields, hidden := textsafe.Fields([]byte(args))
+	if hidden {
+		fmt.Fprintf(w, "       WARNING: %s\n", textsafe.Warning)
+	}
+	for _, f := range fields {
+		if f.Name == "" {
+			f.Name = "arguments"
+		}
+		pad := strings.Repeat(" ", len(f.Name)+9)
+		fmt.Fprintf(w, "       %s: %s\n", f.Name, strings.ReplaceAll(f.Value, "\n", "\n"+pad))
+	}
 }
 
 // printMarks prints the marks of call callID ("": the questions asked

@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/user"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/textsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -76,33 +76,65 @@ or rath resume RUN).`,
 	return cmd
 }
 
-// printPending prints requests as a table. Arguments and questions come
-// from a model: escaped and clipped.
+// printPending prints each request as a block: its arguments one field
+// a line, in full, with what would not draw as itself escaped and the
+// request flagged (approval.Shown): the approver decides on what runs,
+// not on how a model made it look.
 func printPending(w io.Writer, vs []pendingView) error {
 	if len(vs) == 0 {
 		_, err := fmt.Fprintln(w, "no pending requests")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRUN\tKIND\tWHAT\tWHY\tDEADLINE")
-	for _, v := range vs {
-		what := v.Tool + " " + string(v.Arguments)
-		if v.Kind == events.ApprovalQuestion {
-			what = v.Question
-			if len(v.Schema) > 0 {
-				what += " (schema " + string(v.Schema) + ")"
-			}
+	for i, v := range vs {
+		if i > 0 {
+			fmt.Fprintln(w)
 		}
-		deadline := "-"
+		sh := v.Shown
+		head := fmt.Sprintf("%s  run %s  %s", termSafe(v.ID), orDash(termSafe(v.Run)), v.Kind)
+		if v.Kind != events.ApprovalQuestion {
+			head += " " + termSafe(v.Tool)
+		}
+		fmt.Fprintln(w, head)
 		if v.Deadline != nil {
-			deadline = v.Deadline.Format(time.RFC3339) + " then " + v.Default
+			deadline := v.Deadline.Format(time.RFC3339) + " then " + v.Default
 			if v.Expired {
 				deadline += " (expired)"
 			}
+			printField(w, "deadline", deadline)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(v.ID), termSafe(v.Run), v.Kind, clip(what, 100), clip(v.Reason, 60), deadline)
+		if sh.Warning != "" {
+			printField(w, "WARNING", sh.Warning)
+		}
+		if sh.Reason != "" {
+			printField(w, "why", sh.Reason)
+		}
+		if v.Kind == events.ApprovalQuestion {
+			printField(w, "question", sh.Question)
+			if len(v.Schema) > 0 {
+				schema, _ := textsafe.Escape(string(v.Schema))
+				printField(w, "schema", schema)
+			}
+			continue
+		}
+		if len(sh.Fields) == 0 {
+			printField(w, "arguments", "(none)")
+		}
+		for _, f := range sh.Fields {
+			name := f.Name
+			if name == "" {
+				name = "arguments"
+			}
+			printField(w, name, f.Value)
+		}
 	}
-	return tw.Flush()
+	return nil
+}
+
+// printField prints an escaped name and value, the value's further lines
+// indented under its first.
+func printField(w io.Writer, name, value string) {
+	pad := strings.Repeat(" ", len(name)+4)
+	fmt.Fprintf(w, "  %s: %s\n", name, strings.ReplaceAll(value, "\n", "\n"+pad))
 }
 
 // printWaiting tells how to answer a run that suspended.

@@ -147,7 +147,7 @@ func printShow(w io.Writer, v showView) {
 			}
 		}
 		for _, tc := range c.ToolCalls {
-			fmt.Fprintf(w, "    -> call %s %s %s\n", tc.ID, tc.Name, tc.Arguments)
+			printCall(w, tc.ID, tc.Name, tc.Arguments, v.Approvals)
 			printMarks(w, v.Approvals, tc.ID)
 		}
 	}

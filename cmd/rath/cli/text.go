@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/term"
+
+	"github.com/gorath/rath/internal/textsafe"
 )
 
 // maxStdinText bounds chunk text read from stdin.
@@ -32,35 +34,11 @@ func textArg(stdin io.Reader, argv []string) (string, error) {
 // termSafe escapes what a terminal would act on instead of showing: C0
 // control characters other than newline and tab (ESC starts clipboard
 // writes, screen clears, title changes), DEL, the C1 controls U+0080 to
-// U+009F (U+009B is a one-character CSI) and bytes that are not UTF-8.
+// U+009F (U+009B is a one-character CSI), bytes that are not UTF-8, and
+// the bidi controls that would reorder the line (textsafe.Terminal).
 // Model text and tool output are hostile; they pass through it before
 // reaching a terminal.
-func termSafe(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, unsafeRune) < 0 {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for s != "" {
-		r, size := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r < 0x80 && unsafeRune(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[:size])
-		}
-		s = s[size:]
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
-}
+func termSafe(s string) string { return textsafe.Terminal(s) }
 
 // termWriter writes through termSafe. A write may end inside a UTF-8
 // sequence (a streamed delta does): those bytes wait for the next write,

@@ -9,10 +9,15 @@
   const statusLine = document.getElementById("status");
   let cleanup = []; // timers and streams of the current page
 
-  // visible shows control characters (terminal escapes) as \xNN.
+  // visible shows control characters (terminal escapes) as \xNN, and
+  // the bidi controls and line separators that would reorder what is
+  // drawn as \uNNNN (the server escapes approval requests fully; this
+  // covers every other text).
   function visible(s) {
     return String(s).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
-      (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
+      (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"))
+      .replace(/[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+        (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
   }
 
   // el builds an element; string children become text nodes.
@@ -500,11 +505,19 @@
     }
     for (const a of v) {
       const row = el("div", { class: "approval", "data-id": a.id });
-      const what = a.kind === "question" ? a.question : a.tool + " " + (a.arguments ? JSON.stringify(a.arguments) : "");
+      // What a model wrote is shown as the server escaped it (a.shown):
+      // bidi controls and invisible characters drawn as \u2067, the
+      // arguments one field at a time and in full, and a warning when
+      // anything was escaped. The raw a.arguments is never drawn.
+      const sh = a.shown || {};
       row.append(el("div", { class: "head" }, el("span", { class: "mono" }, a.id), " · ", a.run ? runLink(a.run) : "no run",
-        " · ", a.kind, a.agent ? " · " + a.agent : "", a.deadline ? " · deadline " + a.deadline + " (default: " + a.default + ")" : ""));
-      row.append(el("div", { class: "payload" }, what));
-      if (a.reason) row.append(el("div", { class: "muted" }, "why: " + a.reason));
+        " · ", a.kind, a.tool ? " · " + a.tool : "", a.agent ? " · " + a.agent : "", a.deadline ? " · deadline " + a.deadline + " (default: " + a.default + ")" : ""));
+      if (sh.warning) row.append(el("div", { class: "warning" }, "⚠ " + sh.warning));
+      if (a.kind === "question") row.append(el("div", { class: "payload" }, sh.question || ""));
+      for (const f of sh.fields || []) {
+        row.append(el("div", { class: "field" }, f.name ? el("span", { class: "fname mono" }, f.name + ": ") : "", el("span", { class: "payload mono" }, f.value)));
+      }
+      if (sh.reason) row.append(el("div", { class: "muted" }, "why: " + sh.reason));
       const note = el("input", { class: "note", placeholder: a.kind === "question" ? "note" : "note, or the reason for a rejection", size: 40 });
       if (a.kind === "question") {
         const answer = el("input", { class: "answer", placeholder: "answer as JSON", size: 40 });
