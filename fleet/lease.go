@@ -57,6 +57,19 @@ func now(ctx context.Context, rt *rath.Runtime) (time.Time, error) {
 // lease is live (another worker's, or this worker's own from an attempt
 // still going). A live lease is reported as a *HeldError.
 func (f *Fleet) take(ctx context.Context, run string) (events.Lease, error) {
+	l, err := f.takeOnce(ctx, run)
+	if errors.Is(err, events.ErrConflict) {
+		// Another holder took it (or renewed it) just now: a second look
+		// names it, or takes the run if that lease is already over.
+		l, err = f.takeOnce(ctx, run)
+	}
+	if errors.Is(err, events.ErrConflict) {
+		return events.Lease{}, &HeldError{Run: run, Holder: "another holder", Since: time.Now()}
+	}
+	return l, err
+}
+
+func (f *Fleet) takeOnce(ctx context.Context, run string) (events.Lease, error) {
 	store := f.rt.Store()
 	evs, err := store.ReadStream(ctx, events.LeaseStream(run), 1)
 	if err != nil {
@@ -93,10 +106,6 @@ func (f *Fleet) take(ctx context.Context, run string) (events.Lease, error) {
 	}
 	_, err = store.Append(ctx, events.LeaseStream(run), int64(len(evs)),
 		events.RunLeased{Run: run, Worker: f.opts.WorkerID, Token: token, ExpiresAt: t.Add(f.opts.LeaseTime).UnixNano()})
-	if errors.Is(err, events.ErrConflict) {
-		// Another holder took it (or renewed it) just now.
-		return events.Lease{}, &HeldError{Run: run, Holder: "another worker", Since: t}
-	}
 	if err != nil {
 		return events.Lease{}, err
 	}
