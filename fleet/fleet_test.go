@@ -41,6 +41,9 @@ const workerEnv = "RATH_FLEET_TEST_WORKER"
 // not idempotent, so it counts how often each call ran.
 const effectEnv = "RATH_FLEET_TEST_EFFECT"
 
+// defaultsEnv makes the worker use the default lease and DeadAfter.
+const defaultsEnv = "RATH_FLEET_TEST_DEFAULTS"
+
 // busyEnv is the worker's busy timeout (a duration).
 const busyEnv = "RATH_FLEET_TEST_BUSY"
 
@@ -161,6 +164,9 @@ func workerProcess(spec string) int {
 	// comes from the heartbeat (DeadAfter), not from the lease running out.
 	opts := fleet.Options{Concurrency: 4, LeaseTime: 10 * time.Second, DeadAfter: 3 * time.Second, Resolve: tally,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Log: os.Stderr}
+	if os.Getenv(defaultsEnv) != "" {
+		opts.LeaseTime, opts.DeadAfter = 0, 0
+	}
 	if len(f) > 2 && f[2] == "hold" {
 		// Take runs and hang in their first tool call, until killed.
 		opts.Resolve = func(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
