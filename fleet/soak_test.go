@@ -47,7 +47,7 @@ func TestSoak_FleetChaos(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := newChaos(t, ctx, dsn, slowEnv+"=100ms")
+			c := newChaos(t, ctx, dsn, slowEnv+"=500ms")
 			ids := c.submit(soakRuns())
 			workers := []*exec.Cmd{c.worker(), c.worker(), c.worker()}
 			faults := map[string]int{}
