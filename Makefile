@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 # this tag; `make test` always sets it so nothing real is skipped.
 TAGS := integration
 
-.PHONY: all build demo test deps vet lint bench fuzz clean
+.PHONY: all build demo test deps vet lint bench fuzz soak clean
 
 all: build
 
@@ -67,6 +67,13 @@ lint: vet $(TOOLS)/staticcheck
 # Performance section quotes its output.
 bench:
 	$(GO) test -p 1 -tags $(TAGS) -run '^$$' -bench . -benchtime 2s -count 1 ./...
+
+# soak runs the long fault-injection chaos of the fleet (fleet/soak_test.go):
+# hundreds of runs (RATH_SOAK_RUNS, default 200) per store through SIGKILLs,
+# SIGSTOPs past the lease, duplicate jobs and a PostgreSQL restart. make test
+# runs the bounded versions.
+soak: deps
+	$(GO) test -tags '$(TAGS) soak' -run TestSoak -timeout 60m -v ./fleet
 
 # fuzz runs each fuzz target for a short while.
 fuzz:

@@ -54,6 +54,10 @@ type Options struct {
 	Synchronous string
 	// Clock stamps events. Nil means time.Now.
 	Clock func() time.Time
+	// BusyTimeout is how long a write waits for another connection's
+	// write lock (see events.Options.BusyTimeout). Zero means
+	// events.DefaultBusyTimeout.
+	BusyTimeout time.Duration
 	// Entropy draws run ids and seeds. Nil means crypto/rand.
 	Entropy io.Reader
 	// Sandboxes are the backends sessions can be placed on. Nil means the
@@ -187,6 +191,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		Synchronous:   opts.Synchronous,
 		ReadMmapBytes: opts.ReadMmapBytes,
 		Clock:         opts.Clock,
+		BusyTimeout:   opts.BusyTimeout,
 		Projectors:    append([]events.Projector{projections.Projector{}}, opts.Projectors...),
 	})
 	if err != nil {

@@ -145,3 +145,13 @@ func storageErr(op string, err error) error {
 	}
 	return fmt.Errorf("events: %s: %w", op, err)
 }
+
+// IsTransient reports whether err is a store failure that passes by
+// itself, so that the operation is worth trying again later: the write
+// lock held past the busy timeout (ErrBusy), the PostgreSQL server
+// unreachable (ErrUnreachable), or the connection to it lost (the server
+// restarted or shut down, the session was ended, the network failed). A
+// full disk (ErrFull) is not: it needs someone to free space.
+func IsTransient(err error) bool {
+	return errors.Is(err, ErrBusy) || errors.Is(err, ErrUnreachable) || connectionLost(err)
+}

@@ -60,6 +60,52 @@ func ParsePostgresDSN(dsn string) (*pgx.ConnConfig, error) {
 	return cfg, nil
 }
 
+// How long a connection may stall before it is cut off, so that a
+// process that stopped (SIGSTOP, a debugger, a VM pause) or lost the
+// network while it held the chain lock stops every other writer for
+// seconds, not until the kernel gives up on the connection.
+const (
+	// stalledTxTimeout is the writer session's
+	// idle_in_transaction_session_timeout: the server ends a session
+	// that sits in a transaction without sending its next statement for
+	// this long, which rolls its transaction back and frees the chain
+	// lock. A live writer sends its statements back to back.
+	stalledTxTimeout = 3 * time.Second
+	// writeStatementTimeout bounds each statement of the writer's
+	// transactions (statement_timeout); generous, for rebuilds.
+	writeStatementTimeout = 5 * time.Minute
+	// keepAliveIdle, keepAliveInterval and keepAliveCount are the TCP
+	// keepalives on both ends of every connection (the server's through
+	// tcp_keepalives_*): a peer that stopped answering is found dead
+	// after about idle + interval × count.
+	keepAliveIdle     = 5 * time.Second
+	keepAliveInterval = 2 * time.Second
+	keepAliveCount    = 3
+	// userTimeout is TCP_USER_TIMEOUT on both ends: unacknowledged data
+	// fails the connection after this long.
+	userTimeout = 10 * time.Second
+)
+
+// boundStalls sets the keepalives and the user timeout on both ends of
+// cfg's connections (see keepAliveIdle).
+func boundStalls(cfg *pgx.ConnConfig) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["tcp_keepalives_idle"] = strconv.Itoa(int(keepAliveIdle.Seconds()))
+	cfg.RuntimeParams["tcp_keepalives_interval"] = strconv.Itoa(int(keepAliveInterval.Seconds()))
+	cfg.RuntimeParams["tcp_keepalives_count"] = strconv.Itoa(keepAliveCount)
+	cfg.RuntimeParams["tcp_user_timeout"] = strconv.FormatInt(userTimeout.Milliseconds(), 10)
+	d := &net.Dialer{
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: keepAliveIdle, Interval: keepAliveInterval, Count: keepAliveCount},
+		Control:         setUserTimeout(userTimeout),
+	}
+	if cfg.ConnectTimeout > 0 {
+		d.Timeout = cfg.ConnectTimeout
+	}
+	cfg.DialFunc = d.DialContext
+}
+
 // openPostgres opens the writer's and the readers' pools on the server
 // the DSN names and checks it answers.
 func openPostgres(ctx context.Context, opts Options) (wdb *sql.DB, rdb *sqlx.DB, err error) {
@@ -67,13 +113,14 @@ func openPostgres(ctx context.Context, opts Options) (wdb *sql.DB, rdb *sqlx.DB,
 	if err != nil {
 		return nil, nil, err
 	}
+	boundStalls(cfg)
 	wcfg := cfg.Copy()
-	if wcfg.RuntimeParams == nil {
-		wcfg.RuntimeParams = map[string]string{}
-	}
 	// The chain lock is a row lock: waiting for it longer than the busy
 	// timeout fails the write with ErrBusy, as SQLite's busy_timeout does.
 	wcfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(opts.BusyTimeout.Milliseconds(), 1), 10)
+	// A holder of the chain lock that stops sending is cut off.
+	wcfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(stalledTxTimeout.Milliseconds(), 10)
+	wcfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(writeStatementTimeout.Milliseconds(), 10)
 	wdb = stdlib.OpenDB(*wcfg)
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)

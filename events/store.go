@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"reflect"
 	"runtime"
 	"strings"
@@ -165,9 +166,21 @@ type Store struct {
 	// whole payloads): tests build mixed logs with it.
 	legacyRows bool
 
+	// stopHoldingLock makes the first append stop the process (SIGSTOP)
+	// while it holds PostgreSQL's chain lock: the fault of a paused or
+	// partitioned writer, for tests (DebugStopHoldingLockEnv).
+	stopHoldingLock bool
+
 	// Owned by the writer goroutine.
 	w writerState
 }
+
+// DebugStopHoldingLockEnv, set to 1 in a process's environment, makes its
+// first append on a PostgreSQL store stop the process with SIGSTOP right
+// after it took the chain lock, inside its transaction: a fault
+// injection for tests of what a paused writer does to the others. Never
+// set it otherwise.
+const DebugStopHoldingLockEnv = "RATH_DEBUG_STOP_HOLDING_CHAIN_LOCK"
 
 type item struct {
 	typ     string
@@ -283,6 +296,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		notifyCh: make(chan struct{}),
+
+		stopHoldingLock: opts.DSN != "" && os.Getenv(DebugStopHoldingLockEnv) == "1",
 	}
 	if err := s.w.init(ctx, s); err != nil {
 		s.w.closeStmts()
@@ -292,6 +307,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if s.pg {
 		cfg, _ := ParsePostgresDSN(opts.DSN) // parsed once already
+		boundStalls(cfg)
 		s.listenDone = make(chan struct{})
 		go s.listen(cfg)
 	}

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"syscall"
 )
 
 // maxHeadCache bounds the cached stream heads; the cache is cleared when
@@ -307,6 +309,10 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 		w.rollback()
 		w.disconnect()
 		return storageErr("lock the chain", err)
+	}
+	if w.s.stopHoldingLock {
+		w.s.stopHoldingLock = false
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	}
 	var seq int64
 	var hash string

@@ -12,13 +12,25 @@
 // checked against the current token in its transaction
 // (events.ContextWithLease), so a worker that lost its lease (paused,
 // partitioned, too slow) can no longer write to the run. A worker that
-// dies stops renewing; once its lease expires, another worker takes the
+// dies stops renewing and beating; once its lease is expired, another worker takes the
 // run (a new token) and continues it with replay's resume machinery:
 // recorded model and tool calls are answered from the log, so nothing
 // that completed runs again. A tool call that was in flight when the
 // worker died runs again (at-least-once); make such tools idempotent.
 //
-// River rescues a stuck job by its age alone; rath does not wait for it.
-// Each worker also looks for runs whose lease expired and re-enqueues
-// them, so a dead worker's run is taken over within about the lease time.
+// A run has at most one execution at a time: a worker ends a second job
+// for a run it is executing, and a job for a run another holder has live
+// (a worker, or `rath resume` through Hold) or that finished ends without
+// doing anything. Workers beat a heartbeat (fleet_workers); a live peer
+// expires, with fencing, the leases of a worker whose heartbeat is older
+// than DeadAfter, and each worker re-enqueues runs whose lease expired
+// (unless a job of theirs is waiting already), so a dead worker's run is
+// taken over within seconds. River rescues a stuck job by its age alone;
+// rath does not wait for it. A holder whose renewals failed for a lease
+// time stops the run itself (ErrLeaseLost). On PostgreSQL leases and
+// heartbeats use the database's clock.
+//
+// A store error that passes (events.IsTransient) suspends the run like a
+// retryable model error: River retries the job with backoff, and only
+// the last of MaxAttempts ends the run, with the reason.
 package fleet

@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,6 +36,7 @@ const (
 	DefaultConcurrency = 4
 	DefaultLeaseTime   = 15 * time.Second
 	DefaultMaxAttempts = 5
+	DefaultDeadAfter   = 2 * time.Second
 )
 
 // Options configure a Fleet.
@@ -46,6 +49,14 @@ type Options struct {
 	// renewal; renewals come every third of it. A dead worker's run is
 	// taken over about this long after its last renewal.
 	LeaseTime time.Duration
+	// DeadAfter is how long a worker may go without a heartbeat (they
+	// come every fifth of it) before its peers expire its leases, with
+	// fencing, and take its runs over: a crashed worker's runs go on
+	// within about DeadAfter, not LeaseTime. A worker that is only slow
+	// to beat for that long loses its runs too (fencing keeps the log
+	// right; a tool call it is running may run twice). Zero means
+	// DefaultDeadAfter.
+	DeadAfter time.Duration
 	// MaxAttempts bounds how often a run is tried after its worker was
 	// lost, the store failed it or its workflow failed for a retryable
 	// reason (Retryable); a run that fails inside its workflow for any
@@ -68,6 +79,10 @@ type Options struct {
 	Resolve func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error)
 	// Logger receives River's and the workers' logs. Nil discards them.
 	Logger *slog.Logger
+	// Log, if set, gets one line for each run this worker takes,
+	// finishes, hands back or loses, and for each job it ends because
+	// the run is held or finished.
+	Log io.Writer
 
 	// beforeTake, for tests, runs when a worker has a job and has not
 	// taken its run's lease yet.
@@ -91,6 +106,14 @@ type Fleet struct {
 	db       *sql.DB
 	listener *pgxpool.Pool
 	client   *river.Client[*sql.Tx]
+
+	// held are the runs this process is executing: a second job for one
+	// of them ends at once (Work).
+	held struct {
+		sync.Mutex
+		runs map[string]bool
+	}
+	logMu sync.Mutex // one Log line at a time
 }
 
 // Open connects to the queue on rt's database, creating River's tables if
@@ -104,6 +127,9 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	}
 	if opts.LeaseTime <= 0 {
 		opts.LeaseTime = DefaultLeaseTime
+	}
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = DefaultDeadAfter
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
@@ -124,6 +150,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	f := &Fleet{rt: rt, opts: opts}
+	f.held.runs = map[string]bool{}
 	var driver riverdriver.Driver[*sql.Tx]
 	store := rt.Store()
 	if store.Postgres() {
@@ -269,21 +296,26 @@ func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
 	if err := f.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("fleet: start workers: %w", err)
 	}
-	reaped := make(chan struct{})
+	var bg sync.WaitGroup
 	rctx, stopReaper := context.WithCancel(context.Background())
-	go func() {
-		defer close(reaped)
-		f.reap(rctx, started)
-	}()
+	bg.Go(func() { f.reap(rctx) })
+	// The heartbeat goes on until the runs in flight are stopped: peers
+	// must not take over runs this worker is still finishing.
+	hctx, stopBeat := context.WithCancel(context.Background())
+	defer stopBeat()
+	bg.Go(func() { f.heartbeat(hctx, started) })
 	<-ctx.Done()
+	f.logf("stopping: no new runs; those in flight get %s to finish", grace)
 	stopReaper()
-	<-reaped
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := f.client.Stop(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = f.client.StopAndCancel(context.Background())
 	}
+	stopBeat()
+	bg.Wait()
+	f.logf("stopped")
 	if gerr := f.goodbye(context.Background()); gerr != nil {
 		f.opts.Logger.Warn("fleet: unregister worker", "err", gerr)
 	}

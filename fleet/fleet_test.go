@@ -32,9 +32,23 @@ var (
 	dbs    atomic.Int64
 )
 
-// workerEnv makes the test binary a worker process: "DIR DSN" (DSN may
-// be "-" for the SQLite store in DIR).
+// workerEnv makes the test binary a worker process: "DIR DSN [MODE]"
+// (DSN may be "-" for the SQLite store in DIR).
 const workerEnv = "RATH_FLEET_TEST_WORKER"
+
+// effectEnv names a file outside every workspace to which each execution
+// of a tally call appends "RUN tally-N": unlike the workspace's log it is
+// not idempotent, so it counts how often each call ran.
+const effectEnv = "RATH_FLEET_TEST_EFFECT"
+
+// defaultsEnv makes the worker use the default lease and DeadAfter.
+const defaultsEnv = "RATH_FLEET_TEST_DEFAULTS"
+
+// busyEnv is the worker's busy timeout (a duration).
+const busyEnv = "RATH_FLEET_TEST_BUSY"
+
+// slowEnv makes each tally call take this long (a duration).
+const slowEnv = "RATH_FLEET_TEST_SLOW"
 
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(workerEnv); spec != "" {
@@ -85,6 +99,17 @@ func tallyWith(dir string, client model.Client, attempts int, inTool func(), opt
 	}
 	tool, err := flow.NewTool("tally", "Tally, with a side effect.", func(ctx context.Context, _ *session.Session, a tallyArgs) (string, error) {
 		r, _ := events.RunFromContext(ctx)
+		if effect := os.Getenv(effectEnv); effect != "" {
+			f, err := os.OpenFile(effect, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(f, "%s tally-%d\n", r.ID, a.N)
+			f.Close()
+		}
+		if d, err := time.ParseDuration(os.Getenv(slowEnv)); err == nil {
+			time.Sleep(d)
+		}
 		file := filepath.Join(dir, r.ID+".log")
 		line := fmt.Sprintf("tally-%d", a.N)
 		b, _ := os.ReadFile(file)
@@ -124,14 +149,24 @@ func workerProcess(spec string) int {
 	f := strings.Fields(spec)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	rt, err := openRuntime(ctx, f[0], f[1])
+	dsn := f[1]
+	if dsn == "-" {
+		dsn = ""
+	}
+	busy, _ := time.ParseDuration(os.Getenv(busyEnv))
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: f[0], DSN: dsn, BusyTimeout: busy})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 3
 	}
 	defer rt.Close()
-	opts := fleet.Options{Concurrency: 4, LeaseTime: 2 * time.Second, Resolve: tally,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	// Leases generous for a loaded machine: a takeover after a crash
+	// comes from the heartbeat (DeadAfter), not from the lease running out.
+	opts := fleet.Options{Concurrency: 4, LeaseTime: 10 * time.Second, DeadAfter: 3 * time.Second, Resolve: tally,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Log: os.Stderr}
+	if os.Getenv(defaultsEnv) != "" {
+		opts.LeaseTime, opts.DeadAfter = 0, 0
+	}
 	if len(f) > 2 && f[2] == "hold" {
 		// Take runs and hang in their first tool call, until killed.
 		opts.Resolve = func(_ context.Context, _ string, params map[string]string) (flow.Workflow, error) {
@@ -161,7 +196,7 @@ func workerProcess(spec string) int {
 // happened once, every run replays and the log verifies.
 func testFleet(t *testing.T, dir, dsn string) {
 	const runs, workers = 50, 3
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // generous: a loaded machine
 	defer cancel()
 	local := dir
 	if dsn != "-" {
@@ -488,7 +523,9 @@ func TestFleet_RetriesARunAfterAProviderOutage(t *testing.T) {
 	resolve := func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
 		return tallyWith(params["workspace"], models[params["outage"]], 1, nil)
 	}
-	f, err := fleet.Open(ctx, rt, fleet.Options{MaxAttempts: 3, LeaseTime: time.Second, RetryBackoff: 100 * time.Millisecond, Resolve: resolve})
+	// The default lease: nothing here is taken over, and a short lease
+	// would run out on a loaded machine and make extra attempts.
+	f, err := fleet.Open(ctx, rt, fleet.Options{MaxAttempts: 3, RetryBackoff: 100 * time.Millisecond, Resolve: resolve})
 	if err != nil {
 		t.Fatal(err)
 	}

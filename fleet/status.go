@@ -10,6 +10,9 @@ import (
 	"github.com/gorath/rath/events"
 )
 
+// errNotSubmitted is a run with no run.submitted event.
+var errNotSubmitted = errors.New("fleet: the run was never submitted")
+
 // submitted reads a run's run.submitted event.
 func submitted(ctx context.Context, store *events.Store, run string) (*events.RunSubmitted, error) {
 	evs, err := store.ReadStream(ctx, events.SubmitStream(run), 1)
@@ -17,7 +20,7 @@ func submitted(ctx context.Context, store *events.Store, run string) (*events.Ru
 		return nil, err
 	}
 	if len(evs) == 0 {
-		return nil, fmt.Errorf("fleet: run %s was never submitted", run)
+		return nil, fmt.Errorf("%w: %s", errNotSubmitted, run)
 	}
 	p, err := evs[0].Decode()
 	if err != nil {

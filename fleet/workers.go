@@ -19,7 +19,8 @@ type WorkerInfo struct {
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 	// Live is false once a lease time passed without a heartbeat: the
-	// worker died or lost the store, and its runs are taken over.
+	// worker died or lost the store, and its runs are taken over (its
+	// peers expire its leases once DeadAfter passed without one).
 	Live bool `json:"live"`
 	// Runs are the runs it holds a live lease on.
 	Runs []string `json:"runs"`
@@ -38,7 +39,10 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 		StartedAt   int64  `db:"started_at"`
 		HeartbeatAt int64  `db:"heartbeat_at"`
 	}
-	now := time.Now()
+	now, err := now(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
 	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT id, queue, concurrency, lease_ms, started_at, heartbeat_at
 		FROM fleet_workers WHERE heartbeat_at > ? ORDER BY id`), now.Add(-24*time.Hour).UnixNano()); err != nil {
 		return nil, fmt.Errorf("fleet: list workers: %w", err)
@@ -71,15 +75,60 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 	return out, nil
 }
 
-// beat records this worker's heartbeat (the first one registers it).
+// heartbeat beats every fifth of DeadAfter until ctx ends.
+func (f *Fleet) heartbeat(ctx context.Context, started time.Time) {
+	t := time.NewTicker(max(f.opts.DeadAfter/5, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := f.beat(ctx, started); err != nil && ctx.Err() == nil {
+			f.opts.Logger.Warn("fleet: heartbeat", "err", err)
+		}
+	}
+}
+
+// deadWorkers are the workers other than this one whose last heartbeat
+// is older than DeadAfter at at, with when it was.
+func (f *Fleet) deadWorkers(ctx context.Context, at time.Time) (map[string]time.Time, error) {
+	q := `SELECT id, heartbeat_at FROM fleet_workers WHERE heartbeat_at < ? AND heartbeat_at > ? AND id <> ?`
+	if f.rt.Store().Postgres() {
+		q = sqlx.Rebind(sqlx.DOLLAR, q)
+	}
+	rows, err := f.db.QueryContext(ctx, q, at.Add(-f.opts.DeadAfter).UnixNano(), at.Add(-24*time.Hour).UnixNano(), f.opts.WorkerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var id string
+		var beat int64
+		if err := rows.Scan(&id, &beat); err != nil {
+			return nil, err
+		}
+		out[id] = time.Unix(0, beat)
+	}
+	return out, rows.Err()
+}
+
+// beat records this worker's heartbeat (the first one registers it), on
+// the lease clock.
 func (f *Fleet) beat(ctx context.Context, started time.Time) error {
+	at, err := now(ctx, f.rt)
+	if err != nil {
+		return err
+	}
 	q := `INSERT INTO fleet_workers (id, queue, concurrency, lease_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`
 	if f.rt.Store().Postgres() {
 		q = sqlx.Rebind(sqlx.DOLLAR, q)
 	}
-	_, err := f.db.ExecContext(ctx, q, f.opts.WorkerID, f.opts.Queue, f.opts.Concurrency, f.opts.LeaseTime.Milliseconds(),
-		started.UnixNano(), time.Now().UnixNano())
+	_, err = f.db.ExecContext(ctx, q, f.opts.WorkerID, f.opts.Queue, f.opts.Concurrency, f.opts.LeaseTime.Milliseconds(),
+		started.UnixNano(), at.UnixNano())
 	return err
 }
 

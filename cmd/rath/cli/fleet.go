@@ -159,7 +159,7 @@ before anything of it runs.`,
 				_, err := rt.Workflow(name)
 				setup[name] = err == nil
 			}
-			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, Concurrency: concurrency, LeaseTime: lease,
+			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, Concurrency: concurrency, LeaseTime: lease, Log: a.stderr,
 				Resolve: func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
 					return a.workflowForSubmitted(ctx, rt, name, params, setup, policy)
 				}})

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
 
 	"github.com/gorath/rath/replay"
@@ -95,7 +99,9 @@ tool call the record holds is answered from it, so nothing recorded is
 repeated; where the record ends the run goes on live (real model, real
 tools) and its events are written to the store. It prints the output
 session id. A tool call that was recorded as started but not as returned
-runs again.`,
+runs again. The resume holds the run's lease while it goes, as a worker
+does: a second resume of the same run, or one of a run a fleet worker
+is continuing, is refused before anything runs.`,
 		Example: "rath resume run-0123456789abcdef --json",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -112,7 +118,17 @@ runs again.`,
 			if err != nil {
 				return err
 			}
-			run, err := replay.Resume(ctx, rt, argv[0], wf)
+			// The run's lease, as a worker takes it: a second resume, or a
+			// worker of the fleet, cannot continue the run while this one
+			// does, and one that holds it refuses this one before it runs
+			// anything.
+			lctx, release, err := a.holdForResume(ctx, rt, argv[0])
+			if err != nil {
+				return err
+			}
+			defer release()
+			run, err := replay.Resume(lctx, rt, argv[0], wf)
+			release()
 			if a.json {
 				// The events the resume recorded, then the summary.
 				evs, rerr := rt.Store().Read(ctx, events.Query{RunID: argv[0], FromSeq: head.Seq + 1})
@@ -151,4 +167,27 @@ runs again.`,
 	}
 	jsonFlag(cmd, a)
 	return cmd
+}
+
+// holdForResume takes the run's lease for this resume (see fleet.Hold).
+// A run a holder is continuing now is refused with who and since when;
+// for a run submitted to the fleet, the refusal says a worker has it.
+func (a *app) holdForResume(ctx context.Context, rt *rath.Runtime, run string) (context.Context, func(), error) {
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("resume:%s-%d", host, os.Getpid())
+	lctx, release, err := fleet.Hold(ctx, rt, run, holder, 0)
+	var held *fleet.HeldError
+	if errors.As(err, &held) {
+		if sub, _ := rt.Store().ReadStream(ctx, events.SubmitStream(run), 1); len(sub) > 0 && !strings.HasPrefix(held.Holder, "resume:") {
+			return nil, nil, fmt.Errorf("%w: it was submitted to the fleet and a worker is on it; follow it with \"rath wait %s\"", err, run)
+		}
+		return nil, nil, fmt.Errorf("%w: wait until it stops, or for the lease to lapse", err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if sub, _ := rt.Store().ReadStream(ctx, events.SubmitStream(run), 1); len(sub) > 0 {
+		fmt.Fprintf(a.stderr, "run %s was submitted to the fleet; it continues here, under this resume's lease, and its workers leave it alone while it goes\n", run)
+	}
+	return lctx, release, nil
 }

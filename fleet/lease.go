@@ -1,0 +1,197 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+)
+
+// ErrHeld is matched by a *HeldError.
+var ErrHeld = errors.New("fleet: the run is held by another worker")
+
+// HeldError is a lease refused because another holder's lease on the run
+// is live: a worker of the fleet, or another `rath resume`, is continuing
+// it now.
+type HeldError struct {
+	Run    string
+	Holder string
+	// Since is when the holder took the run (its run.leased that was not
+	// a renewal).
+	Since time.Time
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("run %s is being continued by %s since %s", e.Run, e.Holder, e.Since.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// ErrLeaseLost is the cause a run's context is canceled with when its
+// holder could not renew the lease before it ran out: another holder may
+// have taken the run, so this one stops before it does anything more.
+var ErrLeaseLost = errors.New("fleet: the run's lease ran out before it was renewed")
+
+// now is the lease clock: PostgreSQL's clock on PostgreSQL, so that
+// workers on machines whose clocks disagree still agree on when a lease
+// expires; the machine's clock on SQLite, whose store one machine shares.
+func now(ctx context.Context, rt *rath.Runtime) (time.Time, error) {
+	store := rt.Store()
+	if !store.Postgres() {
+		return time.Now(), nil
+	}
+	var us int64
+	if err := store.DB().QueryRowContext(ctx, `SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`).Scan(&us); err != nil {
+		return time.Time{}, fmt.Errorf("fleet: read the database's clock: %w", err)
+	}
+	return time.UnixMicro(us), nil
+}
+
+// take acquires the run's lease for the worker: a new token, unless a
+// lease is live (another worker's, or this worker's own from an attempt
+// still going). A live lease is reported as a *HeldError.
+func (f *Fleet) take(ctx context.Context, run string) (events.Lease, error) {
+	l, err := f.takeOnce(ctx, run)
+	if errors.Is(err, events.ErrConflict) {
+		// Another holder took it (or renewed it) just now: a second look
+		// names it, or takes the run if that lease is already over.
+		l, err = f.takeOnce(ctx, run)
+	}
+	if errors.Is(err, events.ErrConflict) {
+		return events.Lease{}, &HeldError{Run: run, Holder: "another holder", Since: time.Now()}
+	}
+	return l, err
+}
+
+func (f *Fleet) takeOnce(ctx context.Context, run string) (events.Lease, error) {
+	store := f.rt.Store()
+	evs, err := store.ReadStream(ctx, events.LeaseStream(run), 1)
+	if err != nil {
+		return events.Lease{}, err
+	}
+	var last *events.RunLeased
+	var since time.Time
+	for _, ev := range evs {
+		p, err := ev.Decode()
+		if err != nil {
+			return events.Lease{}, err
+		}
+		l := p.(*events.RunLeased)
+		if !l.Renewal {
+			since = ev.At
+		}
+		last = l
+	}
+	t, err := now(ctx, f.rt)
+	if err != nil {
+		return events.Lease{}, err
+	}
+	// A live lease of this worker's own is held by another of its
+	// attempts only if that attempt is still going (held): f.hold
+	// refuses a second attempt of a run before it gets here, so a live
+	// lease under this worker's name is a leftover of an attempt that
+	// ended without releasing it.
+	if last != nil && last.Worker != f.opts.WorkerID && t.UnixNano() < last.ExpiresAt {
+		return events.Lease{}, &HeldError{Run: run, Holder: last.Worker, Since: since}
+	}
+	token := int64(1)
+	if last != nil {
+		token = last.Token + 1
+	}
+	_, err = store.Append(ctx, events.LeaseStream(run), int64(len(evs)),
+		events.RunLeased{Run: run, Worker: f.opts.WorkerID, Token: token, ExpiresAt: t.Add(f.opts.LeaseTime).UnixNano()})
+	if err != nil {
+		return events.Lease{}, err
+	}
+	return events.Lease{Run: run, Token: token}, nil
+}
+
+// release ends the lease now, so the run can be taken again at once.
+func (f *Fleet) release(ctx context.Context, lease events.Lease) error {
+	t, err := now(ctx, f.rt)
+	if err != nil {
+		return err
+	}
+	_, err = f.rt.Store().Append(events.ContextWithLease(ctx, lease), events.LeaseStream(lease.Run), events.AnyVersion, events.RunLeased{
+		Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: t.UnixNano(), Renewal: true})
+	if errors.Is(err, events.ErrFenced) {
+		return nil // another worker took the run meanwhile: it is theirs
+	}
+	return err
+}
+
+// renew extends the lease every third of the lease time until ctx ends.
+// A renewal refused because another holder took the run cancels the
+// run's context with the reason; so does a lease that ran out while its
+// renewals failed (the store was unreachable): by then another holder
+// may have taken the run, and this one must stop rather than run a call
+// that holder runs too.
+func (f *Fleet) renew(ctx context.Context, lease events.Lease, cancel context.CancelCauseFunc) {
+	every := f.opts.LeaseTime / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	// The lease runs out no sooner than a lease time after the clock was
+	// read for it, and that read came after this.
+	renewed := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if time.Since(renewed) >= f.opts.LeaseTime {
+			cancel(ErrLeaseLost)
+			return
+		}
+		start := time.Now()
+		at, err := now(ctx, f.rt)
+		if err == nil {
+			_, err = f.rt.Store().Append(ctx, events.LeaseStream(lease.Run), events.AnyVersion, events.RunLeased{
+				Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: at.Add(f.opts.LeaseTime).UnixNano(), Renewal: true})
+		}
+		if errors.Is(err, events.ErrFenced) {
+			cancel(err)
+			return
+		}
+		if err == nil {
+			renewed = start
+		} else if ctx.Err() == nil {
+			f.opts.Logger.Warn("fleet: lease renewal failed", "run", lease.Run, "err", err)
+		}
+	}
+}
+
+// Hold takes run's lease for holder, as a worker of the fleet does, and
+// keeps it renewed until the returned release is called: a `rath resume`
+// holds the run this way, so that no worker and no other resume
+// continues it at the same time. The context carries the lease (its
+// appends to the run are fenced) and is canceled if the lease is lost. A
+// live lease of another holder is refused with a *HeldError before
+// anything runs. Zero leaseTime means DefaultLeaseTime.
+func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime time.Duration) (context.Context, func(), error) {
+	if leaseTime <= 0 {
+		leaseTime = DefaultLeaseTime
+	}
+	f := &Fleet{rt: rt, opts: Options{WorkerID: holder, LeaseTime: leaseTime, Logger: slog.New(slog.DiscardHandler)}}
+	lease, err := f.take(ctx, run)
+	if err != nil {
+		return nil, nil, err
+	}
+	lctx, cancel := context.WithCancelCause(events.ContextWithLease(ctx, lease))
+	var wg sync.WaitGroup
+	wg.Go(func() { f.renew(lctx, lease, cancel) })
+	var once sync.Once
+	return lctx, func() {
+		once.Do(func() {
+			cancel(nil)
+			wg.Wait()
+			f.release(context.WithoutCancel(ctx), lease)
+		})
+	}, nil
+}
