@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	execpkg "os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow/model/modeltest"
+	"github.com/gorath/rath/replay"
+)
+
+// These tests take the path a user takes: `rath run` in its own process
+// against an HTTP server speaking a vendor's wire format, chosen by the
+// environment, the config file or flags; then `rath replay` and
+// `rath dossier --replay` in a fresh process with nothing but PATH, an
+// empty HOME and an empty RATH_HOME, the servers stopped.
+
+// rathEnv runs the test binary as rath with exactly env (and the switch
+// that makes it rath): nothing of the test's own environment leaks in.
+func rathEnv(t *testing.T, env []string, argv ...string) result {
+	t.Helper()
+	cmd := execpkg.Command(os.Args[0], argv...)
+	cmd.Env = append([]string{mainEnv + "=1"}, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *execpkg.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// bareEnv is `env -i PATH=… HOME=<empty>` with an empty RATH_HOME: no
+// key, no config file, no provider.
+func bareEnv(t *testing.T) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "RATH_HOME=" + t.TempDir()}
+}
+
+// userEnv is a user's shell: PATH, HOME, a RATH_HOME holding config (if
+// any) and the variables given.
+func userEnv(t *testing.T, config string, vars ...string) []string {
+	home := t.TempDir()
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "RATH_HOME=" + home}, vars...)
+}
+
+var runLine = regexp.MustCompile(`run: (run-[0-9a-f]+)`)
+
+// runIDOf finds the run id `rath run` printed.
+func runIDOf(t *testing.T, r result) string {
+	t.Helper()
+	m := runLine.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no run id in the output: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	return m[1]
+}
+
+// replayBare replays run from store in a bare environment, through
+// `rath replay`, `rath replay --json` and `rath dossier --replay`, and
+// returns the JSON report; every one must reproduce the record (exit 0).
+func replayBare(t *testing.T, store []string, run string) replay.Report {
+	t.Helper()
+	env := bareEnv(t)
+	r := rathEnv(t, env, append(append([]string(nil), store...), "replay", run)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "reproduced: ") {
+		t.Fatalf("replay %s in a bare environment: exit %d\n%s\n%s", run, r.code, r.stdout, r.stderr)
+	}
+	j := rathEnv(t, env, append(append([]string(nil), store...), "replay", "--json", run)...)
+	if j.code != 0 {
+		t.Fatalf("replay --json: exit %d\n%s\n%s", j.code, j.stdout, j.stderr)
+	}
+	rep := decodeJSON[replay.Report](t, j.stdout)
+	if rep.Matched != rep.Recorded || rep.Recorded == 0 || rep.Divergence != nil {
+		t.Fatalf("replay --json: %+v", rep)
+	}
+	d := rathEnv(t, env, append(append([]string(nil), store...), "dossier", "--replay", "--format", "md", run)...)
+	if d.code != 0 || !strings.Contains(d.stdout, rep.Verdict()) {
+		t.Fatalf("dossier --replay: exit %d, want the verdict %q\n%s", d.code, rep.Verdict(), d.stderr)
+	}
+	return rep
+}
+
+func call(name, args string) events.ToolCall { return events.ToolCall{Name: name, Arguments: args} }
+
+// realCase is one run against a vendor's HTTP server.
+type realCase struct {
+	name   string
+	vendor string // "openai" or "anthropic"
+	// config is the config file, with %[1]s for the server's URL; env
+	// the variables, with the same placeholder.
+	config string
+	env    []string
+	args   []string
+	tools  bool // a workspace with a.txt and b.txt, and read_workspace_file
+	script []modeltest.Reply
+	// wantExit is `rath run`'s exit code; wantText what its output holds.
+	wantExit int
+	wantText string
+	// wantCalls is how many requests the server must have seen.
+	wantCalls int
+}
+
+func realCases() []realCase {
+	const key = "sk-real-path-0123456789"
+	openaiEnv := []string{"OPENAI_BASE_URL=%[1]s", "OPENAI_API_KEY=" + key}
+	anthropicEnv := []string{"ANTHROPIC_BASE_URL=%[1]s", "ANTHROPIC_API_KEY=" + key}
+	read2 := modeltest.Reply{ToolCalls: []events.ToolCall{call("read_workspace_file", `{"path":"a.txt"}`), call("read_workspace_file", `{"path":"b.txt"}`)},
+		Usage: events.Usage{PromptTokens: 20, CompletionTokens: 8}}
+	return []realCase{
+		{name: "openai env plain", vendor: "openai", env: openaiEnv, args: []string{"--model", "m-plain", "--no-stream"},
+			script: []modeltest.Reply{{Content: "hi there", Usage: events.Usage{PromptTokens: 9, CompletionTokens: 2}}}, wantText: "hi there", wantCalls: 1},
+		{name: "openai env streamed", vendor: "openai", env: append(openaiEnv, "OPENAI_DEFAULT_MODEL=m-env"),
+			script: []modeltest.Reply{{Content: "streamed hello to you", Usage: events.Usage{PromptTokens: 9, CompletionTokens: 4}}}, wantText: "streamed hello to you", wantCalls: 1},
+		{name: "openai 429 then success", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"},
+			script: []modeltest.Reply{{Status: 429, Message: "slow down", RetryAfter: "0"}, {Content: "after the wait"}}, wantText: "after the wait", wantCalls: 2},
+		{name: "openai 500 then a stream cut midway", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"},
+			script: []modeltest.Reply{{Status: 500}, {Content: "this answer is cut off before its end", CutAfter: 3}, {Content: "whole at last"}},
+			wantText: "whole at last", wantCalls: 3},
+		{name: "openai parallel tool calls", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"}, tools: true,
+			script: []modeltest.Reply{read2, {Content: "read both"}}, wantText: "read both", wantCalls: 2},
+		{name: "openai tool calls no stream usage absent", vendor: "openai", env: openaiEnv, args: []string{"--model", "m", "--no-stream"}, tools: true,
+			script: []modeltest.Reply{{ToolCalls: read2.ToolCalls, NoUsage: true}, {Content: "no usage here", NoUsage: true}}, wantText: "no usage here", wantCalls: 2},
+		{name: "openai max rounds cap", vendor: "openai", env: openaiEnv, args: []string{"--model", "m", "--max-rounds", "1"}, tools: true,
+			script: []modeltest.Reply{read2}, wantExit: 1, wantCalls: 1},
+		{name: "openai named provider from config", vendor: "openai",
+			config: `{"providers": {"local": {"kind": "openai", "base_url": "%[1]s", "model": "m-local", "api_key_env": "LOCAL_KEY", "temperature": 0.2, "max_tokens": 300, "retry": {"max_attempts": 2, "initial_backoff": "10ms"}}}}`,
+			env: []string{"LOCAL_KEY=" + key}, args: []string{"--provider", "local"},
+			script: []modeltest.Reply{{Status: 503}, {Content: "named and configured"}}, wantText: "named and configured", wantCalls: 2},
+		{name: "openai config default", vendor: "openai",
+			config: `{"default": "d", "providers": {"d": {"kind": "openai", "base_url": "%[1]s", "model": "m-default", "top_p": 0.5}}}`,
+			script: []modeltest.Reply{{Content: "from the default"}}, wantText: "from the default", wantCalls: 1},
+		{name: "openai flags over config default", vendor: "openai",
+			config: `{"default": "d", "providers": {"d": {"kind": "openai", "base_url": "%[1]s", "model": "m-default"}}}`,
+			args: []string{"--model", "m-flag", "--no-stream", "--system", "Answer in one word."},
+			script: []modeltest.Reply{{Content: "flagged"}}, wantText: "flagged", wantCalls: 1},
+		{name: "anthropic env streamed tool use", vendor: "anthropic", env: anthropicEnv, args: []string{"--model", "claude-x"}, tools: true,
+			script: []modeltest.Reply{{Content: "Reading both.", ToolCalls: read2.ToolCalls, Usage: events.Usage{PromptTokens: 30, CompletionTokens: 12}},
+				{Content: "both read", Usage: events.Usage{PromptTokens: 50, CompletionTokens: 3}}}, wantText: "both read", wantCalls: 2},
+		{name: "anthropic config", vendor: "anthropic",
+			config: `{"providers": {"claude": {"kind": "anthropic", "base_url": "%[1]s", "model": "claude-y", "max_tokens": 512, "api_key_env": "CLAUDE_KEY"}}}`,
+			env: []string{"CLAUDE_KEY=" + key}, args: []string{"--provider", "claude", "--no-stream"},
+			script: []modeltest.Reply{{Content: "configured claude"}}, wantText: "configured claude", wantCalls: 1},
+	}
+}
+
+// newVendorServer starts the fake of vendor.
+func newVendorServer(t *testing.T, vendor string) *modeltest.Server {
+	if vendor == "anthropic" {
+		return modeltest.NewAnthropic(t)
+	}
+	return modeltest.NewOpenAI(t)
+}
+
+// runReal runs tc with `rath run` against a fresh server on store and
+// returns the run id, the server stopped.
+func runReal(t *testing.T, store []string, tc realCase) string {
+	t.Helper()
+	srv := newVendorServer(t, tc.vendor)
+	srv.Push(tc.script...)
+	config := ""
+	if tc.config != "" {
+		config = fmt.Sprintf(tc.config, srv.URL())
+	}
+	vars := make([]string, len(tc.env))
+	for i, v := range tc.env {
+		vars[i] = strings.ReplaceAll(v, "%[1]s", srv.URL())
+	}
+	argv := append(append(append([]string(nil), store...), "run"), tc.args...)
+	if tc.tools {
+		ws := t.TempDir()
+		for name, text := range map[string]string{"a.txt": "alpha", "b.txt": "beta"} {
+			if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		argv = append(argv, "--workspace", ws, "--tools", "read_workspace_file")
+	}
+	r := rathEnv(t, userEnv(t, config, vars...), append(argv, "say something")...)
+	if r.code != tc.wantExit || !strings.Contains(r.stdout, tc.wantText) {
+		t.Fatalf("rath run: exit %d (want %d), want %q in the output\n%s\n%s", r.code, tc.wantExit, tc.wantText, r.stdout, r.stderr)
+	}
+	if n := len(srv.Requests()); n != tc.wantCalls {
+		t.Fatalf("the server got %d requests, want %d", n, tc.wantCalls)
+	}
+	srv.Close()
+	return runIDOf(t, r)
+}
+
+func TestReplay_RealProvidersReplayInABareEnvironment(t *testing.T) {
+	for _, tc := range realCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := []string{"--dir", t.TempDir()}
+			run := runReal(t, store, tc)
+			if rep := replayBare(t, store, run); !rep.Finished {
+				t.Fatalf("a finished run replays as unfinished: %+v", rep)
+			}
+		})
+	}
+}
