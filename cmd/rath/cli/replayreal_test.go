@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model/modeltest"
@@ -210,6 +211,91 @@ func TestReplay_RealProvidersReplayInABareEnvironment(t *testing.T) {
 			run := runReal(t, store, tc)
 			if rep := replayBare(t, store, run); !rep.Finished {
 				t.Fatalf("a finished run replays as unfinished: %+v", rep)
+			}
+		})
+	}
+}
+
+// A run waiting for a person, then decided but not resumed, replays to
+// the end of its record and says it has not finished; once resumed it
+// replays whole. Each decision a person can make, and the deadline's.
+func TestReplay_UnfinishedRunsReplayToTheEndOfTheirRecord(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string   // approval rules from the config file
+		args   []string // --approve
+		decide []string // the decision command, with ID for the request
+		want   string   // the model's answer after the decision
+		sent   string   // what the model is sent after the decision
+	}{
+		{name: "approved", args: []string{"--approve", "read_workspace_file"}, decide: []string{"approve", "ID", "--as", "ann"}, want: "read alpha", sent: "alpha"},
+		{name: "edited", args: []string{"--approve", "read_workspace_file"}, decide: []string{"approve", "ID", "--as", "ann", "--args", `{"path":"b.txt"}`}, want: "read beta", sent: "beta"},
+		{name: "rejected", args: []string{"--approve", "read_workspace_file"}, decide: []string{"reject", "ID", "--as", "ann", "--reason", "not that file"}, want: "it was refused", sent: "not that file"},
+		{name: "expired", config: `{"approvals": [{"tool": "read_workspace_file", "deadline": "2s", "default": "rejected"}]}`, want: "it was refused", sent: "deadline"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			store := []string{"--dir", t.TempDir()}
+			srv := modeltest.NewOpenAI(t)
+			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{call("read_workspace_file", `{"path":"a.txt"}`)}})
+			ws := t.TempDir()
+			os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha"), 0o644)
+			os.WriteFile(filepath.Join(ws, "b.txt"), []byte("beta"), 0o644)
+			env := userEnv(t, tt.config, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY=sk-k-0123456789")
+			rath := func(argv ...string) result {
+				return rathEnv(t, env, append(append([]string(nil), store...), argv...)...)
+			}
+			r := rath(append(append([]string{"run", "--model", "m", "--workspace", ws, "--tools", "read_workspace_file"}, tt.args...), "read a file")...)
+			if r.code != ExitWaiting {
+				t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			run, id := runIDOf(t, r), requestID.FindString(r.stderr)
+			waiting := func(when string) {
+				t.Helper()
+				rep := replayBare(t, store, run)
+				if rep.Finished || len(rep.Waiting) != 1 || rep.Waiting[0] != id {
+					t.Fatalf("%s: replay of the waiting run: %+v", when, rep)
+				}
+				out := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "replay", run)...).stdout
+				if !strings.Contains(out, "the run has not finished (waiting for "+id+")") {
+					t.Fatalf("%s: the verdict does not say the run waits:\n%s", when, out)
+				}
+			}
+			waiting("before the decision")
+			if tt.decide == nil {
+				// Nobody decides: wait until the deadline has passed.
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+					pend := decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout)
+					if len(pend) == 1 && pend[0].Expired {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the request never expired: %+v", pend)
+					}
+				}
+			} else {
+				argv := append([]string(nil), tt.decide...)
+				argv[1] = id
+				if r := rath(argv...); r.code != 0 {
+					t.Fatalf("%s: exit %d\n%s\n%s", argv[0], r.code, r.stdout, r.stderr)
+				}
+			}
+			// Decided (or past its deadline) but not resumed: the decision
+			// is not part of the record yet.
+			waiting("decided, not resumed")
+			srv.Push(modeltest.Reply{Content: tt.want})
+			if r := rath("resume", "--json", run); r.code != 0 || !strings.Contains(r.stdout, tt.want) {
+				t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			// What the tool returned (or the refusal) went to the model.
+			reqs := srv.Requests()
+			if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, tt.sent) {
+				t.Fatalf("the model was not sent %q after the decision:\n%s", tt.sent, last)
+			}
+			srv.Close()
+			if rep := replayBare(t, store, run); !rep.Finished || len(rep.Waiting) != 0 {
+				t.Fatalf("replay of the resumed run: %+v", rep)
 			}
 		})
 	}
