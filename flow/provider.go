@@ -278,6 +278,11 @@ func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 	return &r, nil
 }
 
+// ProviderParam is the run parameter (rath.WithParams) under which the
+// rath CLI and demo record the provider a run resolved, as the JSON of
+// [Provider.Recordable], so that a replay needs nothing but the log.
+const ProviderParam = "resolved_provider"
+
 // Recordable returns what a run records of p so that a replay can rebuild
 // it with [FromRecord]: vendor, name, model, base URL, cassette, sampling,
 // retry policy and budget. Never the key: APIKey and Client are dropped,

@@ -16,7 +16,7 @@ import (
 // "rath run" run resolved (flow.Provider.Recordable as JSON: vendor,
 // name, model, base URL, sampling, retry, budget; never the key). A
 // replay rebuilds the provider from it alone, on any machine.
-const resolvedProviderParam = "resolved_provider"
+const resolvedProviderParam = flow.ProviderParam
 
 // recordedProvider reads resolvedProviderParam; ok is false for runs
 // recorded before it existed.

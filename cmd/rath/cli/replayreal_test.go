@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -299,4 +300,67 @@ func TestReplay_UnfinishedRunsReplayToTheEndOfTheirRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// demoScript is the demo's cassette as an OpenAI-compatible server's
+// answers, in order.
+func demoScript(t *testing.T) []modeltest.Reply {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "internal", "demo", "cassette.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Responses []struct {
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				ID        string          `json:"id"`
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"tool_calls"`
+			Usage events.Usage `json:"usage"`
+		} `json:"responses"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	var out []modeltest.Reply
+	for _, r := range c.Responses {
+		rep := modeltest.Reply{Content: r.Content, Usage: r.Usage}
+		for _, tc := range r.ToolCalls {
+			args := string(tc.Arguments)
+			var s string
+			if json.Unmarshal(tc.Arguments, &s) == nil {
+				args = s // a string holding the object
+			}
+			rep.ToolCalls = append(rep.ToolCalls, events.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: args})
+		}
+		out = append(out, rep)
+	}
+	return out
+}
+
+// The demo (a Selector, forks, memory recall and commit, real tools) with
+// --live against an OpenAI-speaking server replays in a bare environment.
+func TestReplay_LiveDemoReplaysInABareEnvironment(t *testing.T) {
+	srv := modeltest.NewOpenAI(t)
+	srv.Push(demoScript(t)...)
+	store := []string{"--dir", filepath.Join(t.TempDir(), "store")}
+	env := userEnv(t, "", "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY=sk-demo-0123456789", "OPENAI_DEFAULT_MODEL=m-demo")
+	r := rathEnv(t, env, append(append([]string(nil), store...), "demo", "--live", "--json")...)
+	if r.code != 0 {
+		t.Fatalf("demo --live: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	sum := decodeJSON[struct {
+		Run       string `json:"run"`
+		Scripted  bool   `json:"scripted"`
+		Recalled  int    `json:"memories_recalled"`
+		Committed int    `json:"memories_committed"`
+		Decisions int    `json:"selector_decisions"`
+	}](t, r.stdout)
+	if sum.Scripted || sum.Committed == 0 || sum.Decisions == 0 || srv.Pending() != 0 {
+		t.Fatalf("the live demo did not run on the server: %+v, %d answers left", sum, srv.Pending())
+	}
+	srv.Close()
+	replayBare(t, store, sum.Run)
 }
