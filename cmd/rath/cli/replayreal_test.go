@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,16 +205,34 @@ func runReal(t *testing.T, store []string, tc realCase) string {
 	return runIDOf(t, r)
 }
 
+// stores are the two stores every case runs on.
+var stores = []string{"sqlite", "postgres"}
+
+// storeFor returns the flags of a fresh store of backend: a directory,
+// and for postgres a migrated database of the test binary's server.
+func storeFor(t *testing.T, backend string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	if backend != "postgres" {
+		return []string{"--dir", dir}
+	}
+	_, dsn := newDatabase(t)
+	mustRun(t, dir, "--dsn", dsn, "migrate", "up")
+	return []string{"--dir", dir, "--dsn", dsn}
+}
+
 func TestReplay_RealProvidersReplayInABareEnvironment(t *testing.T) {
-	for _, tc := range realCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			store := []string{"--dir", t.TempDir()}
-			run := runReal(t, store, tc)
-			if rep := replayBare(t, store, run); !rep.Finished {
-				t.Fatalf("a finished run replays as unfinished: %+v", rep)
-			}
-		})
+	for _, backend := range stores {
+		for _, tc := range realCases() {
+			t.Run(backend+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				store := storeFor(t, backend)
+				run := runReal(t, store, tc)
+				if rep := replayBare(t, store, run); !rep.Finished {
+					t.Fatalf("a finished run replays as unfinished: %+v", rep)
+				}
+			})
+		}
 	}
 }
 
@@ -234,71 +253,73 @@ func TestReplay_UnfinishedRunsReplayToTheEndOfTheirRecord(t *testing.T) {
 		{name: "rejected", args: []string{"--approve", "read_workspace_file"}, decide: []string{"reject", "ID", "--as", "ann", "--reason", "not that file"}, want: "it was refused", sent: "not that file"},
 		{name: "expired", config: `{"approvals": [{"tool": "read_workspace_file", "deadline": "2s", "default": "rejected"}]}`, want: "it was refused", sent: "deadline"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			store := []string{"--dir", t.TempDir()}
-			srv := modeltest.NewOpenAI(t)
-			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{call("read_workspace_file", `{"path":"a.txt"}`)}})
-			ws := t.TempDir()
-			os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha"), 0o644)
-			os.WriteFile(filepath.Join(ws, "b.txt"), []byte("beta"), 0o644)
-			env := userEnv(t, tt.config, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY=sk-k-0123456789")
-			rath := func(argv ...string) result {
-				return rathEnv(t, env, append(append([]string(nil), store...), argv...)...)
-			}
-			r := rath(append(append([]string{"run", "--model", "m", "--workspace", ws, "--tools", "read_workspace_file"}, tt.args...), "read a file")...)
-			if r.code != ExitWaiting {
-				t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			run, id := runIDOf(t, r), requestID.FindString(r.stderr)
-			waiting := func(when string) {
-				t.Helper()
-				rep := replayBare(t, store, run)
-				if rep.Finished || len(rep.Waiting) != 1 || rep.Waiting[0] != id {
-					t.Fatalf("%s: replay of the waiting run: %+v", when, rep)
+	for _, backend := range stores {
+		for _, tt := range tests {
+			t.Run(backend+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				store := storeFor(t, backend)
+				srv := modeltest.NewOpenAI(t)
+				srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{call("read_workspace_file", `{"path":"a.txt"}`)}})
+				ws := t.TempDir()
+				os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha"), 0o644)
+				os.WriteFile(filepath.Join(ws, "b.txt"), []byte("beta"), 0o644)
+				env := userEnv(t, tt.config, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY=sk-k-0123456789")
+				rath := func(argv ...string) result {
+					return rathEnv(t, env, append(append([]string(nil), store...), argv...)...)
 				}
-				out := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "replay", run)...).stdout
-				if !strings.Contains(out, "the run has not finished (waiting for "+id+")") {
-					t.Fatalf("%s: the verdict does not say the run waits:\n%s", when, out)
+				r := rath(append(append([]string{"run", "--model", "m", "--workspace", ws, "--tools", "read_workspace_file"}, tt.args...), "read a file")...)
+				if r.code != ExitWaiting {
+					t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 				}
-			}
-			waiting("before the decision")
-			if tt.decide == nil {
-				// Nobody decides: wait until the deadline has passed.
-				for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-					pend := decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout)
-					if len(pend) == 1 && pend[0].Expired {
-						break
+				run, id := runIDOf(t, r), requestID.FindString(r.stderr)
+				waiting := func(when string) {
+					t.Helper()
+					rep := replayBare(t, store, run)
+					if rep.Finished || len(rep.Waiting) != 1 || rep.Waiting[0] != id {
+						t.Fatalf("%s: replay of the waiting run: %+v", when, rep)
 					}
-					if time.Now().After(deadline) {
-						t.Fatalf("the request never expired: %+v", pend)
+					out := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "replay", run)...).stdout
+					if !strings.Contains(out, "the run has not finished (waiting for "+id+")") {
+						t.Fatalf("%s: the verdict does not say the run waits:\n%s", when, out)
 					}
 				}
-			} else {
-				argv := append([]string(nil), tt.decide...)
-				argv[1] = id
-				if r := rath(argv...); r.code != 0 {
-					t.Fatalf("%s: exit %d\n%s\n%s", argv[0], r.code, r.stdout, r.stderr)
+				waiting("before the decision")
+				if tt.decide == nil {
+					// Nobody decides: wait until the deadline has passed.
+					for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+						pend := decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout)
+						if len(pend) == 1 && pend[0].Expired {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("the request never expired: %+v", pend)
+						}
+					}
+				} else {
+					argv := append([]string(nil), tt.decide...)
+					argv[1] = id
+					if r := rath(argv...); r.code != 0 {
+						t.Fatalf("%s: exit %d\n%s\n%s", argv[0], r.code, r.stdout, r.stderr)
+					}
 				}
-			}
-			// Decided (or past its deadline) but not resumed: the decision
-			// is not part of the record yet.
-			waiting("decided, not resumed")
-			srv.Push(modeltest.Reply{Content: tt.want})
-			if r := rath("resume", "--json", run); r.code != 0 || !strings.Contains(r.stdout, tt.want) {
-				t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			// What the tool returned (or the refusal) went to the model.
-			reqs := srv.Requests()
-			if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, tt.sent) {
-				t.Fatalf("the model was not sent %q after the decision:\n%s", tt.sent, last)
-			}
-			srv.Close()
-			if rep := replayBare(t, store, run); !rep.Finished || len(rep.Waiting) != 0 {
-				t.Fatalf("replay of the resumed run: %+v", rep)
-			}
-		})
+				// Decided (or past its deadline) but not resumed: the decision
+				// is not part of the record yet.
+				waiting("decided, not resumed")
+				srv.Push(modeltest.Reply{Content: tt.want})
+				if r := rath("resume", "--json", run); r.code != 0 || !strings.Contains(r.stdout, tt.want) {
+					t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+				}
+				// What the tool returned (or the refusal) went to the model.
+				reqs := srv.Requests()
+				if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, tt.sent) {
+					t.Fatalf("the model was not sent %q after the decision:\n%s", tt.sent, last)
+				}
+				srv.Close()
+				if rep := replayBare(t, store, run); !rep.Finished || len(rep.Waiting) != 0 {
+					t.Fatalf("replay of the resumed run: %+v", rep)
+				}
+			})
+		}
 	}
 }
 
@@ -363,4 +384,62 @@ func TestReplay_LiveDemoReplaysInABareEnvironment(t *testing.T) {
 	}
 	srv.Close()
 	replayBare(t, store, sum.Run)
+}
+
+// A run submitted with `rath submit` is executed by `rath worker`, whose
+// environment names the provider; a first worker is killed (SIGKILL) in
+// the middle of a model call and a second takes the run over once the
+// lease lapses. The run replays in a bare environment, whole.
+func TestReplay_FleetRunTakenOverReplaysInABareEnvironment(t *testing.T) {
+	for _, backend := range stores {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			store := storeFor(t, backend)
+			srv := modeltest.NewOpenAI(t)
+			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{call("read_workspace_file", `{"path":"a.txt"}`)}},
+				modeltest.Reply{Content: "never sent", Delay: 10 * time.Minute}, // the first worker dies waiting for it
+				modeltest.Reply{Content: "read it after the takeover"})
+			ws := t.TempDir()
+			os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha"), 0o644)
+			env := userEnv(t, "", "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY=sk-fleet-0123456789", "OPENAI_DEFAULT_MODEL=m-fleet")
+			rath := func(argv ...string) result {
+				return rathEnv(t, env, append(append([]string(nil), store...), argv...)...)
+			}
+			// submit resolves nothing: the worker's environment does.
+			sub := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "submit", "--workspace", ws, "--tools", "read_workspace_file", "read a.txt")...)
+			if sub.code != 0 {
+				t.Fatalf("submit: exit %d\n%s", sub.code, sub.stderr)
+			}
+			run := strings.TrimSpace(sub.stdout)
+			worker := func() *execpkg.Cmd {
+				w := execpkg.Command(os.Args[0], append(append([]string(nil), store...), "worker", "--lease", "2s")...)
+				w.Env = append([]string{mainEnv + "=1"}, env...)
+				if err := w.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+				return w
+			}
+			first := worker()
+			for deadline := time.Now().Add(2 * time.Minute); len(srv.Requests()) < 2; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the first worker made %d model calls, want 2", len(srv.Requests()))
+				}
+			}
+			first.Process.Signal(syscall.SIGKILL)
+			first.Wait()
+			// Killed mid-run: the record ends there, and replays so far.
+			if rep := replayBare(t, store, run); rep.Finished {
+				t.Fatalf("the killed worker's run replays as finished: %+v", rep)
+			}
+			worker()
+			if r := rath("wait", "--timeout", "2m", run); r.code != 0 || !strings.Contains(r.stdout, run+"\tdone") {
+				t.Fatalf("wait after the takeover: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			srv.Close()
+			if rep := replayBare(t, store, run); !rep.Finished {
+				t.Fatalf("the run taken over replays as unfinished: %+v", rep)
+			}
+		})
+	}
 }
