@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/modeltest"
 	"github.com/gorath/rath/replay"
 )
@@ -437,5 +439,54 @@ func TestReplay_FleetRunTakenOverReplaysInABareEnvironment(t *testing.T) {
 				t.Fatalf("the run taken over replays as unfinished: %+v", rep)
 			}
 		})
+	}
+}
+
+// A run recorded before runs kept their resolved provider (its params
+// name no vendor; the environment chose it) still replays in a bare
+// environment: the vendor and model come from its first model call.
+func TestReplay_RunRecordedBeforeResolvedProviderReplays(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	srv := modeltest.NewOpenAI(t)
+	srv.Push(modeltest.Reply{Content: "an old hello"})
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := rt.ResolveProvider(flow.Provider{Vendor: flow.VendorOpenAI, Model: "m-old", BaseURL: srv.URL(), APIKey: "sk-old-0123456789"},
+		flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: filepath.Join(t.TempDir(), "none.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := flow.NewAgent(DefaultSystemPrompt, p, flow.WithMaxRounds(flow.DefaultMaxRounds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	input, err := rt.NewUserSession(ctx, "say hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The parameters `rath run --no-stream` recorded, with OPENAI_* set.
+	params := map[string]string{"model": "", "provider": "", "system": DefaultSystemPrompt, "backend": "local",
+		"max_rounds": fmt.Sprint(flow.DefaultMaxRounds), "stream": "false"}
+	run, err := rt.Start(ctx, runWorkflow, agent, input, rath.WithParams(params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+	srv.Close()
+	replayBare(t, []string{"--dir", dir}, run.ID)
+}
+
+// When today's environment would resolve another provider for a run, the
+// replay still uses the recorded one, and says so.
+func TestReplay_SaysWhenTodaysProviderDiffers(t *testing.T) {
+	store := []string{"--dir", t.TempDir()}
+	run := runReal(t, store, realCases()[0])
+	env := append(bareEnv(t), "OPENAI_BASE_URL=http://127.0.0.1:9/v1", "OPENAI_DEFAULT_MODEL=m-today")
+	r := rathEnv(t, env, append(append([]string(nil), store...), "replay", run)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "note: the run used provider openai, model m-plain") || !strings.Contains(r.stdout, "http://127.0.0.1:9/v1") {
+		t.Fatalf("replay with another provider today: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
