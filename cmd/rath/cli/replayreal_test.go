@@ -362,9 +362,18 @@ func demoScript(t *testing.T) []modeltest.Reply {
 // The demo (a Selector, forks, memory recall and commit, real tools) with
 // --live against an OpenAI-speaking server replays in a bare environment.
 func TestReplay_LiveDemoReplaysInABareEnvironment(t *testing.T) {
+	for _, backend := range stores {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testLiveDemoReplay(t, backend)
+		})
+	}
+}
+
+func testLiveDemoReplay(t *testing.T, backend string) {
 	srv := modeltest.NewOpenAI(t)
 	srv.Push(demoScript(t)...)
-	store := []string{"--dir", filepath.Join(t.TempDir(), "store")}
+	store := storeFor(t, backend)
 	env := userEnv(t, "", "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY=sk-demo-0123456789", "OPENAI_DEFAULT_MODEL=m-demo")
 	r := rathEnv(t, env, append(append([]string(nil), store...), "demo", "--live", "--json")...)
 	if r.code != 0 {
