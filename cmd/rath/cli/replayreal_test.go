@@ -97,6 +97,26 @@ func replayBare(t *testing.T, store []string, run string) replay.Report {
 	return rep
 }
 
+// recordedProviderOf reads the provider a run recorded, from its
+// run.started, with `rath events` in a bare environment.
+func recordedProviderOf(t *testing.T, store []string, run string) flow.Provider {
+	t.Helper()
+	r := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "events", "--stream", run, "--type", events.TypeRunStarted, "--json")...)
+	ev := decodeJSON[events.Event](t, strings.TrimSpace(r.stdout))
+	var started events.RunStarted
+	if err := json.Unmarshal(ev.Payload, &started); err != nil {
+		t.Fatal(err)
+	}
+	var p flow.Provider
+	if err := json.Unmarshal([]byte(started.Params[flow.ProviderParam]), &p); err != nil {
+		t.Fatalf("run.started holds no recorded provider: %v\n%s", err, ev.Payload)
+	}
+	if strings.Contains(string(ev.Payload), "sk-") {
+		t.Fatalf("a key reached run.started: %s", ev.Payload)
+	}
+	return p
+}
+
 func call(name, args string) events.ToolCall { return events.ToolCall{Name: name, Arguments: args} }
 
 // realCase is one run against a vendor's HTTP server.
@@ -228,6 +248,9 @@ func TestReplay_RealProvidersReplayInABareEnvironment(t *testing.T) {
 				run := runReal(t, store, tc)
 				if rep := replayBare(t, store, run); !rep.Finished {
 					t.Fatalf("a finished run replays as unfinished: %+v", rep)
+				}
+				if p := recordedProviderOf(t, store, run); p.Vendor != tc.vendor || p.Model == "" || p.BaseURL == "" {
+					t.Fatalf("the run recorded provider %+v", p)
 				}
 			})
 		}
@@ -446,6 +469,10 @@ func TestReplay_FleetRunTakenOverReplaysInABareEnvironment(t *testing.T) {
 			srv.Close()
 			if rep := replayBare(t, store, run); !rep.Finished {
 				t.Fatalf("the run taken over replays as unfinished: %+v", rep)
+			}
+			// The worker recorded what it resolved (submit knew nothing).
+			if p := recordedProviderOf(t, store, run); p.Vendor != "openai" || p.Model != "m-fleet" || p.BaseURL != srv.URL() {
+				t.Fatalf("the worker recorded provider %+v", p)
 			}
 		})
 	}
