@@ -99,7 +99,6 @@ type oracle struct {
 	// an unfinished record stops where the record does (see pastEnd).
 	lastSeq  int64
 	finished bool
-	ended    bool // a call was asked past the end of an unfinished record
 }
 
 // errRecordEnd stops a replayed run where its unfinished record stops: the
@@ -114,7 +113,6 @@ func (o *oracle) pastEnd(d *Divergence) error {
 		return err
 	}
 	if !o.finished {
-		o.ended = true
 		return errRecordEnd
 	}
 	return o.diverge(d)
