@@ -116,3 +116,22 @@ func ExampleAnnotationsOf() {
 	fmt.Println(a.ReadOnly, a.Destructive == nil)
 	// Output: false true
 }
+
+// A run records what its provider resolved to, never the key; a replay on
+// another machine rebuilds the same provider from that record alone,
+// answering with a client of its own.
+func ExampleProvider_Recordable() {
+	p, err := flow.ResolveProvider(flow.Provider{Vendor: flow.VendorOpenAI, Model: "m", BaseURL: "https://user:pw@llm.example/v1?key=k", APIKey: "sk-secret"},
+		flow.ResolveOptions{Models: rath.Models(), Getenv: func(string) string { return "" }, ConfigPath: os.DevNull + ".none"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	rec := p.Recordable()
+	fmt.Println(rec.Vendor, rec.Model, rec.BaseURL, rec.APIKey == "", rec.Retry.MaxAttempts)
+
+	replayed := flow.FromRecord(rec, scripted.New(scripted.Entry{Content: "from the record"}))
+	fmt.Println(replayed.Vendor, replayed.Model)
+	// Output:
+	// openai m https://llm.example/v1 true 4
+	// openai m
+}

@@ -278,6 +278,37 @@ func ResolveProvider(p Provider, opts ResolveOptions) (*Provider, error) {
 	return &r, nil
 }
 
+// ProviderParam is the run parameter (rath.WithParams) under which the
+// rath CLI and demo record the provider a run resolved, as the JSON of
+// [Provider.Recordable], so that a replay needs nothing but the log.
+const ProviderParam = "resolved_provider"
+
+// Recordable returns what a run records of p so that a replay can rebuild
+// it with [FromRecord]: vendor, name, model, base URL, cassette, sampling,
+// retry policy and budget. Never the key: APIKey and Client are dropped,
+// and so are a base URL's user info and query, where keys also travel.
+func (p *Provider) Recordable() Provider {
+	r := Provider{Name: p.Name, Vendor: p.Vendor, Model: p.Model, BaseURL: p.BaseURL, Cassette: p.Cassette,
+		Temperature: p.Temperature, TopP: p.TopP, MaxTokens: p.MaxTokens, Seed: p.Seed, Retry: p.Retry, Budget: p.Budget}
+	if u, err := url.Parse(r.BaseURL); err == nil && (u.User != nil || u.RawQuery != "") {
+		u.User, u.RawQuery, u.ForceQuery = nil, "", false
+		r.BaseURL = u.String()
+	}
+	return r
+}
+
+// FromRecord returns the provider p describes (as [Provider.Recordable]
+// gave it), answering with client, without reading the environment or a
+// config file: a replay rebuilds the provider a run resolved on another
+// machine, whatever this one would resolve today. Zero retry fields get
+// their defaults, as with ResolveProvider.
+func FromRecord(p Provider, client model.Client) *Provider {
+	p.APIKey, p.Client = "", client
+	p.Retry = p.Retry.withDefaults()
+	p.state = &providerState{client: client, sleep: sleep}
+	return &p
+}
+
 // ResolveProviderConfig fills p's unset fields as ResolveProvider does,
 // without building a client.
 func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {

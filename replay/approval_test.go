@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,11 @@ func TestApproval_SuspendsDecidesResumesAndReplays(t *testing.T) {
 	decide(t, rt, ids[0], approval.Decision{Decision: events.DecisionApproved, By: "alice", Note: "fine"})
 	if st := runStatus(t, rt, run.ID); st != "running" {
 		t.Fatalf("status after the decision: %s", st)
+	}
+	// Decided, not resumed: the decision is past the record's end, so a
+	// replay still stops where the run did, waiting.
+	if rep, err := replay.Run(ctx, rt, run.ID, wf); err != nil || !rep.OK() || rep.Finished || !slices.Equal(rep.Waiting, ids) || rep.Matched != rep.Recorded {
+		t.Fatalf("replay, decided not resumed: %+v %v", rep, err)
 	}
 	// The second call needs its own approval: the run suspends again.
 	_, err = replay.Resume(ctx, rt, run.ID, wf)

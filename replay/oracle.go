@@ -94,6 +94,28 @@ type oracle struct {
 	// resume forwards its events to the real store then).
 	beforeLive func(context.Context) error
 	answered   int
+	// lastSeq is the seq of the last event indexed; finished reports
+	// whether the record holds the run's run.finished. A strict replay of
+	// an unfinished record stops where the record does (see pastEnd).
+	lastSeq  int64
+	finished bool
+}
+
+// errRecordEnd stops a replayed run where its unfinished record stops: the
+// run crashed, was fenced, is still running or waits for a person there.
+var errRecordEnd = errors.New("replay: the record of this unfinished run ends here")
+
+// pastEnd answers a call the record does not have: past the end of an
+// unfinished record it is where the run stopped (not a divergence), else
+// it is divergence d. Call it with o.mu held.
+func (o *oracle) pastEnd(d *Divergence) error {
+	if err := o.await(func() bool { return false }); err != nil {
+		return err
+	}
+	if !o.finished {
+		return errRecordEnd
+	}
+	return o.diverge(d)
 }
 
 // goLive runs beforeLive, if set.
@@ -135,7 +157,7 @@ func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAn
 		if !o.strict {
 			return proto.ModelAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.ModelAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeProviderCalled, Stream: call.Session,
+		return proto.ModelAnswer{}, o.pastEnd(&Divergence{Class: ClassExtra, Type: events.TypeProviderCalled, Stream: call.Session,
 			Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed%s", call.Agent, call.Attempt, o.renameHint(call.Agent))})
 	}
 	a := q[0]
@@ -185,7 +207,7 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 		if !o.strict {
 			return proto.ToolAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.ToolAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeToolReturned, Stream: call.Session,
+		return proto.ToolAnswer{}, o.pastEnd(&Divergence{Class: ClassExtra, Type: events.TypeToolReturned, Stream: call.Session,
 			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), which the record does not have", call.Agent, call.Tool, call.CallID)})
 	}
 	// Parallel-safe calls of one round reach the oracle in any order:
@@ -254,7 +276,7 @@ func (o *oracle) Recall(ctx context.Context, call proto.RecallCall) (proto.Recal
 		if !o.strict {
 			return proto.RecallAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.RecallAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
+		return proto.RecallAnswer{}, o.pastEnd(&Divergence{Class: ClassExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
 			Hint: fmt.Sprintf("extra memory recall by agent %s; the code path changed", call.Agent)})
 	}
 	r := q[0]
@@ -279,7 +301,7 @@ func (o *oracle) Commit(ctx context.Context, call proto.CommitCall) (proto.Commi
 		if !o.strict {
 			return proto.CommitAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.CommitAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeMemoryCommitted, Stream: events.MemoryStream(call.Namespace),
+		return proto.CommitAnswer{}, o.pastEnd(&Divergence{Class: ClassExtra, Type: events.TypeMemoryCommitted, Stream: events.MemoryStream(call.Namespace),
 			Hint: fmt.Sprintf("extra commit to memory %s by agent %s; the code path changed", call.Namespace, call.Agent)})
 	}
 	o.commits[k] = q[1:]
@@ -299,7 +321,7 @@ func (o *oracle) Effect(ctx context.Context, call proto.EffectCall) (proto.Effec
 		if !o.strict {
 			return proto.EffectAnswer{Live: true}, o.goLive(ctx)
 		}
-		return proto.EffectAnswer{}, o.diverge(&Divergence{Class: ClassExtra, Type: events.TypeEffectRecorded, Stream: call.Path,
+		return proto.EffectAnswer{}, o.pastEnd(&Divergence{Class: ClassExtra, Type: events.TypeEffectRecorded, Stream: call.Path,
 			Hint: fmt.Sprintf("extra flow.%s at %s; the code path changed", call.Kind, call.Path)})
 	}
 	o.effects[k] = q[1:]
@@ -430,9 +452,37 @@ func (o *oracle) Approval(ctx context.Context, call proto.ApprovalCall) (proto.A
 	if err != nil {
 		return proto.ApprovalAnswer{}, err
 	}
-	if st.Decision != nil || o.strict {
+	if o.strict {
+		// A decision made after the record's last event was not part of
+		// the run yet (decided, not resumed): the replay still waits.
+		return proto.ApprovalAnswer{Decision: o.decidedInRecord(ctx, call.ID, st.Decision)}, nil
+	}
+	if st.Decision != nil {
 		return proto.ApprovalAnswer{Decision: st.Decision}, nil
 	}
 	dec, err := approval.Expire(ctx, o.store, call.ID, time.Now())
 	return proto.ApprovalAnswer{Decision: dec}, err
+}
+
+// decidedInRecord returns dec, the decision on request id, if the run's
+// record goes on after it (the run read it), else nil.
+func (o *oracle) decidedInRecord(ctx context.Context, id string, dec *events.ApprovalDecided) *events.ApprovalDecided {
+	if dec == nil {
+		return nil
+	}
+	o.mu.Lock()
+	err := o.await(func() bool { return false })
+	last := o.lastSeq
+	o.mu.Unlock()
+	if err != nil {
+		return dec // the record could not be read: Run reports that
+	}
+	evs, err := o.store.ReadStream(ctx, events.ApprovalStream(id), 2)
+	if err != nil || len(evs) == 0 || evs[0].Type != events.TypeApprovalDecided {
+		return dec
+	}
+	if evs[0].Seq > last {
+		return nil
+	}
+	return dec
 }

@@ -132,11 +132,17 @@ func (o *oracle) index(ctx context.Context, recorded []events.Event, limit int64
 		var refs []string
 		end := min(start+indexBatch, len(recorded))
 		past := false
+		var lastSeq int64
+		finished := false
 		for i := start; i < end; i++ {
 			ev := &recorded[i]
 			if limit > 0 && ev.Seq > limit {
 				past = true
 				break
+			}
+			lastSeq = max(lastSeq, ev.Seq)
+			if ev.Type == events.TypeRunFinished && ev.Stream == ev.RunID {
+				finished = true
 			}
 			if !answerType(ev.Type) {
 				continue
@@ -161,6 +167,7 @@ func (o *oracle) index(ctx context.Context, recorded []events.Event, limit int64
 			}
 		}
 		o.mu.Lock()
+		o.lastSeq, o.finished = max(o.lastSeq, lastSeq), o.finished || finished
 		for ref, b := range blobs {
 			o.blobs[ref] = b
 		}

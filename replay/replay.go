@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gorath/rath"
@@ -28,16 +29,47 @@ type Report struct {
 	Divergence *Divergence `json:"divergence,omitempty"`
 	// Incomplete is set when the recorded run never finished (it crashed).
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Finished reports whether the record holds the run's end. A run
+	// that has not finished (running, waiting for a person, decided but
+	// not resumed, crashed, fenced) replays to the end of its record.
+	Finished bool `json:"finished"`
+	// Waiting holds the approval requests the replayed run waits for at
+	// the end of its record, when it stopped for a person there.
+	Waiting []string `json:"waiting,omitempty"`
+	// Notes say what a reader of the verdict should know beside it, such
+	// as a provider today's environment would resolve differently from
+	// the recorded one. They are not divergences.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Verdict is the report in one line: "reproduced N of N events", with
+// whether the run has not finished and what it waits for, or where it
+// diverged.
+func (r *Report) Verdict() string {
+	if !r.OK() {
+		return fmt.Sprintf("diverged: %d of %d events reproduced", r.Matched, r.Recorded)
+	}
+	v := fmt.Sprintf("reproduced %d of %d events", r.Matched, r.Recorded)
+	if u := r.Unfinished(); u != "" {
+		v += "; " + u
+	}
+	return v
 }
 
 // OK reports whether every recorded event was reproduced and nothing else.
 func (r *Report) OK() bool { return r.Divergence == nil }
 
-func (r *Report) String() string {
-	if r.OK() {
-		return fmt.Sprintf("run %s (%s): %d of %d events reproduced", r.Run, r.Workflow, r.Matched, r.Recorded)
+// Unfinished says that the run has not finished and what it waits for,
+// or "" for a finished run.
+func (r *Report) Unfinished() string {
+	switch {
+	case r.Finished:
+		return ""
+	case len(r.Waiting) > 0:
+		return fmt.Sprintf("the run has not finished (waiting for %s)", strings.Join(r.Waiting, ", "))
+	default:
+		return "the run has not finished (its record ends here: it is running, crashed or was fenced)"
 	}
-	return fmt.Sprintf("run %s (%s): %d of %d events reproduced; diverged: %v", r.Run, r.Workflow, r.Matched, r.Recorded, r.Divergence)
 }
 
 // Option configures Run.
@@ -132,12 +164,19 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	if cerr := info.complete(); cerr != nil {
 		return nil, cerr
 	}
+	var waiting *flow.WaitingError
+	if info.finished == nil && errors.As(err, &waiting) {
+		err = nil // the record ends with the run waiting for a person
+	}
 	if err != nil {
 		return nil, err
 	}
 	produced := col.events()
 	rep := &Report{Run: runID, Workflow: info.started.Workflow, Recorded: len(info.events), Produced: len(produced),
-		Incomplete: info.finished == nil, Answered: orc.answered}
+		Incomplete: info.finished == nil, Finished: info.finished != nil, Answered: orc.answered}
+	if waiting != nil {
+		rep.Waiting = slices.Clone(waiting.Requests)
+	}
 	var d *Divergence
 	ignore := ignored
 	if cfg.liveTools {
@@ -145,6 +184,11 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		ignore = withIgnored("sandbox_id")
 	}
 	rep.Matched, d = compareIgnoring(info.events, produced, ignore)
+	if d != nil && d.Class == ClassExtra && info.finished == nil {
+		// Every recorded event was reproduced; what the replay wrote
+		// after them is what the run would have written next.
+		d = nil
+	}
 	switch {
 	case orc.diverged != nil && d != nil && d.Seq > 0 && d.Seq < orc.diverged.Seq && d.Class == ClassMismatch:
 		// An earlier event already differed (a live tool's output, say):
@@ -208,7 +252,12 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 		return out, err
 	}
 	if info.finished == nil && orc.strict {
-		return out, nil // the record stops here (a crash): so does the replay
+		// The record stops here (a crash, a fence, a run still going or
+		// waiting for a person): so does the replay.
+		if errors.Is(werr, flow.ErrWaiting) {
+			return out, werr
+		}
+		return out, nil
 	}
 	if errors.Is(werr, flow.ErrWaiting) {
 		// Suspended again, for a person: the run stays open.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,7 +105,17 @@ func Run(ctx context.Context, rt *rath.Runtime, opts Options) (*Summary, error) 
 		return nil, err
 	}
 	sum := &Summary{Workspace: ws, Scripted: opts.Provider == nil}
-	run, runErr := rt.Start(ctx, Name, wf, input, rath.WithParams(map[string]string{"backend": backend, "scripted": fmt.Sprint(opts.Provider == nil)}))
+	params := map[string]string{"backend": backend, "scripted": fmt.Sprint(opts.Provider == nil)}
+	if opts.Provider != nil {
+		// A live model's run says which one, so a replay can rebuild it
+		// anywhere (never the key).
+		b, err := json.Marshal(opts.Provider.Recordable())
+		if err != nil {
+			return nil, err
+		}
+		params[flow.ProviderParam] = string(b)
+	}
+	run, runErr := rt.Start(ctx, Name, wf, input, rath.WithParams(params))
 	if run == nil {
 		return nil, runErr
 	}

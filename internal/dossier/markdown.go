@@ -158,7 +158,10 @@ func (m *mdWriter) verdict() {
 	case rep == nil:
 		m.p("- **Replay:** not replayed (`rath replay %s`)\n", inline(d.Run.ID))
 	case rep.OK():
-		m.p("- **Replay:** reproduced, %d of %d events, %d answers from the record\n", rep.Matched, rep.Recorded, rep.Answered)
+		m.p("- **Replay:** reproduced, %d of %d events, %d answers from the record (%s)\n", rep.Matched, rep.Recorded, rep.Answered, inline(rep.Verdict()))
+		for _, n := range rep.Notes {
+			m.p("- **Replay note:** %s\n", inline(n))
+		}
 	default:
 		dv := rep.Divergence
 		m.p("- **Replay:** diverged, %d of %d events reproduced; first divergence: %s at seq %d (%s on %s v%d): %s\n",

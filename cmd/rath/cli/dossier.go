@@ -56,6 +56,7 @@ with --replay the replay verdict. The HTML needs no network.`,
 				if opts.Replay, err = replay.Run(ctx, rt, argv[0], wf, replay.WithProgress(a.progress("replay"))); err != nil {
 					return err
 				}
+				opts.Replay.Notes = append(opts.Replay.Notes, resolutionNotes(ctx, rt, argv[0])...)
 			}
 			d, err := dossier.Build(ctx, rt, argv[0], opts)
 			if err != nil {

@@ -55,6 +55,7 @@ github.com/gorath/rath/cmd/rath/cli registers in its Config.Setup.`,
 			if err != nil {
 				return err
 			}
+			rep.Notes = append(rep.Notes, resolutionNotes(ctx, rt, argv[0])...)
 			if a.json {
 				if err := a.printJSON(rep); err != nil {
 					return err
@@ -74,9 +75,17 @@ github.com/gorath/rath/cmd/rath/cli registers in its Config.Setup.`,
 }
 
 func printReport(a *app, rep *replay.Report) error {
+	for _, n := range rep.Notes {
+		// A note quotes a base URL and model names from the record.
+		fmt.Fprintf(a.stdout, "note: %s\n", termSafe(n))
+	}
 	if rep.OK() {
-		_, err := fmt.Fprintf(a.stdout, "reproduced: %d of %d events (run %s, workflow %s, %d answers from the record)\n",
-			rep.Matched, rep.Recorded, rep.Run, rep.Workflow, rep.Answered)
+		unfinished := ""
+		if u := rep.Unfinished(); u != "" {
+			unfinished = "; " + u
+		}
+		_, err := fmt.Fprintf(a.stdout, "reproduced: %d of %d events (run %s, workflow %s, %d answers from the record)%s\n",
+			rep.Matched, rep.Recorded, rep.Run, rep.Workflow, rep.Answered, unfinished)
 		return err
 	}
 	d := rep.Divergence

@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -48,10 +49,34 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 		if err != nil {
 			return nil, err
 		}
-		return a.agentFromParams(ctx, rt, started.Params, live, nil)
+		params := started.Params
+		if !live {
+			if params, err = withRecordedProvider(ctx, rt, runID, params); err != nil {
+				return nil, err
+			}
+		}
+		return a.agentFromParams(ctx, rt, params, live, nil)
 	case demo.Name:
-		// Resuming the demo continues on its cassette, like the run did.
-		return demo.Build(ctx, rt, nil)
+		started, err := runStarted(ctx, rt, runID)
+		if err != nil {
+			return nil, err
+		}
+		if started.Params["scripted"] != "false" {
+			// Resuming the demo continues on its cassette, like the run did.
+			return demo.Build(ctx, rt, nil)
+		}
+		// A --live demo: its provider, as the run recorded it.
+		params := started.Params
+		if !live {
+			if params, err = withRecordedProvider(ctx, rt, runID, params); err != nil {
+				return nil, err
+			}
+		}
+		prov, err := a.providerFromParams(rt, params, live)
+		if err != nil {
+			return nil, err
+		}
+		return demo.Build(ctx, rt, prov)
 	}
 	return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs. To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
 		unknown, runWorkflow, demo.Name)
@@ -79,18 +104,17 @@ func runStarted(ctx context.Context, rt *rath.Runtime, runID string) (*events.Ru
 }
 
 // agentFromParams builds the agent "rath run" runs, from its recorded
-// parameters.
+// parameters. Live, it resolves the provider from today's environment and
+// config file (a resume keeps the vendor, model and sampling the run
+// started with) and puts what it resolved in params under
+// resolvedProviderParam: the caller records params with the run, so a
+// replay needs nothing else. Not live (a replay), the provider is rebuilt
+// from that record alone and refuses every call.
 func (a *app) agentFromParams(ctx context.Context, rt *rath.Runtime, params map[string]string, live bool, onDelta func(model.Delta)) (*flow.Agent, error) {
-	pv := flow.Provider{Name: params["provider"], Vendor: params["kind"], Model: params["model"], Cassette: params["cassette"]}
-	if !live {
-		pv = flow.Provider{Vendor: params["kind"], Model: params["model"], Client: refuseClient{}}
-	}
-	prov, err := rt.ResolveProvider(pv, flow.ResolveOptions{})
+	prov, err := a.providerFromParams(rt, params, live)
 	if err != nil {
 		return nil, err
 	}
-	// The key may have come from anywhere; it must not reach the log.
-	rt.Secrets().Add("provider."+cmp.Or(prov.Name, prov.Vendor)+".api_key", prov.APIKey)
 	opts := []flow.AgentOption{}
 	sel, err := parseTools(params["tools"])
 	if err != nil {
@@ -140,4 +164,43 @@ func (a *app) agentFromParams(ctx context.Context, rt *rath.Runtime, params map[
 		opts = append(opts, flow.WithStreaming(onDelta))
 	}
 	return flow.NewAgent(params["system"], prov, opts...)
+}
+
+// providerFromParams returns the provider of a run from its parameters:
+// live, resolved from today's environment and config (a resume keeps the
+// vendor, model and sampling the run recorded), with what it resolved put
+// in params; not live, rebuilt from the record alone.
+func (a *app) providerFromParams(rt *rath.Runtime, params map[string]string, live bool) (*flow.Provider, error) {
+	rec, recorded, err := recordedProvider(params)
+	if err != nil {
+		return nil, err
+	}
+	var prov *flow.Provider
+	switch {
+	case !live && recorded:
+		prov = flow.FromRecord(rec, refuseClient{})
+	case !live:
+		// Not reached from workflowForRun, which fills in the record of a
+		// run recorded before resolvedProviderParam.
+		return nil, fmt.Errorf("%w: the run's parameters do not say which provider it used", flow.ErrProvider)
+	default:
+		pv := flow.Provider{Name: params["provider"], Vendor: params["kind"], Model: params["model"], Cassette: params["cassette"]}
+		if recorded {
+			// A resume: the calls it adds must be made as the record's were.
+			pv.Name, pv.Vendor, pv.Model = rec.Name, rec.Vendor, rec.Model
+			pv.Temperature, pv.TopP, pv.MaxTokens, pv.Seed = rec.Temperature, rec.TopP, rec.MaxTokens, rec.Seed
+			pv.Retry, pv.Budget = rec.Retry, rec.Budget
+		}
+		if prov, err = rt.ResolveProvider(pv, flow.ResolveOptions{}); err != nil {
+			return nil, err
+		}
+		// The key may have come from anywhere; it must not reach the log.
+		rt.Secrets().Add("provider."+cmp.Or(prov.Name, prov.Vendor)+".api_key", prov.APIKey)
+		b, err := json.Marshal(prov.Recordable())
+		if err != nil {
+			return nil, err
+		}
+		params[resolvedProviderParam] = string(b)
+	}
+	return prov, nil
 }

@@ -77,11 +77,15 @@ func openaiBody(r Reply, model string, seq int) []byte {
 		}
 		msg["tool_calls"] = calls
 	}
-	return mustJSON(map[string]any{
+	body := map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%d", seq), "object": "chat.completion", "created": 0, "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": openaiFinish(r)}},
 		"usage":   openaiUsage(r),
-	})
+	}
+	if r.NoUsage {
+		delete(body, "usage")
+	}
+	return mustJSON(body)
 }
 
 func openaiEvents(r Reply, req map[string]any, model string, seq int) []string {
@@ -107,7 +111,7 @@ func openaiEvents(r Reply, req map[string]any, model string, seq int) []string {
 		}
 	}
 	evs = append(evs, chunk(map[string]any{}, openaiFinish(r)))
-	if opts, _ := req["stream_options"].(map[string]any); opts["include_usage"] == true {
+	if opts, _ := req["stream_options"].(map[string]any); opts["include_usage"] == true && !r.NoUsage {
 		evs = append(evs, sse("", mustJSON(map[string]any{
 			"id": fmt.Sprintf("chatcmpl-%d", seq), "object": "chat.completion.chunk", "created": 0, "model": model,
 			"choices": []any{}, "usage": openaiUsage(r),

@@ -26,6 +26,9 @@ type Reply struct {
 	FinishReason string
 	// Model defaults to the model named in the request.
 	Model string
+	// NoUsage leaves the usage object out (OpenAI-compatible servers that
+	// report none, even when a stream asks for it); Usage is then unused.
+	NoUsage bool
 
 	// Status is the HTTP status; 0 means 200. From 400 up, the body is the
 	// provider's error object carrying Message.
