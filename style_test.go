@@ -87,6 +87,7 @@ var allowedImports = map[string][]string{
 	"flow/mcptool":                  {"events", "flow", "secret", "session"},
 	"memory/memorytest":             {"events", "memory", "session"},
 	"memory/openaiembed":            {"memory"},
+	"memory/openviking":             {}, // an HTTP client only: no memory.Memory yet
 	"session/jsonl":                 {"events", "projections", "session"},
 	"telemetry":                     {"events", "flow", "flow/model"},
 	"telemetry/otlptest":            {},
