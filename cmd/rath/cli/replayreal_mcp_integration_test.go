@@ -14,9 +14,9 @@ import (
 // MCP tools over stdio and streamable HTTP (the reference server), called
 // by a model behind an OpenAI-speaking server, in parallel: the run
 // replays in a bare environment with the MCP server and the model's
-// server stopped, on both stores.
+// server stopped (on both stores under make soak).
 func TestReplay_MCPToolsReplayInABareEnvironment(t *testing.T) {
-	for _, backend := range stores {
+	for _, backend := range replayStores() {
 		for _, transport := range []string{"stdio", "streamableHttp"} {
 			t.Run(backend+"/"+transport, func(t *testing.T) {
 				t.Parallel()

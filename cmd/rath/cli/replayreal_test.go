@@ -223,8 +223,21 @@ func runReal(t *testing.T, store []string, tc realCase) string {
 	return runIDOf(t, r)
 }
 
-// stores are the two stores every case runs on.
-var stores = []string{"sqlite", "postgres"}
+// replayStores are the stores the replay matrix runs on: SQLite in make
+// test, and PostgreSQL too under make soak (RATH_REPLAY_MATRIX=full). The
+// whole matrix on both stores under -race took most of make test's budget
+// on 2 cores; the fleet takeover case runs on both stores always
+// (bothStores), so PostgreSQL's path through the recorded provider is
+// covered by make test too.
+func replayStores() []string {
+	if os.Getenv("RATH_REPLAY_MATRIX") == "full" {
+		return bothStores()
+	}
+	return []string{"sqlite"}
+}
+
+// bothStores are the two stores.
+func bothStores() []string { return []string{"sqlite", "postgres"} }
 
 // storeFor returns the flags of a fresh store of backend: a directory,
 // and for postgres a migrated database of the test binary's server.
@@ -240,7 +253,7 @@ func storeFor(t *testing.T, backend string) []string {
 }
 
 func TestReplay_RealProvidersReplayInABareEnvironment(t *testing.T) {
-	for _, backend := range stores {
+	for _, backend := range replayStores() {
 		for _, tc := range realCases() {
 			t.Run(backend+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
@@ -274,7 +287,7 @@ func TestReplay_UnfinishedRunsReplayToTheEndOfTheirRecord(t *testing.T) {
 		{name: "rejected", args: []string{"--approve", "read_workspace_file"}, decide: []string{"reject", "ID", "--as", "ann", "--reason", "not that file"}, want: "it was refused", sent: "not that file"},
 		{name: "expired", config: `{"approvals": [{"tool": "read_workspace_file", "deadline": "2s", "default": "rejected"}]}`, want: "it was refused", sent: "deadline"},
 	}
-	for _, backend := range stores {
+	for _, backend := range replayStores() {
 		for _, tt := range tests {
 			t.Run(backend+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
@@ -385,7 +398,7 @@ func demoScript(t *testing.T) []modeltest.Reply {
 // The demo (a Selector, forks, memory recall and commit, real tools) with
 // --live against an OpenAI-speaking server replays in a bare environment.
 func TestReplay_LiveDemoReplaysInABareEnvironment(t *testing.T) {
-	for _, backend := range stores {
+	for _, backend := range replayStores() {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			testLiveDemoReplay(t, backend)
@@ -421,7 +434,7 @@ func testLiveDemoReplay(t *testing.T, backend string) {
 // the middle of a model call and a second takes the run over once the
 // lease lapses. The run replays in a bare environment, whole.
 func TestReplay_FleetRunTakenOverReplaysInABareEnvironment(t *testing.T) {
-	for _, backend := range stores {
+	for _, backend := range bothStores() {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			store := storeFor(t, backend)
@@ -442,7 +455,7 @@ func TestReplay_FleetRunTakenOverReplaysInABareEnvironment(t *testing.T) {
 			}
 			run := strings.TrimSpace(sub.stdout)
 			worker := func() *execpkg.Cmd {
-				w := execpkg.Command(os.Args[0], append(append([]string(nil), store...), "worker", "--lease", "2s")...)
+				w := execpkg.Command(os.Args[0], append(append([]string(nil), store...), "worker", "--lease", "2s", "--backends", "local")...)
 				w.Env = append([]string{mainEnv + "=1"}, env...)
 				if err := w.Start(); err != nil {
 					t.Fatal(err)
