@@ -56,15 +56,10 @@ var requestID = regexp.MustCompile(`apr-[0-9a-f]{16}`)
 // both decisions. Bad decisions fail and write nothing.
 func TestApprovals_SuspendApproveRejectResumeReplay(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"sqlite", "postgres"} {
+	for _, backend := range bothStores() {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			store := []string{"--dir", t.TempDir()}
-			if backend == "postgres" {
-				_, dsn := newDatabase(t)
-				store = append(store, "--dsn", dsn)
-				mustRun(t, store[1], "--dsn", dsn, "migrate", "up")
-			}
+			store := storeFor(t, backend)
 			testApprovalsCLI(t, store)
 		})
 	}

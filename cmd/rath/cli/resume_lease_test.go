@@ -16,15 +16,10 @@ import (
 // naming who holds the run (or, started late, that it finished).
 func TestResume_ConcurrentResumesRunTheCallOnce(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"sqlite", "postgres"} {
+	for _, backend := range bothStores() {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			store := []string{"--dir", t.TempDir()}
-			if backend == "postgres" {
-				_, dsn := newDatabase(t)
-				store = append(store, "--dsn", dsn)
-				mustRun(t, store[1], "--dsn", dsn, "migrate", "up")
-			}
+			store := storeFor(t, backend)
 			env := []string{"RATH_HOME=" + t.TempDir()}
 			ws := filepath.Join(t.TempDir(), "ws")
 			os.MkdirAll(ws, 0o755)
