@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"syscall"
 )
@@ -312,7 +313,7 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 	}
 	if w.s.stopHoldingLock {
 		w.s.stopHoldingLock = false
-		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		stopUntilContinued()
 	}
 	var seq int64
 	var hash string
@@ -767,4 +768,17 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 		return &FencedError{Run: l.Run, Token: l.Token, Current: current}
 	}
 	return nil
+}
+
+// stopUntilContinued stops the process (SIGSTOP) and returns only after
+// SIGCONT. A stop sent to oneself lands when the kernel next schedules
+// the threads, not when kill returns: without the wait, the next
+// statement could run before the stop, and the fault would not be the
+// one the hook promises.
+func stopUntilContinued() {
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	defer signal.Stop(cont)
+	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	<-cont
 }

@@ -49,7 +49,7 @@ func TestPostgres_StoppedWriterHoldingTheLock(t *testing.T) {
 	t.Logf("another writer went on %v after the holder stopped", time.Since(start).Round(time.Millisecond))
 	stalled.Process.Signal(syscall.SIGCONT)
 	if err := stalled.Wait(); err == nil {
-		t.Fatalf("the stopped writer's append succeeded after its session was ended")
+		t.Fatalf("the stopped writer's append succeeded after its session was ended\n%s", errb.String())
 	}
 	out := mustRun(t, dir, "--dsn", dsn, "events", "--json")
 	if strings.Contains(out, "stalled") || !strings.Contains(out, "goes on") {
