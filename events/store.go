@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/internal/stmtcache"
+	"github.com/jackc/pgx/v5"
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -158,8 +159,10 @@ type Store struct {
 	notifyMu sync.Mutex // protects notifyCh
 	notifyCh chan struct{}
 	// listenDone is closed when the PostgreSQL listener stopped (nil
-	// for SQLite).
+	// for SQLite); the listener starts on the first Notify (listen.go).
 	listenDone chan struct{}
+	listenCfg  *pgx.ConnConfig
+	listenOnce sync.Once
 
 	rehash rehashes // blobs the Redactor changed
 	// legacyRows writes rows as before the compact row format (hex hash,
@@ -308,8 +311,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.pg {
 		cfg, _ := ParsePostgresDSN(opts.DSN) // parsed once already
 		boundStalls(cfg)
-		s.listenDone = make(chan struct{})
-		go s.listen(cfg)
+		s.listenDone, s.listenCfg = make(chan struct{}), cfg
 	}
 	go s.loop()
 	return s, nil
@@ -346,9 +348,7 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.stop)
 		<-s.done
-		if s.listenDone != nil {
-			<-s.listenDone
-		}
+		s.stopListening()
 		s.w.closeStmts()
 		err = errors.Join(s.wdb.Close(), s.rdb.Close())
 	})
@@ -408,6 +408,7 @@ func (s *Store) Snapshot(ctx context.Context) (*sqlx.Tx, error) {
 // after each wake-up: every commit closes the channel and makes a new one,
 // so a slow reader never blocks the writer.
 func (s *Store) Notify() <-chan struct{} {
+	s.startListening()
 	s.notifyMu.Lock()
 	defer s.notifyMu.Unlock()
 	return s.notifyCh

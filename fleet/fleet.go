@@ -83,6 +83,10 @@ type Options struct {
 	// finishes, hands back or loses, and for each job it ends because
 	// the run is held or finished.
 	Log io.Writer
+	// SubmitOnly opens the queue to insert jobs only (Submit,
+	// SubmitBatch): no listener connection, no workers; Run fails with
+	// ErrSubmitOnly. It is what a process that submits and exits needs.
+	SubmitOnly bool
 
 	// beforeTake, for tests, runs when a worker has a job and has not
 	// taken its run's lease yet.
@@ -153,12 +157,19 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	f.held.runs = map[string]bool{}
 	var driver riverdriver.Driver[*sql.Tx]
 	store := rt.Store()
-	if store.Postgres() {
+	switch {
+	case store.Postgres():
 		cfg, err := events.ParsePostgresDSN(store.Target())
 		if err != nil {
 			return nil, err
 		}
 		f.db = stdlib.OpenDB(*cfg)
+		if opts.SubmitOnly {
+			// An insert-only client listens for nothing.
+			f.db.SetMaxOpenConns(1)
+			driver = riverdatabasesql.New(f.db)
+			break
+		}
 		pcfg, err := pgxpool.ParseConfig(store.Target())
 		if err != nil {
 			f.db.Close()
@@ -170,7 +181,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
 		driver = riverdatabasesql.NewWithPgxListener(f.db, f.listener)
-	} else {
+	default:
 		db, err := sql.Open("sqlite", events.DSN(store.Target(), false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
 		if err != nil {
 			return nil, fmt.Errorf("fleet: %w", err)
@@ -179,17 +190,21 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		f.db = db
 		driver = riversqlite.New(db)
 	}
-	if err := migrate(ctx, driver); err != nil {
+	if err := migrate(ctx, driver, f.db); err != nil {
 		f.close()
 		return nil, err
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &runWorker{f: f})
+	queues := map[string]river.QueueConfig{opts.Queue: {MaxWorkers: opts.Concurrency}}
+	if opts.SubmitOnly {
+		queues = nil // River's insert-only client
+	}
 	client, err := river.NewClient(driver, &river.Config{
 		ID:      opts.WorkerID,
 		Logger:  opts.Logger,
 		Workers: workers,
-		Queues:  map[string]river.QueueConfig{opts.Queue: {MaxWorkers: opts.Concurrency}},
+		Queues:  queues,
 		// A run may take hours; rath's lease, not a timeout, decides
 		// whether its worker is alive.
 		JobTimeout:           -1,
@@ -227,11 +242,15 @@ func (b backoff) NextRetry(job *rivertype.JobRow) time.Time {
 }
 
 // migrate creates or updates River's own tables; several processes may
-// race to do it at once.
-func migrate(ctx context.Context, driver riverdriver.Driver[*sql.Tx]) error {
+// race to do it at once. A database already at the latest version costs
+// one query (migrated).
+func migrate(ctx context.Context, driver riverdriver.Driver[*sql.Tx], db *sql.DB) error {
 	m, err := rivermigrate.New(driver, nil)
 	if err != nil {
 		return fmt.Errorf("fleet: river migrations: %w", err)
+	}
+	if all := m.AllVersions(); len(all) > 0 && migrated(ctx, db, all[len(all)-1].Version) {
+		return nil
 	}
 	var last error
 	for range 5 {
@@ -265,13 +284,12 @@ func (f *Fleet) WorkerID() string { return f.opts.WorkerID }
 // Submit records a run of the named workflow on input and enqueues its
 // job, in one transaction, and returns the run id at once.
 func (f *Fleet) Submit(ctx context.Context, workflow string, input *session.Session, params map[string]string) (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	run, err := newRunID()
+	if err != nil {
 		return "", err
 	}
-	run := "run-" + hex.EncodeToString(b[:])
 	sub := events.RunSubmitted{Run: run, Workflow: workflow, InputSession: input.ID(), Queue: f.opts.Queue, Params: params}
-	_, err := f.rt.Store().AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	_, err = f.rt.Store().AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := f.client.InsertTx(ctx, tx, RunArgs{Run: run}, &river.InsertOpts{Queue: f.opts.Queue})
 		if err != nil {
 			return fmt.Errorf("fleet: enqueue %s: %w", run, err)
@@ -289,6 +307,9 @@ func (f *Fleet) Submit(ctx context.Context, workflow string, input *session.Sess
 // canceled and handed back (their leases lapse and another worker
 // resumes them).
 func (f *Fleet) Run(ctx context.Context, grace time.Duration) error {
+	if f.opts.SubmitOnly {
+		return ErrSubmitOnly
+	}
 	started := time.Now()
 	if err := f.beat(ctx, started); err != nil {
 		return fmt.Errorf("fleet: register worker: %w", err)

@@ -149,6 +149,9 @@ func Check(ctx context.Context, db *sql.DB) error {
 // Up applies every pending migration and returns how many it applied. It
 // refuses (a *SchemaTooNewError) a database written by a newer schema.
 func Up(ctx context.Context, db *sql.DB) (int, error) {
+	if ok, err := current(ctx, db); ok || err != nil {
+		return 0, err
+	}
 	upMu.Lock()
 	defer upMu.Unlock()
 	if err := Check(ctx, db); err != nil {

@@ -23,80 +23,93 @@ import (
 
 func newSubmitCmd(a *app) *cobra.Command {
 	var f runFlags
-	var workflow, queue string
+	var workflow, queue, batch string
 	cmd := &cobra.Command{
-		Use:   "submit [flags] PROMPT",
-		Short: "Put a run on the queue for a worker (rath worker) and print its id at once",
+		Use:   "submit [flags] PROMPT | --batch FILE|-",
+		Short: "Put a run (or a batch of runs) on the queue for a worker (rath worker) and print its id at once",
 		Long: `submit records a run of one agent on PROMPT, with the flags of "rath run",
 and puts it on the run queue in the same transaction; any "rath worker"
 sharing the store (the same --dir on one machine, or the same --dsn)
 executes it. It prints the run id; "rath wait RUN" waits for it and
 "rath runs" shows its status and worker. With --workflow NAME it runs a
 workflow registered by a program built on package cli (Config.Setup)
-instead of the built-in agent; the workers must know it too.`,
+instead of the built-in agent; the workers must know it too.
+
+With --batch FILE (or - for stdin) it submits many runs in one
+transaction, one JSON object a line: {"prompt": "...", ...} with any of
+the run flags by name, "-" written "_" (model, provider, cassette,
+workspace, backend, tools, mcp, system, no_stream, max_rounds, memory,
+approve, workflow); a field left out takes the command line's value. A
+line that does not check out is reported with its number and nothing is
+submitted. It prints one run id a line, in order (--json: a list of
+{"run", "input_session"}). See docs/SUBMIT.md.
+
+submit only inserts: it opens no listener and starts no worker.`,
 		Example: `rath submit --cassette examples/cassettes/write_and_check.json --workspace /shared/work --tools all "Write hello.txt"
-rath wait $(rath submit --model gpt-4o-mini "Summarize README.md")`,
-		Args: args(cobra.MinimumNArgs(1)),
+rath wait $(rath submit --model gpt-4o-mini "Summarize README.md")
+rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
+		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
-			name, params := runWorkflow, map[string]string(nil)
-			if workflow != "" {
-				name = workflow
-			} else {
-				var err error
-				if params, err = runParams(cmd, f); err != nil {
+			var runs []checkedRun
+			switch {
+			case batch != "" && len(argv) > 0:
+				return usagef(cmd, "--batch takes the prompts from its lines: give no PROMPT")
+			case batch != "":
+				r, done, err := a.openBatch(batch)
+				if err != nil {
 					return err
 				}
+				lines, nums, err := readBatch(r)
+				done()
+				if err != nil {
+					return fmt.Errorf("--batch %s: %w", batch, err)
+				}
+				if runs, err = checkBatch(cmd, f, workflow, lines, nums, false); err != nil {
+					return fmt.Errorf("--batch %s: nothing submitted: %w", batch, err)
+				}
+			case len(argv) == 0:
+				return usagef(cmd, "a PROMPT (or --batch FILE) is required")
+			default:
+				// Flag values are checked before the store is touched.
+				c, err := checkRun(cmd, f, workflow, strings.Join(argv, " "), false)
+				if err != nil {
+					return err
+				}
+				runs = []checkedRun{c}
 			}
 			rt, err := a.create(ctx)
 			if err != nil {
 				return err
 			}
-			input, err := rt.NewUserSession(ctx, strings.Join(argv, " "))
-			if err != nil {
-				return err
-			}
-			if workflow == "" {
-				ws, err := a.checkWorkspace(cmd, rt, f)
-				if err != nil {
-					return err
-				}
-				if ws != "" {
-					params["workspace"] = ws
-					if input, err = input.To(ctx, f.backend, ws); err != nil {
-						return err
-					}
-				}
-				// The MCP tools are listed now, so that the record has
-				// their specs (a replay needs them) and a server that
-				// cannot start fails here, not on a worker.
-				sel, err := parseTools(params["tools"])
-				if err != nil {
-					return err
-				}
-				if _, err := mcpTools(ctx, rt, params, sel); err != nil {
-					return err
-				}
-			}
-			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue})
+			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, SubmitOnly: true})
 			if err != nil {
 				return err
 			}
 			defer fl.Close()
-			id, err := fl.Submit(ctx, name, input, params)
+			out, err := a.submitRuns(cmd, rt, fl, runs, false)
 			if err != nil {
+				if batch != "" {
+					return fmt.Errorf("--batch %s: nothing submitted: %w", batch, err)
+				}
 				return err
 			}
-			if a.json {
-				return a.printJSON(map[string]string{"run": id, "input_session": input.ID()})
+			switch {
+			case a.json && batch != "":
+				return a.printJSON(out)
+			case a.json:
+				return a.printJSON(out[0])
 			}
-			fmt.Fprintln(a.stdout, id)
+			for _, r := range out {
+				fmt.Fprintln(a.stdout, r.Run)
+			}
 			return nil
 		},
 	}
 	addRunFlags(cmd, &f)
 	cmd.Flags().StringVar(&workflow, "workflow", "", "run a registered workflow by name instead of the built-in agent")
 	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to put the run on")
+	cmd.Flags().StringVar(&batch, "batch", "", "submit the runs of a JSON Lines file (- for stdin) in one transaction")
 	jsonFlag(cmd, a)
 	return cmd
 }

@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/session"
+)
+
+// ErrSubmitOnly is returned by Run on a Fleet opened with
+// Options.SubmitOnly.
+var ErrSubmitOnly = errors.New("fleet: opened to submit only; it cannot work runs")
+
+// Submission is one run of SubmitBatch: its workflow, its input session
+// (created in the batch's transaction) and its parameters.
+type Submission struct {
+	Workflow string
+	Input    session.Prepared
+	Params   map[string]string
+}
+
+// SubmitBatch records the runs, their input sessions and their jobs in
+// one transaction and returns their ids in order: all of them are
+// submitted, or none (the error says which failed, by its index).
+func (f *Fleet) SubmitBatch(ctx context.Context, subs []Submission) ([]string, error) {
+	if len(subs) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(subs))
+	writes := make([]events.Write, 0, 2*len(subs))
+	jobs := make([]river.InsertManyParams, len(subs))
+	for i, s := range subs {
+		if s.Input.ID == "" || s.Input.Write.Stream != s.Input.ID {
+			return nil, fmt.Errorf("fleet: submit: run %d: %w", i+1, errNoInput)
+		}
+		run, err := newRunID()
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = run
+		sub := events.RunSubmitted{Run: run, Workflow: s.Workflow, InputSession: s.Input.ID, Queue: f.opts.Queue, Params: s.Params}
+		if err := sub.Validate(); err != nil {
+			return nil, fmt.Errorf("fleet: submit: run %d: %w", i+1, err)
+		}
+		writes = append(writes, s.Input.Write,
+			events.Write{Stream: events.SubmitStream(run), Expected: events.NoStream, Events: []events.Payload{sub}})
+		jobs[i] = river.InsertManyParams{Args: RunArgs{Run: run}, InsertOpts: &river.InsertOpts{Queue: f.opts.Queue}}
+	}
+	_, err := f.rt.Store().AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		// One statement for all the jobs (River's batch insert).
+		if _, err := f.client.InsertManyTx(ctx, tx, jobs); err != nil {
+			return fmt.Errorf("fleet: enqueue %d runs: %w", len(jobs), err)
+		}
+		return nil
+	}, writes...)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: submit: %w", err)
+	}
+	return ids, nil
+}
+
+var errNoInput = errors.New("no prepared input session (session.Manager.PrepareNew)")
+
+func newRunID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "run-" + hex.EncodeToString(b[:]), nil
+}
+
+// migrated reports whether River's tables are at the latest version its
+// migrator knows, with one query: most processes find them so, and skip
+// the migrator's lock and its reads of the schema. Any failure of the
+// query (no table yet, an older layout) means "not known": the caller
+// runs the migrator, which reports real errors.
+func migrated(ctx context.Context, db *sql.DB, latest int) bool {
+	var v int
+	err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM river_migration WHERE line = '`+riverdriver.MigrationLineMain+`'`).Scan(&v)
+	return err == nil && v >= latest
+}
