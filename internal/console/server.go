@@ -43,6 +43,9 @@ type Options struct {
 	Workflow func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error)
 	// Now is the clock for running runs' durations. Nil means time.Now.
 	Now func() time.Time
+	// Submit, if set, serves POST /api/runs (submit.go); nil answers
+	// 501.
+	Submit SubmitFunc
 }
 
 // Server is the console's handler.
@@ -102,6 +105,7 @@ func (s *Server) Close() { s.doneOnce.Do(func() { close(s.done) }) }
 func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("GET /api/runs", s.apiRuns)
+	m.HandleFunc("POST /api/runs", s.apiSubmit) // a write: CSRF applies
 	m.HandleFunc("GET /api/runs/{id}", s.apiRun)
 	m.HandleFunc("GET /api/runs/{id}/events", s.apiRunEvents)
 	m.HandleFunc("GET /api/runs/{id}/stream", s.apiRunStream)

@@ -57,10 +57,13 @@ RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777`,
 			if err != nil {
 				return err
 			}
+			sub := &httpSubmitter{a: a, rt: rt}
+			defer sub.close()
 			srv, err := console.New(console.Options{Runtime: rt, Token: token,
 				Workflow: func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error) {
 					return a.workflowForRun(ctx, rt, runID, false)
-				}})
+				},
+				Submit: sub.submit})
 			if err != nil {
 				return err
 			}

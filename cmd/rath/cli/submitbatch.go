@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/fleet"
+	"github.com/gorath/rath/internal/console"
 	"github.com/spf13/cobra"
 )
 
@@ -299,4 +301,75 @@ func (a *app) defaultSubmitCommand(ctx context.Context) (*cobra.Command, runFlag
 	addRunFlags(cmd, &f)
 	cmd.SetContext(ctx)
 	return cmd, f
+}
+
+// httpSubmitter serves POST /api/runs for "rath serve": runs checked as
+// a batch's lines (remote: see remoteCheck), on the default queue, in
+// one transaction, through an insert-only fleet opened on first use.
+type httpSubmitter struct {
+	a  *app
+	rt *rath.Runtime
+	mu sync.Mutex
+	fl *fleet.Fleet
+}
+
+func (h *httpSubmitter) fleet(ctx context.Context) (*fleet.Fleet, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fl == nil {
+		fl, err := fleet.Open(ctx, h.rt, fleet.Options{SubmitOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		h.fl = fl
+	}
+	return h.fl, nil
+}
+
+func (h *httpSubmitter) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fl != nil {
+		h.fl.Close()
+	}
+}
+
+func (h *httpSubmitter) submit(ctx context.Context, raw []json.RawMessage) ([]console.SubmittedRun, error) {
+	cmd, base := h.a.defaultSubmitCommand(ctx)
+	lines := make([]submitLine, len(raw))
+	nums := make([]int, len(raw))
+	for i, r := range raw {
+		l, err := decodeSubmitLine(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: run %d: %v", console.ErrBadSubmission, i+1, err)
+		}
+		lines[i], nums[i] = l, i+1
+	}
+	runs, err := checkBatch(cmd, base, "", lines, nums, true)
+	if err != nil {
+		return nil, badSubmission(err)
+	}
+	fl, err := h.fleet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.a.submitRuns(cmd, h.rt, fl, runs, true)
+	if err != nil {
+		return nil, badSubmission(err)
+	}
+	res := make([]console.SubmittedRun, len(out))
+	for i, r := range out {
+		res[i] = console.SubmittedRun(r)
+	}
+	return res, nil
+}
+
+// badSubmission makes a refused run the request's fault (400), naming
+// it by its place in the request; other errors stay the server's.
+func badSubmission(err error) error {
+	var le *SubmitLineError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%w: run %d: %v", console.ErrBadSubmission, le.Line, le.Err)
+	}
+	return err
 }
