@@ -54,6 +54,17 @@ type SubmitLineError struct {
 func (e *SubmitLineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 func (e *SubmitLineError) Unwrap() error { return e.Err }
 
+// lineError is a *SubmitLineError for line n. A flag's usage error
+// becomes a plain one: the command was called right, its input is bad,
+// and the line number must not be lost to the usage message.
+func lineError(n int, err error) error {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		err = ue.err
+	}
+	return &SubmitLineError{Line: n, Err: err}
+}
+
 // decodeSubmitLine parses one run, refusing unknown fields and trailing
 // data.
 func decodeSubmitLine(raw []byte) (submitLine, error) {
@@ -240,7 +251,7 @@ func checkBatch(cmd *cobra.Command, base runFlags, workflow string, lines []subm
 		f, wf := l.apply(base, workflow)
 		c, err := checkRun(cmd, f, wf, l.Prompt, remote)
 		if err != nil {
-			return nil, &SubmitLineError{Line: nums[i], Err: err}
+			return nil, lineError(nums[i], err)
 		}
 		c.line = nums[i]
 		out[i] = c
@@ -259,7 +270,7 @@ func (a *app) submitRuns(cmd *cobra.Command, rt *rath.Runtime, fl *fleet.Fleet, 
 			if c.line == 0 {
 				return nil, err // a single submit: no line to name
 			}
-			return nil, &SubmitLineError{Line: c.line, Err: err}
+			return nil, lineError(c.line, err)
 		}
 		subs[i] = s
 	}
