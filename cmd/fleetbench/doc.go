@@ -1,0 +1,25 @@
+// Command fleetbench measures rath's fleet on a throwaway PostgreSQL
+// cluster it starts and stops itself (internal/pgtest): R runs of K
+// rounds each (a scripted model reply asking for a shell command, the
+// command run by the local sandbox backend, the transcript), submitted
+// with one `rath submit --batch` and executed by W `rath worker`
+// processes, for each W given; then a raw baseline in the same
+// invocation, which writes the same event rows with plain INSERTs from W
+// connections, one transaction per round.
+//
+// It reports, per phase: steps/s (a step is one round), the gap between
+// a run's consecutive rounds (p50, p99, from the events' timestamps), CPU
+// per step of the worker processes (their rusage) and of the server (the
+// postmaster and its backends, from /proc), bytes stored per step (the
+// growth of pg_total_relation_size over the database's tables) and WAL
+// per step (pg_current_wal_lsn before and after), the CPU of the submit
+// per run (batch, and single submits on their own), and the sequencing
+// lag: from an event's append timestamp to its delivery to a subscriber
+// (events.Store.Subscribe in this process).
+//
+// It is a measurement, not a test: it prints a table and asserts
+// nothing. `make fleetbench` (which `make bench` runs) builds rath and
+// calls it; docs/PERFORMANCE.md has figures from one machine.
+//
+//	go run ./cmd/fleetbench -runs 200 -rounds 5 -workers 1,4
+package main

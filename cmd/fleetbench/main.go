@@ -1,0 +1,579 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/pgtest"
+)
+
+// config is the command line.
+type config struct {
+	runs, rounds, concurrency, singles int
+	workers                            []int
+	rath                               string
+	timeout                            time.Duration
+}
+
+func main() {
+	var c config
+	var workers string
+	flag.IntVar(&c.runs, "runs", 200, "runs per phase (R)")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds per run (K): a model reply, a shell command, the transcript")
+	flag.StringVar(&workers, "workers", "1,4", "worker process counts (W), one phase each; empty: time the single submits only")
+	flag.IntVar(&c.concurrency, "concurrency", 4, "runs each worker executes at once (rath worker --concurrency)")
+	flag.IntVar(&c.singles, "singles", 5, "single `rath submit` processes timed for the submit CPU")
+	flag.StringVar(&c.rath, "rath", "", "the rath binary to measure (empty: go build ./cmd/rath)")
+	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
+	flag.Parse()
+	for _, w := range strings.FieldsFunc(workers, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(w))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "fleetbench: -workers %q: want a list of counts ≥ 1\n", workers)
+			os.Exit(2)
+		}
+		c.workers = append(c.workers, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, c config) error {
+	tmp, err := os.MkdirTemp("", "fleetbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if c.rath == "" {
+		c.rath = filepath.Join(tmp, "rath")
+		build := exec.CommandContext(ctx, "go", "build", "-o", c.rath, "./cmd/rath")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build ./cmd/rath (run from the repository's root, or give -rath): %w", err)
+		}
+	}
+	srv, err := pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	fmt.Fprintf(os.Stderr, "fleetbench: PostgreSQL on port %d; R=%d runs of K=%d rounds, W=%v worker processes × %d runs each\n",
+		srv.Port(), c.runs, c.rounds, c.workers, c.concurrency)
+
+	single, err := singleSubmits(ctx, c, srv, tmp)
+	if err != nil {
+		return err
+	}
+	var results []result
+	for _, w := range c.workers {
+		r, rows, err := fleetPhase(ctx, c, srv, tmp, w)
+		if err != nil {
+			return fmt.Errorf("W=%d: %w", w, err)
+		}
+		results = append(results, r)
+		raw, err := rawPhase(ctx, c, srv, w, rows)
+		if err != nil {
+			return fmt.Errorf("raw W=%d: %w", w, err)
+		}
+		results = append(results, raw)
+	}
+	printTable(os.Stdout, c, single, results)
+	return nil
+}
+
+// result is one phase's figures.
+type result struct {
+	name                   string
+	steps                  int
+	wall                   time.Duration
+	gaps, lags             []time.Duration
+	workerCPU, serverCPU   time.Duration
+	bytes, wal             int64
+	submitCPU              time.Duration // the batch submit, whole
+	rows                   int
+	haveSubmit, haveWorker bool
+}
+
+// singleSubmits times c.singles `rath submit` processes, each one run, on
+// a database no worker reads: the CPU per run of a submit alone.
+func singleSubmits(ctx context.Context, c config, srv *pgtest.Server, tmp string) (time.Duration, error) {
+	if c.singles <= 0 {
+		return 0, nil
+	}
+	dsn, err := srv.CreateDatabase(ctx, "fleet_singles")
+	if err != nil {
+		return 0, err
+	}
+	dir := filepath.Join(tmp, "singles")
+	if _, err := rath(ctx, c.rath, "", "--dir", dir, "--dsn", dsn, "migrate", "up"); err != nil {
+		return 0, err
+	}
+	ws := filepath.Join(tmp, "singles-ws")
+	os.MkdirAll(ws, 0o755)
+	cas, err := writeCassettes(tmp, "single", 1, c.rounds)
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for i := range c.singles {
+		cpu, err := rath(ctx, c.rath, "", "--dir", dir, "--dsn", dsn, "submit", "--cassette", cas[0], "--workspace", ws,
+			"--backend", "local", "--tools", "run_shell_command", fmt.Sprintf("single %d", i))
+		if err != nil {
+			return 0, err
+		}
+		total += cpu
+	}
+	return total / time.Duration(c.singles), nil
+}
+
+// fleetPhase submits c.runs runs in one batch on a fresh database and
+// has w worker processes execute them. It returns the figures and the
+// event rows written, for the raw baseline.
+func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w int) (result, []row, error) {
+	res := result{name: fmt.Sprintf("rath W=%d", w), steps: c.runs * c.rounds, haveSubmit: true, haveWorker: true}
+	name := fmt.Sprintf("fleet_w%d", w)
+	dsn, err := srv.CreateDatabase(ctx, name)
+	if err != nil {
+		return res, nil, err
+	}
+	dir := filepath.Join(tmp, name)
+	if _, err := rath(ctx, c.rath, "", "--dir", dir, "--dsn", dsn, "migrate", "up"); err != nil {
+		return res, nil, err
+	}
+	cas, err := writeCassettes(tmp, name, c.runs, c.rounds)
+	if err != nil {
+		return res, nil, err
+	}
+	var batch bytes.Buffer
+	for i, f := range cas {
+		line, _ := json.Marshal(map[string]string{"prompt": fmt.Sprintf("run %d: run the commands", i), "cassette": f})
+		batch.Write(append(line, '\n'))
+	}
+	ws := filepath.Join(tmp, name+"-ws")
+	os.MkdirAll(ws, 0o755)
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return res, nil, err
+	}
+	defer conn.Close(ctx)
+	before, err := snapshot(ctx, conn, srv)
+	if err != nil {
+		return res, nil, err
+	}
+	// The subscriber follows the log from its head, as a console or an
+	// exporter would.
+	store, err := events.Open(ctx, events.Options{DSN: dsn})
+	if err != nil {
+		return res, nil, err
+	}
+	defer store.Close()
+	head, err := store.Head(ctx)
+	if err != nil {
+		return res, nil, err
+	}
+	sub := subscribe(ctx, store, head.Seq+1, c.runs)
+
+	if res.submitCPU, err = rath(ctx, c.rath, batch.String(), "--dir", dir, "--dsn", dsn, "submit", "--batch", "-",
+		"--workspace", ws, "--backend", "local", "--tools", "run_shell_command", "--max-rounds", strconv.Itoa(c.rounds+5)); err != nil {
+		return res, nil, err
+	}
+
+	start := time.Now()
+	procs := make([]*exec.Cmd, w)
+	for i := range procs {
+		p := exec.CommandContext(ctx, c.rath, "--dir", filepath.Join(dir, fmt.Sprintf("worker%d", i)), "--dsn", dsn,
+			"worker", "--backends", "local", "--concurrency", strconv.Itoa(c.concurrency))
+		p.Stderr = &bytes.Buffer{}
+		if err := p.Start(); err != nil {
+			return res, nil, err
+		}
+		procs[i] = p
+	}
+	var last time.Time
+	select {
+	case last = <-sub.finished:
+	case <-time.After(c.timeout):
+		err = fmt.Errorf("the runs did not finish within %s", c.timeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	for _, p := range procs {
+		p.Process.Signal(syscall.SIGTERM)
+	}
+	for i, p := range procs {
+		if werr := p.Wait(); werr != nil && err == nil {
+			err = fmt.Errorf("worker %d: %w\n%s", i, werr, p.Stderr)
+		}
+		if p.ProcessState != nil {
+			res.workerCPU += p.ProcessState.UserTime() + p.ProcessState.SystemTime()
+		}
+	}
+	if err != nil {
+		return res, nil, err
+	}
+	res.wall = last.Sub(start)
+	after, err := snapshot(ctx, conn, srv)
+	if err != nil {
+		return res, nil, err
+	}
+	res.bytes, res.wal, res.serverCPU = after.bytes-before.bytes, walDiff(ctx, conn, after.lsn, before.lsn), after.cpu-before.cpu
+	rows := sub.stop()
+	res.rows, res.lags = len(rows), sub.lags
+	res.gaps = roundGaps(rows)
+	if failed := sub.failed(); failed > 0 {
+		return res, nil, fmt.Errorf("%d of %d runs did not end done; the first: %s", failed, c.runs, sub.why)
+	}
+	return res, rows, nil
+}
+
+// row is one event as stored, for the raw baseline and the gaps.
+type row struct {
+	seq, version         int64
+	stream, typ, run     string
+	payload, hash        string
+	at                   time.Time
+	finishedOK, finished bool
+}
+
+// subscriber collects the log's events from a seq on, and each one's lag
+// from its timestamp to its delivery.
+type subscriber struct {
+	finished chan time.Time
+	cancel   context.CancelFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	rows     []row
+	lags     []time.Duration
+	why      string // the first failed run's run.finished
+}
+
+func subscribe(ctx context.Context, store *events.Store, from int64, runs int) *subscriber {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &subscriber{finished: make(chan time.Time, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		n := 0
+		for ev, err := range store.Subscribe(ctx, events.Query{FromSeq: from}) {
+			if err != nil {
+				return
+			}
+			now := time.Now()
+			r := row{seq: ev.Seq, version: ev.Version, stream: ev.Stream, typ: ev.Type, run: ev.RunID, payload: string(ev.Payload), hash: ev.Hash, at: ev.At}
+			if ev.Type == events.TypeRunFinished {
+				var p struct {
+					Status string `json:"status"`
+				}
+				json.Unmarshal(ev.Payload, &p)
+				r.finished, r.finishedOK = true, p.Status == "ok"
+				if !r.finishedOK && s.why == "" {
+					s.why = string(ev.Payload)
+				}
+			}
+			s.mu.Lock()
+			s.rows = append(s.rows, r)
+			s.lags = append(s.lags, now.Sub(ev.At))
+			s.mu.Unlock()
+			if r.finished {
+				if n++; n == runs {
+					s.finished <- now
+				}
+			}
+		}
+	}()
+	return s
+}
+
+func (s *subscriber) stop() []row {
+	s.cancel()
+	<-s.done
+	return s.rows
+}
+
+func (s *subscriber) failed() int {
+	n := 0
+	for _, r := range s.rows {
+		if r.finished && !r.finishedOK {
+			n++
+		}
+	}
+	return n
+}
+
+// roundGaps are, for each run, the times between the ends of its
+// consecutive rounds (a tool.returned event ends one).
+func roundGaps(rows []row) []time.Duration {
+	last := map[string]time.Time{}
+	var gaps []time.Duration
+	for _, r := range rows {
+		if r.typ != events.TypeToolReturned || r.run == "" {
+			continue
+		}
+		if t, ok := last[r.run]; ok {
+			gaps = append(gaps, r.at.Sub(t))
+		}
+		last[r.run] = r.at
+	}
+	return gaps
+}
+
+// rawPhase writes rows again on a fresh database, in a plain table with
+// the events table's keys and no chain, from w connections: a run's rows
+// up to and including each tool.returned in one transaction, one INSERT
+// a row.
+func rawPhase(ctx context.Context, c config, srv *pgtest.Server, w int, rows []row) (result, error) {
+	res := result{name: fmt.Sprintf("raw W=%d", w), steps: c.runs * c.rounds, rows: len(rows)}
+	dsn, err := srv.CreateDatabase(ctx, fmt.Sprintf("raw_w%d", w))
+	if err != nil {
+		return res, err
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE raw_events (
+		seq BIGSERIAL PRIMARY KEY, stream TEXT NOT NULL, version BIGINT NOT NULL, type TEXT NOT NULL,
+		run_id TEXT, payload TEXT NOT NULL, at BIGINT NOT NULL, hash TEXT NOT NULL, UNIQUE (stream, version));
+		CREATE INDEX raw_events_run ON raw_events (run_id, seq) WHERE run_id IS NOT NULL`); err != nil {
+		return res, err
+	}
+	// Transactions as the fleet made them: per run, up to each round's
+	// end; rows of no run alone.
+	var txs [][]row
+	open := map[string]int{}
+	for _, r := range rows {
+		if r.run == "" {
+			txs = append(txs, []row{r})
+			continue
+		}
+		i, ok := open[r.run]
+		if !ok {
+			i = len(txs)
+			txs = append(txs, nil)
+			open[r.run] = i
+		}
+		txs[i] = append(txs[i], r)
+		if r.typ == events.TypeToolReturned || r.finished {
+			delete(open, r.run)
+		}
+	}
+	before, err := snapshot(ctx, conn, srv)
+	if err != nil {
+		return res, err
+	}
+	work := make(chan []row)
+	errs := make(chan error, w)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range w {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return res, err
+		}
+		defer c.Close(ctx)
+		wg.Go(func() {
+			for tx := range work {
+				if err := insertTx(ctx, c, tx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for _, tx := range txs {
+		work <- tx
+	}
+	close(work)
+	wg.Wait()
+	res.wall = time.Since(start)
+	select {
+	case err := <-errs:
+		return res, err
+	default:
+	}
+	after, err := snapshot(ctx, conn, srv)
+	if err != nil {
+		return res, err
+	}
+	res.bytes, res.wal, res.serverCPU = after.bytes-before.bytes, walDiff(ctx, conn, after.lsn, before.lsn), after.cpu-before.cpu
+	return res, nil
+}
+
+func insertTx(ctx context.Context, c *pgx.Conn, rows []row) error {
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	for _, r := range rows {
+		var run any
+		if r.run != "" {
+			run = r.run
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO raw_events (stream, version, type, run_id, payload, at, hash) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			r.stream, r.version, r.typ, run, r.payload, r.at.UnixNano(), r.hash); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// pgState is what a phase is measured by: the database's size, the WAL
+// position and the server's CPU so far.
+type pgState struct {
+	bytes int64
+	lsn   string
+	cpu   time.Duration
+}
+
+func snapshot(ctx context.Context, conn *pgx.Conn, srv *pgtest.Server) (pgState, error) {
+	var s pgState
+	err := conn.QueryRow(ctx, `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'`).Scan(&s.bytes)
+	if err != nil {
+		return s, fmt.Errorf("database size: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&s.lsn); err != nil {
+		return s, fmt.Errorf("WAL position: %w", err)
+	}
+	s.cpu, err = serverCPU(srv.PID())
+	return s, err
+}
+
+func walDiff(ctx context.Context, conn *pgx.Conn, after, before string) int64 {
+	var d float64
+	if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)`, after, before).Scan(&d); err != nil {
+		return -1
+	}
+	return int64(d)
+}
+
+// clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on
+// Linux everywhere).
+const clockTick = 10 * time.Millisecond
+
+// serverCPU is the CPU the postmaster and its processes used so far: its
+// own, its reaped children's (backends that ended) and its live
+// children's.
+func serverCPU(pm int) (time.Duration, error) {
+	if pm == 0 {
+		return 0, errors.New("no postmaster")
+	}
+	ticks := func(pid int, children bool) (ppid int, t int64, err error) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, 0, err
+		}
+		// The command name, in parentheses, may hold spaces.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		ppid, _ = strconv.Atoi(f[1])
+		for i, idx := range []int{11, 12, 13, 14} { // utime stime cutime cstime, after the name
+			if i >= 2 && !children {
+				break
+			}
+			v, _ := strconv.ParseInt(f[idx], 10, 64)
+			t += v
+		}
+		return ppid, t, nil
+	}
+	_, total, err := ticks(pm, true)
+	if err != nil {
+		return 0, fmt.Errorf("postmaster CPU: %w", err)
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, t, err := ticks(pid, false); err == nil && ppid == pm {
+			total += t
+		}
+	}
+	return time.Duration(total) * clockTick, nil
+}
+
+// writeCassettes writes one scripted cassette per run (a worker keeps
+// one position per cassette file): rounds replies asking for a shell
+// command, then an answer.
+func writeCassettes(tmp, name string, runs, rounds int) ([]string, error) {
+	type call struct {
+		ID        string         `json:"id"`
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	type response struct {
+		Content   string `json:"content,omitempty"`
+		ToolCalls []call `json:"tool_calls,omitempty"`
+	}
+	var rs []response
+	for i := range rounds {
+		rs = append(rs, response{Content: fmt.Sprintf("Round %d: listing the workspace.", i+1),
+			ToolCalls: []call{{ID: fmt.Sprintf("c%d", i+1), Name: "run_shell_command", Arguments: map[string]any{"cmd": fmt.Sprintf("echo round %d; ls", i+1)}}}})
+	}
+	rs = append(rs, response{Content: "Done: every round ran."})
+	b, err := json.Marshal(map[string]any{"scripted": true, "description": "fleetbench", "responses": rs})
+	if err != nil {
+		return nil, err
+	}
+	d := filepath.Join(tmp, name+"-cassettes")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, err
+	}
+	out := make([]string, runs)
+	for i := range out {
+		out[i] = filepath.Join(d, fmt.Sprintf("run%d.json", i))
+		if err := os.WriteFile(out[i], b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// rath runs the binary with stdin and returns the CPU (user + system)
+// its process used.
+func rath(ctx context.Context, bin, stdin string, argv ...string) (time.Duration, error) {
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("rath %s: %w\n%s", strings.Join(redactDSN(argv), " "), err, stderr.String())
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+func redactDSN(argv []string) []string {
+	out := slices.Clone(argv)
+	for i := range out {
+		if i > 0 && out[i-1] == "--dsn" {
+			out[i] = "DSN"
+		}
+	}
+	return out
+}
