@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 # this tag; `make test` always sets it so nothing real is skipped.
 TAGS := integration
 
-.PHONY: all build demo test deps vet lint bench fuzz soak clean
+.PHONY: all build demo test deps vet lint bench fleetbench fuzz soak clean
 
 all: build
 
@@ -65,8 +65,15 @@ lint: vet $(TOOLS)/staticcheck
 # bench runs every benchmark once, one package at a time (-p 1: packages
 # measured side by side would share the 2 cores); the README's
 # Performance section quotes its output.
-bench:
+bench: fleetbench
 	$(GO) test -p 1 -tags $(TAGS) -run '^$$' -bench . -benchtime 2s -count 1 ./...
+
+# fleetbench measures the fleet end to end on a throwaway PostgreSQL
+# (cmd/fleetbench; docs/PERFORMANCE.md quotes it): FLEETBENCH_FLAGS
+# changes its size, e.g. FLEETBENCH_FLAGS='-runs 50 -rounds 3'.
+FLEETBENCH_FLAGS ?= -runs 200 -rounds 5 -workers 1,4
+fleetbench: build
+	$(GO) run ./cmd/fleetbench -rath bin/rath $(FLEETBENCH_FLAGS)
 
 # soak runs the long fault-injection chaos of the fleet (fleet/soak_test.go):
 # hundreds of runs (RATH_SOAK_RUNS, default 200) per store through SIGKILLs,

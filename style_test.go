@@ -114,6 +114,8 @@ var allowedImports = map[string][]string{
 	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
+	// fleetbench drives the rath binary; it reads the log as a subscriber.
+	"cmd/fleetbench": {"events", "internal/pgtest"},
 }
 
 // Each package imports only the rath packages allowedImports lets it.

@@ -27,6 +27,7 @@ import (
 // config is the command line.
 type config struct {
 	runs, rounds, concurrency, singles int
+	httpRuns                           int
 	workers                            []int
 	rath                               string
 	timeout                            time.Duration
@@ -40,6 +41,7 @@ func main() {
 	flag.StringVar(&workers, "workers", "1,4", "worker process counts (W), one phase each; empty: time the single submits only")
 	flag.IntVar(&c.concurrency, "concurrency", 4, "runs each worker executes at once (rath worker --concurrency)")
 	flag.IntVar(&c.singles, "singles", 5, "single `rath submit` processes timed for the submit CPU")
+	flag.IntVar(&c.httpRuns, "http", 50, "single-run POST /api/runs requests timed on one rath serve (0: none)")
 	flag.StringVar(&c.rath, "rath", "", "the rath binary to measure (empty: go build ./cmd/rath)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
 	flag.Parse()
@@ -85,6 +87,10 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
+	httpCPU, err := httpSubmits(ctx, c, srv, tmp, c.httpRuns)
+	if err != nil {
+		return fmt.Errorf("POST /api/runs: %w", err)
+	}
 	var results []result
 	for _, w := range c.workers {
 		r, rows, err := fleetPhase(ctx, c, srv, tmp, w)
@@ -98,7 +104,7 @@ func run(ctx context.Context, c config) error {
 		}
 		results = append(results, raw)
 	}
-	printTable(os.Stdout, c, single, results)
+	printTable(os.Stdout, c, single, httpCPU, results)
 	return nil
 }
 
@@ -470,6 +476,33 @@ func walDiff(ctx context.Context, conn *pgx.Conn, after, before string) int64 {
 	return int64(d)
 }
 
+// processCPU is the CPU one process used so far (user + system).
+func processCPU(pid int) (time.Duration, error) {
+	_, t, err := statTicks(pid, false)
+	return time.Duration(t) * clockTick, err
+}
+
+// statTicks reads a process's parent and its CPU ticks from
+// /proc/PID/stat: its own, and with children those of its reaped
+// children too.
+func statTicks(pid int, children bool) (ppid int, t int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name, in parentheses, may hold spaces.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ppid, _ = strconv.Atoi(f[1])
+	for i, idx := range []int{11, 12, 13, 14} { // utime stime cutime cstime, after the name
+		if i >= 2 && !children {
+			break
+		}
+		v, _ := strconv.ParseInt(f[idx], 10, 64)
+		t += v
+	}
+	return ppid, t, nil
+}
+
 // clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on
 // Linux everywhere).
 const clockTick = 10 * time.Millisecond
@@ -481,24 +514,7 @@ func serverCPU(pm int) (time.Duration, error) {
 	if pm == 0 {
 		return 0, errors.New("no postmaster")
 	}
-	ticks := func(pid int, children bool) (ppid int, t int64, err error) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return 0, 0, err
-		}
-		// The command name, in parentheses, may hold spaces.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-		ppid, _ = strconv.Atoi(f[1])
-		for i, idx := range []int{11, 12, 13, 14} { // utime stime cutime cstime, after the name
-			if i >= 2 && !children {
-				break
-			}
-			v, _ := strconv.ParseInt(f[idx], 10, 64)
-			t += v
-		}
-		return ppid, t, nil
-	}
-	_, total, err := ticks(pm, true)
+	_, total, err := statTicks(pm, true)
 	if err != nil {
 		return 0, fmt.Errorf("postmaster CPU: %w", err)
 	}
@@ -511,7 +527,7 @@ func serverCPU(pm int) (time.Duration, error) {
 		if err != nil {
 			continue
 		}
-		if ppid, t, err := ticks(pid, false); err == nil && ppid == pm {
+		if ppid, t, err := statTicks(pid, false); err == nil && ppid == pm {
 			total += t
 		}
 	}

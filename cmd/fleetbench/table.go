@@ -9,7 +9,7 @@ import (
 )
 
 // printTable prints one column per phase.
-func printTable(w io.Writer, c config, single time.Duration, rs []result) {
+func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []result) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	line := func(name string, f func(r result) string) {
 		fmt.Fprint(tw, name, "\t")
@@ -22,6 +22,9 @@ func printTable(w io.Writer, c config, single time.Duration, rs []result) {
 		return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)/float64(r.steps))
 	}
 	dash := "-"
+	if len(rs) == 0 {
+		line = func(string, func(result) string) {}
+	}
 	line("phase", func(r result) string { return r.name })
 	line("steps (R×K)", func(r result) string { return fmt.Sprint(r.steps) })
 	line("event rows", func(r result) string { return fmt.Sprint(r.rows) })
@@ -50,6 +53,9 @@ func printTable(w io.Writer, c config, single time.Duration, rs []result) {
 	tw.Flush()
 	if single > 0 {
 		fmt.Fprintf(w, "single submit CPU ms/run (mean of %d processes): %.1f\n", c.singles, float64(single)/float64(time.Millisecond))
+	}
+	if httpCPU > 0 {
+		fmt.Fprintf(w, "POST /api/runs CPU ms/run of the rath serve process (mean of %d): %.2f\n", c.httpRuns, float64(httpCPU)/float64(time.Millisecond))
 	}
 	// Ratios the targets are stated in.
 	var w1, w4, raw1, raw4 *result
