@@ -28,7 +28,9 @@
 // # Scope
 //
 // It reads the store and, for replay and verify, runs what the CLI runs
-// (replay.Run in a scratch store, rath.Runtime.Verify); it never appends.
+// (replay.Run in a scratch store, rath.Runtime.Verify). Its one append
+// is POST /api/runs, which hands runs to Options.Submit (the CLI's
+// batch submit) and writes them to the fleet's queue.
 // The approvals inbox (issue: human in the loop) has its place reserved in
 // routes (server.go) and in the UI's navigation (static/app.js).
 package console
