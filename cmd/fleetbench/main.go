@@ -95,7 +95,7 @@ func run(ctx context.Context, c config) error {
 	for _, w := range c.workers {
 		r, rows, err := fleetPhase(ctx, c, srv, tmp, w)
 		if err != nil {
-			return fmt.Errorf("W=%d: %w", w, err)
+			return fmt.Errorf("phase with %d workers: %w", w, err)
 		}
 		results = append(results, r)
 		raw, err := rawPhase(ctx, c, srv, w, rows)
