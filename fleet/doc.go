@@ -5,6 +5,10 @@
 // and its database/sql driver over pgx for PostgreSQL; a run's job is
 // inserted in the same transaction as its run.submitted event, so the
 // log never has a run without a job, nor the queue a job without a run.
+// SubmitBatch writes many runs, with their input sessions
+// (session.Prepared) and jobs, in one transaction; a process that only
+// submits opens the queue with Options.SubmitOnly (River's insert-only
+// client: no listener, no workers).
 //
 // The event log stays the source of truth. A worker owns a run through a
 // lease recorded as a run.leased event with a fencing token, renewed well
