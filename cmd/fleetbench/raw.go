@@ -113,4 +113,3 @@ func insertTx(ctx context.Context, c *pgx.Conn, rows []row) error {
 	}
 	return tx.Commit(ctx)
 }
-
