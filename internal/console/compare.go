@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/session"
 )
@@ -85,30 +84,4 @@ func firstDifference(a, b []ChunkView) int {
 		}
 	}
 	return -1
-}
-
-// ToolsView is GET /api/runs/{id}/tools: the run's tool calls with their
-// arguments, outcome and the files each changed, as line diffs (the
-// dossier's tool section).
-type ToolsView struct {
-	Tools []*dossier.ToolCall `json:"tools"`
-}
-
-func (s *Server) apiRunTools(w http.ResponseWriter, r *http.Request) {
-	ctx, id := r.Context(), r.PathValue("id")
-	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
-		return
-	}
-	s.heavy.Lock()
-	d, err := dossier.Build(ctx, s.rt, id, dossier.Options{SkipVerify: true})
-	s.heavy.Unlock()
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "tools: %v", err)
-		return
-	}
-	v := ToolsView{Tools: d.Tools}
-	if v.Tools == nil {
-		v.Tools = []*dossier.ToolCall{}
-	}
-	writeJSON(w, http.StatusOK, v)
 }

@@ -429,16 +429,47 @@
       el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"), el("th", {}, "runs"))), body));
   }
 
-  // toolCalls renders a run's tool calls: arguments, outcome, and each
-  // changed file as a line diff.
+  // toolOutcome says how a call ended in words: an exit code is its own
+  // fact (a command that exited 3 has no error message of its own), and
+  // a call waiting for a person is not a crash.
+  function toolOutcome(tc) {
+    const exit = tc.exit_code !== undefined && tc.exit_code !== null ? "exit " + tc.exit_code : "";
+    const timed = " · " + duration(tc.duration_ms);
+    switch (tc.state) {
+      case "ok": return "ok, " + tc.output_size + " bytes" + (exit ? ", " + exit : "") + timed;
+      case "waiting": return "waiting for approval" + (tc.approval ? " (" + tc.approval.id + ")" : "");
+      case "rejected": return "rejected" + (tc.approval && tc.approval.by ? " by " + tc.approval.by : "") + (tc.approval && tc.approval.note ? ": " + tc.approval.note : "");
+      case "open": return "called, no result recorded (running, or the run stopped)";
+    }
+    const parts = [];
+    if (tc.error_kind) parts.push(tc.error_kind);
+    if (exit) parts.push(exit);
+    if (tc.error) parts.push(tc.error);
+    return "failed" + (parts.length ? ": " + parts.join(", ") : "") + timed;
+  }
+
+  // argFields shows a call's arguments one field per line (the server
+  // escaped them), the raw JSON one click away.
+  function argFields(tc) {
+    const box = el("div", { class: "args" });
+    if (tc.warning) box.append(el("div", { class: "warning" }, "⚠ " + tc.warning));
+    for (const f of tc.fields || []) {
+      box.append(el("div", { class: "field" }, f.name ? el("span", { class: "fname mono" }, f.name + ": ") : "", el("span", { class: "payload mono" }, f.value)));
+    }
+    if (!(tc.fields || []).length) box.append(el("div", { class: "toolcall" }, tc.arguments));
+    return box;
+  }
+
+  // toolCalls renders a run's tool calls: arguments, outcome (the tail of
+  // stderr when one failed) and each changed file as a line diff.
   function toolCalls(tools) {
     if (!tools.length) return [el("p", { class: "muted" }, "No tool calls.")];
     return tools.map((tc) => {
-      let outcome = tc.returned ? (tc.is_error ? "error " + (tc.error_kind || "") + ": " + (tc.error || "") : "ok, " + tc.output_size + " bytes") : "never returned";
-      if (tc.exit_code !== undefined && tc.exit_code !== null) outcome += ", exit " + tc.exit_code;
-      const box = el("div", { class: "toolcall-box" },
-        el("div", { class: "head" }, tc.tool + " (" + tc.call_id + ") by " + (tc.agent || "?") + " · " + outcome + " · " + tc.duration_ms + " ms"),
-        el("div", { class: "toolcall" }, tc.arguments));
+      const box = el("div", { class: "toolcall-box state-" + tc.state, "data-call": tc.call_id, id: "tool-" + tc.seq },
+        el("div", { class: "head" }, tc.tool + " (" + tc.call_id + ") by " + (tc.agent || "?") + " · ",
+          el("span", { class: "outcome" }, toolOutcome(tc))),
+        argFields(tc));
+      if (tc.tail) box.append(el("div", { class: "muted" }, "last lines of " + tc.tail_of + ":"), el("pre", { class: "tail" }, tc.tail));
       for (const f of tc.files || []) {
         const pre = el("pre", { class: "diff" });
         for (const l of f.lines || []) {
