@@ -107,6 +107,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}/stream", s.apiRunStream)
 	m.HandleFunc("GET /api/runs/{id}/dossier", s.apiRunDossier)
 	m.HandleFunc("GET /api/runs/{id}/tools", s.apiRunTools)
+	m.HandleFunc("GET /api/runs/{id}/trace", s.apiRunTrace)
+	m.HandleFunc("GET /api/runs/{id}/calls/{seq}", s.apiRunCall)
 	m.HandleFunc("POST /api/runs/{id}/replay", s.apiRunReplay)
 	m.HandleFunc("POST /api/verify", s.apiVerify)
 	m.HandleFunc("GET /api/sessions/{id}", s.apiSession)
