@@ -268,9 +268,15 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return
 	}
+	var opts []replay.Option
+	if r.URL.Query().Get("live_tools") == "1" {
+		// The tools run again for real, each in a fresh copy of its
+		// recorded workspace (rath replay --live-tools).
+		opts = append(opts, replay.WithLiveTools())
+	}
 	s.heavy.Lock()
 	defer s.heavy.Unlock()
-	rep, err := replay.Run(ctx, s.rt, id, wf)
+	rep, err := replay.Run(ctx, s.rt, id, wf, opts...)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "replay: %v", err)
 		return
@@ -305,8 +311,9 @@ func (s *Server) apiVerify(w http.ResponseWriter, r *http.Request) {
 // unsafeName matches what may not appear in a download's file name.
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// apiRunDossier sends the run's HTML dossier as a download; ?verify=0
-// skips the verification of the whole log.
+// apiRunDossier sends the run's HTML dossier as a download, or with
+// ?view=1 as a page to read; ?verify=0 skips the verification of the
+// whole log.
 func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
 	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
@@ -325,8 +332,13 @@ func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="dossier-`+unsafeName.ReplaceAllString(id, "_")+`.html"`)
-	// The dossier holds no script; as a download it is not rendered here.
+	disposition := "attachment"
+	if r.URL.Query().Get("view") == "1" {
+		disposition = "inline"
+	}
+	w.Header().Set("Content-Disposition", disposition+`; filename="dossier-`+unsafeName.ReplaceAllString(id, "_")+`.html"`)
+	// The dossier holds no script, and this policy would run none: viewed
+	// inline it is a static page (its model text escaped by html/template).
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'")
 	w.Write(buf.Bytes())
 }

@@ -59,6 +59,8 @@ type Server struct {
 	// open by Server-Sent Events.
 	done     chan struct{}
 	doneOnce sync.Once
+	// bg is the runs the console started (forks, resumes).
+	bg sync.WaitGroup
 }
 
 // New returns the console over opts.Runtime.
@@ -95,9 +97,13 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close ends the live tails in progress; call it before
+// Close ends the live tails in progress and cancels the runs the console
+// started (forks, resumes), waiting for them to stop; call it before
 // http.Server.Shutdown.
-func (s *Server) Close() { s.doneOnce.Do(func() { close(s.done) }) }
+func (s *Server) Close() {
+	s.doneOnce.Do(func() { close(s.done) })
+	s.bg.Wait()
+}
 
 func (s *Server) routes() {
 	m := s.mux
@@ -110,6 +116,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}/trace", s.apiRunTrace)
 	m.HandleFunc("GET /api/runs/{id}/calls/{seq}", s.apiRunCall)
 	m.HandleFunc("POST /api/runs/{id}/replay", s.apiRunReplay)
+	m.HandleFunc("POST /api/runs/{id}/fork", s.apiRunFork)
+	m.HandleFunc("POST /api/runs/{id}/cancel", s.apiRunCancel)
+	m.HandleFunc("POST /api/runs/{id}/resume", s.apiRunResume)
 	m.HandleFunc("POST /api/verify", s.apiVerify)
 	m.HandleFunc("GET /api/sessions/{id}", s.apiSession)
 	m.HandleFunc("GET /api/graph", s.apiGraph)
