@@ -138,4 +138,3 @@ func TestDossier_View(t *testing.T) {
 		t.Fatalf("dossier view: %s %v", res.Status, res.Header)
 	}
 }
-
