@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -43,11 +44,15 @@ func readBody(r *http.Request, v any) error {
 }
 
 // background runs f for a run started from the console, under the
-// console's lifetime: Close cancels it and waits for it.
-func (s *Server) background(what, run string, f func(ctx context.Context) error) {
+// console's lifetime: Close cancels it and waits for it. The channel gets
+// f's error (nil, or flow.ErrWaiting's wrap, for a run that ended or
+// waits) and is then closed.
+func (s *Server) background(what, run string, f func(ctx context.Context) error) <-chan error {
 	s.bg.Add(1)
+	out := make(chan error, 1)
 	go func() {
 		defer s.bg.Done()
+		defer close(out)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -57,12 +62,44 @@ func (s *Server) background(what, run string, f func(ctx context.Context) error)
 			case <-ctx.Done():
 			}
 		}()
-		if err := f(ctx); err != nil && !errors.Is(err, flow.ErrWaiting) {
+		err := f(ctx)
+		if err != nil && !errors.Is(err, flow.ErrWaiting) {
 			// The run's own record says how it ended; this is for the
 			// operator's log (a fork that could not start records nothing).
 			slog.Warn("console: "+what, "run", run, "err", err)
 		}
+		out <- err
 	}()
+	return out
+}
+
+// startPoll is how often startedOrFailed looks for the new run.
+const startPoll = 20 * time.Millisecond
+
+// startedOrFailed waits until run is in the runs table (its page can
+// open), or its background work ended first: then its error, if the run
+// never started.
+func (s *Server) startedOrFailed(ctx context.Context, run string, done <-chan error) error {
+	tick := time.NewTicker(startPoll)
+	defer tick.Stop()
+	for {
+		if _, err := s.rt.Reader().Run(ctx, run); err == nil {
+			return nil
+		}
+		select {
+		case err, ok := <-done:
+			if _, rerr := s.rt.Reader().Run(ctx, run); rerr == nil {
+				return nil
+			}
+			if ok && err != nil {
+				return err
+			}
+			return fmt.Errorf("run %s ended without starting", run)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // apiRunFork is POST /api/runs/{id}/fork: a new run that replays this one
@@ -102,10 +139,15 @@ func (s *Server) apiRunFork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "fork: %v", err)
 		return
 	}
-	s.background("fork", child, func(ctx context.Context) error {
+	done := s.background("fork", child, func(ctx context.Context) error {
 		_, err := replay.ForkAt(ctx, s.rt, id, req.Seq, wf, rath.WithRunID(child))
 		return err
 	})
+	// The answer comes once the run exists: its page can open at once.
+	if err := s.startedOrFailed(ctx, child, done); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "fork: %v", err)
+		return
+	}
 	writeJSON(w, http.StatusAccepted, StartedView{Run: child})
 }
 

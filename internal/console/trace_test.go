@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -16,7 +17,7 @@ import (
 
 // retryingRun records a run whose first model call is refused once (rate
 // limit) and retried, then calls the shout tool and answers.
-func retryingRun(t *testing.T, f *fixture) string {
+func retryingRun(t testing.TB, rt *rath.Runtime) string {
 	t.Helper()
 	ctx := context.Background()
 	shout, err := flow.NewTool("shout", "Upper-cases text.", func(ctx context.Context, s *session.Session, a shoutArgs) (string, error) {
@@ -35,11 +36,11 @@ func retryingRun(t *testing.T, f *fixture) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := f.rt.NewUserSession(ctx, "Shout "+hostile)
+	s, err := rt.NewUserSession(ctx, "Shout "+hostile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := f.rt.Start(ctx, "retrier", a, s)
+	run, err := rt.Start(ctx, "retrier", a, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func retryingRun(t *testing.T, f *fixture) string {
 // inspector shows one call's request, response and failed attempts.
 func TestTrace_WaterfallAndCallInspector(t *testing.T) {
 	f := newFixture(t, "")
-	run := retryingRun(t, f)
+	run := retryingRun(t, f.rt)
 	v := decode[console.TraceView](t, f.get(t, "/api/runs/"+run+"/trace", ""))
 	var kinds []string
 	for _, s := range v.Spans {

@@ -185,6 +185,7 @@
       card("worker", r.worker || "–"),
       el("div", { class: "card" }, el("div", { class: "k" }, "input"), el("div", { class: "v mono" }, sessionLink(r.input_session))),
       el("div", { class: "card" }, el("div", { class: "k" }, "output"), el("div", { class: "v mono" }, sessionLink(r.output_session))),
+      r.parent_run ? el("div", { class: "card" }, el("div", { class: "k" }, "forked from"), el("div", { class: "v mono", id: "run-parent" }, runLink(r.parent_run))) : null,
       r.error ? card("error", r.error) : null);
   }
 
@@ -210,29 +211,47 @@
       case "session.created": return "new session" + (p.origin ? " (" + p.origin + ")" : "");
       case "session.forked": return "fork of " + p.source + " v" + p.source_version;
       case "selector.decided": return "chose " + p.chosen + (p.reason ? ": " + p.reason : "");
+      case "approval.requested": return (p.agent ? p.agent + " asks a person" : "asks a person") + (p.kind === "tool" ? " to approve " + p.tool + "(" + (p.arguments || "") + ")" : ": " + (p.question || ""));
+      case "approval.decided": return p.decision + " by " + p.by + (p.edited_arguments ? ", arguments edited to " + p.edited_arguments : "") + (p.note ? ": " + p.note : "");
     }
     return null;
   }
 
-  function eventRow(ev, fresh) {
-    const text = JSON.stringify(ev.payload);
-    const line = gist(ev);
-    const payload = line !== null || text.length > 160
-      ? el("details", {}, el("summary", { class: line !== null ? "" : "mono" }, clip(line !== null ? line : text, 200)), el("div", { class: "mono payload" }, text))
-      : el("span", { class: "mono payload" }, text);
-    return el("tr", { "data-seq": ev.seq, class: fresh ? "new" : null },
-      el("td", { class: "num mono" }, String(ev.seq)), el("td", { class: "mono", title: ev.at }, ev.at.replace(/^.*T/, "").replace(/(\.\d{3})\d*Z$/, "$1")),
-      el("td", { class: "mono" }, ev.type), el("td", { class: "mono" }, ev.stream + "@" + ev.version), el("td", {}, payload));
+  // eventAgent is the agent (module path) an event belongs to, if any.
+  function eventAgent(ev) {
+    const p = ev.payload || {};
+    return p.agent || (ev.type.startsWith("workflow.") ? p.path : "") || "";
   }
 
-  function verdictBox(kind, v) {
+  // eventRow is one event: its gist (the full JSON one click away, or
+  // shown whole in the JSON view) and a button to fork the run there.
+  function eventRow(ev, fresh, asJSON, onFork) {
+    const text = JSON.stringify(ev.payload);
+    const line = gist(ev);
+    let payload;
+    if (asJSON) payload = el("pre", { class: "mono payload json" }, JSON.stringify(ev.payload, null, 2));
+    else if (line !== null || text.length > 160) {
+      payload = el("details", {}, el("summary", { class: line !== null ? "" : "mono" }, clip(line !== null ? line : text, 200)),
+        el("pre", { class: "mono payload json" }, JSON.stringify(ev.payload, null, 2)));
+    } else payload = el("span", { class: "mono payload" }, text);
+    const fork = onFork ? el("button", { class: "fork-at small", title: "Fork here: a new run replays this one up to this event and goes on live" }, "fork") : "";
+    if (onFork) fork.addEventListener("click", () => onFork(ev.seq, fork));
+    return el("tr", { "data-seq": ev.seq, id: "ev-" + ev.seq, class: fresh ? "new" : null },
+      el("td", { class: "num mono" }, String(ev.seq)), el("td", { class: "mono", title: ev.at }, ev.at.replace(/^.*T/, "").replace(/(\.\d{3})\d*Z$/, "$1")),
+      el("td", { class: "mono" }, ev.type), el("td", { class: "mono" }, ev.stream + "@" + ev.version), el("td", {}, payload), el("td", {}, fork));
+  }
+
+  function verdictBox(kind, v, toEvent) {
     const box = el("div", { class: "verdict " + (v.ok ? "ok" : "bad"), id: kind + "-verdict" });
     if (kind === "replay") {
+      const mode = v.live_tools ? " (tools run live)" : "";
       if (v.ok) {
-        box.append(el("strong", {}, "Reproduced"), " " + v.matched + " of " + v.recorded + " events (" + v.answered + " answers from the record)");
+        box.append(el("strong", {}, "Reproduced"), " " + v.matched + " of " + v.recorded + " events (" + v.answered + " answers from the record)" + mode);
       } else {
         const d = v.divergence;
-        box.append(el("strong", {}, "Diverged"), " after " + v.matched + " of " + v.recorded + " events: " + d.class + " at seq " + d.seq +
+        const at = el("a", { href: "#", class: "to-event", "data-seq": d.seq }, "seq " + d.seq);
+        at.addEventListener("click", (e) => { e.preventDefault(); toEvent(d.seq); });
+        box.append(el("strong", {}, "Diverged"), " after " + v.matched + " of " + v.recorded + " events" + mode + ": " + d.class + " at ", at,
           ", " + d.type + " on " + d.stream + " v" + d.version + "\n", "hint: " + d.hint + "\n");
         if (d.want) box.append("want: ", el("span", { class: "mono" }, d.want), "\n");
         if (d.got) box.append("got:  ", el("span", { class: "mono" }, d.got), "\n");
@@ -247,81 +266,342 @@
     return box;
   }
 
+  // chunkBox is one transcript entry (a session's chunk, or a message of
+  // a model request).
+  function chunkBox(c, index) {
+    let head = (index !== undefined ? "#" + index + " " : "") + c.role;
+    if (c.name) head += " " + c.name;
+    if (c.tool_call_id) head += " for call " + c.tool_call_id;
+    if (c.author) head += " by " + c.author;
+    const box = el("div", { class: "chunk role-" + c.role }, el("div", { class: "head" }, head));
+    if (c.content) box.append(el("div", { class: "body" }, c.content));
+    for (const tc of c.tool_calls || []) box.append(el("div", { class: "toolcall" }, "→ call " + tc.id + " " + tc.name + " " + (tc.arguments || "")));
+    return box;
+  }
+
+  const spanLabel = (s) => {
+    let t = s.name;
+    if (s.attempts > 1) t += " · " + s.attempts + " attempts";
+    if (s.kind === "approval") t += " · " + (s.attrs.status === "pending" ? "waiting" : s.attrs.status + (s.attrs.by ? " by " + s.attrs.by : ""));
+    else if (s.incomplete) t += " · no end recorded";
+    if (s.error) t += " · " + s.error;
+    return t;
+  };
+
+  // waterfall draws the trace as nested, timed bars: one row per span in
+  // the tree's depth-first order, indented by depth, placed on the run's
+  // time axis. Failed attempts of a model call are ticks on its bar; a
+  // wait for a person is a hatched bar. Clicking a model call opens it in
+  // the inspector.
+  function waterfall(tr, onCall) {
+    if (!tr.spans.length) return el("p", { class: "muted" }, "No spans (the run recorded no workflow events).");
+    const total = Math.max(tr.total_ms, 1);
+    const box = el("div", { class: "waterfall", id: "waterfall" },
+      el("div", { class: "wf-row wf-axis" }, el("div", { class: "wf-label" }, "span"),
+        el("div", { class: "wf-track" }, el("span", {}, "0"), el("span", { class: "wf-end" }, duration(Math.round(total))))));
+    for (const s of tr.spans) {
+      const bar = el("div", { class: "wf-bar kind-" + s.kind + (s.error ? " failed" : "") + (s.incomplete ? " open" : ""),
+        title: Object.entries(s.attrs || {}).map(([k, v]) => k + ": " + v).join("\n") || null });
+      bar.style.left = (s.start_ms / total * 100).toFixed(3) + "%";
+      bar.style.width = Math.max((s.end_ms - s.start_ms) / total * 100, 0.4).toFixed(3) + "%";
+      for (const m of s.marks || []) {
+        const tick = el("span", { class: "wf-mark " + (m.name.includes("failed") ? "bad" : ""), title: m.name + "\n" + Object.entries(m.attrs || {}).map(([k, v]) => k + ": " + v).join("\n") });
+        const span = Math.max(s.end_ms - s.start_ms, 0.001);
+        tick.style.left = Math.min(Math.max((m.at_ms - s.start_ms) / span * 100, 0), 100).toFixed(2) + "%";
+        bar.append(tick);
+      }
+      const label = el("div", { class: "wf-label" }, el("span", { class: "wf-kind" }, s.kind), " " + spanLabel(s));
+      label.style.paddingLeft = (0.3 + s.depth * 1.1) + "rem";
+      const row = el("div", { class: "wf-row", "data-span": s.id, "data-parent": s.parent || "", "data-depth": s.depth, "data-kind": s.kind,
+        "data-start": s.start_ms, "data-end": s.end_ms, "data-seq": s.seq || "", "data-end-seq": s.end_seq || "" },
+        label, el("div", { class: "wf-track" }, bar), el("div", { class: "wf-dur num mono" }, duration(Math.round(s.end_ms - s.start_ms))));
+      if (s.kind === "chat" && s.end_seq) {
+        row.classList.add("clickable");
+        row.setAttribute("tabindex", "0");
+        row.addEventListener("click", () => onCall(s.end_seq, row));
+        row.addEventListener("keydown", (e) => { if (e.key === "Enter") onCall(s.end_seq, row); });
+      }
+      box.append(row);
+    }
+    return box;
+  }
+
+  // agentsTable is the per-agent usage, as in the dossier.
+  function agentsTable(agents) {
+    if (!agents.length) return el("p", { class: "muted" }, "No model calls.");
+    return el("table", { id: "agents" },
+      el("thead", {}, el("tr", {}, el("th", {}, "agent"), el("th", { class: "num" }, "calls"), el("th", { class: "num" }, "failed attempts"),
+        el("th", { class: "num" }, "prompt"), el("th", { class: "num" }, "completion"), el("th", { class: "num" }, "total tokens"), el("th", { class: "num" }, "latency"))),
+      el("tbody", {}, ...agents.map((a) => el("tr", {}, el("td", { class: "mono" }, a.agent || "–"), el("td", { class: "num" }, String(a.calls)),
+        el("td", { class: "num" }, String(a.failures)), el("td", { class: "num" }, String(a.usage.prompt_tokens)),
+        el("td", { class: "num" }, String(a.usage.completion_tokens)), el("td", { class: "num" }, String(a.usage.total_tokens)),
+        el("td", { class: "num" }, duration(a.latency_ms))))));
+  }
+
+  // inspectorView shows one model call: its attempts, the request's
+  // messages (those the previous call already sent folded), the response.
+  function inspectorView(v) {
+    const c = v.call;
+    const box = el("div", { class: "inspector", id: "inspector-call", "data-seq": c.seq },
+      el("h3", {}, "Model call · seq " + c.seq + (c.agent ? " · " + c.agent : "")),
+      el("div", { class: "cards" }, card("model", c.model || c.provider || "–"), card("provider", c.provider || "–"),
+        card("tokens", c.usage.total_tokens + " (" + c.usage.prompt_tokens + " prompt, " + c.usage.completion_tokens + " completion)"),
+        card("latency", duration(c.latency_ms)), card("attempt", String(c.attempt) + (v.attempts.length ? " (" + v.attempts.length + " failed before)" : "")),
+        c.response && c.response.finish_reason ? card("finish", c.response.finish_reason) : null));
+    if (v.attempts.length) {
+      const ul = el("ul", { class: "attempts" });
+      for (const a of v.attempts) ul.append(el("li", {}, "attempt " + a.attempt + " failed after " + duration(a.latency_ms) + " (" + (a.error_kind || "error") + "): " + (a.error || "") + (a.will_retry ? ", retried" : "")));
+      box.append(el("h4", {}, "Retries"), ul);
+    }
+    if (c.failed) box.append(el("div", { class: "verdict bad" }, "This call failed (" + (c.error_kind || "") + "): " + (c.error || "")));
+    const req = c.request;
+    box.append(el("h4", {}, "Request"));
+    if (!req) box.append(el("p", { class: "muted" }, "The request was not recorded (its blobs are missing)."));
+    else {
+      const msgs = el("div", { class: "messages" });
+      const shared = c.shared_prefix || 0;
+      // Fold what the previous call sent already, unless that is all of it.
+      if (shared > 0 && shared < req.messages.length) {
+        const fold = el("details", {}, el("summary", { class: "muted" }, shared + " earlier messages, as in the previous call"));
+        req.messages.slice(0, shared).forEach((m, i) => fold.append(chunkBox(m, i)));
+        msgs.append(fold);
+      }
+      const from = shared < req.messages.length ? shared : 0;
+      req.messages.slice(from).forEach((m, i) => msgs.append(chunkBox(m, from + i)));
+      box.append(msgs);
+      if ((req.tools || []).length) box.append(el("p", { class: "muted" }, "tools offered: " + req.tools.map((t) => t.name).join(", ")));
+    }
+    box.append(el("h4", {}, "Response"));
+    if (c.response) box.append(chunkBox({ role: "assistant", content: c.response.content, tool_calls: c.response.tool_calls }));
+    else if (!c.failed) box.append(el("p", { class: "muted" }, "The response was not recorded."));
+    return box;
+  }
+
+  // waitingBox is the banner of a run that waits for a person: each
+  // request with its arguments one field at a time (escaped by the
+  // server), an editor for the arguments to run instead, and approve /
+  // reject, or an answer for a question.
+  function waitingBox(id, pending, after) {
+    const box = el("div", { class: "waiting", id: "waiting" },
+      el("strong", {}, "This run waits for a person"), " — " + pending.length + " request" + (pending.length > 1 ? "s" : "") + ". Decide here; a worker (or Resume) then goes on.");
+    const who = el("input", { class: "approver", placeholder: "your name (recorded with the decision)", size: 30 });
+    who.value = localStorage.getItem("rath-approver") || "";
+    box.append(el("div", { class: "filters" }, who));
+    for (const a of pending) {
+      const sh = a.shown || {};
+      const row = el("div", { class: "approval", "data-id": a.id },
+        el("div", { class: "head" }, el("span", { class: "mono" }, a.id), " · " + a.kind + (a.tool ? " · " + a.tool : "") + (a.agent ? " · " + a.agent : "") +
+          (a.deadline ? " · deadline " + a.deadline + " (default: " + a.default + ")" : "")));
+      if (sh.warning) row.append(el("div", { class: "warning" }, "⚠ " + sh.warning));
+      if (a.kind === "question") row.append(el("div", { class: "payload" }, sh.question || ""));
+      for (const f of sh.fields || []) row.append(el("div", { class: "field" }, f.name ? el("span", { class: "fname mono" }, f.name + ": ") : "", el("span", { class: "payload mono" }, f.value)));
+      if (sh.reason) row.append(el("div", { class: "muted" }, "why: " + sh.reason));
+      const note = el("input", { class: "note", placeholder: a.kind === "question" ? "note" : "note, or the reason for a rejection", size: 40 });
+      async function decide(body) {
+        body.by = who.value.trim();
+        if (!body.by) { fail(new Error("Say who you are first: the decision records it.")); who.focus(); return; }
+        localStorage.setItem("rath-approver", body.by);
+        try {
+          const r = await api("/api/approvals/" + encodeURIComponent(a.id), { method: "POST", body });
+          row.replaceChildren(el("div", { class: "verdict ok decided" }, r.decided.decision + (r.decided.edited_arguments ? " with edited arguments" : "") + " by " + r.decided.by + " — " + r.next));
+          ok("");
+          after();
+        } catch (e) { fail(e); }
+      }
+      if (a.kind === "question") {
+        const answer = el("input", { class: "answer", placeholder: "answer as JSON", size: 40 });
+        const send = el("button", { class: "answer-go" }, "Answer");
+        send.addEventListener("click", () => {
+          let parsed;
+          try { parsed = JSON.parse(answer.value); } catch (e) { fail(new Error("The answer must be JSON: " + e.message)); return; }
+          decide({ decision: "answer", answer: parsed, note: note.value });
+        });
+        row.append(el("div", { class: "filters" }, answer, note, send));
+      } else {
+        const original = a.arguments !== undefined ? JSON.stringify(a.arguments, null, 2) : "";
+        const edit = el("textarea", { class: "edit-args mono", rows: Math.min(12, original.split("\n").length + 1), cols: 70, spellcheck: "false", "aria-label": "arguments to run" });
+        edit.value = original;
+        const approve = el("button", { class: "approve" }, "Approve");
+        const reject = el("button", { class: "reject" }, "Reject");
+        approve.addEventListener("click", () => {
+          const body = { decision: "approve", note: note.value };
+          if (edit.value.trim() !== original.trim()) {
+            try { body.arguments = JSON.parse(edit.value); } catch (e) { fail(new Error("The edited arguments must be JSON: " + e.message)); return; }
+          }
+          decide(body);
+        });
+        reject.addEventListener("click", () => decide({ decision: "reject", note: note.value }));
+        row.append(el("details", { class: "edit" }, el("summary", {}, "Edit the arguments before approving"), edit),
+          el("div", { class: "filters" }, note, approve, reject));
+      }
+      box.append(row);
+    }
+    return box;
+  }
+
   async function runPage(id) {
+    const enc = encodeURIComponent(id);
     main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)), el("p", { class: "muted" }, "Loading…"));
     let run;
-    try { run = await api("/api/runs/" + encodeURIComponent(id)); } catch (e) { fail(e); return; }
+    try { run = await api("/api/runs/" + enc); } catch (e) { fail(e); return; }
     const liveBadge = el("span", { class: "live", id: "live", hidden: true }, "LIVE");
+    const waiting = el("div", { id: "waiting-box" });
     const verdicts = el("div", { id: "verdicts" });
-    const replayBtn = el("button", { id: "replay" }, "Replay");
+    const replayBtn = el("button", { id: "replay", title: "Replay against the record: model and tool answers come from the log" }, "Replay");
+    const replayLiveBtn = el("button", { id: "replay-live", title: "Replay with the tools run again for real, each in a fresh copy of its workspace" }, "Replay with live tools");
     const verifyBtn = el("button", { id: "verify" }, "Verify store");
-    const dossier = el("a", { href: "/api/runs/" + encodeURIComponent(id) + "/dossier", download: "" }, "Download dossier");
+    const resumeBtn = el("button", { id: "resume", title: "Go on with a stopped run no worker owns" }, "Resume");
+    const cancelBtn = el("button", { id: "cancel", title: "Cancel a run submitted to the fleet" }, "Cancel");
+    const dossierView = el("a", { href: "/api/runs/" + enc + "/dossier?view=1&verify=0", target: "_blank", rel: "noopener", id: "dossier-view" }, "View dossier");
+    const dossier = el("a", { href: "/api/runs/" + enc + "/dossier", download: "" }, "Download dossier");
     async function action(btn, kind, path) {
       btn.disabled = true;
-      try { verdicts.replaceChildren(verdictBox(kind, await api(path, { method: "POST" }))); } catch (e) { fail(e); }
+      try { verdicts.replaceChildren(verdictBox(kind, Object.assign(await api(path, { method: "POST" }), { live_tools: path.includes("live_tools") }), showEvent)); ok(""); } catch (e) { fail(e); }
       btn.disabled = false;
     }
-    replayBtn.addEventListener("click", () => action(replayBtn, "replay", "/api/runs/" + encodeURIComponent(id) + "/replay"));
+    async function start(btn, path, body, what) {
+      btn.disabled = true;
+      try {
+        const r = await api(path, { method: "POST", body: body || {} });
+        ok(what + " " + r.run);
+        if (r.run !== id) location.hash = "#/run/" + encodeURIComponent(r.run);
+        else { refreshRun(); tail(); }
+      } catch (e) { fail(e); }
+      btn.disabled = false;
+    }
+    replayBtn.addEventListener("click", () => action(replayBtn, "replay", "/api/runs/" + enc + "/replay"));
+    replayLiveBtn.addEventListener("click", () => action(replayLiveBtn, "replay", "/api/runs/" + enc + "/replay?live_tools=1"));
     verifyBtn.addEventListener("click", () => action(verifyBtn, "verify", "/api/verify"));
+    resumeBtn.addEventListener("click", () => start(resumeBtn, "/api/runs/" + enc + "/resume", null, "resuming"));
+    cancelBtn.addEventListener("click", () => start(cancelBtn, "/api/runs/" + enc + "/cancel", { reason: "canceled from the console" }, "canceled"));
+    const traceBox = el("div", { id: "trace" }, el("p", { class: "muted" }, "Loading the trace…"));
+    const agentsBox = el("div", { id: "agents-box" });
+    const inspector = el("div", { id: "inspector" }, el("p", { class: "muted" }, "Click a model call (chat) in the waterfall to inspect it."));
     const graphBox = el("div", { id: "graph" }, el("p", { class: "muted" }, "Loading the graph…"));
     const toolsBox = el("div", { id: "tools" }, el("p", { class: "muted" }, "Loading the tool calls…"));
+    const typeSel = el("select", { id: "events-type", "aria-label": "event type" }, el("option", { value: "" }, "any type"));
+    const agentSel = el("select", { id: "events-agent", "aria-label": "agent" }, el("option", { value: "" }, "any agent"));
+    const jsonBox = el("input", { type: "checkbox", id: "events-json" });
     const evBody = el("tbody", { id: "events-body" });
     const moreBtn = el("button", { id: "events-more", hidden: true }, "More events");
     let cards = runCards(run);
     main.replaceChildren(
       el("h1", {}, "Run ", el("span", { class: "mono" }, id), liveBadge),
+      waiting,
       cards,
-      el("div", { class: "actions" }, replayBtn, verifyBtn, dossier),
+      el("div", { class: "actions" }, replayBtn, replayLiveBtn, verifyBtn, resumeBtn, cancelBtn, dossierView, dossier),
       verdicts,
+      el("h2", {}, "Trace"), traceBox,
+      el("h2", {}, "Model call inspector"), inspector,
+      el("h2", {}, "Usage per agent"), agentsBox,
       el("h2", {}, "Session graph"), graphBox,
       el("h2", {}, "Tool calls"), toolsBox,
       el("h2", {}, "Events"),
+      el("div", { class: "filters" }, typeSel, agentSel, el("label", {}, jsonBox, " JSON")),
       el("table", { id: "events" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "seq"), el("th", {}, "at"), el("th", {}, "type"),
-        el("th", {}, "stream"), el("th", {}, "what"))), evBody),
+        el("th", {}, "stream"), el("th", {}, "what"), el("th", {}, ""))), evBody),
       el("p", {}, moreBtn));
 
-    api("/api/graph?run=" + encodeURIComponent(id)).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
-    api("/api/runs/" + encodeURIComponent(id) + "/tools").then((v) => toolsBox.replaceChildren(...toolCalls(v.tools))).catch(fail);
+    let inspected = 0;
+    async function inspect(seq, row) {
+      inspected = seq;
+      for (const r of document.querySelectorAll(".wf-row.selected")) r.classList.remove("selected");
+      if (row) row.classList.add("selected");
+      try { inspector.replaceChildren(inspectorView(await api("/api/runs/" + enc + "/calls/" + seq))); ok(""); } catch (e) { fail(e); }
+    }
+    function loadTrace() {
+      api("/api/runs/" + enc + "/trace").then((tr) => {
+        traceBox.replaceChildren(waterfall(tr, inspect));
+        agentsBox.replaceChildren(agentsTable(tr.agents));
+        if (inspected) { const r = traceBox.querySelector('.wf-row[data-end-seq="' + inspected + '"]'); if (r) r.classList.add("selected"); }
+      }).catch(fail);
+    }
+    function loadWaiting() {
+      if (!live()) { waiting.replaceChildren(); return; }
+      api("/api/approvals?run=" + enc).then((v) => waiting.replaceChildren(v.length ? waitingBox(id, v, () => { loadTrace(); loadTools(); }) : "")).catch(fail);
+    }
+    const loadTools = () => api("/api/runs/" + enc + "/tools").then((v) => toolsBox.replaceChildren(...toolCalls(v.tools))).catch(fail);
+    const loadGraph = () => api("/api/graph?run=" + enc).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
+    loadTrace(); loadGraph(); loadTools();
+
+    // The events: every loaded event is kept; the filters and the JSON
+    // view redraw the rows from them.
+    const all = [];
+    const types = new Set(), agents = new Set();
+    function matches(ev) {
+      return (!typeSel.value || ev.type === typeSel.value) && (!agentSel.value || eventAgent(ev) === agentSel.value);
+    }
+    async function forkAt(seq, btn) {
+      btn.disabled = true;
+      try {
+        const r = await api("/api/runs/" + enc + "/fork", { method: "POST", body: { seq } });
+        ok("forked at seq " + seq + " as " + r.run);
+        location.hash = "#/run/" + encodeURIComponent(r.run);
+      } catch (e) { fail(e); btn.disabled = false; }
+    }
+    function addEvent(ev, fresh) {
+      all.push(ev);
+      for (const [set, sel, v] of [[types, typeSel, ev.type], [agents, agentSel, eventAgent(ev)]]) {
+        if (v && !set.has(v)) { set.add(v); sel.append(el("option", { value: v }, v)); }
+      }
+      if (matches(ev)) evBody.append(eventRow(ev, fresh, jsonBox.checked, forkAt));
+    }
+    function redraw() { evBody.replaceChildren(...all.filter(matches).map((ev) => eventRow(ev, false, jsonBox.checked, forkAt))); }
+    typeSel.addEventListener("change", redraw);
+    agentSel.addEventListener("change", redraw);
+    jsonBox.addEventListener("change", redraw);
 
     let after = 0, stream = null;
-    const live = () => run.status === "running" || run.status === "queued";
+    const live = () => run.status === "running" || run.status === "queued" || run.status === "waiting";
+    loadWaiting();
     async function refreshRun() {
       try {
-        run = await api("/api/runs/" + encodeURIComponent(id));
+        run = await api("/api/runs/" + enc);
         const fresh = runCards(run);
         cards.replaceWith(fresh);
         cards = fresh;
+        loadWaiting();
       } catch (e) { fail(e); }
     }
     function tail() {
       if (stream || !live()) return;
-      stream = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream?after=" + after);
+      stream = new EventSource("/api/runs/" + enc + "/stream?after=" + after);
       liveBadge.hidden = false;
       stream.addEventListener("event", (m) => {
         const ev = JSON.parse(m.data);
         if (ev.seq <= after) return;
         after = ev.seq;
-        evBody.append(eventRow(ev, true));
+        addEvent(ev, true);
       });
       let pending;
-      stream.addEventListener("event", () => { clearTimeout(pending); pending = setTimeout(refreshRun, 300); });
+      stream.addEventListener("event", () => { clearTimeout(pending); pending = setTimeout(() => { refreshRun(); loadTrace(); }, 300); });
       stream.addEventListener("end", () => {
         stream.close();
+        stream = null;
         liveBadge.hidden = true;
-        refreshRun();
-        api("/api/graph?run=" + encodeURIComponent(id)).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
-    api("/api/runs/" + encodeURIComponent(id) + "/tools").then((v) => toolsBox.replaceChildren(...toolCalls(v.tools))).catch(fail);
+        refreshRun(); loadTrace(); loadGraph(); loadTools();
       });
-      cleanup.push(() => stream.close());
+      cleanup.push(() => { if (stream) stream.close(); });
     }
     async function loadMore() {
       try {
-        const page = await api("/api/runs/" + encodeURIComponent(id) + "/events?limit=200&after=" + after);
-        for (const ev of page.events) { evBody.append(eventRow(ev, false)); after = ev.seq; }
+        const page = await api("/api/runs/" + enc + "/events?limit=200&after=" + after);
+        for (const ev of page.events) { addEvent(ev, false); after = ev.seq; }
         moreBtn.hidden = !page.next_after;
         if (!page.next_after) tail();
         ok("");
       } catch (e) { fail(e); }
+    }
+    // showEvent brings an event's row into view (a divergence links to
+    // it), loading pages and clearing the filters until it is there.
+    async function showEvent(seq) {
+      if (typeSel.value || agentSel.value) { typeSel.value = ""; agentSel.value = ""; redraw(); }
+      while (!document.getElementById("ev-" + seq) && !moreBtn.hidden) await loadMore();
+      const row = document.getElementById("ev-" + seq);
+      if (!row) { fail(new Error("event " + seq + " is not one of this run's")); return; }
+      for (const r of evBody.querySelectorAll("tr.target")) r.classList.remove("target");
+      row.classList.add("target");
+      row.scrollIntoView({ block: "center" });
     }
     moreBtn.addEventListener("click", loadMore);
     loadMore();
@@ -392,16 +672,7 @@
     try { v = await api("/api/sessions/" + encodeURIComponent(id)); } catch (e) { fail(e); return; }
     const s = v.session;
     const chunks = el("div", { id: "transcript" });
-    for (const c of v.chunks) {
-      let head = "#" + c.index + " " + c.role;
-      if (c.name) head += " " + c.name;
-      if (c.tool_call_id) head += " for call " + c.tool_call_id;
-      if (c.author) head += " by " + c.author;
-      const box = el("div", { class: "chunk role-" + c.role }, el("div", { class: "head" }, head));
-      if (c.content) box.append(el("div", { class: "body" }, c.content));
-      for (const tc of c.tool_calls || []) box.append(el("div", { class: "toolcall" }, "→ call " + tc.id + " " + tc.name + " " + (tc.arguments || "")));
-      chunks.append(box);
-    }
+    for (const c of v.chunks) chunks.append(chunkBox(c, c.index));
     main.replaceChildren(
       el("h1", {}, "Session ", el("span", { class: "mono" }, s.id)),
       el("div", { class: "cards" }, card("kind", s.kind + (s.origin ? " (" + s.origin + ")" : "")), card("version", String(s.version)),
