@@ -273,13 +273,3 @@ func TestConsole_InChromium(t *testing.T) {
 		t.Fatalf("%d script or img elements after the memory page", scripts)
 	}
 }
-
-// outputOf is a run's output session.
-func outputOf(t *testing.T, rt *rath.Runtime, id string) string {
-	t.Helper()
-	row, err := rt.Reader().Run(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return row.OutputSession
-}

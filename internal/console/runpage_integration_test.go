@@ -199,6 +199,36 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 	if len(results) != 1 || !strings.HasPrefix(results[0], "EDITED BY ANN") {
 		t.Fatalf("tool results after the edited approval: %q", results)
 	}
+	// The memory browser: namespaces, a namespace browsed without a query
+	// with each memory's provenance, and forget with a reason.
+	mem, err := rt.Memory(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Remember(t.Context(), "notes", "the deploy key rotates on mondays "+hostile, map[string]string{"agent": "root.ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Commit(t.Context(), "lessons", out); err != nil {
+		t.Fatal(err)
+	}
+	p.step("memory namespaces",
+		chromedp.Evaluate[chromedp.Void](`location.hash = "#/memory"`),
+		until(`document.querySelectorAll('#memory-namespaces a').length === 2`),
+		chromedp.Click(chromedp.CSS(`#memory-namespaces a[data-ns="lessons"]`)),
+		until(`document.querySelectorAll('#memory-body tr[data-id]').length >= 2`),
+		until(`document.querySelector('#memory-body tr[data-id] .prov').textContent.includes("run-wait")`),
+		// The name given when approving is remembered in this browser.
+		until(`document.querySelector('#memory-who').value === "ann"`),
+		chromedp.SendKeys(chromedp.CSS(`#memory-body tr[data-id] .forget-reason`), "a one-off, not a lesson"),
+		p.shot("serve-memory.png"),
+		chromedp.Click(chromedp.CSS(`#memory-body tr[data-id] .forget`)),
+		until(`document.querySelector('#memory-body tr.forgotten') !== null && document.querySelector('#memory-body tr.forgotten').textContent.includes("reason recorded")`),
+	)
+	p.step("memory browse and search",
+		chromedp.Click(chromedp.CSS(`#memory-namespaces a[data-ns="notes"]`)),
+		until(`document.querySelector('#memory-body').textContent.includes("rotates on mondays <script>")`),
+		until(`document.querySelector('#memory-body .prov').textContent.includes("root.ops")`),
+	)
 	if n := p.text(`String(document.querySelectorAll("script, img").length)`); n != "1" {
 		t.Fatalf("%s script or img elements: log text became markup", n)
 	}

@@ -125,6 +125,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/compare", s.apiCompare)
 	m.HandleFunc("GET /api/workers", s.apiWorkers)
 	m.HandleFunc("GET /api/memory/search", s.apiMemorySearch)
+	m.HandleFunc("GET /api/memory/namespaces", s.apiMemoryNamespaces)
+	m.HandleFunc("GET /api/memory/list", s.apiMemoryList)
+	m.HandleFunc("POST /api/memory/forget", s.apiMemoryForget)
 	m.HandleFunc("GET /api/approvals", s.apiApprovals)
 	m.HandleFunc("POST /api/approvals/{id}", s.apiDecide) // a write: CSRF applies
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

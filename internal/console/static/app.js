@@ -55,6 +55,18 @@
     return m < 120 ? m + " min " + Math.round(s % 60) + " s" : Math.floor(m / 60) + " h " + (m % 60) + " min";
   }
 
+  // ago is how long before now an RFC 3339 time was, in words.
+  function ago(iso) {
+    const t = Date.parse(iso);
+    if (isNaN(t)) return String(iso);
+    const s = Math.round((Date.now() - t) / 1000);
+    if (s < 5) return "just now";
+    if (s < 90) return s + " s ago";
+    if (s < 5400) return Math.round(s / 60) + " min ago";
+    if (s < 129600) return Math.round(s / 3600) + " h ago";
+    return Math.round(s / 86400) + " days ago";
+  }
+
   async function api(path, opts) {
     opts = opts || {};
     const headers = { "Accept": "application/json" };
@@ -843,27 +855,96 @@
     main.replaceChildren(el("h1", {}, "Approvals"), el("div", { class: "filters" }, who), list);
   }
 
-  // ---- memory search ------------------------------------------------
+  // ---- memory: namespaces, browse, search, forget ---------------------
 
-  function memoryPage() {
+  // memoryPage lists the namespaces; one opens browsed newest first
+  // (or searched), each memory with where it came from and a way to
+  // forget it with a reason.
+  async function memoryPage(arg) {
+    const nsList = el("div", { id: "memory-namespaces", class: "ns-list" });
     const ns = el("input", { id: "memory-ns", placeholder: "namespace", size: 20 });
-    const q = el("input", { id: "memory-q", type: "search", placeholder: "what to recall", size: 40 });
+    const q = el("input", { id: "memory-q", type: "search", placeholder: "what to recall (empty: browse)", size: 40 });
     const go = el("button", { id: "memory-go" }, "Search");
+    const who = el("input", { id: "memory-who", placeholder: "your name (recorded when you forget)", size: 30 });
+    who.value = localStorage.getItem("rath-approver") || "";
+    const head = el("thead", {});
     const body = el("tbody", { id: "memory-body" });
-    async function search() {
-      if (!ns.value.trim() || !q.value.trim()) return;
+    const summary = el("p", { class: "muted", id: "memory-summary" });
+    main.replaceChildren(el("h1", {}, "Memory"), nsList, el("div", { class: "filters" }, ns, q, go, who), summary,
+      el("table", { id: "memory-table" }, head, body));
+
+    function forgetCell(namespace, m, tr) {
+      const reason = el("input", { class: "forget-reason", placeholder: "why forget it", size: 18 });
+      const btn = el("button", { class: "forget small" }, "Forget");
+      btn.addEventListener("click", async () => {
+        const by = who.value.trim();
+        if (!by) { fail(new Error("Say who you are first: forgetting records it.")); who.focus(); return; }
+        if (!reason.value.trim()) { fail(new Error("Say why: the tombstone keeps the reason.")); reason.focus(); return; }
+        localStorage.setItem("rath-approver", by);
+        btn.disabled = true;
+        try {
+          const r = await api("/api/memory/forget", { method: "POST", body: { ns: namespace, id: m.id, reason: reason.value.trim(), by } });
+          tr.classList.add("forgotten");
+          tr.lastChild.replaceChildren(el("span", { class: "muted" }, "forgotten" + (r.reason_recorded ? " (reason recorded)" : " (this backend keeps no reason)")));
+          ok("");
+          loadNamespaces();
+        } catch (e) { fail(e); btn.disabled = false; }
+      });
+      return el("td", {}, reason, btn);
+    }
+    function provenance(m) {
+      const bits = el("div", { class: "prov" });
+      if (m.run) bits.append("run ", runLink(m.run), " ");
+      if (m.session) bits.append("session ", sessionLink(m.session), " ");
+      if (m.agent) bits.append("by ", el("span", { class: "mono" }, m.agent));
+      if (!m.run && !m.session && !m.agent) bits.append(el("span", { class: "muted" }, "remembered directly"));
+      return el("td", {}, bits);
+    }
+    async function show() {
+      const namespace = ns.value.trim();
+      if (!namespace) return;
+      for (const a of nsList.querySelectorAll("a")) a.classList.toggle("selected", a.getAttribute("data-ns") === namespace);
       try {
-        const v = await api("/api/memory/search?" + new URLSearchParams({ ns: ns.value, q: q.value }).toString());
-        body.replaceChildren(...v.hits.map((h) => el("tr", {}, el("td", { class: "num" }, h.score.toFixed(3)),
-          el("td", { class: "mono" }, h.id), el("td", { class: "payload" }, h.text))));
-        if (!v.hits.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 3, class: "muted" }, "Nothing recalled.")));
+        if (q.value.trim()) {
+          const v = await api("/api/memory/search?" + new URLSearchParams({ ns: namespace, q: q.value }).toString());
+          head.replaceChildren(el("tr", {}, el("th", { class: "num" }, "score"), el("th", {}, "id"), el("th", {}, "text"), el("th", {}, "")));
+          body.replaceChildren(...v.hits.map((h) => {
+            const tr = el("tr", { "data-id": h.id }, el("td", { class: "num" }, h.score.toFixed(3)), el("td", { class: "mono" }, h.id), el("td", { class: "payload" }, h.text));
+            tr.append(forgetCell(namespace, h, tr));
+            return tr;
+          }));
+          summary.textContent = v.hits.length + " recalled from " + namespace;
+          if (!v.hits.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 4, class: "muted" }, "Nothing recalled.")));
+        } else {
+          const v = await api("/api/memory/list?" + new URLSearchParams({ ns: namespace, limit: "200" }).toString());
+          head.replaceChildren(el("tr", {}, el("th", {}, "id"), el("th", {}, "text"), el("th", {}, "from"), el("th", {}, "at"), el("th", {}, "")));
+          body.replaceChildren(...v.items.map((m) => {
+            const tr = el("tr", { "data-id": m.id }, el("td", { class: "mono" }, m.id), el("td", { class: "payload" }, m.text), provenance(m),
+              el("td", { class: "mono", title: m.at || "" }, m.at ? ago(m.at) : "–"));
+            tr.append(forgetCell(namespace, m, tr));
+            return tr;
+          }));
+          summary.textContent = namespace + ": " + v.total + " live memories" + (v.total > v.items.length ? ", the newest " + v.items.length + " shown" : "") + ", newest first";
+          if (!v.items.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No live memories.")));
+        }
         ok("");
       } catch (e) { fail(e); }
     }
-    go.addEventListener("click", search);
-    q.addEventListener("keydown", (e) => { if (e.key === "Enter") search(); });
-    main.replaceChildren(el("h1", {}, "Memory"), el("div", { class: "filters" }, ns, q, go),
-      el("table", {}, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "score"), el("th", {}, "id"), el("th", {}, "text"))), body));
+    async function loadNamespaces() {
+      try {
+        const v = await api("/api/memory/namespaces");
+        nsList.replaceChildren(el("span", { class: "muted" }, v.length ? "namespaces: " : "No memories yet."), ...v.map((n) => {
+          const a = el("a", { href: "#/memory/" + encodeURIComponent(n.namespace), "data-ns": n.namespace, class: n.namespace === ns.value.trim() ? "selected" : null },
+            n.namespace + " (" + n.live + ")");
+          return a;
+        }));
+      } catch (e) { fail(e); }
+    }
+    go.addEventListener("click", show);
+    q.addEventListener("keydown", (e) => { if (e.key === "Enter") show(); });
+    ns.addEventListener("keydown", (e) => { if (e.key === "Enter") show(); });
+    if (arg) { ns.value = arg; show(); }
+    loadNamespaces();
   }
 
   // ---- routing ------------------------------------------------------
@@ -879,7 +960,7 @@
       case "run": return runPage(arg);
       case "session": return sessionPage(arg);
       case "workers": return workersPage();
-      case "memory": return memoryPage();
+      case "memory": return memoryPage(arg);
       case "approvals": return approvalsPage();
       case "compare": return comparePage(rest.map(decodeURIComponent).join("/"));
       default: return runsPage();
