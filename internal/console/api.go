@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -343,18 +344,78 @@ func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
 	w.Write(buf.Bytes())
 }
 
-// WorkersView is GET /api/workers: `rath workers --json`'s list.
+// WorkersView is GET /api/workers: `rath workers --json`'s list, each
+// worker with its host and pid (read from a default worker id) and the
+// runs it finished, done and failed.
 type WorkersView struct {
-	Workers []fleet.WorkerInfo `json:"workers"`
+	Workers []WorkerView `json:"workers"`
 }
 
+// WorkerView is one worker of the fleet.
+type WorkerView struct {
+	fleet.WorkerInfo
+	Host   string `json:"host,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Done   int64  `json:"done"`
+	Failed int64  `json:"failed"`
+}
+
+// defaultWorkerID is the id a worker gives itself: host-pid-random.
+var defaultWorkerID = regexp.MustCompile(`^(.+)-([0-9]+)-[0-9a-f]+$`)
+
 func (s *Server) apiWorkers(w http.ResponseWriter, r *http.Request) {
-	ws, err := fleet.Workers(r.Context(), s.rt, r.URL.Query().Get("all") == "1")
+	ctx := r.Context()
+	ws, err := fleet.Workers(ctx, s.rt, r.URL.Query().Get("all") == "1")
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, WorkersView{Workers: ws})
+	// The last lease of a finished run names the worker that finished it.
+	db := s.rt.Store().DB()
+	type tally struct{ done, failed int64 }
+	by := map[string]*tally{}
+	rows, err := db.QueryContext(ctx, `SELECT l.worker, r.status, COUNT(*) FROM run_leases l JOIN runs r ON r.id = l.run
+		WHERE r.finished_seq IS NOT NULL GROUP BY l.worker, r.status`)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "workers: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var worker, status string
+		var n int64
+		if err := rows.Scan(&worker, &status, &n); err != nil {
+			writeError(w, http.StatusInternalServerError, "workers: %v", err)
+			return
+		}
+		t := by[worker]
+		if t == nil {
+			t = &tally{}
+			by[worker] = t
+		}
+		if jsonview.StatusWord(status) == "done" {
+			t.done += n
+		} else {
+			t.failed += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		writeError(w, http.StatusInternalServerError, "workers: %v", err)
+		return
+	}
+	v := WorkersView{Workers: []WorkerView{}}
+	for _, wi := range ws {
+		wv := WorkerView{WorkerInfo: wi}
+		if m := defaultWorkerID.FindStringSubmatch(wi.ID); m != nil {
+			wv.Host = m[1]
+			wv.PID, _ = strconv.Atoi(m[2])
+		}
+		if t := by[wi.ID]; t != nil {
+			wv.Done, wv.Failed = t.done, t.failed
+		}
+		v.Workers = append(v.Workers, wv)
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // MemoryView is GET /api/memory/search.

@@ -43,6 +43,9 @@ type Options struct {
 	Workflow func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error)
 	// Now is the clock for running runs' durations. Nil means time.Now.
 	Now func() time.Time
+	// Prices, by model name, give the runs list its cost column (the
+	// config file's "prices"); nil shows none.
+	Prices map[string]flow.ModelPrice
 }
 
 // Server is the console's handler.

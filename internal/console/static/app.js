@@ -104,39 +104,67 @@
 
   // ---- runs list ----------------------------------------------------
 
-  const runsState = { status: "", q: "" };
+  const runsState = { status: "", q: "", since: "" };
 
   function runsPage() {
-    const statusSel = el("select", { id: "filter-status", "aria-label": "status" },
-      ...["", "running", "queued", "done", "failed", "canceled"].map((s) => {
-        const o = el("option", { value: s }, s || "any status");
-        if (s === runsState.status) o.selected = true;
+    const statusSel = el("select", { id: "filter-status", "aria-label": "status" });
+    const sinceSel = el("select", { id: "filter-since", "aria-label": "started within" },
+      ...[["", "any time"], ["1h", "last hour"], ["24h", "last 24 h"], ["7d", "last 7 days"], ["30d", "last 30 days"]].map(([v, t]) => {
+        const o = el("option", { value: v }, t);
+        if (v === runsState.since) o.selected = true;
         return o;
       }));
+    const statuses = ["", "running", "waiting", "queued", "done", "failed", "canceled"];
+    // statusOptions names each status with its count; the options stay
+    // (a refresh does not close an open dropdown), only their text moves.
+    function statusOptions(counts) {
+      const label = (st) => {
+        const n = counts ? (st ? counts[st] || 0 : Object.values(counts).reduce((x, y) => x + y, 0)) : null;
+        return (st || "any status") + (n !== null ? " (" + n + ")" : "");
+      };
+      if (statusSel.options.length === statuses.length) {
+        statuses.forEach((st, i) => { statusSel.options[i].textContent = label(st); });
+        return;
+      }
+      statusSel.replaceChildren(...statuses.map((st) => {
+        const o = el("option", { value: st }, label(st));
+        if (st === runsState.status) o.selected = true;
+        return o;
+      }));
+    }
+    statusOptions(null);
+    const countsLine = el("span", { id: "runs-counts", class: "muted" });
     const q = el("input", { id: "filter-q", type: "search", placeholder: "search id, workflow, session, error", size: 40 });
     q.value = runsState.q;
     const body = el("tbody", { id: "runs-body" });
     const more = el("button", { id: "runs-older", hidden: true }, "Older runs");
+    const costHead = el("th", { class: "num", hidden: true }, "cost");
     const table = el("table", { id: "runs" },
-      el("thead", {}, el("tr", {}, el("th", {}, "run"), el("th", {}, "status"), el("th", {}, "workflow"), el("th", {}, "started"),
-        el("th", { class: "num" }, "duration"), el("th", { class: "num" }, "tokens"), el("th", { class: "num" }, "tool calls"),
-        el("th", { class: "num" }, "events"), el("th", {}, "worker"))),
+      el("thead", {}, el("tr", {}, el("th", {}, "run"), el("th", {}, "status"), el("th", {}, "prompt"), el("th", {}, "model"), el("th", {}, "started"),
+        el("th", { class: "num" }, "duration"), el("th", { class: "num" }, "tokens"), costHead, el("th", { class: "num" }, "tool calls"),
+        el("th", {}, "worker"))),
       body);
-    main.replaceChildren(el("h1", {}, "Runs"), el("div", { class: "filters" }, statusSel, q), table, el("p", {}, more));
-    let nextBefore = 0;
+    main.replaceChildren(el("h1", {}, "Runs"), el("div", { class: "filters" }, statusSel, sinceSel, q, countsLine), table, el("p", {}, more));
+    let nextBefore = 0, priced = false;
 
     function row(r) {
+      const what = el("td", { class: "prompt" }, el("div", { class: "payload" }, r.prompt || r.workflow));
+      if (r.prompt) what.append(el("div", { class: "muted small" }, r.workflow));
+      if (r.error) what.append(el("div", { class: "error small" }, clip(r.error, 200)));
       return el("tr", { "data-run": r.id },
-        el("td", { class: "mono" }, runLink(r.id)), statusCell(r.status, r.error), el("td", {}, r.workflow),
-        el("td", { class: "mono" }, r.started_at), el("td", { class: "num" }, duration(r.duration_ms)),
-        el("td", { class: "num" }, String(r.usage.total_tokens)), el("td", { class: "num" }, String(r.tool_calls)),
-        el("td", { class: "num" }, String(r.events)), el("td", { class: "mono" }, r.worker || "–"));
+        el("td", { class: "mono" }, runLink(r.id), r.parent_run ? el("div", { class: "muted small" }, "fork of ", runLink(r.parent_run)) : null),
+        statusCell(r.status, r.error), what, el("td", { class: "mono" }, (r.models || []).join(", ") || "–"),
+        el("td", { title: r.started_at }, ago(r.started_at)), el("td", { class: "num" }, duration(r.duration_ms)),
+        el("td", { class: "num" }, String(r.usage.total_tokens)),
+        priced ? el("td", { class: "num cost" }, r.cost !== undefined && r.cost !== null ? r.cost.toFixed(4) : "–") : null,
+        el("td", { class: "num" }, String(r.tool_calls)), el("td", { class: "mono" }, r.worker || "–"));
     }
 
     function query(before) {
       const p = new URLSearchParams({ limit: "50" });
       if (runsState.status) p.set("status", runsState.status);
       if (runsState.q) p.set("q", runsState.q);
+      if (runsState.since) p.set("since", runsState.since);
       if (before) p.set("before", String(before));
       return "/api/runs?" + p.toString();
     }
@@ -145,6 +173,10 @@
     async function refresh() {
       try {
         const page = await api(query(0));
+        priced = !!page.priced;
+        costHead.hidden = !priced;
+        statusOptions(page.counts);
+        countsLine.textContent = Object.entries(page.counts || {}).map(([k, v]) => v + " " + k).join(" · ");
         const shown = body.children.length;
         const rows = page.runs.map(row);
         if (shown > rows.length && nextBefore) {
@@ -157,7 +189,7 @@
           nextBefore = page.next_before || 0;
         }
         more.hidden = !nextBefore;
-        if (!page.runs.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 9, class: "muted" }, "No runs match.")));
+        if (!page.runs.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 10, class: "muted" }, "No runs match.")));
         ok("updated " + new Date().toLocaleTimeString());
       } catch (e) { fail(e); }
     }
@@ -171,6 +203,7 @@
       } catch (e) { fail(e); }
     });
     statusSel.addEventListener("change", () => { runsState.status = statusSel.value; nextBefore = 0; refresh(); });
+    sinceSel.addEventListener("change", () => { runsState.since = sinceSel.value; nextBefore = 0; refresh(); });
     let typing;
     q.addEventListener("input", () => {
       clearTimeout(typing);
@@ -699,17 +732,28 @@
 
   // ---- workers ------------------------------------------------------
 
-  async function workersPage() {
-    let v;
-    try { v = await api("/api/workers"); } catch (e) { fail(e); return; }
-    const body = el("tbody", {});
-    for (const w of v.workers) {
-      body.append(el("tr", {}, el("td", { class: "mono" }, w.id), el("td", {}, w.queue), el("td", { class: "num" }, String(w.concurrency)),
-        el("td", {}, w.live ? "live" : "lost"), el("td", { class: "mono" }, w.heartbeat_at), el("td", {}, ...(w.runs || []).map(runLink))));
+  // workersPage lists the fleet and refreshes itself: each worker's host,
+  // pid, state, heartbeat, the runs it holds and how many it finished.
+  function workersPage() {
+    const body = el("tbody", { id: "workers-body" });
+    main.replaceChildren(el("h1", {}, "Workers"), el("table", { id: "workers" }, el("thead", {}, el("tr", {}, el("th", {}, "worker"), el("th", {}, "host"),
+      el("th", { class: "num" }, "pid"), el("th", {}, "queue"), el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"),
+      el("th", {}, "running"), el("th", { class: "num" }, "done"), el("th", { class: "num" }, "failed"))), body));
+    async function refresh() {
+      try {
+        const v = await api("/api/workers");
+        body.replaceChildren(...v.workers.map((w) => el("tr", { "data-worker": w.id }, el("td", { class: "mono" }, w.id), el("td", {}, w.host || "–"),
+          el("td", { class: "num" }, w.pid ? String(w.pid) : "–"), el("td", {}, w.queue), el("td", { class: "num" }, String(w.concurrency)),
+          el("td", { class: w.live ? "status-done" : "status-failed" }, w.live ? "live" : "lost"), el("td", { title: w.heartbeat_at }, ago(w.heartbeat_at)),
+          el("td", {}, ...(w.runs || []).flatMap((r, i) => [i ? ", " : "", runLink(r)])), el("td", { class: "num" }, String(w.done)),
+          el("td", { class: "num" }, String(w.failed)))));
+        if (!v.workers.length) body.replaceChildren(el("tr", {}, el("td", { colspan: 10, class: "muted" }, "No workers (rath worker starts one).")));
+        ok("updated " + new Date().toLocaleTimeString());
+      } catch (e) { fail(e); }
     }
-    if (!v.workers.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No workers (rath worker starts one).")));
-    main.replaceChildren(el("h1", {}, "Workers"), el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "worker"), el("th", {}, "queue"),
-      el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"), el("th", {}, "runs"))), body));
+    refresh();
+    const timer = setInterval(() => { if (!document.hidden) refresh(); }, 3000);
+    cleanup.push(() => clearInterval(timer));
   }
 
   // toolOutcome says how a call ended in words: an exit code is its own
@@ -966,6 +1010,20 @@
       default: return runsPage();
     }
   }
+  // The nav's badge counts what waits for a person, on every page.
+  const badge = el("span", { class: "badge", id: "approvals-badge", hidden: true });
+  document.getElementById("nav-approvals").append(badge);
+  async function pendingBadge() {
+    if (document.hidden) return;
+    try {
+      const v = await api("/api/approvals");
+      badge.textContent = String(v.length);
+      badge.hidden = v.length === 0;
+    } catch (e) { /* the page's own requests report errors */ }
+  }
+  pendingBadge();
+  setInterval(pendingBadge, 5000);
+
   window.addEventListener("hashchange", route);
   route();
 })();
