@@ -266,7 +266,7 @@ func TestConsole_InChromium(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`location.hash = "#/compare/`+finished+`/run-approve"`),
 		chromedp.WaitVisible(chromedp.ID("compare-verdict")),
 		until(`document.querySelector('#compare-verdict').textContent.includes("diverge at chunk #0")`),
-		until(`document.querySelectorAll('.side-by-side .column').length === 2 && document.querySelectorAll('.chunk.diverged').length > 0`),
+		until(`document.querySelectorAll('.side-by-side .column.head').length === 2 && document.querySelectorAll('.chunk.diverged').length > 0`),
 		shot("serve-compare.png"),
 	)
 	if scripts := eval(`document.querySelectorAll("script, img").length`); scripts != 1 {

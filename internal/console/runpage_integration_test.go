@@ -229,6 +229,27 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 		until(`document.querySelector('#memory-body').textContent.includes("rotates on mondays <script>")`),
 		until(`document.querySelector('#memory-body .prov').textContent.includes("root.ops")`),
 	)
+	// The whole store's graph, labelled by agent and outcome; two nodes
+	// picked open the compare page, whose rows align the transcripts.
+	p.step("graph and compare",
+		chromedp.Evaluate[chromedp.Void](`location.hash = "#/graph"`),
+		chromedp.WaitVisible(chromedp.CSS(`svg.graph g.node[data-session="`+outputOf(t, rt, retried)+`"]`)),
+		until(`document.querySelector('svg.graph g.node[data-session="`+outputOf(t, rt, retried)+`"]').textContent.includes("root · done")`),
+		chromedp.Click(chromedp.ID("graph-select")),
+		chromedp.Click(chromedp.CSS(`svg.graph g.node[data-session="`+outputOf(t, rt, retried)+`"]`)),
+		chromedp.Click(chromedp.CSS(`svg.graph g.node[data-session="`+outputOf(t, rt, child)+`"]`)),
+		until(`!document.querySelector('#graph-compare').hidden && document.querySelectorAll('svg.graph g.node.chosen').length === 2`),
+		p.shot("serve-graph.png"),
+		chromedp.Click(chromedp.ID("graph-compare")),
+		chromedp.WaitVisible(chromedp.ID("compare-rows")),
+		until(`document.querySelector('#compare-changed').textContent.includes("aligned rows differ")`),
+		p.shot("serve-compare-aligned.png"),
+	)
+	// The fork replayed the original up to its first model call, then
+	// went on live: the first chunks pair as equal, not as changed.
+	if same := p.text(`String(document.querySelectorAll('#compare-rows .chunk:not(.diverged):not(.gap-chunk)').length)`); same == "0" {
+		t.Fatalf("no equal rows in the aligned compare: %s", p.text(`document.querySelector('#compare-rows').textContent`))
+	}
 	if n := p.text(`String(document.querySelectorAll("script, img").length)`); n != "1" {
 		t.Fatalf("%s script or img elements: log text became markup", n)
 	}

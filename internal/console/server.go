@@ -125,6 +125,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/verify", s.apiVerify)
 	m.HandleFunc("GET /api/sessions/{id}", s.apiSession)
 	m.HandleFunc("GET /api/graph", s.apiGraph)
+	m.HandleFunc("GET /api/graph/labels", s.apiGraphLabels)
 	m.HandleFunc("GET /api/compare", s.apiCompare)
 	m.HandleFunc("GET /api/workers", s.apiWorkers)
 	m.HandleFunc("GET /api/memory/search", s.apiMemorySearch)

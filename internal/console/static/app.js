@@ -566,7 +566,8 @@
       api("/api/approvals?run=" + enc).then((v) => waiting.replaceChildren(v.length ? waitingBox(id, v, () => { loadTrace(); loadTools(); }) : "")).catch(fail);
     }
     const loadTools = () => api("/api/runs/" + enc + "/tools").then((v) => toolsBox.replaceChildren(...toolCalls(v.tools))).catch(fail);
-    const loadGraph = () => api("/api/graph?run=" + enc).then((g) => graphBox.replaceChildren(drawGraph(g))).catch(fail);
+    const loadGraph = () => Promise.all([api("/api/graph?run=" + enc), api("/api/graph/labels?run=" + enc)])
+      .then(([g, labels]) => graphBox.replaceChildren(drawGraph(g, labels), el("p", {}, el("a", { href: "#/graph/" + enc }, "open the graph page (select two sessions to compare)")))).catch(fail);
     loadTrace(); loadGraph(); loadTools();
 
     // The events: every loaded event is kept; the filters and the JSON
@@ -655,7 +656,8 @@
   // drawGraph lays the sessions out in layers by lineage (a node one
   // right of its deepest parent) and draws them as SVG; a click opens the
   // session's transcript.
-  function drawGraph(g) {
+  function drawGraph(g, labels, onSelect) {
+    labels = labels || {};
     if (!g.nodes.length) return el("p", { class: "muted" }, "No sessions.");
     const byId = new Map(g.nodes.map((n) => [n.id, n]));
     const parents = new Map();
@@ -680,7 +682,7 @@
       rows[d] = rows[d] || [];
       rows[d].push(n);
     }
-    const W = 220, H = 46, GX = 70, GY = 18, pos = new Map();
+    const W = 220, H = 62, GX = 70, GY = 18, pos = new Map();
     let maxRows = 0;
     rows.forEach((col, x) => {
       (col || []).forEach((n, y) => pos.set(n.id, { x: 10 + x * (W + GX), y: 10 + y * (H + GY) }));
@@ -702,12 +704,91 @@
       node.append(svg("rect", { width: W, height: H, rx: 6 }));
       node.append(svg("text", { x: 8, y: 18 }, clip(n.id, 30)));
       node.append(svg("text", { x: 8, y: 35 }, clip(n.kind + (n.origin ? " (" + n.origin + ")" : "") + ", " + n.chunks + " chunks", 32)));
-      const open = () => { location.hash = "#/session/" + encodeURIComponent(n.id); };
+      const lb = labels[n.id] || {};
+      const outcome = lb.outcome || (n.incomplete ? "incomplete" : "");
+      node.append(svg("text", { x: 8, y: 52, class: "label" }, clip((lb.agent || "no model calls") + (outcome ? " · " + outcome : ""), 32)));
+      if (outcome) node.classList.add("outcome-" + outcome);
+      const open = () => {
+        if (onSelect && onSelect(n.id, node)) return;
+        location.hash = "#/session/" + encodeURIComponent(n.id);
+      };
       node.addEventListener("click", open);
       node.addEventListener("keydown", (ev) => { if (ev.key === "Enter") open(); });
       root.append(node);
     }
-    return root;
+    return zoomable(root, width, height);
+  }
+
+  // zoomable adds zoom (wheel, buttons) and pan (drag) to an SVG by
+  // moving its viewBox.
+  function zoomable(root, width, height) {
+    let vb = { x: 0, y: 0, w: width, h: height };
+    const apply = () => root.setAttribute("viewBox", vb.x + " " + vb.y + " " + vb.w + " " + vb.h);
+    const zoom = (f, cx, cy) => {
+      const nw = Math.min(Math.max(vb.w * f, 40), width * 8), nh = nw * vb.h / vb.w;
+      vb = { x: cx - (cx - vb.x) * nw / vb.w, y: cy - (cy - vb.y) * nh / vb.h, w: nw, h: nh };
+      apply();
+    };
+    root.setAttribute("width", Math.min(width, 1300));
+    root.setAttribute("height", Math.min(height, 620));
+    root.addEventListener("wheel", (e) => {
+      e.preventDefault();
+      const r = root.getBoundingClientRect();
+      zoom(e.deltaY > 0 ? 1.15 : 1 / 1.15, vb.x + (e.clientX - r.left) / r.width * vb.w, vb.y + (e.clientY - r.top) / r.height * vb.h);
+    }, { passive: false });
+    let drag = null;
+    root.addEventListener("mousedown", (e) => { drag = { x: e.clientX, y: e.clientY, vb: Object.assign({}, vb), moved: false }; });
+    window.addEventListener("mouseup", () => { setTimeout(() => { drag = null; }, 0); });
+    root.addEventListener("mousemove", (e) => {
+      if (!drag) return;
+      const r = root.getBoundingClientRect();
+      const dx = (e.clientX - drag.x) / r.width * vb.w, dy = (e.clientY - drag.y) / r.height * vb.h;
+      if (Math.abs(e.clientX - drag.x) + Math.abs(e.clientY - drag.y) > 3) drag.moved = true;
+      vb = Object.assign({}, vb, { x: drag.vb.x - dx, y: drag.vb.y - dy });
+      apply();
+    });
+    // A drag is not a click on the node it ends on.
+    root.addEventListener("click", (e) => { if (drag && drag.moved) e.stopPropagation(); }, true);
+    const btn = (t, title, f) => { const b = el("button", { class: "small", title }, t); b.addEventListener("click", f); return b; };
+    const center = () => [vb.x + vb.w / 2, vb.y + vb.h / 2];
+    return el("div", { class: "graph-box" },
+      el("div", { class: "graph-tools" }, btn("+", "zoom in", () => zoom(1 / 1.4, ...center())), btn("−", "zoom out", () => zoom(1.4, ...center())),
+        btn("fit", "show it all", () => { vb = { x: 0, y: 0, w: width, h: height }; apply(); }),
+        el("span", { class: "muted small" }, " wheel to zoom, drag to pan")),
+      root);
+  }
+
+  // ---- the whole store's graph --------------------------------------
+
+  // graphPage draws every session of the store (or one run's with
+  // #/graph/RUN), labelled by agent and outcome; "select two" turns
+  // clicks into a choice of two sessions to compare.
+  async function graphPage(run) {
+    const pick = el("input", { type: "checkbox", id: "graph-select" });
+    const chosen = [];
+    const go = el("a", { id: "graph-compare", class: "button", hidden: true }, "Compare the two");
+    const box = el("div", { id: "graph" }, el("p", { class: "muted" }, "Loading the graph…"));
+    main.replaceChildren(el("h1", {}, run ? "Graph of run " + run : "Graph of the store"),
+      el("div", { class: "filters" }, el("label", {}, pick, " select two sessions to compare"), go), box);
+    const select = (id, node) => {
+      if (!pick.checked) return false;
+      const i = chosen.findIndex((c) => c.id === id);
+      if (i >= 0) { chosen[i].node.classList.remove("chosen"); chosen.splice(i, 1); }
+      else {
+        if (chosen.length === 2) chosen.shift().node.classList.remove("chosen");
+        chosen.push({ id, node });
+        node.classList.add("chosen");
+      }
+      go.hidden = chosen.length !== 2;
+      if (chosen.length === 2) go.setAttribute("href", "#/compare/" + encodeURIComponent(chosen[0].id) + "/" + encodeURIComponent(chosen[1].id));
+      return true;
+    };
+    try {
+      const q = run ? "?run=" + encodeURIComponent(run) : "";
+      const [g, labels] = await Promise.all([api("/api/graph" + q), api("/api/graph/labels" + q)]);
+      box.replaceChildren(drawGraph(g, labels, select));
+      ok(g.nodes.length + " sessions, " + g.edges.length + " edges");
+    } catch (e) { fail(e); }
   }
 
   // ---- session page -------------------------------------------------
@@ -826,18 +907,20 @@
     const d = v.first_difference;
     out.append(el("p", { id: "compare-verdict", class: d < 0 ? "verdict ok" : "verdict bad" },
       d < 0 ? "The transcripts are the same." : "They diverge at chunk #" + d + "."));
-    const column = (side) => {
-      const col = el("div", { class: "column" }, el("div", { class: "head" }, sessionLink(side.session.id), " · " + side.session.chunks + " chunks"));
-      for (const c of side.chunks) {
-        const box = el("div", { class: "chunk role-" + c.role + (d >= 0 && c.index >= d ? " diverged" : "") },
-          el("div", { class: "head" }, "#" + c.index + " " + c.role + (c.name ? " " + c.name : "")));
-        if (c.content) box.append(el("div", { class: "body" }, c.content));
-        for (const tc of c.tool_calls || []) box.append(el("div", { class: "toolcall" }, "→ call " + tc.id + " " + tc.name + " " + (tc.arguments || "")));
-        col.append(box);
-      }
-      return col;
+    // The rows align the transcripts: equal chunks face each other, an
+    // insertion faces a gap, and only what differs is marked.
+    const head = (side) => el("div", { class: "column head" }, sessionLink(side.session.id), " · " + side.session.chunks + " chunks");
+    const cell = (side, i, same) => {
+      if (i < 0) return el("div", { class: "column gap" }, el("div", { class: "chunk gap-chunk muted" }, "—"));
+      const c = side.chunks[i];
+      const box = chunkBox(c, c.index);
+      if (!same) box.classList.add("diverged");
+      return el("div", { class: "column" }, box);
     };
-    out.append(el("div", { class: "side-by-side" }, column(v.a), column(v.b)));
+    const grid = el("div", { class: "side-by-side", id: "compare-rows" }, head(v.a), head(v.b));
+    for (const r of v.rows || []) grid.append(cell(v.a, r.a, r.same), cell(v.b, r.b, r.same));
+    const changed = (v.rows || []).filter((r) => !r.same).length;
+    out.append(el("p", { class: "muted", id: "compare-changed" }, changed + " of " + (v.rows || []).length + " aligned rows differ"), grid);
   }
 
   // ---- approvals inbox ----------------------------------------------
@@ -1005,6 +1088,7 @@
       case "session": return sessionPage(arg);
       case "workers": return workersPage();
       case "memory": return memoryPage(arg);
+      case "graph": return graphPage(arg);
       case "approvals": return approvalsPage();
       case "compare": return comparePage(rest.map(decodeURIComponent).join("/"));
       default: return runsPage();
