@@ -182,7 +182,7 @@ func (s *Server) traceOf(ctx context.Context, id string) (TraceView, error) {
 		for _, e := range sp.Events() {
 			m := SpanMark{Name: e.Name, AtMS: ms(e.Time), Text: map[string]string{}}
 			for _, kv := range e.Attributes {
-				m.Text[string(kv.Key)] = kv.Value.Emit()
+				m.Text[string(kv.Key)] = kv.Value.String()
 			}
 			sv.Marks = append(sv.Marks, m)
 		}
@@ -283,7 +283,7 @@ func shownAttrs(attrs map[string]attribute.Value) map[string]string {
 	out := map[string]string{}
 	for k, name := range shownKeys {
 		if v, ok := attrs[k]; ok {
-			out[name] = v.Emit()
+			out[name] = v.String()
 		}
 	}
 	return out
