@@ -150,6 +150,19 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 	}
 	p.step("inspector shot", chromedp.Evaluate[chromedp.Void](`document.querySelector('#inspector').scrollIntoView()`), p.shot("serve-inspector.png"))
 
+	// Event filters by type and agent, and the JSON view.
+	p.step("event filters",
+		chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector('#events-type'); s.value = "tool.called"; s.dispatchEvent(new Event("change")); })()`),
+		until(`document.querySelectorAll('#events-body tr').length === 1 && document.querySelector('#events-body tr').textContent.includes("tool.called")`),
+		chromedp.Click(chromedp.ID("events-json")),
+		until(`!!document.querySelector('#events-body pre.json') && document.querySelector('#events-body pre.json').textContent.includes('"call_id": "c1"')`),
+		chromedp.Click(chromedp.ID("events-json")),
+		chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector('#events-type'); s.value = ""; s.dispatchEvent(new Event("change"));
+			const a = document.querySelector('#events-agent'); a.value = "root"; a.dispatchEvent(new Event("change")); })()`),
+		until(`document.querySelectorAll('#events-body tr').length > 3 && !Array.from(document.querySelectorAll('#events-body tr')).some(tr => tr.textContent.includes("run.started"))`),
+		chromedp.Evaluate[chromedp.Void](`(() => { const a = document.querySelector('#events-agent'); a.value = ""; a.dispatchEvent(new Event("change")); })()`),
+	)
+
 	// Fork at the first model call: a new run, live from there, opens.
 	callSeq := seqOfRun(t, rt, retried, events.TypeProviderCalled)
 	p.step("fork at an event",
