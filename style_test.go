@@ -104,7 +104,7 @@ var allowedImports = map[string][]string{
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
-	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "internal/dossier", "memory", "projections", "replay", "session"},
+	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "internal/dossier", "internal/textsafe", "memory", "projections", "replay", "session", "telemetry"},
 	"internal/tmpfs":                      {},
 	"internal/jsonview":                   {".", "events", "projections"},
 	"internal/shellgate":                  {},

@@ -36,6 +36,9 @@ func (e MemoryRemembered) Validate() error {
 type MemoryForgotten struct {
 	Namespace string `json:"namespace"`
 	ID        string `json:"id"`
+	// Reason and By, when given, say why and by whom (the console asks).
+	Reason string `json:"reason,omitempty"`
+	By     string `json:"by,omitempty"`
 }
 
 func (MemoryForgotten) EventType() string  { return TypeMemoryForgotten }

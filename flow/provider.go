@@ -188,6 +188,16 @@ type ConfigFile struct {
 	// Approvals are the approval rules `rath run` and `rath submit` give
 	// their agent, after those of --approve.
 	Approvals []ApprovalRule `json:"approvals,omitempty"`
+	// Prices are what each model costs, by model name, for the console's
+	// cost column; a model with no price shows no cost.
+	Prices map[string]ModelPrice `json:"prices,omitempty"`
+}
+
+// ModelPrice is a model's price per million tokens, in the currency the
+// operator keeps accounts in.
+type ModelPrice struct {
+	InputPerMTok  float64 `json:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok"`
 }
 
 // ProviderConfig is one provider in the config file. The key is read from

@@ -111,6 +111,13 @@ func (l *Local) Remember(ctx context.Context, ns, text string, meta map[string]s
 // Errors: ErrNotFound if id is not a live memory of ns, ErrInvalid, or
 // the store's.
 func (l *Local) Forget(ctx context.Context, ns, id string) error {
+	return l.ForgetBecause(ctx, ns, id, "", "")
+}
+
+// ForgetBecause is Forget with the reason and who decided it recorded on
+// the tombstone. It is not part of Memory: a caller that has a reason
+// checks for it (another backend may have nowhere to put one).
+func (l *Local) ForgetBecause(ctx context.Context, ns, id, reason, by string) error {
 	if err := checkNamespace(ns); err != nil {
 		return err
 	}
@@ -130,7 +137,7 @@ func (l *Local) Forget(ctx context.Context, ns, id string) error {
 		return fmt.Errorf("%w: %s in %q", ErrNotFound, id, ns)
 	}
 	stored, err := l.appendNS(ctx, ns, func(int64) []events.Payload {
-		return []events.Payload{events.MemoryForgotten{Namespace: ns, ID: id}}
+		return []events.Payload{events.MemoryForgotten{Namespace: ns, ID: id, Reason: reason, By: by}}
 	})
 	if err != nil {
 		return fmt.Errorf("memory: forget %s in %q: %w", id, ns, err)

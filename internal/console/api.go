@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -268,9 +269,15 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return
 	}
+	var opts []replay.Option
+	if r.URL.Query().Get("live_tools") == "1" {
+		// The tools run again for real, each in a fresh copy of its
+		// recorded workspace (rath replay --live-tools).
+		opts = append(opts, replay.WithLiveTools())
+	}
 	s.heavy.Lock()
 	defer s.heavy.Unlock()
-	rep, err := replay.Run(ctx, s.rt, id, wf)
+	rep, err := replay.Run(ctx, s.rt, id, wf, opts...)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "replay: %v", err)
 		return
@@ -305,8 +312,9 @@ func (s *Server) apiVerify(w http.ResponseWriter, r *http.Request) {
 // unsafeName matches what may not appear in a download's file name.
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// apiRunDossier sends the run's HTML dossier as a download; ?verify=0
-// skips the verification of the whole log.
+// apiRunDossier sends the run's HTML dossier as a download, or with
+// ?view=1 as a page to read; ?verify=0 skips the verification of the
+// whole log.
 func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
 	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
@@ -325,24 +333,89 @@ func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="dossier-`+unsafeName.ReplaceAllString(id, "_")+`.html"`)
-	// The dossier holds no script; as a download it is not rendered here.
+	disposition := "attachment"
+	if r.URL.Query().Get("view") == "1" {
+		disposition = "inline"
+	}
+	w.Header().Set("Content-Disposition", disposition+`; filename="dossier-`+unsafeName.ReplaceAllString(id, "_")+`.html"`)
+	// The dossier holds no script, and this policy would run none: viewed
+	// inline it is a static page (its model text escaped by html/template).
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'")
 	w.Write(buf.Bytes())
 }
 
-// WorkersView is GET /api/workers: `rath workers --json`'s list.
+// WorkersView is GET /api/workers: `rath workers --json`'s list, each
+// worker with its host and pid (read from a default worker id) and the
+// runs it finished, done and failed.
 type WorkersView struct {
-	Workers []fleet.WorkerInfo `json:"workers"`
+	Workers []WorkerView `json:"workers"`
 }
 
+// WorkerView is one worker of the fleet.
+type WorkerView struct {
+	fleet.WorkerInfo
+	Host   string `json:"host,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Done   int64  `json:"done"`
+	Failed int64  `json:"failed"`
+}
+
+// defaultWorkerID is the id a worker gives itself: host-pid-random.
+var defaultWorkerID = regexp.MustCompile(`^(.+)-([0-9]+)-[0-9a-f]+$`)
+
 func (s *Server) apiWorkers(w http.ResponseWriter, r *http.Request) {
-	ws, err := fleet.Workers(r.Context(), s.rt, r.URL.Query().Get("all") == "1")
+	ctx := r.Context()
+	ws, err := fleet.Workers(ctx, s.rt, r.URL.Query().Get("all") == "1")
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, WorkersView{Workers: ws})
+	// The last lease of a finished run names the worker that finished it.
+	db := s.rt.Store().DB()
+	type tally struct{ done, failed int64 }
+	by := map[string]*tally{}
+	rows, err := db.QueryContext(ctx, `SELECT l.worker, r.status, COUNT(*) FROM run_leases l JOIN runs r ON r.id = l.run
+		WHERE r.finished_seq IS NOT NULL GROUP BY l.worker, r.status`)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "workers: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var worker, status string
+		var n int64
+		if err := rows.Scan(&worker, &status, &n); err != nil {
+			writeError(w, http.StatusInternalServerError, "workers: %v", err)
+			return
+		}
+		t := by[worker]
+		if t == nil {
+			t = &tally{}
+			by[worker] = t
+		}
+		if jsonview.StatusWord(status) == "done" {
+			t.done += n
+		} else {
+			t.failed += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		writeError(w, http.StatusInternalServerError, "workers: %v", err)
+		return
+	}
+	v := WorkersView{Workers: []WorkerView{}}
+	for _, wi := range ws {
+		wv := WorkerView{WorkerInfo: wi}
+		if m := defaultWorkerID.FindStringSubmatch(wi.ID); m != nil {
+			wv.Host = m[1]
+			wv.PID, _ = strconv.Atoi(m[2])
+		}
+		if t := by[wi.ID]; t != nil {
+			wv.Done, wv.Failed = t.done, t.failed
+		}
+		v.Workers = append(v.Workers, wv)
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // MemoryView is GET /api/memory/search.

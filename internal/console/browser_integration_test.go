@@ -266,20 +266,10 @@ func TestConsole_InChromium(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`location.hash = "#/compare/`+finished+`/run-approve"`),
 		chromedp.WaitVisible(chromedp.ID("compare-verdict")),
 		until(`document.querySelector('#compare-verdict').textContent.includes("diverge at chunk #0")`),
-		until(`document.querySelectorAll('.side-by-side .column').length === 2 && document.querySelectorAll('.chunk.diverged').length > 0`),
+		until(`document.querySelectorAll('.side-by-side .column.head').length === 2 && document.querySelectorAll('.chunk.diverged').length > 0`),
 		shot("serve-compare.png"),
 	)
 	if scripts := eval(`document.querySelectorAll("script, img").length`); scripts != 1 {
 		t.Fatalf("%d script or img elements after the memory page", scripts)
 	}
-}
-
-// outputOf is a run's output session.
-func outputOf(t *testing.T, rt *rath.Runtime, id string) string {
-	t.Helper()
-	row, err := rt.Reader().Run(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return row.OutputSession
 }

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/session"
 )
@@ -21,6 +20,96 @@ type CompareView struct {
 	// FirstDifference is the index of the first chunk that differs (or
 	// that one side lacks); -1 when the transcripts are equal.
 	FirstDifference int `json:"first_difference"`
+	// Rows align the two transcripts (a longest common subsequence of
+	// equal chunks): an insertion on one side is one row with a gap on
+	// the other, and the chunks after it line up again.
+	Rows []AlignedRow `json:"rows"`
+}
+
+// AlignedRow is one row of the side-by-side view: a chunk index on each
+// side (-1: a gap), and whether the two are equal.
+type AlignedRow struct {
+	A    int  `json:"a"`
+	B    int  `json:"b"`
+	Same bool `json:"same"`
+}
+
+// maxAlign bounds the chunks aligned (the table is len(a) × len(b));
+// longer transcripts are paired by index.
+const maxAlign = 3000
+
+// align pairs equal chunks along a longest common subsequence; chunks
+// between two pairs face each other as changed, and the rest are gaps.
+func align(a, b []ChunkView) []AlignedRow {
+	n, m := len(a), len(b)
+	if n*m > maxAlign*maxAlign/4 || n > maxAlign || m > maxAlign {
+		rows := make([]AlignedRow, 0, max(n, m))
+		for i := range max(n, m) {
+			r := AlignedRow{A: -1, B: -1}
+			if i < n {
+				r.A = i
+			}
+			if i < m {
+				r.B = i
+			}
+			r.Same = i < n && i < m && sameChunk(a[i], b[i])
+			rows = append(rows, r)
+		}
+		return rows
+	}
+	// lcs[i][j] is the LCS length of a[i:] and b[j:].
+	lcs := make([][]int32, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if sameChunk(a[i], b[j]) {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var rows []AlignedRow
+	var da, db []int // unmatched runs since the last pair
+	flush := func() {
+		// Changed chunks face each other; what one side has more is a gap.
+		for k := range max(len(da), len(db)) {
+			r := AlignedRow{A: -1, B: -1}
+			if k < len(da) {
+				r.A = da[k]
+			}
+			if k < len(db) {
+				r.B = db[k]
+			}
+			rows = append(rows, r)
+		}
+		da, db = da[:0], db[:0]
+	}
+	i, j := 0, 0
+	for i < n && j < m {
+		switch {
+		case sameChunk(a[i], b[j]) && lcs[i][j] == lcs[i+1][j+1]+1:
+			flush()
+			rows = append(rows, AlignedRow{A: i, B: j, Same: true})
+			i, j = i+1, j+1
+		case lcs[i+1][j] >= lcs[i][j+1]:
+			da = append(da, i)
+			i++
+		default:
+			db = append(db, j)
+			j++
+		}
+	}
+	for ; i < n; i++ {
+		da = append(da, i)
+	}
+	for ; j < m; j++ {
+		db = append(db, j)
+	}
+	flush()
+	return rows
 }
 
 // apiCompare is GET /api/compare?a=&b=: each side a session id, or a run
@@ -45,7 +134,8 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		}
 		sides[i] = v
 	}
-	writeJSON(w, http.StatusOK, CompareView{A: sides[0], B: sides[1], FirstDifference: firstDifference(sides[0].Chunks, sides[1].Chunks)})
+	writeJSON(w, http.StatusOK, CompareView{A: sides[0], B: sides[1], FirstDifference: firstDifference(sides[0].Chunks, sides[1].Chunks),
+		Rows: align(sides[0].Chunks, sides[1].Chunks)})
 }
 
 // showOf is a session's transcript; a run id stands for its output
@@ -79,36 +169,16 @@ func firstDifference(a, b []ChunkView) int {
 		if i >= len(a) || i >= len(b) {
 			return i
 		}
-		x, y := a[i].Chunk, b[i].Chunk
-		if x.Role != y.Role || x.Content != y.Content || x.Name != y.Name || x.ToolCallID != y.ToolCallID || !reflect.DeepEqual(x.ToolCalls, y.ToolCalls) {
+		if !sameChunk(a[i], b[i]) {
 			return i
 		}
 	}
 	return -1
 }
 
-// ToolsView is GET /api/runs/{id}/tools: the run's tool calls with their
-// arguments, outcome and the files each changed, as line diffs (the
-// dossier's tool section).
-type ToolsView struct {
-	Tools []*dossier.ToolCall `json:"tools"`
-}
-
-func (s *Server) apiRunTools(w http.ResponseWriter, r *http.Request) {
-	ctx, id := r.Context(), r.PathValue("id")
-	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
-		return
-	}
-	s.heavy.Lock()
-	d, err := dossier.Build(ctx, s.rt, id, dossier.Options{SkipVerify: true})
-	s.heavy.Unlock()
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "tools: %v", err)
-		return
-	}
-	v := ToolsView{Tools: d.Tools}
-	if v.Tools == nil {
-		v.Tools = []*dossier.ToolCall{}
-	}
-	writeJSON(w, http.StatusOK, v)
+// sameChunk compares role, content, name, tool calls and results; not
+// who wrote them.
+func sameChunk(a, b ChunkView) bool {
+	x, y := a.Chunk, b.Chunk
+	return x.Role == y.Role && x.Content == y.Content && x.Name == y.Name && x.ToolCallID == y.ToolCallID && reflect.DeepEqual(x.ToolCalls, y.ToolCalls)
 }

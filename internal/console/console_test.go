@@ -607,3 +607,50 @@ func TestVerify_FailureNamesTheTable(t *testing.T) {
 		t.Fatalf("verify of a tampered store: %s", body)
 	}
 }
+
+// The runs list shows each run's prompt (first line), models and, with a
+// price table, its cost; counts per status; ?since= limits by start time.
+func TestRuns_PromptModelsCostCountsSince(t *testing.T) {
+	rt := newRuntime(t)
+	run := startRun(t, rt, "shouter", "Shout this\nsecond line "+hostile)
+	bare, err := console.New(console.Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := serveFixture(t, bare, rt, run)
+	page := decode[console.RunsPage](t, f.get(t, "/api/runs", ""))
+	if len(page.Runs) != 1 || page.Runs[0].Prompt != "Shout this" || len(page.Runs[0].Models) != 1 || page.Runs[0].Cost != nil || page.Priced {
+		t.Fatalf("without prices: %+v", page)
+	}
+	if page.Counts["done"] != 1 {
+		t.Fatalf("counts = %v", page.Counts)
+	}
+	mdl := page.Runs[0].Models[0]
+	priced, err := console.New(console.Options{Runtime: rt, Prices: map[string]flow.ModelPrice{mdl: {InputPerMTok: 1000, OutputPerMTok: 2000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := serveFixture(t, priced, rt, run)
+	page = decode[console.RunsPage](t, g.get(t, "/api/runs", ""))
+	// Two calls of 30 prompt and 7 completion tokens.
+	if c := page.Runs[0].Cost; c == nil || *c < 0.0879 || *c > 0.0881 || !page.Priced {
+		t.Fatalf("cost = %v (%+v)", c, page.Runs[0])
+	}
+	later := console.Options{Runtime: rt, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }}
+	ls, err := console.New(later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := serveFixture(t, ls, rt, run)
+	if p := decode[console.RunsPage](t, h.get(t, "/api/runs?since=1d", "")); len(p.Runs) != 0 || p.Counts["done"] != 0 {
+		t.Fatalf("since=1d two days later: %+v", p)
+	}
+	if p := decode[console.RunsPage](t, h.get(t, "/api/runs?since=72h", "")); len(p.Runs) != 1 {
+		t.Fatalf("since=72h: %+v", p)
+	}
+	for _, bad := range []string{"since=x", "since=-1h", "since=0d"} {
+		if res, _ := h.do(t, "GET", "/api/runs?"+bad, nil); res.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %s", bad, res.Status)
+		}
+	}
+}

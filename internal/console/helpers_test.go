@@ -218,3 +218,13 @@ func decode[T any](t *testing.T, body string) T {
 	}
 	return v
 }
+
+// outputOf is a run's output session.
+func outputOf(t *testing.T, rt *rath.Runtime, id string) string {
+	t.Helper()
+	row, err := rt.Reader().Run(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row.OutputSession
+}

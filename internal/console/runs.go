@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,6 +20,13 @@ import (
 type RunView struct {
 	jsonview.Run
 	Summary
+	// Prompt is the first line of the run's input (its first chunk).
+	Prompt string `json:"prompt,omitempty"`
+	// Models are the models its calls used; Cost what they cost by the
+	// configured prices (absent without prices, or when a model used has
+	// none).
+	Models []string `json:"models,omitempty"`
+	Cost   *float64 `json:"cost,omitempty"`
 }
 
 // Summary is what a run cost: its duration (to now while it runs), the
@@ -33,6 +41,11 @@ type Summary struct {
 // RunsPage is one page of GET /api/runs, newest first.
 type RunsPage struct {
 	Runs []RunView `json:"runs"`
+	// Counts are the runs per status in the time range (all statuses,
+	// whatever the status filter), for the list's tabs.
+	Counts map[string]int64 `json:"counts"`
+	// Priced says whether a price table is configured (a cost column).
+	Priced bool `json:"priced"`
 	// NextBefore is the before= of the next (older) page; 0 at the end.
 	NextBefore int64 `json:"next_before,omitempty"`
 }
@@ -67,7 +80,12 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	page, err := s.runsPage(r.Context(), int(limit), before, r.URL.Query().Get("status"), r.URL.Query().Get("q"))
+	since, err := sinceParam(r, s.opts.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	page, err := s.runsPage(r.Context(), int(limit), before, r.URL.Query().Get("status"), r.URL.Query().Get("q"), since)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -77,9 +95,16 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 
 // runsPage reads one page of runs, newest first, started before seq
 // `before` (0: the newest), then their summaries in one query.
-func (s *Server) runsPage(ctx context.Context, limit int, before int64, status, q string) (RunsPage, error) {
+func (s *Server) runsPage(ctx context.Context, limit int, before int64, status, q string, since int64) (RunsPage, error) {
 	db := s.rt.Store().DB()
 	conds, args := []string{}, []any{}
+	if since > 0 {
+		conds, args = append(conds, "started_at >= ?"), append(args, since)
+	}
+	counts, err := s.statusCounts(ctx, since)
+	if err != nil {
+		return RunsPage{}, err
+	}
 	if before > 0 {
 		conds, args = append(conds, "started_seq < ?"), append(args, before)
 	}
@@ -101,7 +126,7 @@ func (s *Server) runsPage(ctx context.Context, limit int, before int64, status, 
 	if err := db.SelectContext(ctx, &rows, db.Rebind(query), args...); err != nil {
 		return RunsPage{}, fmt.Errorf("runs: %w", err)
 	}
-	page := RunsPage{Runs: []RunView{}}
+	page := RunsPage{Runs: []RunView{}, Counts: counts, Priced: len(s.opts.Prices) > 0}
 	if len(rows) > limit {
 		rows = rows[:limit]
 		page.NextBefore = rows[limit-1].StartedSeq
@@ -167,9 +192,18 @@ func (s *Server) runViews(ctx context.Context, rows []projections.RunRow) ([]Run
 	if err := ls.Err(); err != nil {
 		return nil, err
 	}
+	models, err := s.runModels(ctx, in, ids)
+	if err != nil {
+		return nil, err
+	}
+	prompts, err := s.prompts(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
 	now := s.opts.Now()
 	for i, r := range rows {
-		v := RunView{Run: jsonview.RunOf(r, workers[r.ID]), Summary: sums[r.ID]}
+		v := RunView{Run: jsonview.RunOf(r, workers[r.ID]), Summary: sums[r.ID], Prompt: prompts[r.InputSession]}
+		v.Models, v.Cost = s.costOf(models[r.ID])
 		end := now.UnixNano()
 		if r.FinishedAt.Valid {
 			end = r.FinishedAt.Int64
@@ -252,4 +286,136 @@ func (s *Server) apiRunEvents(w http.ResponseWriter, r *http.Request) {
 		page.NextAfter = evs[limit-1].Seq
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// sinceParam reads ?since= (a duration like 90m, 24h or 7d) as the
+// earliest start time in Unix nanoseconds; 0 without it.
+func sinceParam(r *http.Request, now time.Time) (int64, error) {
+	v := r.URL.Query().Get("since")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		var n int64
+		n, err = strconv.ParseInt(days, 10, 64)
+		d = time.Duration(n) * 24 * time.Hour
+	}
+	if err != nil || d <= 0 || d > 100*365*24*time.Hour {
+		return 0, fmt.Errorf("since=%q: want a duration like 90m, 24h or 7d", v)
+	}
+	return now.Add(-d).UnixNano(), nil
+}
+
+// statusCounts counts the runs per status started since (0: all).
+func (s *Server) statusCounts(ctx context.Context, since int64) (map[string]int64, error) {
+	db := s.rt.Store().DB()
+	rows, err := db.QueryContext(ctx, db.Rebind(`SELECT status, COUNT(*) FROM runs WHERE started_at >= ? GROUP BY status`), since)
+	if err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("run counts: %w", err)
+		}
+		out[jsonview.StatusWord(st)] += n
+	}
+	return out, rows.Err()
+}
+
+// modelUse is one model's token use in a run.
+type modelUse struct {
+	model              string
+	prompt, completion int64
+}
+
+// runModels reads the models each run called and their tokens, in one
+// query over the usage projection.
+func (s *Server) runModels(ctx context.Context, in string, ids []any) (map[string][]modelUse, error) {
+	db := s.rt.Store().DB()
+	rows, err := db.QueryContext(ctx, db.Rebind(`SELECT run_id, model, COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)
+		FROM usage WHERE run_id IN (`+in+`) GROUP BY run_id, model ORDER BY run_id, model`), ids...)
+	if err != nil {
+		return nil, fmt.Errorf("run models: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]modelUse{}
+	for rows.Next() {
+		var run string
+		var u modelUse
+		if err := rows.Scan(&run, &u.model, &u.prompt, &u.completion); err != nil {
+			return nil, fmt.Errorf("run models: %w", err)
+		}
+		out[run] = append(out[run], u)
+	}
+	return out, rows.Err()
+}
+
+// costOf names the models and prices their tokens; no cost unless every
+// model used has a price.
+func (s *Server) costOf(uses []modelUse) ([]string, *float64) {
+	var names []string
+	cost, priced := 0.0, len(s.opts.Prices) > 0 && len(uses) > 0
+	for _, u := range uses {
+		if u.model != "" {
+			names = append(names, u.model)
+		}
+		p, ok := s.opts.Prices[u.model]
+		if !ok {
+			priced = false
+			continue
+		}
+		cost += (float64(u.prompt)*p.InputPerMTok + float64(u.completion)*p.OutputPerMTok) / 1e6
+	}
+	if !priced {
+		return names, nil
+	}
+	return names, &cost
+}
+
+// promptLine is how much of a prompt's first line the list shows.
+const promptLine = 200
+
+// prompts reads the first chunk each run's input session was created
+// with (one query) and keeps its first line.
+func (s *Server) prompts(ctx context.Context, rows []projections.RunRow) (map[string]string, error) {
+	out := map[string]string{}
+	var streams []any
+	for _, r := range rows {
+		if r.InputSession != "" {
+			streams = append(streams, r.InputSession)
+		}
+	}
+	if len(streams) == 0 {
+		return out, nil
+	}
+	db := s.rt.Store().DB()
+	// A session is created with its first chunks (a user's prompt).
+	q := db.Rebind(`SELECT stream, payload FROM events WHERE version = 1 AND stream IN (?` + strings.Repeat(",?", len(streams)-1) + `)`)
+	rs, err := db.QueryContext(ctx, q, streams...)
+	if err != nil {
+		return nil, fmt.Errorf("run prompts: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var stream string
+		var payload []byte
+		if err := rs.Scan(&stream, &payload); err != nil {
+			return nil, fmt.Errorf("run prompts: %w", err)
+		}
+		var e events.SessionCreated
+		if json.Unmarshal(payload, &e) != nil || len(e.Chunks) == 0 {
+			continue
+		}
+		line, _, _ := strings.Cut(strings.TrimSpace(e.Chunks[0].Content), "\n")
+		if len(line) > promptLine {
+			line = strings.ToValidUTF8(line[:promptLine], "") + "…"
+		}
+		out[stream] = line
+	}
+	return out, rs.Err()
 }

@@ -46,6 +46,9 @@ type Options struct {
 	// Submit, if set, serves POST /api/runs (submit.go); nil answers
 	// 501.
 	Submit SubmitFunc
+	// Prices, by model name, give the runs list its cost column (the
+	// config file's "prices"); nil shows none.
+	Prices map[string]flow.ModelPrice
 }
 
 // Server is the console's handler.
@@ -62,6 +65,8 @@ type Server struct {
 	// open by Server-Sent Events.
 	done     chan struct{}
 	doneOnce sync.Once
+	// bg is the runs the console started (forks, resumes).
+	bg sync.WaitGroup
 }
 
 // New returns the console over opts.Runtime.
@@ -98,9 +103,13 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close ends the live tails in progress; call it before
+// Close ends the live tails in progress and cancels the runs the console
+// started (forks, resumes), waiting for them to stop; call it before
 // http.Server.Shutdown.
-func (s *Server) Close() { s.doneOnce.Do(func() { close(s.done) }) }
+func (s *Server) Close() {
+	s.doneOnce.Do(func() { close(s.done) })
+	s.bg.Wait()
+}
 
 func (s *Server) routes() {
 	m := s.mux
@@ -111,13 +120,22 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}/stream", s.apiRunStream)
 	m.HandleFunc("GET /api/runs/{id}/dossier", s.apiRunDossier)
 	m.HandleFunc("GET /api/runs/{id}/tools", s.apiRunTools)
+	m.HandleFunc("GET /api/runs/{id}/trace", s.apiRunTrace)
+	m.HandleFunc("GET /api/runs/{id}/calls/{seq}", s.apiRunCall)
 	m.HandleFunc("POST /api/runs/{id}/replay", s.apiRunReplay)
+	m.HandleFunc("POST /api/runs/{id}/fork", s.apiRunFork)
+	m.HandleFunc("POST /api/runs/{id}/cancel", s.apiRunCancel)
+	m.HandleFunc("POST /api/runs/{id}/resume", s.apiRunResume)
 	m.HandleFunc("POST /api/verify", s.apiVerify)
 	m.HandleFunc("GET /api/sessions/{id}", s.apiSession)
 	m.HandleFunc("GET /api/graph", s.apiGraph)
+	m.HandleFunc("GET /api/graph/labels", s.apiGraphLabels)
 	m.HandleFunc("GET /api/compare", s.apiCompare)
 	m.HandleFunc("GET /api/workers", s.apiWorkers)
 	m.HandleFunc("GET /api/memory/search", s.apiMemorySearch)
+	m.HandleFunc("GET /api/memory/namespaces", s.apiMemoryNamespaces)
+	m.HandleFunc("GET /api/memory/list", s.apiMemoryList)
+	m.HandleFunc("POST /api/memory/forget", s.apiMemoryForget)
 	m.HandleFunc("GET /api/approvals", s.apiApprovals)
 	m.HandleFunc("POST /api/approvals/{id}", s.apiDecide) // a write: CSRF applies
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -61,3 +61,56 @@ func TestRunTools_FileDiffs(t *testing.T) {
 		t.Fatalf("unknown run: %s", res.Status)
 	}
 }
+
+// A command that exits non-zero shows its exit code and the tail of its
+// stderr (escaped), not an empty error; a call waiting for a person says
+// so, with the request's id.
+func TestRunTools_ExitCodeStderrAndWaiting(t *testing.T) {
+	f := newFixture(t, "")
+	ctx := t.Context()
+	tools, err := builtin.New(f.rt.Sandboxes(), builtin.RunShellCommand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := flow.Scripted(
+		scripted.Entry{ToolCalls: []scripted.ToolCall{{ID: "x1", Name: builtin.RunShellCommand,
+			Arguments: `{"cmd":"echo fine; printf 'first\\nbad thing \\033[31mred\\n' >&2; exit 3"}`}}},
+		scripted.Entry{Content: "it failed"},
+	)
+	agent, err := flow.NewAgent("Run.", p, flow.WithTools(tools...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.rt.NewUserSession(ctx, "run it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = s.To(ctx, "local", filepath.Join(t.TempDir(), "work")); err != nil {
+		t.Fatal(err)
+	}
+	run, err := f.rt.Start(ctx, "runner", agent, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := decode[console.ToolsView](t, f.get(t, "/api/runs/"+run.ID+"/tools", ""))
+	if len(v.Tools) != 1 {
+		t.Fatalf("tools = %+v", v.Tools)
+	}
+	tc := v.Tools[0]
+	if tc.State != console.ToolError || tc.ExitCode == nil || *tc.ExitCode != 3 || tc.TailOf != "stderr" ||
+		tc.Tail != "first\nbad thing \\x1b[31mred" || tc.Warning == "" {
+		t.Fatalf("failed command: state %q exit %v tail of %q %q warning %q", tc.State, tc.ExitCode, tc.TailOf, tc.Tail, tc.Warning)
+	}
+	if len(tc.Fields) != 1 || tc.Fields[0].Name != "cmd" || !strings.HasPrefix(tc.Fields[0].Value, "echo fine;") {
+		t.Fatalf("fields = %+v", tc.Fields)
+	}
+
+	waiting := waitingRun(t, f)
+	v = decode[console.ToolsView](t, f.get(t, "/api/runs/"+waiting+"/tools", ""))
+	if len(v.Tools) != 1 || v.Tools[0].State != console.ToolWaiting || v.Tools[0].Approval == nil || v.Tools[0].Approval.Status != "pending" {
+		t.Fatalf("waiting call = %+v", v.Tools)
+	}
+	if v.Tools[0].Fields[0].Value != "hi <b>there</b>" {
+		t.Fatalf("fields = %+v", v.Tools[0].Fields)
+	}
+}

@@ -59,7 +59,14 @@ RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777`,
 			}
 			sub := &httpSubmitter{a: a, rt: rt}
 			defer sub.close()
-			srv, err := console.New(console.Options{Runtime: rt, Token: token,
+			// The config file's price table gives the runs list a cost
+			// column; without one (or without the file) there is none.
+			cf, err := flow.LoadConfig(flow.DefaultConfigPath(os.Getenv))
+			if err != nil {
+				// The console works without prices; say why none show.
+				fmt.Fprintf(a.stderr, "rath: no cost column: %v\n", err)
+			}
+			srv, err := console.New(console.Options{Runtime: rt, Token: token, Prices: cf.Prices,
 				Workflow: func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error) {
 					return a.workflowForRun(ctx, rt, runID, false)
 				},

@@ -1,0 +1,140 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/approval"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/internal/console"
+)
+
+// rebuild is the console's workflow resolver in these tests: a fresh
+// scripted agent per run (a gated one for gated runs), as `rath serve`
+// rebuilds a run's workflow from its record.
+func rebuild(t *testing.T) func(context.Context, *rath.Runtime, string) (flow.Workflow, error) {
+	return func(ctx context.Context, rt *rath.Runtime, id string) (flow.Workflow, error) {
+		row, err := rt.Reader().Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(row.Workflow, "gated") {
+			return newAgent(t, flow.WithApproval("shout", flow.Always())), nil
+		}
+		return newAgent(t), nil
+	}
+}
+
+func rebuildFixture(t *testing.T) *fixture {
+	t.Helper()
+	rt := newRuntime(t)
+	run := startRun(t, rt, "shouter", "Shout "+hostile)
+	srv, err := console.New(console.Options{Runtime: rt, Workflow: rebuild(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveFixture(t, srv, rt, run)
+}
+
+// seqOf is the seq of the run's first event of type typ.
+func seqOf(t *testing.T, f *fixture, run, typ string) int64 {
+	t.Helper()
+	evs, err := f.rt.Store().ReadRun(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == typ {
+			return ev.Seq
+		}
+	}
+	t.Fatalf("run %s has no %s", run, typ)
+	return 0
+}
+
+// waitDone polls until the run finished and returns its status.
+func waitDone(t *testing.T, f *fixture, run string) console.RunView {
+	t.Helper()
+	var v console.RunView
+	waitFor(t, func() bool {
+		res, body := f.do(t, "GET", "/api/runs/"+run, nil)
+		if res.StatusCode != http.StatusOK {
+			return false
+		}
+		v = decode[console.RunView](t, body)
+		return v.Status != "running" && v.Status != "queued"
+	})
+	return v
+}
+
+// A fork at an event starts a new run at once, linked to its parent, that
+// goes on live from there; a seq outside the run is refused.
+func TestFork_AtAnEventGoesOnLive(t *testing.T) {
+	f := rebuildFixture(t)
+	seq := seqOf(t, f, f.run, events.TypeProviderCalled)
+	res, body := f.postJSON(t, "/api/runs/"+f.run+"/fork", `{"seq":`+itoa(seq)+`}`, true)
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("fork: %s %s", res.Status, body)
+	}
+	child := decode[console.StartedView](t, body).Run
+	v := waitDone(t, f, child)
+	if v.Status != "done" || v.Parent != f.run || v.Usage.Calls == 0 {
+		t.Fatalf("fork %s: %+v", child, v)
+	}
+	other := startRun(t, f.rt, "shouter", "another")
+	for _, bad := range []string{`{"seq":0}`, `{"seq":` + itoa(seqOf(t, f, other, events.TypeProviderCalled)) + `}`, `{"seq":"x"}`, `{"at":1}`} {
+		if res, body := f.postJSON(t, "/api/runs/"+f.run+"/fork", bad, true); res.StatusCode != http.StatusBadRequest {
+			t.Errorf("fork %s: %s %s", bad, res.Status, body)
+		}
+	}
+	if res, _ := f.postJSON(t, "/api/runs/"+f.run+"/fork", `{"seq":`+itoa(seq)+`}`, false); res.StatusCode != http.StatusForbidden {
+		t.Errorf("fork without the CSRF header: %s", res.Status)
+	}
+	if res, _ := f.postJSON(t, "/api/runs/run-nosuch/fork", `{"seq":1}`, true); res.StatusCode != http.StatusNotFound {
+		t.Errorf("fork of an unknown run: %s", res.Status)
+	}
+}
+
+// A waiting run approved with edited arguments and resumed from the
+// console runs the edited call; a finished run, or one the fleet owns,
+// is not resumed or canceled here.
+func TestResumeAndCancel(t *testing.T) {
+	f := rebuildFixture(t)
+	run := waitingRun(t, f)
+	pend := decode[[]approval.View](t, f.get(t, "/api/approvals?run="+run, ""))
+	if len(pend) != 1 {
+		t.Fatalf("pending = %+v", pend)
+	}
+	if res, body := f.postJSON(t, "/api/approvals/"+pend[0].ID, `{"decision":"approve","by":"ann","arguments":{"text":"edited"}}`, true); res.StatusCode != http.StatusOK {
+		t.Fatalf("approve: %s %s", res.Status, body)
+	}
+	if res, body := f.postJSON(t, "/api/runs/"+run+"/resume", ``, true); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("resume: %s %s", res.Status, body)
+	}
+	if v := waitDone(t, f, run); v.Status != "done" {
+		t.Fatalf("resumed run: %+v", v)
+	}
+	tools := decode[console.ToolsView](t, f.get(t, "/api/runs/"+run+"/tools", ""))
+	if len(tools.Tools) == 0 || tools.Tools[len(tools.Tools)-1].State != console.ToolOK {
+		t.Fatalf("tools after the resume: %+v", tools.Tools)
+	}
+	for _, path := range []string{"/api/runs/" + run + "/resume", "/api/runs/" + f.run + "/cancel"} {
+		if res, body := f.postJSON(t, path, ``, true); res.StatusCode != http.StatusConflict {
+			t.Errorf("%s: %s %s", path, res.Status, body)
+		}
+	}
+}
+
+// ?view=1 shows the dossier as a page (inline), with the same policy.
+func TestDossier_View(t *testing.T) {
+	f := newFixture(t, "")
+	res, body := f.do(t, "GET", "/api/runs/"+f.run+"/dossier?view=1&verify=0", nil)
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Disposition"), "inline;") ||
+		!strings.Contains(res.Header.Get("Content-Security-Policy"), "default-src 'none'") || !strings.Contains(body, "</html>") {
+		t.Fatalf("dossier view: %s %v", res.Status, res.Header)
+	}
+}
