@@ -35,6 +35,8 @@ require (
 	mvdan.cc/sh/v3 v3.14.1
 )
 
+require golang.org/x/mod v0.42.0
+
 require (
 	github.com/RoaringBitmap/roaring/v2 v2.14.5 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Hash input formats. Format 1 hashed a NULL run_id like an empty one, so
@@ -24,14 +26,15 @@ const (
 // hash itself, with each field length-prefixed so no two different rows
 // hash the same input.
 type chainHasher struct {
-	h   hash.Hash
-	buf [8]byte
-	sum [sha256.Size]byte
+	h     hash.Hash
+	keyed bool
+	buf   [8]byte
+	sum   [sha256.Size]byte
 }
 
 func newChainHasher(key []byte) *chainHasher {
 	if len(key) > 0 {
-		return &chainHasher{h: hmac.New(sha256.New, key)}
+		return &chainHasher{h: hmac.New(sha256.New, key), keyed: true}
 	}
 	return &chainHasher{h: sha256.New()}
 }
@@ -68,6 +71,20 @@ func (c *chainHasher) eventHash(format int, prev string, seq int64, stream strin
 	}
 	c.bytes(payload)
 	c.int(atNanos)
+	return hex.EncodeToString(c.h.Sum(c.sum[:0]))
+}
+
+// leafTag returns the hash column of a Merkle-format event: the hex leaf
+// hash, or with an HMAC key the hex HMAC-SHA256 of the leaf line under
+// the key. The tree is unkeyed (anyone can check a proof); the tag is what
+// only a key holder can compute, so a rewritten row whose tree was
+// recomputed still fails verification without the key.
+func (c *chainHasher) leafTag(line []byte, leaf tlog.Hash) string {
+	if !c.keyed {
+		return hex.EncodeToString(leaf[:])
+	}
+	c.h.Reset()
+	c.h.Write(line)
 	return hex.EncodeToString(c.h.Sum(c.sum[:0]))
 }
 
