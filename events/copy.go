@@ -88,7 +88,7 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 		if err := copyTree(ctx, snap, src, tx); err != nil {
 			return err
 		}
-		for k, v := range map[string]string{metaKeyFingerprint: meta.fingerprint, metaChainV2From: metaValue(meta.v2From), metaMerkleFrom: metaValue(meta.merkleFrom)} {
+		for k, v := range map[string]string{metaKeyFingerprint: meta.fingerprint, metaChainV2From: metaValue(meta.v2From), metaMerkleFrom: metaValue(meta.merkleFrom), metaMerkleHead: meta.merkleHead} {
 			if v == "" {
 				continue
 			}

@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash"
-
-	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Hash input formats. Format 1 hashed a NULL run_id like an empty one, so
@@ -74,17 +72,18 @@ func (c *chainHasher) eventHash(format int, prev string, seq int64, stream strin
 	return hex.EncodeToString(c.h.Sum(c.sum[:0]))
 }
 
-// leafTag returns the hash column of a Merkle-format event: the hex leaf
-// hash, or with an HMAC key the hex HMAC-SHA256 of the leaf line under
-// the key. The tree is unkeyed (anyone can check a proof); the tag is what
-// only a key holder can compute, so a rewritten row whose tree was
-// recomputed still fails verification without the key.
-func (c *chainHasher) leafTag(line []byte, leaf tlog.Hash) string {
+// headMAC returns the hex HMAC-SHA256 of a Merkle tree head's text
+// under the chain's key, "" without a key. The tree is unkeyed, so anyone
+// can check a proof; the MAC is what only a key holder can compute, so a
+// log rewritten (or truncated) with its tree and head recomputed fails
+// verification without the key.
+func (c *chainHasher) headMAC(head string) string {
 	if !c.keyed {
-		return hex.EncodeToString(leaf[:])
+		return ""
 	}
 	c.h.Reset()
-	c.h.Write(line)
+	c.h.Write([]byte("rath merkle head v1\n"))
+	c.h.Write([]byte(head))
 	return hex.EncodeToString(c.h.Sum(c.sum[:0]))
 }
 

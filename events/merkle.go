@@ -168,15 +168,51 @@ func ParseTreeHead(s string) (TreeHead, error) {
 // maxHashesPerRead bounds the ids of one tree_hashes lookup.
 const maxHashesPerRead = 256
 
-// readTreeHashes reads the stored hashes at indexes, in that order.
-func readTreeHashes(ctx context.Context, q queryer, pg bool, indexes []int64) ([]tlog.Hash, error) {
+// readTreeHashes reads the tree hashes at stored indexes, in that order.
+// The leaf hash of an event in the Merkle format is its row's hash column
+// and is not repeated in tree_hashes; every other tree hash is there.
+func readTreeHashes(ctx context.Context, q queryer, pg bool, meta storeMeta, indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
-	for start := 0; start < len(indexes); start += maxHashesPerRead {
-		part := indexes[start:min(start+maxHashesPerRead, len(indexes))]
+	var tree, seqs []int64
+	for _, id := range indexes {
+		if level, n := tlog.SplitStoredHashIndex(id); level == 0 && meta.merkleFormat(n+1) {
+			seqs = append(seqs, n+1)
+		} else {
+			tree = append(tree, id)
+		}
+	}
+	got := make(map[int64][]byte, len(indexes))
+	if err := readByKey(ctx, q, pg, `SELECT id, hash FROM tree_hashes WHERE id IN (`, tree, got); err != nil {
+		return nil, err
+	}
+	leaves := make(map[int64][]byte, len(seqs))
+	if err := readByKey(ctx, q, pg, `SELECT seq, hash FROM events WHERE seq IN (`, seqs, leaves); err != nil {
+		return nil, err
+	}
+	for seq, h := range leaves {
+		if b, err := hex.DecodeString(hashText(string(h))); err == nil {
+			got[tlog.StoredHashIndex(0, seq-1)] = b
+		}
+	}
+	for i, id := range indexes {
+		h, ok := got[id]
+		if !ok || len(h) != tlog.HashSize {
+			return nil, &TreeError{Index: id, Reason: "missing or not a hash"}
+		}
+		copy(out[i][:], h)
+	}
+	return out, nil
+}
+
+// readByKey runs query (ending in "IN (") for keys, a page at a time, and
+// puts each row's second column under its first.
+func readByKey(ctx context.Context, q queryer, pg bool, query string, keys []int64, into map[int64][]byte) error {
+	for start := 0; start < len(keys); start += maxHashesPerRead {
+		part := keys[start:min(start+maxHashesPerRead, len(keys))]
 		var b strings.Builder
-		b.WriteString(`SELECT id, hash FROM tree_hashes WHERE id IN (`)
+		b.WriteString(query)
 		args := make([]any, len(part))
-		for i, id := range part {
+		for i, k := range part {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -185,36 +221,28 @@ func readTreeHashes(ctx context.Context, q queryer, pg bool, indexes []int64) ([
 			} else {
 				b.WriteByte('?')
 			}
-			args[i] = id
+			args[i] = k
 		}
 		b.WriteByte(')')
 		rows, err := q.QueryContext(ctx, b.String(), args...)
 		if err != nil {
-			return nil, storageErr("read tree hashes", err)
+			return storageErr("read tree hashes", err)
 		}
-		got := make(map[int64][]byte, len(part))
 		for rows.Next() {
-			var id int64
+			var k int64
 			var h []byte
-			if err := rows.Scan(&id, &h); err != nil {
+			if err := rows.Scan(&k, &h); err != nil {
 				rows.Close()
-				return nil, storageErr("read tree hashes", err)
+				return storageErr("read tree hashes", err)
 			}
-			got[id] = h
+			into[k] = h
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, storageErr("read tree hashes", err)
-		}
-		for i, id := range part {
-			h, ok := got[id]
-			if !ok || len(h) != tlog.HashSize {
-				return nil, &TreeError{Index: id, Reason: "missing or not a hash"}
-			}
-			copy(out[start+i][:], h)
+			return storageErr("read tree hashes", err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // ErrTree is matched by a *TreeError.
@@ -236,32 +264,29 @@ func (e *TreeError) Error() string {
 // Is makes errors.Is(err, ErrTree) true.
 func (e *TreeError) Is(target error) bool { return target == ErrTree }
 
-// treeSize returns the number of leaves the stored tree holds: the n with
-// StoredHashCount(n) <= rows < StoredHashCount(n+1), where rows is one
-// more than the highest stored index (the ids are dense).
-func treeSize(ctx context.Context, q queryer) (int64, error) {
-	var maxID sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT MAX(id) FROM tree_hashes`).Scan(&maxID); err != nil {
-		return 0, storageErr("read tree size", err)
+// parseMerkleHead parses store_meta's merkle_head: the head and its MAC
+// ("" when unkeyed). An empty value is the empty tree.
+func parseMerkleHead(v string) (TreeHead, string, error) {
+	if v == "" {
+		return TreeHead{}, "", nil
 	}
-	if !maxID.Valid {
-		return 0, nil
+	text, mac, _ := strings.Cut(v, " ")
+	h, err := ParseTreeHead(text)
+	if err != nil {
+		return TreeHead{}, "", fmt.Errorf("events: store_meta %s is %q: it was altered", metaMerkleHead, v)
 	}
-	return leavesFor(maxID.Int64 + 1), nil
+	return h, mac, nil
 }
 
-// leavesFor is the largest n with tlog.StoredHashCount(n) <= count.
-func leavesFor(count int64) int64 {
-	lo, hi := int64(0), count // StoredHashCount(n) >= n
-	for lo < hi {
-		mid := lo + (hi-lo+1)/2
-		if tlog.StoredHashCount(mid) <= count {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
+// rootOf folds the complete subtrees of a tree of n leaves (front, by
+// stored index) into its root.
+func rootOf(n int64, front map[int64]tlog.Hash) tlog.Hash {
+	idx := frontier(n)
+	r := front[idx[0]]
+	for _, id := range idx[1:] {
+		r = tlog.NodeHash(front[id], r)
 	}
-	return lo
+	return r
 }
 
 // frontier returns the stored indexes of the complete subtrees of a tree
@@ -276,37 +301,50 @@ func frontier(n int64) []int64 {
 	return out
 }
 
-// treeReader reads stored hashes through q, for tlog.
+// treeReader reads tree hashes through q, for tlog.
 type treeReader struct {
-	ctx context.Context
-	q   queryer
-	pg  bool
+	ctx  context.Context
+	q    queryer
+	pg   bool
+	meta storeMeta
 }
 
 func (r treeReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
-	return readTreeHashes(r.ctx, r.q, r.pg, indexes)
+	return readTreeHashes(r.ctx, r.q, r.pg, r.meta, indexes)
 }
 
 // TreeHead returns the log's Merkle tree head: its size (the last seq)
-// and root. It reads O(log n) stored hashes.
+// and root, as the writer recorded them with its last commit.
 func (s *Store) TreeHead(ctx context.Context) (TreeHead, error) {
+	meta, err := readMeta(ctx, s.rdb)
+	if err != nil {
+		return TreeHead{}, err
+	}
+	h, _, err := parseMerkleHead(meta.merkleHead)
+	return h, err
+}
+
+// TreeHeadAt returns the head the tree had at size leaves (the events
+// through seq size), recomputed from O(log n) stored hashes: the head to
+// check a consistency proof from, or an earlier head a checkpoint names.
+func (s *Store) TreeHeadAt(ctx context.Context, size int64) (TreeHead, error) {
+	if size < 1 {
+		return TreeHead{}, invalid("tree head at size %d: want a positive size", size)
+	}
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
 		return TreeHead{}, fmt.Errorf("events: tree head: %w", err)
 	}
 	defer tx.Rollback()
-	n, err := treeSize(ctx, tx)
+	meta, err := s.checkTreeSize(ctx, tx, size)
 	if err != nil {
 		return TreeHead{}, err
 	}
-	if n == 0 {
-		return TreeHead{}, nil
-	}
-	root, err := tlog.TreeHash(n, treeReader{ctx, tx, s.pg})
+	root, err := tlog.TreeHash(size, treeReader{ctx, tx, s.pg, meta})
 	if err != nil {
 		return TreeHead{}, fmt.Errorf("events: tree head: %w", err)
 	}
-	return TreeHead{Size: n, Root: root}, nil
+	return TreeHead{Size: size, Root: root}, nil
 }
 
 // ProveInclusion returns the proof that the leaf of the event at seq is in
@@ -321,10 +359,11 @@ func (s *Store) ProveInclusion(ctx context.Context, seq, size int64) (tlog.Recor
 		return nil, fmt.Errorf("events: inclusion proof: %w", err)
 	}
 	defer tx.Rollback()
-	if err := s.checkTreeSize(ctx, tx, size); err != nil {
+	meta, err := s.checkTreeSize(ctx, tx, size)
+	if err != nil {
 		return nil, err
 	}
-	p, err := tlog.ProveRecord(size, seq-1, treeReader{ctx, tx, s.pg})
+	p, err := tlog.ProveRecord(size, seq-1, treeReader{ctx, tx, s.pg, meta})
 	if err != nil {
 		return nil, fmt.Errorf("events: inclusion proof: %w", err)
 	}
@@ -343,26 +382,32 @@ func (s *Store) ProveConsistency(ctx context.Context, oldSize, newSize int64) (t
 		return nil, fmt.Errorf("events: consistency proof: %w", err)
 	}
 	defer tx.Rollback()
-	if err := s.checkTreeSize(ctx, tx, newSize); err != nil {
+	meta, err := s.checkTreeSize(ctx, tx, newSize)
+	if err != nil {
 		return nil, err
 	}
-	p, err := tlog.ProveTree(newSize, oldSize, treeReader{ctx, tx, s.pg})
+	p, err := tlog.ProveTree(newSize, oldSize, treeReader{ctx, tx, s.pg, meta})
 	if err != nil {
 		return nil, fmt.Errorf("events: consistency proof: %w", err)
 	}
 	return p, nil
 }
 
-// checkTreeSize refuses a size past the stored tree.
-func (s *Store) checkTreeSize(ctx context.Context, q queryer, size int64) error {
-	n, err := treeSize(ctx, q)
+// checkTreeSize refuses a size past the stored tree, and returns the
+// store's metadata.
+func (s *Store) checkTreeSize(ctx context.Context, q queryer, size int64) (storeMeta, error) {
+	meta, err := readMeta(ctx, q)
 	if err != nil {
-		return err
+		return meta, err
 	}
-	if size > n {
-		return invalid("the tree has %d leaves, not %d", n, size)
+	h, _, err := parseMerkleHead(meta.merkleHead)
+	if err != nil {
+		return meta, err
 	}
-	return nil
+	if size > h.Size {
+		return meta, invalid("the tree has %d leaves, not %d", h.Size, size)
+	}
+	return meta, nil
 }
 
 // LeafLine returns the leaf line of the stored event at seq: exactly the

@@ -152,13 +152,16 @@ func TestMerkle_LeafLineOfAnEvent(t *testing.T) {
 			if !strings.Contains(string(line), `"payload":"`+hex.EncodeToString(c[:])+`"`) || strings.ContainsAny(string(line), "\n\u2028") {
 				t.Fatalf("leaf line %s lacks the payload commitment or is not one line", line)
 			}
-			leaf := tlog.RecordHash(line)
-			if key == "" && ev.Hash != hex.EncodeToString(leaf[:]) {
+			if leaf := tlog.RecordHash(line); ev.Hash != hex.EncodeToString(leaf[:]) {
 				t.Fatalf("hash %s, leaf hash %x", ev.Hash, leaf)
 			}
-			if key != "" && ev.Hash == hex.EncodeToString(leaf[:]) {
-				t.Fatal("a keyed store's hash is the plain leaf hash")
-			}
+		}
+		var head string
+		if err := db.QueryRow(`SELECT value FROM store_meta WHERE key = 'merkle_head'`).Scan(&head); err != nil {
+			t.Fatal(err)
+		}
+		if _, mac, _ := strings.Cut(head, " "); (mac != "") != (key != "") {
+			t.Fatalf("tree head %q: a MAC with a key and none without (key %q)", head, key)
 		}
 		if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
 			t.Fatalf("verify = %+v, %v", rep, err)
@@ -198,3 +201,42 @@ func TestMerkle_CopyKeepsTheTree(t *testing.T) {
 
 var _ = sql.ErrNoRows
 var _ context.Context
+
+// With an HMAC key, a log truncated with its tree and tree head recomputed
+// (all an attacker without the key can do) fails verification: the head's
+// MAC does not match. Without a key the same log verifies, and only a
+// tree head kept elsewhere finds it.
+func TestMerkle_KeyedHeadCatchesATruncation(t *testing.T) {
+	for _, key := range []string{"k", ""} {
+		ctx := t.Context()
+		path := filepath.Join(t.TempDir(), "rath.db")
+		s := MustOpenStore(t, events.Options{Path: path, HMACKey: []byte(key)})
+		for i := range 6 {
+			if _, err := s.Append(ctx, "s", int64(i), placed("s", "b"+strings.Repeat("x", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		four, err := s.TreeHeadAt(ctx, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := rawDB(t, path)
+		mustExec(t, db, `DROP TRIGGER events_no_delete`, `DROP TRIGGER tree_hashes_no_delete`, `DELETE FROM events WHERE seq > 4`)
+		if _, err := db.Exec(`DELETE FROM tree_hashes WHERE id >= ?`, tlog.StoredHashCount(4)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE store_meta SET value = ? WHERE key = 'merkle_head'`, four.String()); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := s.Verify(ctx, events.VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key == "" && !rep.OK() {
+			t.Fatalf("unkeyed, truncated consistently: %v", rep.Failure)
+		}
+		if key != "" && (rep.OK() || !strings.Contains(rep.Failure.Reason, "HMAC")) {
+			t.Fatalf("keyed, truncated without the key: %+v, want an HMAC failure", rep.Failure)
+		}
+	}
+}

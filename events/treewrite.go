@@ -9,8 +9,9 @@ import (
 )
 
 // The writer's side of the Merkle tree: a batch's leaves are hashed into
-// the tree in memory and their stored hashes inserted with one multi-row
-// INSERT per batch (per maxTreeRows hashes), just before the commit.
+// the tree in memory, their tree hashes inserted with one multi-row INSERT
+// per batch (per maxTreeRows hashes) and the new tree head recorded in
+// store_meta, just before the commit.
 
 // maxTreeRows is the most rows of one tree_hashes INSERT (two parameters
 // each, far below either backend's limit).
@@ -28,17 +29,22 @@ func (w *writerState) catchUpTree(ctx context.Context) error {
 		}
 		return nil
 	}
-	n, err := treeSize(ctx, w.conn)
+	meta, err := readMeta(ctx, w.conn)
 	if err != nil {
 		return err
 	}
+	head, _, err := parseMerkleHead(meta.merkleHead)
+	if err != nil {
+		return err
+	}
+	n := head.Size
 	if n > w.lastSeq {
 		return fmt.Errorf("events: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", n, w.lastSeq)
 	}
 	if n != w.treeSize {
 		w.treeSize, w.leaves, w.front = n, nil, nil
 	}
-	meta := storeMeta{merkleFrom: w.merkleFrom}
+	meta = storeMeta{merkleFrom: w.merkleFrom}
 	for after := w.treeSize + int64(len(w.leaves)); after < w.lastSeq; {
 		rs, err := scanLeafRows(ctx, w.conn, w.s.pg, after, w.lastSeq, scanPage)
 		if err != nil {
@@ -72,7 +78,7 @@ func (w *writerState) flushTree(ctx context.Context) error {
 	}
 	if w.front == nil {
 		idx := frontier(w.treeSize)
-		hs, err := readTreeHashes(ctx, w.conn, w.s.pg, idx)
+		hs, err := readTreeHashes(ctx, w.conn, w.s.pg, storeMeta{merkleFrom: w.merkleFrom}, idx)
 		if err != nil {
 			return fmt.Errorf("events: read the Merkle tree's edge: %w", err)
 		}
@@ -95,28 +101,33 @@ func (w *writerState) flushTree(ctx context.Context) error {
 		}
 		return out, nil
 	})
-	base := tlog.StoredHashCount(w.treeSize)
-	next := base
+	meta := storeMeta{merkleFrom: w.merkleFrom}
+	var ids []int64 // to store, in order
 	for i, leaf := range w.leaves {
-		hs, err := tlog.StoredHashesForRecordHash(w.treeSize+int64(i), leaf, read)
+		n := w.treeSize + int64(i)
+		hs, err := tlog.StoredHashesForRecordHash(n, leaf, read)
 		if err != nil {
 			return fmt.Errorf("events: hash the Merkle tree: %w", err)
 		}
-		for _, h := range hs {
-			made[next] = h
-			next++
+		id := tlog.StoredHashIndex(0, n)
+		for k, h := range hs {
+			made[id+int64(k)] = h
+			// A Merkle-format event's leaf hash is its hash column.
+			if k > 0 || !meta.merkleFormat(n+1) {
+				ids = append(ids, id+int64(k))
+			}
 		}
 	}
-	for start := base; start < next; start += maxTreeRows {
-		end := min(start+maxTreeRows, next)
-		args := make([]any, 0, 2*(end-start))
-		for id := start; id < end; id++ {
+	for start := 0; start < len(ids); start += maxTreeRows {
+		part := ids[start:min(start+maxTreeRows, len(ids))]
+		args := make([]any, 0, 2*len(part))
+		for _, id := range part {
 			h := made[id]
 			args = append(args, id, h[:])
 		}
-		if err := w.exec(ctx, insertTreeRows(int(end-start)), args...); err != nil {
+		if err := w.exec(ctx, insertTreeRows(len(part)), args...); err != nil {
 			if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
-				return fmt.Errorf("events: store the Merkle tree: stored hash %d is taken (another writer, or the tree was altered): %w", start, err)
+				return fmt.Errorf("events: store the Merkle tree: a hash from stored index %d on is taken (another writer, or the tree was altered): %w", part[0], err)
 			}
 			return storageErr("store the Merkle tree", err)
 		}
@@ -129,6 +140,13 @@ func (w *writerState) flushTree(ctx context.Context) error {
 			h = w.front[id]
 		}
 		w.nextFront[id] = h
+	}
+	head := TreeHead{Size: size, Root: rootOf(size, w.nextFront)}.String()
+	if mac := w.hasher.headMAC(head); mac != "" {
+		head += " " + mac
+	}
+	if err := w.exec(ctx, `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, metaMerkleHead, head); err != nil {
+		return storageErr("record the Merkle tree head", err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,14 +178,10 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 					return v.fail(r.Seq, "", "%s", fail)
 				}
 				leaf := tlog.RecordHash(line)
-				if h.leafTag(line, leaf) != r.Hash {
-					reason := "hash mismatch: the row was altered"
-					if h.keyed {
-						reason += " (or the HMAC key differs)"
-					}
-					return v.fail(r.Seq, "", "%s", reason)
+				if hex.EncodeToString(leaf[:]) != r.Hash {
+					return v.fail(r.Seq, "", "hash mismatch: the row was altered")
 				}
-				if reason := tree.check(leaf, stored); reason != "" {
+				if reason := tree.check(leaf, true, stored); reason != "" {
 					return v.fail(r.Seq, "", "%s", reason)
 				}
 				if done, err := v.checkRefs(ctx, r); done || err != nil {
@@ -214,7 +211,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 				}
 				return v.fail(r.Seq, "", "%s", reason)
 			}
-			if reason := tree.check(tlog.RecordHash(chainLeafLine(r.Seq, r.Hash)), stored); reason != "" {
+			if reason := tree.check(tlog.RecordHash(chainLeafLine(r.Seq, r.Hash)), false, stored); reason != "" {
 				return v.fail(r.Seq, "", "%s", reason)
 			}
 			if done, err := v.checkRefs(ctx, r); done || err != nil {
@@ -253,6 +250,9 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	if extra > 0 {
 		return v.fail(prevSeq+1, "", "event missing: the Merkle tree has leaves past the log's last seq %d, so events were deleted from its tail", prevSeq)
 	}
+	if done := v.checkTreeHead(meta, h, prevSeq, rep.Tree); done {
+		return rep, nil
+	}
 	// Every blob must match its content address.
 	rows, err := tx.QueryContext(ctx, `SELECT hash, bytes FROM blobs ORDER BY hash`)
 	if err != nil {
@@ -274,6 +274,31 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		return nil, fmt.Errorf("events: verify blobs: %w", err)
 	}
 	return rep, nil
+}
+
+// checkTreeHead compares the tree head the writer recorded with the one
+// recomputed, and with an HMAC key checks its MAC. It reports done when
+// it recorded a failure.
+func (v *verifier) checkTreeHead(meta storeMeta, h *chainHasher, last int64, got TreeHead) bool {
+	stored, mac, err := parseMerkleHead(meta.merkleHead)
+	switch {
+	case err != nil:
+		v.fail(0, "", "%v", err)
+		return true
+	case stored.Size > last:
+		v.fail(last+1, "", "event missing: the recorded tree head has %d events and the log ends at seq %d, so events were deleted from its tail", stored.Size, last)
+		return true
+	case stored.Size < last:
+		v.fail(stored.Size+1, "", "the recorded tree head stops at seq %d, before the log's last seq %d: it was altered", stored.Size, last)
+		return true
+	case last > 0 && stored.Root != got.Root:
+		v.fail(last, "", "the recorded tree head's root %s differs from the recomputed %s: it was altered", stored.Root, got.Root)
+		return true
+	case h.keyed && mac != h.headMAC(stored.String()):
+		v.fail(last, "", "the tree head's HMAC does not match: the log was rewritten by someone without the HMAC key (or the key differs)")
+		return true
+	}
+	return false
 }
 
 // checkHeads checks the recorded heads of opts at the event r, the last
@@ -337,7 +362,8 @@ type treeChecker struct {
 }
 
 // check adds a leaf and returns why the stored tree disagrees, or "".
-func (t *treeChecker) check(leaf tlog.Hash, stored map[int64]tlog.Hash) string {
+// inRow says the leaf hash is the row's hash column, not in tree_hashes.
+func (t *treeChecker) check(leaf tlog.Hash, inRow bool, stored map[int64]tlog.Hash) string {
 	id := tlog.StoredHashIndex(0, t.n)
 	want := []tlog.Hash{leaf}
 	h := leaf
@@ -349,6 +375,9 @@ func (t *treeChecker) check(leaf tlog.Hash, stored map[int64]tlog.Hash) string {
 	t.stack = append(t.stack, h)
 	t.n++
 	for k, w := range want {
+		if k == 0 && inRow {
+			continue
+		}
 		got, ok := stored[id+int64(k)]
 		switch {
 		case !ok:

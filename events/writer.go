@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -259,8 +260,12 @@ func (w *writerState) reload(ctx context.Context, inTx bool) error {
 	w.leaves, w.front, w.nextFront = nil, nil, nil
 	if w.s.opts.chainRows {
 		w.treeSize = w.lastSeq
-	} else if w.treeSize, err = treeSize(ctx, w.conn); err != nil {
-		return err
+	} else {
+		h, _, err := parseMerkleHead(meta.merkleHead)
+		if err != nil {
+			return err
+		}
+		w.treeSize = h.Size
 	}
 	w.keyErr = nil
 	if w.lastSeq > 0 {
@@ -766,7 +771,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 				h := leafHeader{seq: seq, stream: pw.stream, version: head, typ: it.typ, typeVersion: it.version, runID: req.runID, hasRun: req.runID != "", at: at.UnixNano()}
 				w.line = appendLeafLine(w.line[:0], h, PayloadCommitment(salt[:], it.payload))
 				leaf = tlog.RecordHash(w.line)
-				hash = w.hasher.leafTag(w.line, leaf)
+				hash = hex.EncodeToString(leaf[:])
 				err = w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash), salt[:])
 			}
 			if err != nil {

@@ -28,7 +28,6 @@ func appendTen(t testing.TB, s *events.Store) {
 // Each edit of an event row or of the Merkle tree, made with SQL behind
 // the store's back, is found at the seq it concerns.
 func testMerkleTampering(t *testing.T, b Backend) {
-	leaf := func(seq int64) int64 { return tlog.StoredHashIndex(0, seq-1) }
 	cases := []struct {
 		name   string
 		sql    []string
@@ -47,10 +46,11 @@ func testMerkleTampering(t *testing.T, b Backend) {
 		{"deleted", []string{`DELETE FROM events WHERE seq = 5`}, 5, "missing"},
 		{"reordered", []string{`UPDATE events SET seq = 0 WHERE seq = 3`, `UPDATE events SET seq = 3 WHERE seq = 4`, `UPDATE events SET seq = 4 WHERE seq = 0`}, 3, "altered"},
 		{"tail deleted", []string{`DELETE FROM events WHERE seq = 10`}, 10, "missing"},
-		{"leaf hash in the tree", []string{fmt.Sprintf(`UPDATE tree_hashes SET hash = (SELECT hash FROM tree_hashes WHERE id = 0) WHERE id = %d`, leaf(7))}, 7, "tree"},
 		// The node over the leaves of seqs 3 and 4 is stored with seq 4's.
-		{"inner node of the tree", []string{fmt.Sprintf(`UPDATE tree_hashes SET hash = (SELECT hash FROM tree_hashes WHERE id = 0) WHERE id = %d`, tlog.StoredHashIndex(1, 1))}, 4, "tree"},
-		{"tree node deleted", []string{fmt.Sprintf(`DELETE FROM tree_hashes WHERE id = %d`, leaf(6))}, 6, "missing from the Merkle tree"},
+		{"inner node of the tree", []string{fmt.Sprintf(`UPDATE tree_hashes SET hash = (SELECT hash FROM tree_hashes WHERE id = %d) WHERE id = %d`, tlog.StoredHashIndex(1, 0), tlog.StoredHashIndex(1, 1))}, 4, "tree"},
+		// The node over the leaves of seqs 5 and 6 is stored with seq 6's.
+		{"tree node deleted", []string{fmt.Sprintf(`DELETE FROM tree_hashes WHERE id = %d`, tlog.StoredHashIndex(1, 2))}, 6, "missing from the Merkle tree"},
+		{"recorded tree head", []string{`UPDATE store_meta SET value = replace(value, '10:', '9:') WHERE key = 'merkle_head'`}, 10, "tree head"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,8 +80,13 @@ func testMerkleTampering(t *testing.T, b Backend) {
 		s := OpenStore(t, tg)
 		appendTen(t, s)
 		head := mustVerify(t, s).Tree
+		seven, err := s.TreeHeadAt(t.Context(), 7)
+		if err != nil {
+			t.Fatal(err)
+		}
 		tg.DropGuards(t)
-		for _, q := range []string{`DELETE FROM events WHERE seq > 7`, fmt.Sprintf(`DELETE FROM tree_hashes WHERE id >= %d`, tlog.StoredHashCount(7))} {
+		for _, q := range []string{`DELETE FROM events WHERE seq > 7`, fmt.Sprintf(`DELETE FROM tree_hashes WHERE id >= %d`, tlog.StoredHashCount(7)),
+			fmt.Sprintf(`UPDATE store_meta SET value = '%s' WHERE key = 'merkle_head'`, seven)} {
 			if err := tg.Exec(t, q); err != nil {
 				t.Fatal(err)
 			}

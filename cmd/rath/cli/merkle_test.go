@@ -67,7 +67,7 @@ func asSchema8(t *testing.T, db *sql.DB) {
 		}
 	}
 	exec(t, db, `DELETE FROM tree_hashes`, `DROP TABLE tree_hashes`, `ALTER TABLE events DROP COLUMN salt`,
-		`DELETE FROM store_meta WHERE key = 'merkle_from'`, `UPDATE store_meta SET value = '1' WHERE key = 'chain_v2_from'`,
+		`DELETE FROM store_meta WHERE key IN ('merkle_from', 'merkle_head')`, `UPDATE store_meta SET value = '1' WHERE key = 'chain_v2_from'`,
 		`DELETE FROM goose_db_version WHERE version_id >= 9`,
 		`CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'rath: events are append-only (UPDATE refused)'); END`)
 }
@@ -119,5 +119,3 @@ func TestRun_MigrateOldChainToMerkleLog(t *testing.T) {
 		t.Fatalf("verify after editing an old event: exit %d\n%s", r.code, r.stderr)
 	}
 }
-
-

@@ -68,14 +68,24 @@ func TestRun_VerifyDetectsTruncation(t *testing.T) {
 	if tree == nil {
 		t.Fatal("no tree head")
 	}
+	rt, err := rath.Open(t.Context(), w.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := rt.Store().TreeHeadAt(t.Context(), w.events-1)
+	rt.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	db := openDB(t, w.dir)
 	exec(t, db, `DROP TRIGGER events_no_delete`, fmt.Sprintf(`DELETE FROM events WHERE seq = %d`, w.events))
 	// The Merkle tree still holds the deleted event's leaf...
 	if r := rathCLI(t, w.dir, "verify"); r.code != ExitVerifyFailed || !strings.Contains(r.stderr, fmt.Sprintf("seq %d", w.events)) || !strings.Contains(r.stderr, "tail") {
 		t.Fatalf("deleted tail event: exit %d stderr %q", r.code, r.stderr)
 	}
-	// ...until the attacker truncates the tree too.
-	exec(t, db, `DROP TRIGGER tree_hashes_no_delete`, fmt.Sprintf(`DELETE FROM tree_hashes WHERE id >= %d`, tlog.StoredHashCount(w.events-1)))
+	// ...until the attacker truncates the tree and rewrites its head too.
+	exec(t, db, `DROP TRIGGER tree_hashes_no_delete`, fmt.Sprintf(`DELETE FROM tree_hashes WHERE id >= %d`, tlog.StoredHashCount(w.events-1)),
+		fmt.Sprintf(`UPDATE store_meta SET value = '%s' WHERE key = 'merkle_head'`, before))
 	db.Close()
 	// The projections still hold the deleted event's session...
 	if r := rathCLI(t, w.dir, "verify"); r.code != ExitVerifyFailed || !strings.Contains(r.stderr, "table sessions") || !strings.Contains(r.stderr, w.detached) {
