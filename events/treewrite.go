@@ -118,20 +118,6 @@ func (w *writerState) flushTree(ctx context.Context) error {
 			}
 		}
 	}
-	for start := 0; start < len(ids); start += maxTreeRows {
-		part := ids[start:min(start+maxTreeRows, len(ids))]
-		args := make([]any, 0, 2*len(part))
-		for _, id := range part {
-			h := made[id]
-			args = append(args, id, h[:])
-		}
-		if err := w.exec(ctx, insertTreeRows(len(part)), args...); err != nil {
-			if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
-				return fmt.Errorf("events: store the Merkle tree: a hash from stored index %d on is taken (another writer, or the tree was altered): %w", part[0], err)
-			}
-			return storageErr("store the Merkle tree", err)
-		}
-	}
 	size := w.treeSize + int64(len(w.leaves))
 	w.nextFront = make(map[int64]tlog.Hash)
 	for _, id := range frontier(size) {
@@ -144,6 +130,34 @@ func (w *writerState) flushTree(ctx context.Context) error {
 	head := TreeHead{Size: size, Root: rootOf(size, w.nextFront)}.String()
 	if mac := w.hasher.headMAC(head); mac != "" {
 		head += " " + mac
+	}
+	// On PostgreSQL the last INSERT of tree hashes and the head's UPSERT
+	// are one statement (a data-modifying WITH): one round trip a batch
+	// for most batches.
+	combined := w.s.pg
+	for start := 0; start < len(ids) || combined && start == 0; start += maxTreeRows {
+		part := ids[start:min(start+maxTreeRows, len(ids))]
+		args := make([]any, 0, 2*len(part)+2)
+		for _, id := range part {
+			h := made[id]
+			args = append(args, id, h[:])
+		}
+		query := insertTreeRows(len(part))
+		if combined && start+maxTreeRows >= len(ids) {
+			query, args = `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, append(args, metaMerkleHead, head)
+			if len(part) > 0 {
+				query = `WITH t AS (` + insertTreeRows(len(part)) + `) ` + query
+			}
+		}
+		if err := w.exec(ctx, query, args...); err != nil {
+			if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
+				return fmt.Errorf("events: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)
+			}
+			return storageErr("store the Merkle tree", err)
+		}
+	}
+	if combined {
+		return nil
 	}
 	if err := w.exec(ctx, `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, metaMerkleHead, head); err != nil {
 		return storageErr("record the Merkle tree head", err)
