@@ -55,7 +55,7 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 		}
 		prev := ""
 		for after := int64(0); after < stats.Head.Seq; {
-			rows, err := src.scanRows(ctx, snap, Query{ToSeq: stats.Head.Seq}, after, scanPage)
+			rows, err := scanLeafRows(ctx, snap, src.pg, after, stats.Head.Seq, scanPage)
 			if err != nil {
 				return fmt.Errorf("events: copy: %w", err)
 			}
@@ -70,7 +70,11 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 				if r.RunID.Valid {
 					runID = r.RunID.String
 				}
-				if _, err := tx.Exec(insertEvent, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, runID, r.Payload, r.At, storedHash(s.pg, r.Hash)); err != nil {
+				var salt any
+				if r.Salt != nil {
+					salt = r.Salt
+				}
+				if _, err := tx.Exec(insertEvent, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, runID, r.Payload, r.At, storedHash(s.pg, r.Hash), salt); err != nil {
 					return storageErr(fmt.Sprintf("copy seq %d", r.Seq), err)
 				}
 				after, prev = r.Seq, r.Hash
@@ -81,7 +85,10 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 			}
 		}
 		stats.Head.Hash = prev
-		for k, v := range map[string]string{metaKeyFingerprint: meta.fingerprint, metaChainV2From: metaValue(meta.v2From)} {
+		if err := copyTree(ctx, snap, src, tx); err != nil {
+			return err
+		}
+		for k, v := range map[string]string{metaKeyFingerprint: meta.fingerprint, metaChainV2From: metaValue(meta.v2From), metaMerkleFrom: metaValue(meta.merkleFrom), metaMerkleHead: meta.merkleHead} {
 			if v == "" {
 				continue
 			}
@@ -104,6 +111,42 @@ func metaValue(v2From int64) string {
 		return ""
 	}
 	return fmt.Sprint(v2From)
+}
+
+// copyTree copies src's stored Merkle tree hashes, a page at a time in id
+// order: the copy's tree is the source's, and Verify checks it against the
+// copied rows.
+func copyTree(ctx context.Context, snap queryer, src *Store, tx *Tx) error {
+	for after := int64(-1); ; {
+		rows, err := snap.QueryContext(ctx, src.rebind(`SELECT id, hash FROM tree_hashes WHERE id > ? ORDER BY id LIMIT 2000`), after)
+		if err != nil {
+			return fmt.Errorf("events: copy the Merkle tree: %w", err)
+		}
+		var args []any
+		for rows.Next() {
+			var id int64
+			var h []byte
+			if err := rows.Scan(&id, &h); err != nil {
+				rows.Close()
+				return fmt.Errorf("events: copy the Merkle tree: %w", err)
+			}
+			args = append(args, id, h)
+			after = id
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("events: copy the Merkle tree: %w", err)
+		}
+		for start := 0; start < len(args); start += 2 * maxTreeRows {
+			part := args[start:min(start+2*maxTreeRows, len(args))]
+			if _, err := tx.Exec(insertTreeRows(len(part)/2), part...); err != nil {
+				return storageErr("copy the Merkle tree", err)
+			}
+		}
+		if len(args) < 2*2000 {
+			return nil
+		}
+	}
 }
 
 // copyBlobs copies every blob of src, a page at a time in hash order.

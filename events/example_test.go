@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/migrations"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // openExampleStore makes a migrated database in a temporary directory and
@@ -118,4 +119,53 @@ func ExampleStore_OutlineRun() {
 	}
 	fmt.Println(outline.Events, outline.Streams)
 	// Output: 2 [s-1 s-2]
+}
+
+// Prove that an event is in the log, and that the log grew without
+// rewriting what an earlier tree head saw, with the checks of
+// golang.org/x/mod/sumdb/tlog: anyone can run them with the leaf line,
+// the proof and the heads, without the store.
+func ExampleStore_ProveInclusion() {
+	ctx := context.Background()
+	store, done := openExampleStore(ctx)
+	defer done()
+
+	if _, err := store.Append(ctx, "s-1", events.NoStream, events.SessionCreated{Session: "s-1", Origin: "user"}); err != nil {
+		log.Fatal(err)
+	}
+	before, err := store.TreeHead(ctx) // kept by an auditor, say
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := range 4 {
+		chunk := events.ChunkAppended{Session: "s-1", Index: int64(i), Chunk: events.Chunk{Role: events.RoleUser, Content: "hello"}}
+		if _, err := store.Append(ctx, "s-1", int64(i+1), chunk); err != nil {
+			log.Fatal(err)
+		}
+	}
+	head, err := store.TreeHead(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The event at seq 3 is leaf 2 of the tree.
+	line, err := store.LeafLine(ctx, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	inclusion, err := store.ProveInclusion(ctx, 3, head.Size)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("seq 3 included:", tlog.CheckRecord(inclusion, head.Size, head.Root, 2, tlog.RecordHash(line)) == nil)
+
+	consistency, err := store.ProveConsistency(ctx, before.Size, head.Size)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("tree of %d extends tree of %d: %v\n", head.Size, before.Size,
+		tlog.CheckTree(consistency, head.Size, head.Root, before.Size, before.Root) == nil)
+	// Output:
+	// seq 3 included: true
+	// tree of 5 extends tree of 1: true
 }

@@ -16,7 +16,8 @@ func EventHashForTest(format int, runID string, hasRun bool) string {
 
 // RewriteAsFormat1 turns a store into one written before store_meta
 // existed (commit 7d73e0a): every event rehashed with hash format 1 under
-// key, and no store_meta rows. The update trigger must be dropped first.
+// key, no store_meta rows, no salts and no Merkle tree. The update trigger
+// must be dropped first.
 func RewriteAsFormat1(db *sql.DB, key []byte) error {
 	rows, err := db.Query(selectEvents + ` ORDER BY seq`)
 	if err != nil {
@@ -39,8 +40,20 @@ func RewriteAsFormat1(db *sql.DB, key []byte) error {
 			return err
 		}
 	}
-	_, err = db.Exec(`DELETE FROM store_meta`)
-	return err
+	// A log of that age had no salts and no Merkle tree.
+	for _, q := range []string{`UPDATE events SET salt = NULL`, `DROP TRIGGER IF EXISTS tree_hashes_no_delete`, `DELETE FROM tree_hashes`, `DELETE FROM store_meta`} {
+		if _, err := db.Exec(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WithChainRows returns opts that make the writer write what a rath before
+// the Merkle log wrote: hash-chain rows, no salts, no tree.
+func WithChainRows(opts Options) Options {
+	opts.chainRows = true
+	return opts
 }
 
 // SetLegacyRows makes s write rows as before the compact row format (hex

@@ -24,14 +24,15 @@ const (
 // hash itself, with each field length-prefixed so no two different rows
 // hash the same input.
 type chainHasher struct {
-	h   hash.Hash
-	buf [8]byte
-	sum [sha256.Size]byte
+	h     hash.Hash
+	keyed bool
+	buf   [8]byte
+	sum   [sha256.Size]byte
 }
 
 func newChainHasher(key []byte) *chainHasher {
 	if len(key) > 0 {
-		return &chainHasher{h: hmac.New(sha256.New, key)}
+		return &chainHasher{h: hmac.New(sha256.New, key), keyed: true}
 	}
 	return &chainHasher{h: sha256.New()}
 }
@@ -68,6 +69,21 @@ func (c *chainHasher) eventHash(format int, prev string, seq int64, stream strin
 	}
 	c.bytes(payload)
 	c.int(atNanos)
+	return hex.EncodeToString(c.h.Sum(c.sum[:0]))
+}
+
+// headMAC returns the hex HMAC-SHA256 of a Merkle tree head's text
+// under the chain's key, "" without a key. The tree is unkeyed, so anyone
+// can check a proof; the MAC is what only a key holder can compute, so a
+// log rewritten (or truncated) with its tree and head recomputed fails
+// verification without the key.
+func (c *chainHasher) headMAC(head string) string {
+	if !c.keyed {
+		return ""
+	}
+	c.h.Reset()
+	c.h.Write([]byte("rath merkle head v1\n"))
+	c.h.Write([]byte(head))
 	return hex.EncodeToString(c.h.Sum(c.sum[:0]))
 }
 

@@ -14,6 +14,14 @@ const (
 	// metaChainV2From holds the first seq hashed with hashFormat2. Stores
 	// written before format 2 existed get it with their first write since.
 	metaChainV2From = "chain_v2_from"
+	// metaMerkleFrom holds the first seq written in the Merkle format
+	// (merkle.go): the events before it are of the hash chain. Recorded
+	// with the first write of a rath that has the Merkle log.
+	metaMerkleFrom = "merkle_from"
+	// metaMerkleHead holds the Merkle tree's head as of the last commit,
+	// SIZE:ROOT (TreeHead.String), followed with an HMAC key by a space
+	// and the hex HMAC-SHA256 of that text under the key (headMAC).
+	metaMerkleHead = "merkle_head"
 )
 
 // queryer is a connection or a transaction.
@@ -25,11 +33,13 @@ type queryer interface {
 type storeMeta struct {
 	fingerprint string // "" if not recorded
 	v2From      int64  // 0 if not recorded
+	merkleFrom  int64  // 0 if not recorded, -1 if not a seq
+	merkleHead  string // "" if not recorded
 }
 
 func readMeta(ctx context.Context, q queryer) (storeMeta, error) {
 	var m storeMeta
-	rows, err := q.QueryContext(ctx, `SELECT key, value FROM store_meta WHERE key IN ('`+metaKeyFingerprint+`', '`+metaChainV2From+`')`)
+	rows, err := q.QueryContext(ctx, `SELECT key, value FROM store_meta WHERE key IN ('`+metaKeyFingerprint+`', '`+metaChainV2From+`', '`+metaMerkleFrom+`', '`+metaMerkleHead+`')`)
 	if err != nil {
 		return m, storageErr("read store_meta", err)
 	}
@@ -49,6 +59,14 @@ func readMeta(ctx context.Context, q queryer) (storeMeta, error) {
 				n = -1
 			}
 			m.v2From = n
+		case metaMerkleFrom:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				n = -1
+			}
+			m.merkleFrom = n
+		case metaMerkleHead:
+			m.merkleHead = v
 		}
 	}
 	if err := rows.Err(); err != nil {

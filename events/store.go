@@ -105,6 +105,10 @@ type Options struct {
 	// afterVersionRead, for tests, runs when the writer has read
 	// data_version and before it reads the chain tail.
 	afterVersionRead func()
+	// chainRows, for tests, makes the writer write what a rath before the
+	// Merkle log wrote: hash-chain rows without a salt, and no tree (the
+	// schema may be one without tree_hashes).
+	chainRows bool
 }
 
 // Projector updates a read model from events. It runs on the writer

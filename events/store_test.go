@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/migrations"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // MustOpenStore opens a migrated store in a temporary directory.
@@ -299,6 +300,10 @@ func TestStore_VerifyFindsTamperingAndTruncation(t *testing.T) {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 	head := rep.Head
+	eight, err := s.TreeHeadAt(ctx, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	db := rawDB(t, path)
 	if _, err := db.Exec(`DROP TRIGGER events_no_delete`); err != nil {
 		t.Fatal(err)
@@ -306,9 +311,25 @@ func TestStore_VerifyFindsTamperingAndTruncation(t *testing.T) {
 	if _, err := db.Exec(`DELETE FROM events WHERE seq > 8`); err != nil {
 		t.Fatal(err)
 	}
+	// The Merkle tree still has the deleted events' leaves.
+	rep, _ = s.Verify(ctx, events.VerifyOptions{})
+	if rep.OK() || rep.Failure.Seq != 9 {
+		t.Fatalf("verify after the tail's events were deleted = %+v, want a failure at seq 9", rep.Failure)
+	}
+	// Truncating the tree and its recorded head too leaves a shorter log
+	// that is valid.
+	if _, err := db.Exec(`DROP TRIGGER tree_hashes_no_delete`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM tree_hashes WHERE id >= ?`, tlog.StoredHashCount(8)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE store_meta SET value = ? WHERE key = 'merkle_head'`, eight.String()); err != nil {
+		t.Fatal(err)
+	}
 	rep, _ = s.Verify(ctx, events.VerifyOptions{})
 	if !rep.OK() {
-		t.Fatalf("truncation alone should keep the chain valid: %v", rep.Failure)
+		t.Fatalf("truncation of the events and the tree should keep the log valid: %v", rep.Failure)
 	}
 	rep, _ = s.Verify(ctx, events.VerifyOptions{Head: &head})
 	if rep.OK() || rep.Failure.Seq != 10 || !strings.Contains(rep.Failure.Reason, "truncated") {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // blobReferrers are the event types whose payloads reference blobs.
@@ -43,6 +45,10 @@ type VerifyOptions struct {
 	// contain that event with that hash. This catches truncation, which the
 	// chain alone cannot.
 	Head *Head
+	// Tree, if set, is a tree head recorded elsewhere earlier: the log's
+	// tree at that size must still have that root. This catches
+	// truncation and a history rewritten with every hash recomputed.
+	Tree *TreeHead
 	// Progress, if set, is called after each page with the events checked.
 	Progress func(checked int64)
 }
@@ -52,21 +58,29 @@ type VerifyReport struct {
 	Events  int64        `json:"events"`
 	Blobs   int64        `json:"blobs"`
 	Head    Head         `json:"head"`
+	Tree    TreeHead     `json:"tree"`
 	Failure *VerifyError `json:"failure,omitempty"`
 }
 
 // OK reports whether everything verified.
 func (r *VerifyReport) OK() bool { return r.Failure == nil }
 
-// Verify recomputes the hash chain from the first event, checks that seqs
-// are contiguous, that every blob matches its address and that every blob
-// an event references exists: a payload stored as a blob, a tool output,
-// file contents, and a model request with every message segment its
-// messages_ref chain reaches. With opts.Head it also checks that the log
-// still holds that head. It reads one consistent snapshot, so appends
-// running meanwhile neither fail it nor are half seen; the report's Head
-// is the snapshot's. A verification failure is reported in the report (the
-// first bad seq), not as an error; the error is for I/O failures.
+// Verify recomputes every event's leaf from its row (docs/ARCHITECTURE.md,
+// "The Merkle log"): its header and its payload's commitment under its
+// salt, or for an event written before the Merkle log its hash-chain
+// record, recomputing the chain. It checks each row's hash column (the
+// leaf hash, or with an HMAC key the keyed tag only a key holder
+// computes), recomputes the whole Merkle tree from the leaves and compares
+// every stored tree hash with it, and checks that seqs are contiguous,
+// that no tree leaf outlives its event, that every blob matches its
+// address and that every blob an event references exists: a payload
+// stored as a blob, a tool output, file contents, and a model request with
+// every message segment its messages_ref chain reaches. With opts.Head
+// (opts.Tree) it also checks that the log still holds that head (tree
+// head). It reads one consistent snapshot, so appends running meanwhile
+// neither fail it nor are half seen; the report's Head and Tree are the
+// snapshot's. A verification failure is reported in the report (the first
+// bad seq), not as an error; the error is for I/O failures.
 func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
@@ -107,6 +121,9 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	if meta.v2From < 0 {
 		return v.fail(0, "", "store_meta %s is not a seq: it was altered", metaChainV2From)
 	}
+	if meta.merkleFrom < 0 {
+		return v.fail(0, "", "store_meta %s is not a seq: it was altered", metaMerkleFrom)
+	}
 	if end.Seq > 0 {
 		keyErr, err := checkKey(ctx, tx, v.s.opts.HMACKey, meta)
 		if err != nil {
@@ -135,15 +152,47 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	}
 	h := newChainHasher(v.s.opts.HMACKey)
 	prevHash, prevSeq := "", int64(0)
-	var headFound bool
+	chainHash := "" // the last hash of the chain part
+	var headFound, treeFound bool
+	var tree treeChecker
 	for end.Seq > 0 {
-		rs, err := v.s.scanRows(ctx, tx, Query{ToSeq: end.Seq}, prevSeq, scanPage)
+		lrs, err := scanLeafRows(ctx, tx, v.s.pg, prevSeq, end.Seq, scanPage)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range rs {
+		stored, err := v.storedTree(ctx, prevSeq, lrs)
+		if err != nil {
+			return nil, err
+		}
+		for _, lr := range lrs {
+			r := lr.row
 			if r.Seq != prevSeq+1 {
 				return v.fail(prevSeq+1, "", "event missing: seq jumps from %d to %d", prevSeq, r.Seq)
+			}
+			if meta.merkleFormat(r.Seq) {
+				line, fail, err := v.s.rowLeafLine(ctx, tx, meta, lr)
+				if err != nil {
+					return nil, err
+				}
+				if fail != "" {
+					return v.fail(r.Seq, "", "%s", fail)
+				}
+				leaf := tlog.RecordHash(line)
+				if hex.EncodeToString(leaf[:]) != r.Hash {
+					return v.fail(r.Seq, "", "hash mismatch: the row was altered")
+				}
+				if reason := tree.check(leaf, true, stored); reason != "" {
+					return v.fail(r.Seq, "", "%s", reason)
+				}
+				if done, err := v.checkRefs(ctx, r); done || err != nil {
+					return rep, err
+				}
+				if v.checkHeads(opts, r, &tree, &headFound, &treeFound) {
+					return rep, nil
+				}
+				prevHash, prevSeq = r.Hash, r.Seq
+				rep.Events++
+				continue
 			}
 			format := hashFormat1
 			if meta.v2From > 0 && r.Seq >= meta.v2From {
@@ -154,7 +203,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 				// run as NULL: an empty run_id was written behind its back.
 				return v.fail(r.Seq, "", "run_id is empty where the writer stores NULL: the row was altered")
 			}
-			want := h.eventHash(format, prevHash, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, r.RunID.String, r.RunID.Valid, []byte(r.Payload), r.At)
+			want := h.eventHash(format, chainHash, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, r.RunID.String, r.RunID.Valid, []byte(r.Payload), r.At)
 			if want != r.Hash {
 				reason := "hash mismatch: the row was altered or the chain was rewritten"
 				if r.Seq == 1 {
@@ -162,22 +211,22 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 				}
 				return v.fail(r.Seq, "", "%s", reason)
 			}
+			if reason := tree.check(tlog.RecordHash(chainLeafLine(r.Seq, r.Hash)), false, stored); reason != "" {
+				return v.fail(r.Seq, "", "%s", reason)
+			}
 			if done, err := v.checkRefs(ctx, r); done || err != nil {
 				return rep, err
 			}
-			if opts.Head != nil && r.Seq == opts.Head.Seq {
-				if r.Hash != opts.Head.Hash {
-					return v.fail(r.Seq, "", "hash %s differs from the recorded head %s", r.Hash, opts.Head.Hash)
-				}
-				headFound = true
+			if v.checkHeads(opts, r, &tree, &headFound, &treeFound) {
+				return rep, nil
 			}
-			prevHash, prevSeq = r.Hash, r.Seq
+			prevHash, prevSeq, chainHash = r.Hash, r.Seq, r.Hash
 			rep.Events++
 		}
 		if opts.Progress != nil {
 			opts.Progress(rep.Events)
 		}
-		if len(rs) < scanPage || prevSeq >= end.Seq {
+		if len(lrs) < scanPage || prevSeq >= end.Seq {
 			break
 		}
 	}
@@ -185,8 +234,24 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		return v.fail(prevSeq+1, "", "event missing: the log ends at seq %d, its head is %d", prevSeq, end.Seq)
 	}
 	rep.Head = Head{Seq: prevSeq, Hash: prevHash}
+	if prevSeq > 0 {
+		rep.Tree = TreeHead{Size: prevSeq, Root: tree.root()}
+	}
 	if opts.Head != nil && !headFound {
 		return v.fail(opts.Head.Seq, "", "the log ends at seq %d, before the recorded head %d: it was truncated", prevSeq, opts.Head.Seq)
+	}
+	if opts.Tree != nil && !treeFound {
+		return v.fail(prevSeq+1, "", "the log ends at seq %d, before the recorded tree head's size %d: it was truncated", prevSeq, opts.Tree.Size)
+	}
+	var extra int64
+	if err := tx.QueryRowContext(ctx, v.s.rebind(`SELECT COUNT(*) FROM tree_hashes WHERE id >= ?`), tlog.StoredHashCount(prevSeq)).Scan(&extra); err != nil {
+		return nil, storageErr("verify the Merkle tree", err)
+	}
+	if extra > 0 {
+		return v.fail(prevSeq+1, "", "event missing: the Merkle tree has leaves past the log's last seq %d, so events were deleted from its tail", prevSeq)
+	}
+	if done := v.checkTreeHead(meta, h, prevSeq, rep.Tree); done {
+		return rep, nil
 	}
 	// Every blob must match its content address.
 	rows, err := tx.QueryContext(ctx, `SELECT hash, bytes FROM blobs ORDER BY hash`)
@@ -209,6 +274,133 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		return nil, fmt.Errorf("events: verify blobs: %w", err)
 	}
 	return rep, nil
+}
+
+// checkTreeHead compares the tree head the writer recorded with the one
+// recomputed, and with an HMAC key checks its MAC. It reports done when
+// it recorded a failure.
+func (v *verifier) checkTreeHead(meta storeMeta, h *chainHasher, last int64, got TreeHead) bool {
+	stored, mac, err := parseMerkleHead(meta.merkleHead)
+	switch {
+	case err != nil:
+		v.fail(0, "", "%v", err)
+		return true
+	case stored.Size > last:
+		v.fail(last+1, "", "event missing: the recorded tree head has %d events and the log ends at seq %d, so events were deleted from its tail", stored.Size, last)
+		return true
+	case stored.Size < last:
+		v.fail(stored.Size+1, "", "the recorded tree head stops at seq %d, before the log's last seq %d: it was altered", stored.Size, last)
+		return true
+	case last > 0 && stored.Root != got.Root:
+		v.fail(last, "", "the recorded tree head's root %s differs from the recomputed %s: it was altered", stored.Root, got.Root)
+		return true
+	case h.keyed && mac != h.headMAC(stored.String()):
+		v.fail(last, "", "the tree head's HMAC does not match: the log was rewritten by someone without the HMAC key (or the key differs)")
+		return true
+	}
+	return false
+}
+
+// checkHeads checks the recorded heads of opts at the event r, the last
+// one added to tree. It reports done when it recorded a failure.
+func (v *verifier) checkHeads(opts VerifyOptions, r row, tree *treeChecker, headFound, treeFound *bool) bool {
+	if opts.Head != nil && r.Seq == opts.Head.Seq {
+		if r.Hash != opts.Head.Hash {
+			v.fail(r.Seq, "", "hash %s differs from the recorded head %s", r.Hash, opts.Head.Hash)
+			return true
+		}
+		*headFound = true
+	}
+	if opts.Tree != nil && r.Seq == opts.Tree.Size {
+		if root := tree.root(); root != opts.Tree.Root {
+			v.fail(r.Seq, "", "the tree of the first %d events has root %s, not the recorded %s: the log was rewritten", r.Seq, root, opts.Tree.Root)
+			return true
+		}
+		*treeFound = true
+	}
+	return false
+}
+
+// storedTree reads the stored tree hashes that the leaves of rs add: the
+// ids from StoredHashCount(after) on, by id.
+func (v *verifier) storedTree(ctx context.Context, after int64, rs []leafRow) (map[int64]tlog.Hash, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	last := max(rs[len(rs)-1].Seq, after+int64(len(rs)))
+	rows, err := v.tx.QueryContext(ctx, v.s.rebind(`SELECT id, hash FROM tree_hashes WHERE id >= ? AND id < ? ORDER BY id`), tlog.StoredHashCount(after), tlog.StoredHashCount(last))
+	if err != nil {
+		return nil, storageErr("verify the Merkle tree", err)
+	}
+	defer rows.Close()
+	out := make(map[int64]tlog.Hash, 2*len(rs))
+	for rows.Next() {
+		var id int64
+		var b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return nil, storageErr("verify the Merkle tree", err)
+		}
+		var h tlog.Hash
+		copy(h[:], b)
+		if len(b) != tlog.HashSize {
+			h[0] ^= 0xff // not a hash: never equal to a recomputed one by chance
+		}
+		out[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storageErr("verify the Merkle tree", err)
+	}
+	return out, nil
+}
+
+// treeChecker recomputes the Merkle tree leaf by leaf, keeping only the
+// roots of its complete subtrees, and compares every hash tlog stores for
+// a leaf with the stored one.
+type treeChecker struct {
+	n     int64       // leaves added
+	stack []tlog.Hash // complete subtree roots, largest first
+}
+
+// check adds a leaf and returns why the stored tree disagrees, or "".
+// inRow says the leaf hash is the row's hash column, not in tree_hashes.
+func (t *treeChecker) check(leaf tlog.Hash, inRow bool, stored map[int64]tlog.Hash) string {
+	id := tlog.StoredHashIndex(0, t.n)
+	want := []tlog.Hash{leaf}
+	h := leaf
+	for i := t.n; i&1 == 1; i >>= 1 {
+		h = tlog.NodeHash(t.stack[len(t.stack)-1], h)
+		t.stack = t.stack[:len(t.stack)-1]
+		want = append(want, h)
+	}
+	t.stack = append(t.stack, h)
+	t.n++
+	for k, w := range want {
+		if k == 0 && inRow {
+			continue
+		}
+		got, ok := stored[id+int64(k)]
+		switch {
+		case !ok:
+			return fmt.Sprintf("its leaf is missing from the Merkle tree (stored hash %d)", id+int64(k))
+		case got != w && k == 0:
+			return "its leaf differs from the Merkle tree's: the row or the tree was altered"
+		case got != w:
+			return fmt.Sprintf("the Merkle tree's stored hash %d differs from its recomputation: the tree was altered", id+int64(k))
+		}
+	}
+	return ""
+}
+
+// root is the root of the tree of the leaves added so far.
+func (t *treeChecker) root() tlog.Hash {
+	if len(t.stack) == 0 {
+		return tlog.Hash{}
+	}
+	r := t.stack[len(t.stack)-1]
+	for i := len(t.stack) - 2; i >= 0; i-- {
+		r = tlog.NodeHash(t.stack[i], r)
+	}
+	return r
 }
 
 // checkRefs checks the blobs an event reaches. It reports done when it

@@ -2,13 +2,17 @@ package events
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // maxHeadCache bounds the cached stream heads; the cache is cleared when
@@ -35,6 +39,19 @@ type writerState struct {
 	// From store_meta, read with the tail.
 	fingerprint string // the chain's key fingerprint, "" if not recorded yet
 	v2From      int64  // first seq hashed with hashFormat2, 0 if not recorded yet
+	merkleFrom  int64  // first seq in the Merkle format, 0 if not recorded yet
+
+	// The Merkle tree (merkle.go). treeSize leaves are in tree_hashes as
+	// last read or committed; leaves are those of seqs treeSize+1 to
+	// lastSeq, written in the open transaction (or read back to catch the
+	// tree up) and not yet stored. front holds the hashes of the tree's
+	// complete subtrees, all a new leaf's stored hashes read (nil: not
+	// loaded); nextFront is front after the open transaction commits.
+	treeSize  int64
+	leaves    []tlog.Hash
+	front     map[int64]tlog.Hash
+	nextFront map[int64]tlog.Hash
+	line      []byte // leaf line buffer
 	// keyErr is set when the store's key does not match the chain's; every
 	// write fails with it.
 	keyErr error
@@ -113,7 +130,39 @@ func (w *writerState) init(ctx context.Context, s *Store) error {
 			return fmt.Errorf("events: open: no %s table (run the migrations first)", t)
 		}
 	}
-	return w.reload(ctx, false)
+	if err := w.reload(ctx, false); err != nil {
+		return err
+	}
+	return w.buildTree()
+}
+
+// buildTree builds the Merkle tree over the events that are not in it
+// yet, when a log written before the Merkle log is first opened (the
+// events become the tree's first leaves; see catchUpTree). A store opened
+// with the wrong key writes nothing: its appends fail with the key error.
+func (w *writerState) buildTree() error {
+	if w.s.opts.chainRows || w.lastSeq <= w.treeSize {
+		return nil
+	}
+	ctx := context.Background()
+	if err := w.begin(ctx, true); err != nil {
+		if errors.Is(err, ErrKey) {
+			return nil
+		}
+		return err
+	}
+	err := w.flushTree(ctx)
+	if err == nil {
+		err = w.commitTx()
+	}
+	if err != nil {
+		w.rollback()
+		w.forceReload()
+		return fmt.Errorf("events: build the Merkle tree: %w", err)
+	}
+	w.committed()
+	w.treeCommitted()
+	return nil
 }
 
 // connect takes the writer's connection from its pool, if it has none.
@@ -207,7 +256,17 @@ func (w *writerState) reload(ctx context.Context, inTx bool) error {
 	if err != nil {
 		return err
 	}
-	w.fingerprint, w.v2From = meta.fingerprint, meta.v2From
+	w.fingerprint, w.v2From, w.merkleFrom = meta.fingerprint, meta.v2From, meta.merkleFrom
+	w.leaves, w.front, w.nextFront = nil, nil, nil
+	if w.s.opts.chainRows {
+		w.treeSize = w.lastSeq
+	} else {
+		h, _, err := parseMerkleHead(meta.merkleHead)
+		if err != nil {
+			return err
+		}
+		w.treeSize = h.Size
+	}
 	w.keyErr = nil
 	if w.lastSeq > 0 {
 		if w.keyErr, err = checkKey(ctx, w.conn, w.s.opts.HMACKey, meta); err != nil {
@@ -280,6 +339,11 @@ func (w *writerState) begin(ctx context.Context, appends bool) error {
 		w.rollback()
 		return err
 	}
+	if err := w.catchUpTree(ctx); err != nil {
+		w.rollback()
+		w.forceReload()
+		return err
+	}
 	return nil
 }
 
@@ -348,6 +412,13 @@ func (w *writerState) writeMeta(ctx context.Context) error {
 		}
 		w.fingerprint, w.metaWritten = want, true
 	}
+	if w.merkleFrom == 0 && !w.s.opts.chainRows {
+		n, err := w.recordOnce(ctx, metaMerkleFrom, w.lastSeq+1)
+		if err != nil {
+			return err
+		}
+		w.merkleFrom, w.metaWritten = n, true
+	}
 	if w.v2From == 0 {
 		// Read back what is stored: a stale cache may have missed a row
 		// another connection wrote (its inserts then collide and the batch
@@ -366,6 +437,23 @@ func (w *writerState) writeMeta(ctx context.Context) error {
 		w.v2From, w.metaWritten = n, true
 	}
 	return nil
+}
+
+// recordOnce stores a seq in store_meta unless a value is there already,
+// and returns the stored value.
+func (w *writerState) recordOnce(ctx context.Context, key string, seq int64) (int64, error) {
+	var v string
+	if err := w.exec(ctx, `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, key, strconv.FormatInt(seq, 10)); err != nil {
+		return 0, storageErr("record "+key, err)
+	}
+	if err := w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT value FROM store_meta WHERE key = ?`), key).Scan(&v); err != nil {
+		return 0, storageErr("record "+key, err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("events: store_meta %s is %q, not a seq", key, v)
+	}
+	return n, nil
 }
 
 func (w *writerState) rollback() {
@@ -437,7 +525,11 @@ func (w *writerState) commit(batch []*request) {
 		w.replyAll(batch, results)
 		return
 	}
-	if err := w.commitTx(); err != nil {
+	err := w.flushTree(context.Background())
+	if err == nil {
+		err = w.commitTx()
+	}
+	if err != nil {
 		w.rollback()
 		for i := range results {
 			if results[i].err == nil {
@@ -450,6 +542,7 @@ func (w *writerState) commit(batch []*request) {
 		return
 	}
 	w.committed()
+	w.treeCommitted()
 	w.replyAll(batch, results)
 	w.s.broadcast()
 }
@@ -499,6 +592,7 @@ var errStaleTail = errors.New("events: the cached chain tail is stale")
 // cached heads, after a failure left the in-memory state uncertain.
 func (w *writerState) forceReload() {
 	w.dataVersion = -1
+	w.leaves, w.front, w.nextFront = nil, nil, nil
 	w.heads = map[string]int64{}
 	w.metaWritten = false
 }
@@ -577,6 +671,9 @@ func (w *writerState) run(batch []*request, savepoints bool) (results []result, 
 
 func (w *writerState) restore(u undo) {
 	w.lastSeq, w.lastHash = u.lastSeq, u.lastHash
+	if keep := w.lastSeq - w.treeSize; keep >= 0 && keep < int64(len(w.leaves)) {
+		w.leaves = w.leaves[:keep]
+	}
 	for k, v := range u.heads {
 		if v < 0 {
 			delete(w.heads, k)
@@ -592,7 +689,10 @@ func (w *writerState) replyAll(batch []*request, results []result) {
 	}
 }
 
-const insertEvent = `INSERT INTO events (seq, stream, version, type, type_version, run_id, payload, at, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const (
+	insertEvent    = `INSERT INTO events (seq, stream, version, type, type_version, run_id, payload, at, hash, salt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertChainRow = `INSERT INTO events (seq, stream, version, type, type_version, run_id, payload, at, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
 
 // apply writes one request. wrote reports whether it may have written
 // anything before failing.
@@ -659,8 +759,22 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 			if req.runID != "" {
 				runID = req.runID
 			}
-			hash := w.hasher.eventHash(w.hashFormat(seq), w.lastHash, seq, pw.stream, head, it.typ, it.version, req.runID, req.runID != "", stored, at.UnixNano())
-			if err := w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash)); err != nil {
+			var hash string
+			var leaf tlog.Hash
+			var err error
+			if w.s.opts.chainRows {
+				hash = w.hasher.eventHash(w.hashFormat(seq), w.lastHash, seq, pw.stream, head, it.typ, it.version, req.runID, req.runID != "", stored, at.UnixNano())
+				err = w.exec(ctx, insertChainRow, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash))
+			} else {
+				var salt [SaltSize]byte
+				rand.Read(salt[:])
+				h := leafHeader{seq: seq, stream: pw.stream, version: head, typ: it.typ, typeVersion: it.version, runID: req.runID, hasRun: req.runID != "", at: at.UnixNano()}
+				w.line = appendLeafLine(w.line[:0], h, PayloadCommitment(salt[:], it.payload))
+				leaf = tlog.RecordHash(w.line)
+				hash = hex.EncodeToString(leaf[:])
+				err = w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash), salt[:])
+			}
+			if err != nil {
 				if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
 					// seq or (stream, version) is taken: our cache is stale.
 					return nil, wrote, fmt.Errorf("%w: insert %s seq %d: %w", errStaleTail, it.typ, seq, err)
@@ -675,6 +789,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 				}
 			}
 			w.lastSeq, w.lastHash = seq, hash
+			if !w.s.opts.chainRows {
+				w.leaves = append(w.leaves, leaf)
+			}
 			out = append(out, ev)
 		}
 		w.heads[pw.stream] = head

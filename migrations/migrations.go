@@ -168,6 +168,21 @@ func Up(ctx context.Context, db *sql.DB) (int, error) {
 	return len(res), nil
 }
 
+// UpTo applies the pending migrations up to and including version: for
+// tests that build a store as an older rath left it.
+func UpTo(ctx context.Context, db *sql.DB, version int64) error {
+	upMu.Lock()
+	defer upMu.Unlock()
+	p, err := provider(db)
+	if err != nil {
+		return err
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("migrations: up to %d: %w", version, err)
+	}
+	return nil
+}
+
 // Status lists every embedded migration in version order.
 func Status(ctx context.Context, db *sql.DB) ([]Migration, error) {
 	p, err := provider(db)

@@ -90,6 +90,8 @@ type Verify struct {
 	Events int64  `json:"events"`
 	Blobs  int64  `json:"blobs"`
 	Head   string `json:"head,omitempty"`
+	// Tree is the Merkle tree head as SIZE:ROOT (root in base64).
+	Tree string `json:"tree,omitempty"`
 	// FailedSeq is the first bad seq (0 if the failure is a blob or none).
 	FailedSeq  int64  `json:"failed_seq,omitempty"`
 	FailedBlob string `json:"failed_blob,omitempty"`
@@ -107,6 +109,7 @@ func VerifyOf(rep *rath.VerifyReport) Verify {
 	v := Verify{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections}
 	if rep.OK() && rep.Head.Seq > 0 {
 		v.Head = rep.Head.String()
+		v.Tree = rep.Tree.String()
 	}
 	if f := rep.Failure; f != nil {
 		v.FailedSeq, v.FailedBlob, v.Failure = f.Seq, f.Blob, f.Reason

@@ -40,8 +40,10 @@ func postgresTarget(t testing.TB) storetest.Target {
 		DSN:  dsn,
 		Exec: exec,
 		DropGuards: func(t testing.TB) {
-			if err := exec(t, `ALTER TABLE events DISABLE TRIGGER USER`); err != nil {
-				t.Fatal(err)
+			for _, q := range []string{`ALTER TABLE events DISABLE TRIGGER USER`, `ALTER TABLE tree_hashes DISABLE TRIGGER USER`} {
+				if err := exec(t, q); err != nil {
+					t.Fatal(err)
+				}
 			}
 		},
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Target is one fresh database.
@@ -29,8 +30,8 @@ type Target struct {
 	// Exec runs statements on the database directly, as someone with
 	// the database's password could.
 	Exec func(t testing.TB, sql string) error
-	// DropGuards removes the append-only triggers on events, as such a
-	// person could too.
+	// DropGuards removes the append-only triggers on events and
+	// tree_hashes, as such a person could too.
 	DropGuards func(t testing.TB)
 }
 
@@ -56,6 +57,8 @@ func Run(t *testing.T, b Backend) {
 		{"TriggersRefuseEdits", testTriggers},
 		{"TamperingIsFound", testTampering},
 		{"TruncationIsFound", testTruncation},
+		{"MerkleTamperingIsFoundAtItsSeq", testMerkleTampering},
+		{"MerkleProofs", testMerkleProofs},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
 		{"HeldSessionUpdates", testHeldUpdates},
@@ -374,12 +377,33 @@ func testTruncation(t *testing.T, b Backend) {
 	s := OpenStore(t, tg)
 	appendN(t, s, "s", 10)
 	head := mustVerify(t, s).Head
+	eight, err := s.TreeHeadAt(t.Context(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tg.DropGuards(t)
 	if err := tg.Exec(t, `DELETE FROM events WHERE seq > 8`); err != nil {
 		t.Fatal(err)
 	}
+	// The Merkle tree keeps the leaves of the deleted events: deleting the
+	// events alone is found at the first one.
+	rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || rep.Failure.Seq != 9 {
+		t.Fatalf("verify after deleting the tail's events = %v, want a failure at seq 9", rep.Failure)
+	}
+	// So does the recorded tree head; the attacker truncates the tree and
+	// rewrites the head too.
+	for _, q := range []string{fmt.Sprintf(`DELETE FROM tree_hashes WHERE id >= %d`, tlog.StoredHashCount(8)),
+		fmt.Sprintf(`UPDATE store_meta SET value = '%s' WHERE key = 'merkle_head'`, eight)} {
+		if err := tg.Exec(t, q); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mustVerify(t, s)
-	rep, err := s.Verify(t.Context(), events.VerifyOptions{Head: &head})
+	rep, err = s.Verify(t.Context(), events.VerifyOptions{Head: &head})
 	if err != nil {
 		t.Fatal(err)
 	}

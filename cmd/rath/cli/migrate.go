@@ -68,6 +68,12 @@ func newMigrateCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
+			pending := map[int64]bool{}
+			if before, err := rath.MigrationStatus(cmd.Context(), a.target()); err == nil {
+				for _, m := range before {
+					pending[m.Version] = !m.Applied
+				}
+			}
 			if err := rath.Migrate(cmd.Context(), a.target()); err != nil {
 				return err
 			}
@@ -77,14 +83,57 @@ func newMigrateCmd(a *app) *cobra.Command {
 			}
 			var v int64
 			for _, m := range ms {
-				if m.Applied {
-					v = m.Version
+				if !m.Applied {
+					continue
+				}
+				v = m.Version
+				if pending[m.Version] {
+					fmt.Fprintf(a.stdout, "applied %s%s\n", m.Source, migrationNotes[m.Version])
 				}
 			}
 			fmt.Fprintf(a.stdout, "%s is at schema version %d\n", a.where(), v)
+			if pending[merkleMigration] {
+				return a.buildTree(cmd)
+			}
 			return nil
 		},
 	}
 	cmd.AddCommand(status, up)
 	return cmd
+}
+
+// merkleMigration is the schema version that made the log a Merkle log.
+const merkleMigration = 9
+
+// migrationNotes say what a migration does to a store's data, where that
+// is more than a schema change.
+var migrationNotes = map[int64]string{
+	merkleMigration: ": the log becomes a Merkle log (docs/ARCHITECTURE.md): a salt per new event and the tree_hashes table; the events already in the log keep their hash chain and become the tree's first leaves",
+}
+
+// buildTree opens the store, which builds the Merkle tree over the events
+// already in the log, and says so.
+func (a *app) buildTree(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	rt, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	head, err := rt.Store().Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head.Seq == 0 {
+		return nil
+	}
+	tree, err := rt.Store().TreeHead(ctx)
+	if err != nil {
+		return err
+	}
+	if tree.Size < head.Seq {
+		fmt.Fprintf(a.stdout, "the Merkle tree over the %d existing events is built when the store is next opened with its HMAC key (RATH_HMAC_KEY)\n", head.Seq)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "built the Merkle tree over the %d existing events: tree head %s (keep it: rath verify --tree %s)\n", head.Seq, tree, tree)
+	return nil
 }

@@ -12,14 +12,19 @@ import (
 type verifyView = jsonview.Verify
 
 func newVerifyCmd(a *app) *cobra.Command {
-	var headFlag string
+	var headFlag, treeFlag string
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Recompute the hash chain, check every blob and the projections; print the head as SEQ:HASH",
-		Long: `verify recomputes the event hash chain from the first event, checks that
-seqs are contiguous and that every blob matches its hash, and prints the
-head as SEQ:HASH. Keep that head somewhere else: "rath verify --head
-SEQ:HASH" later proves the log still holds it, which catches truncation.
+		Short: "Recompute every event's leaf and the Merkle tree, check every blob and the projections; print the heads",
+		Long: `verify recomputes every event's Merkle leaf from its row (its header and
+its salted payload commitment, or for events written before the Merkle
+log their hash chain), checks the hash column of each, recomputes the
+Merkle tree and compares every stored tree hash, checks that seqs are
+contiguous and that every blob matches its hash, and prints the head as
+SEQ:HASH and the tree head as SIZE:ROOT. Keep them somewhere else: "rath
+verify --head SEQ:HASH" or "--tree SIZE:ROOT" later proves the log still
+holds them, which catches truncation (and, with --tree, a history
+rewritten with every hash recomputed).
 Then it rebuilds the projections (sessions, chunks, lineage, usage, runs:
 what show, sessions, graph, runs and dossiers display) from the log into a
 scratch database and compares them row for row with the store's, without
@@ -35,6 +40,13 @@ or the first differing table and row.`,
 					return usagef(cmd, "--head: %v", err)
 				}
 				opts.Head = &h
+			}
+			if treeFlag != "" {
+				h, err := events.ParseTreeHead(treeFlag)
+				if err != nil {
+					return usagef(cmd, "--tree: %v", err)
+				}
+				opts.Tree = &h
 			}
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
@@ -56,6 +68,7 @@ or the first differing table and row.`,
 				switch {
 				case v.Head != "":
 					fmt.Fprintf(a.stdout, "head            %s\n", v.Head)
+					fmt.Fprintf(a.stdout, "tree            %s\n", v.Tree)
 				case rep.OK():
 					fmt.Fprintln(a.stdout, "head            (empty log)")
 				}
@@ -73,6 +86,7 @@ or the first differing table and row.`,
 		},
 	}
 	cmd.Flags().StringVar(&headFlag, "head", "", "a head SEQ:HASH recorded earlier, which the log must still hold")
+	cmd.Flags().StringVar(&treeFlag, "tree", "", "a tree head SIZE:ROOT recorded earlier, which the log's tree must still extend")
 	jsonFlag(cmd, a)
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 var headLine = regexp.MustCompile(`(?m)^head\s+(\d+:[0-9a-f]{64})$`)
@@ -63,8 +64,28 @@ func TestRun_VerifyDetectsTruncation(t *testing.T) {
 	if m == nil {
 		t.Fatal("no head")
 	}
+	tree := treeLine.FindStringSubmatch(mustRun(t, w.dir, "verify"))
+	if tree == nil {
+		t.Fatal("no tree head")
+	}
+	rt, err := rath.Open(t.Context(), w.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := rt.Store().TreeHeadAt(t.Context(), w.events-1)
+	rt.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	db := openDB(t, w.dir)
 	exec(t, db, `DROP TRIGGER events_no_delete`, fmt.Sprintf(`DELETE FROM events WHERE seq = %d`, w.events))
+	// The Merkle tree still holds the deleted event's leaf...
+	if r := rathCLI(t, w.dir, "verify"); r.code != ExitVerifyFailed || !strings.Contains(r.stderr, fmt.Sprintf("seq %d", w.events)) || !strings.Contains(r.stderr, "tail") {
+		t.Fatalf("deleted tail event: exit %d stderr %q", r.code, r.stderr)
+	}
+	// ...until the attacker truncates the tree and rewrites its head too.
+	exec(t, db, `DROP TRIGGER tree_hashes_no_delete`, fmt.Sprintf(`DELETE FROM tree_hashes WHERE id >= %d`, tlog.StoredHashCount(w.events-1)),
+		fmt.Sprintf(`UPDATE store_meta SET value = '%s' WHERE key = 'merkle_head'`, before))
 	db.Close()
 	// The projections still hold the deleted event's session...
 	if r := rathCLI(t, w.dir, "verify"); r.code != ExitVerifyFailed || !strings.Contains(r.stderr, "table sessions") || !strings.Contains(r.stderr, w.detached) {
@@ -78,6 +99,10 @@ func TestRun_VerifyDetectsTruncation(t *testing.T) {
 	r := rathCLI(t, w.dir, "verify", "--head", m[1])
 	if r.code != ExitVerifyFailed || !strings.Contains(r.stderr, "truncated") || !strings.Contains(r.stderr, fmt.Sprintf("seq %d", w.events)) {
 		t.Fatalf("truncation: exit %d stderr %q", r.code, r.stderr)
+	}
+	r = rathCLI(t, w.dir, "verify", "--tree", tree[1])
+	if r.code != ExitVerifyFailed || !strings.Contains(r.stderr, "truncated") || !strings.Contains(r.stderr, fmt.Sprintf("seq %d", w.events)) {
+		t.Fatalf("truncation, tree head: exit %d stderr %q", r.code, r.stderr)
 	}
 }
 
