@@ -164,6 +164,9 @@ type realCase struct {
 	env    []string
 	args   []string
 	tools  bool // a workspace with a.txt and b.txt, and read_workspace_file
+	// memory runs a first run in the same store beforehand, committing to
+	// the --memory namespace, so that this one recalls something.
+	memory bool
 	script []modeltest.Reply
 	// wantExit is `rath run`'s exit code; wantText what its output holds.
 	wantExit int
@@ -188,6 +191,14 @@ func realCases() []realCase {
 		{name: "openai 500 then a stream cut midway", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"},
 			script:   []modeltest.Reply{{Status: 500}, {Content: "this answer is cut off before its end", CutAfter: 3}, {Content: "whole at last"}},
 			wantText: "whole at last", wantCalls: 3},
+		{name: "openai 500 as an error event mid-stream", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"},
+			script:   []modeltest.Reply{{Content: "this answer breaks off with an error event", ErrorAfter: 3, Message: "upstream failed"}, {Content: "whole after the error"}},
+			wantText: "whole after the error", wantCalls: 2},
+		{name: "anthropic 500 as an error event mid-stream", vendor: "anthropic", env: anthropicEnv, args: []string{"--model", "claude-x"},
+			script:   []modeltest.Reply{{Content: "this answer breaks off with an error event", ErrorAfter: 4, Message: "upstream failed"}, {Content: "whole after the error"}},
+			wantText: "whole after the error", wantCalls: 2},
+		{name: "openai memory recall and commit", vendor: "openai", env: openaiEnv, args: []string{"--model", "m", "--memory", "user/ana"}, memory: true,
+			script: []modeltest.Reply{{Content: "noted for Ana"}}, wantText: "noted for Ana", wantCalls: 1},
 		{name: "openai parallel tool calls", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"}, tools: true,
 			script: []modeltest.Reply{read2, {Content: "read both"}}, wantText: "read both", wantCalls: 2},
 		{name: "openai tool calls no stream usage absent", vendor: "openai", env: openaiEnv, args: []string{"--model", "m", "--no-stream"}, tools: true,
@@ -247,7 +258,15 @@ func runReal(t *testing.T, store []string, tc realCase) string {
 		}
 		argv = append(argv, "--workspace", ws, "--tools", "read_workspace_file")
 	}
+	if tc.memory {
+		if r := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "memory", "add", "user/ana", "something to know: ana keeps a violet teapot")...); r.code != 0 {
+			t.Fatalf("memory add: exit %d\n%s", r.code, r.stderr)
+		}
+	}
 	r := rathEnv(t, userEnv(t, config, vars...), append(argv, "say something")...)
+	if tc.memory && !strings.Contains(string(srv.Requests()[0].Body), "violet teapot") {
+		t.Fatalf("the recalled memory did not reach the model:\n%s", srv.Requests()[0].Body)
+	}
 	if r.code != tc.wantExit || !strings.Contains(r.stdout, tc.wantText) {
 		t.Fatalf("rath run: exit %d (want %d), want %q in the output\n%s\n%s", r.code, tc.wantExit, tc.wantText, r.stdout, r.stderr)
 	}
