@@ -46,7 +46,9 @@ func anthropicError(status int, msg string) []byte {
 
 // anthropicStreamError is an error inside a stream: an "error" event
 // holding the error object.
-func anthropicStreamError(status int, msg string) string { return sse("error", anthropicError(status, msg)) }
+func anthropicStreamError(status int, msg string) string {
+	return sse("error", anthropicError(status, msg))
+}
 
 func anthropicStop(r Reply) string {
 	switch {
