@@ -158,12 +158,17 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		if err != nil {
 			return nil, err
 		}
+		// River's connections get the event store's keepalives and user
+		// timeout: a worker paused or cut off while River holds a job row
+		// locked is found dead in seconds, not when the kernel gives up.
+		events.BoundStalls(cfg)
 		f.db = stdlib.OpenDB(*cfg)
 		pcfg, err := pgxpool.ParseConfig(store.Target())
 		if err != nil {
 			f.db.Close()
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
+		events.BoundStalls(pcfg.ConnConfig)
 		pcfg.MaxConns = 2
 		if f.listener, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 			f.db.Close()
