@@ -78,11 +78,9 @@ fleetbench: build
 # soak runs the long fault-injection chaos of the fleet (fleet/soak_test.go):
 # hundreds of runs (RATH_SOAK_RUNS, default 200) per store through SIGKILLs,
 # SIGSTOPs past the lease, duplicate jobs and a PostgreSQL restart. make test
-# runs the bounded versions. It also runs the replay matrix of real-provider
-# runs on PostgreSQL as well as SQLite (make test runs it on SQLite).
+# runs the bounded versions.
 soak: deps
 	$(GO) test -tags '$(TAGS) soak' -run TestSoak -timeout 60m -v ./fleet
-	RATH_REPLAY_MATRIX=full $(GO) test -race -tags $(TAGS) -run 'TestReplay_' -timeout 60m ./cmd/rath/cli
 
 # fuzz runs each fuzz target for a short while.
 fuzz:

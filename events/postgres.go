@@ -106,6 +106,12 @@ func boundStalls(cfg *pgx.ConnConfig) {
 	cfg.DialFunc = d.DialContext
 }
 
+// BoundStalls sets on cfg the TCP keepalives and user timeout the event
+// store's own connections use (both ends), for other pools on the same
+// server: the fleet's job queue holds row locks too, and a stalled peer
+// must be found dead as fast there.
+func BoundStalls(cfg *pgx.ConnConfig) { boundStalls(cfg) }
+
 // openPostgres opens the writer's and the readers' pools on the server
 // the DSN names and checks it answers.
 func openPostgres(ctx context.Context, opts Options) (wdb *sql.DB, rdb *sqlx.DB, err error) {

@@ -54,7 +54,13 @@ func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
 	} else if h, err := os.Hostname(); err == nil {
 		who = "cancel:" + h
 	}
-	if _, err := store.Append(ctx, events.LeaseStream(run), int64(len(evs)), events.RunLeased{Run: run, Worker: who, Token: token, ExpiresAt: time.Now().Add(time.Hour).UnixNano()}); err != nil {
+	// On the lease clock (the database's on PostgreSQL): a canceling
+	// machine whose clock is behind must not write a lease already over.
+	at, err := now(ctx, rt, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := store.Append(ctx, events.LeaseStream(run), int64(len(evs)), events.RunLeased{Run: run, Worker: who, Token: token, ExpiresAt: at.Add(time.Hour).UnixNano()}); err != nil {
 		return fmt.Errorf("fleet: cancel %s: %w", run, err)
 	}
 	lease := events.Lease{Run: run, Token: token}

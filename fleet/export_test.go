@@ -19,3 +19,13 @@ func (f *Fleet) EnqueueAgain(ctx context.Context, run string) error {
 	_, err := f.client.Insert(ctx, RunArgs{Run: run}, &river.InsertOpts{Queue: f.opts.Queue})
 	return err
 }
+
+// Setting reads a server setting as River's pool and its listener's
+// connections see it.
+func (f *Fleet) Setting(ctx context.Context, name string) (pool, listener string, err error) {
+	if err := f.db.QueryRowContext(ctx, "SELECT current_setting($1)", name).Scan(&pool); err != nil {
+		return "", "", err
+	}
+	err = f.listener.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&listener)
+	return pool, listener, err
+}

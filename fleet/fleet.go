@@ -79,6 +79,12 @@ type Options struct {
 	Resolve func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error)
 	// Logger receives River's and the workers' logs. Nil discards them.
 	Logger *slog.Logger
+	// Clock is this machine's clock; nil means time.Now. Leases and
+	// heartbeats are on it on SQLite (one machine, one clock); on
+	// PostgreSQL they are on the database's clock whatever this one
+	// says, so a worker whose clock is off neither takes a live lease
+	// nor keeps one that ran out. Set it to test a skewed machine.
+	Clock func() time.Time
 	// Log, if set, gets one line for each run this worker takes,
 	// finishes, hands back or loses, and for each job it ends because
 	// the run is held or finished.
@@ -163,6 +169,10 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		if err != nil {
 			return nil, err
 		}
+		// River's connections get the event store's keepalives and user
+		// timeout: a worker paused or cut off while River holds a job row
+		// locked is found dead in seconds, not when the kernel gives up.
+		events.BoundStalls(cfg)
 		f.db = stdlib.OpenDB(*cfg)
 		if opts.SubmitOnly {
 			// An insert-only client listens for nothing.
@@ -175,6 +185,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 			f.db.Close()
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
+		events.BoundStalls(pcfg.ConnConfig)
 		pcfg.MaxConns = 2
 		if f.listener, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 			f.db.Close()

@@ -40,10 +40,14 @@ var ErrLeaseLost = errors.New("fleet: the run's lease ran out before it was rene
 
 // now is the lease clock: PostgreSQL's clock on PostgreSQL, so that
 // workers on machines whose clocks disagree still agree on when a lease
-// expires; the machine's clock on SQLite, whose store one machine shares.
-func now(ctx context.Context, rt *rath.Runtime) (time.Time, error) {
+// expires; the machine's clock (clock, nil for time.Now) on SQLite,
+// whose store one machine shares.
+func now(ctx context.Context, rt *rath.Runtime, clock func() time.Time) (time.Time, error) {
 	store := rt.Store()
 	if !store.Postgres() {
+		if clock != nil {
+			return clock(), nil
+		}
 		return time.Now(), nil
 	}
 	var us int64
@@ -88,7 +92,7 @@ func (f *Fleet) takeOnce(ctx context.Context, run string) (events.Lease, error) 
 		}
 		last = l
 	}
-	t, err := now(ctx, f.rt)
+	t, err := now(ctx, f.rt, f.opts.Clock)
 	if err != nil {
 		return events.Lease{}, err
 	}
@@ -114,7 +118,7 @@ func (f *Fleet) takeOnce(ctx context.Context, run string) (events.Lease, error) 
 
 // release ends the lease now, so the run can be taken again at once.
 func (f *Fleet) release(ctx context.Context, lease events.Lease) error {
-	t, err := now(ctx, f.rt)
+	t, err := now(ctx, f.rt, f.opts.Clock)
 	if err != nil {
 		return err
 	}
@@ -150,7 +154,7 @@ func (f *Fleet) renew(ctx context.Context, lease events.Lease, cancel context.Ca
 			return
 		}
 		start := time.Now()
-		at, err := now(ctx, f.rt)
+		at, err := now(ctx, f.rt, f.opts.Clock)
 		if err == nil {
 			_, err = f.rt.Store().Append(ctx, events.LeaseStream(lease.Run), events.AnyVersion, events.RunLeased{
 				Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: at.Add(f.opts.LeaseTime).UnixNano(), Renewal: true})

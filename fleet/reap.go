@@ -27,7 +27,7 @@ func (f *Fleet) reap(ctx context.Context) {
 		case <-t.C:
 		}
 		f.expireDue(ctx, time.Now())
-		at, err := now(ctx, f.rt)
+		at, err := now(ctx, f.rt, f.opts.Clock)
 		if err != nil {
 			continue
 		}

@@ -16,15 +16,27 @@ import (
 )
 
 // How long after a worker's SIGKILL another worker holds its run, with
-// the default DeadAfter (the README's takeover figure). Each iteration
-// submits a run, lets a worker process take it and hang in its first
-// tool call, kills that worker and times until a live peer's lease on
-// the run is recorded.
+// the default DeadAfter (the README's takeover figure), on each store.
+// Each iteration submits a run, lets a worker process take it and hang
+// in its first tool call, kills that worker and times until a live
+// peer's lease on the run is recorded.
 func BenchmarkFleet_TakeoverAfterSIGKILL(b *testing.B) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		b.Run(backend, func(b *testing.B) { benchTakeover(b, backend) })
+	}
+}
+
+func benchTakeover(b *testing.B, backend string) {
 	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 	defer cancel()
-	dir := b.TempDir()
-	rt, err := openRuntime(ctx, dir, "-")
+	dir, dsn := b.TempDir(), "-"
+	if backend == "postgres" {
+		var err error
+		if dsn, err = server.CreateDatabase(ctx, fmt.Sprintf("takeover%d", dbs.Add(1))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rt, err := openRuntime(ctx, dir, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,7 +49,7 @@ func BenchmarkFleet_TakeoverAfterSIGKILL(b *testing.B) {
 	ws := b.TempDir()
 	start := func(mode string) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s - %s", workerEnv, dir, mode), defaultsEnv+"=1")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s", workerEnv, dir, dsn, mode), defaultsEnv+"=1")
 		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)

@@ -117,6 +117,12 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	bg := context.WithoutCancel(ctx)
 	after, serr := runState(bg, store, run)
 	if serr == nil && after.finished {
+		if err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+			// This attempt lost the lease (stopped or cut off past it) and
+			// another holder finished the run: say so, not "finished".
+			f.logf("run %s: lost: another holder took it and finished it (%v)", run, cause)
+			return nil
+		}
 		f.release(bg, lease)
 		f.logf("run %s: finished", run)
 		return nil // done, or failed in its workflow: either way, final

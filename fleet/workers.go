@@ -39,7 +39,7 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 		StartedAt   int64  `db:"started_at"`
 		HeartbeatAt int64  `db:"heartbeat_at"`
 	}
-	now, err := now(ctx, rt)
+	now, err := now(ctx, rt, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (f *Fleet) deadWorkers(ctx context.Context, at time.Time) (map[string]time.
 // beat records this worker's heartbeat (the first one registers it), on
 // the lease clock.
 func (f *Fleet) beat(ctx context.Context, started time.Time) error {
-	at, err := now(ctx, f.rt)
+	at, err := now(ctx, f.rt, f.opts.Clock)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,9 @@ import (
 //	func TestMain(m *testing.M) { pgtest.Main(m, func(s *pgtest.Server) { pg = s }) }
 //
 // When the server cannot start, every test fails: the binary exits 1 with
-// the reason, it does not skip.
-func Main(m *testing.M, set func(*Server)) {
+// the reason, it does not skip. Each cleanup runs after the tests (Main
+// ends with os.Exit, so a TestMain cannot clean up after it).
+func Main(m *testing.M, set func(*Server), cleanup ...func()) {
 	srv, err := Start(context.Background(), Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: PostgreSQL for the tests:", err)
@@ -23,6 +24,9 @@ func Main(m *testing.M, set func(*Server)) {
 	}
 	set(srv)
 	code := m.Run()
+	for _, c := range cleanup {
+		c()
+	}
 	srv.Stop()
 	os.Exit(code)
 }

@@ -117,7 +117,7 @@ rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
 func newWorkerCmd(a *app) *cobra.Command {
 	var concurrency int
 	var queue string
-	var lease, grace time.Duration
+	var lease, grace, deadAfter time.Duration
 	var backends []string
 	var policy workerPolicy
 	cmd := &cobra.Command{
@@ -129,7 +129,12 @@ those in flight finish for up to --grace, and hands back the rest (their
 leases lapse and another worker resumes them). A worker holds each run
 under a lease renewed every third of --lease; if it dies, another worker
 takes the run over after the lease expires and resumes it from the log,
-so nothing that completed runs again. The workspace a run names must be
+so nothing that completed runs again. Workers beat a heartbeat every
+fifth of --dead-after; one silent for --dead-after has its leases expired
+early by a live peer (with fencing), so a crashed worker's runs go on in
+about that long. Raise it on a machine so loaded that a live worker can
+miss its heartbeats that long: such a worker loses its runs, and a tool
+call it was running may run a second time. The workspace a run names must be
 reachable from every worker (a shared path, or an OpenSandbox sandbox);
 a run whose workspace is missing fails with that reason.
 
@@ -144,6 +149,9 @@ before anything of it runs.`,
 		Example: "rath worker --concurrency 8\nRATH_DSN=postgres://rath@db/rath rath worker --queue batch --backends bwrap",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if deadAfter <= 0 {
+				return usagef(cmd, "--dead-after: want a positive duration, got %s", deadAfter)
+			}
 			var err error
 			if policy.backends, err = parseBackends(backends); err != nil {
 				return usagef(cmd, "--backends: %v", err)
@@ -172,7 +180,7 @@ before anything of it runs.`,
 				_, err := rt.Workflow(name)
 				setup[name] = err == nil
 			}
-			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, Concurrency: concurrency, LeaseTime: lease, Log: a.stderr,
+			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, Concurrency: concurrency, LeaseTime: lease, DeadAfter: deadAfter, Log: a.stderr,
 				Resolve: func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
 					return a.workflowForSubmitted(ctx, rt, name, params, setup, policy)
 				}})
@@ -187,6 +195,7 @@ before anything of it runs.`,
 	cmd.Flags().IntVar(&concurrency, "concurrency", fleet.DefaultConcurrency, "runs executed at once")
 	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to take runs from")
 	cmd.Flags().DurationVar(&lease, "lease", fleet.DefaultLeaseTime, "how long a run stays this worker's without a renewal")
+	cmd.Flags().DurationVar(&deadAfter, "dead-after", fleet.DefaultDeadAfter, "how long a worker may miss heartbeats before its peers take its runs over")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "how long runs in flight may finish after SIGTERM")
 	cmd.Flags().StringSliceVar(&backends, "backends", defaultWorkerBackends, "sandbox backends submitted workspaces may use (local runs tools unconfined as this worker's user)")
 	cmd.Flags().BoolVar(&policy.submittedMCP, "allow-submitted-mcp", false, "start MCP servers a submitted run brings (--mcp: a command on this host, or a URL); without it, only this worker's configured servers")

@@ -54,7 +54,10 @@ func startEverythingHTTP(t *testing.T, mode string) (string, func()) {
 		cmd.Wait()
 	}
 	t.Cleanup(stop)
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	// Generous: node starts in seconds, but the replay matrix starts
+	// several reference servers at once on a loaded machine (one took
+	// over 20 s at a load average of 32).
+	for deadline := time.Now().Add(2 * time.Minute); ; {
 		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 			c.Close()
 			break

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,12 +28,46 @@ import (
 // `rath dossier --replay` in a fresh process with nothing but PATH, an
 // empty HOME and an empty RATH_HOME, the servers stopped.
 
-// rathEnv runs the test binary as rath with exactly env (and the switch
-// that makes it rath): nothing of the test's own environment leaks in.
+// stock is the stock rath command (cmd/rath), built once per test binary
+// without the race detector and removed by TestMain. The matrix starts
+// hundreds of processes: the race-instrumented test binary takes about
+// 1.6 s to start on a loaded 2-core machine, the plain binary 0.15 s,
+// which is what lets the matrix run on both stores in make test. The
+// race detector still covers the same code in this package's in-process
+// tests.
+var stock struct {
+	once sync.Once
+	dir  string
+	out  []byte
+	err  error
+}
+
+// stockRath returns the path of the stock rath binary.
+func stockRath(t *testing.T) string {
+	t.Helper()
+	stock.once.Do(func() {
+		if stock.dir, stock.err = os.MkdirTemp("", "rath-stock-"); stock.err != nil {
+			return
+		}
+		goBin, err := execpkg.LookPath("go")
+		if err != nil {
+			stock.err = err
+			return
+		}
+		stock.out, stock.err = execpkg.Command(goBin, "build", "-o", filepath.Join(stock.dir, "rath"), "github.com/gorath/rath/cmd/rath").CombinedOutput()
+	})
+	if stock.err != nil {
+		t.Fatalf("build cmd/rath: %v\n%s", stock.err, stock.out)
+	}
+	return filepath.Join(stock.dir, "rath")
+}
+
+// rathEnv runs the stock rath binary with exactly env: nothing of the
+// test's own environment leaks in.
 func rathEnv(t *testing.T, env []string, argv ...string) result {
 	t.Helper()
-	cmd := execpkg.Command(os.Args[0], argv...)
-	cmd.Env = append([]string{mainEnv + "=1"}, env...)
+	cmd := execpkg.Command(stockRath(t), argv...)
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -129,6 +164,9 @@ type realCase struct {
 	env    []string
 	args   []string
 	tools  bool // a workspace with a.txt and b.txt, and read_workspace_file
+	// memory runs a first run in the same store beforehand, committing to
+	// the --memory namespace, so that this one recalls something.
+	memory bool
 	script []modeltest.Reply
 	// wantExit is `rath run`'s exit code; wantText what its output holds.
 	wantExit int
@@ -153,6 +191,14 @@ func realCases() []realCase {
 		{name: "openai 500 then a stream cut midway", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"},
 			script:   []modeltest.Reply{{Status: 500}, {Content: "this answer is cut off before its end", CutAfter: 3}, {Content: "whole at last"}},
 			wantText: "whole at last", wantCalls: 3},
+		{name: "openai 500 as an error event mid-stream", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"},
+			script:   []modeltest.Reply{{Content: "this answer breaks off with an error event", ErrorAfter: 3, Message: "upstream failed"}, {Content: "whole after the error"}},
+			wantText: "whole after the error", wantCalls: 2},
+		{name: "anthropic 500 as an error event mid-stream", vendor: "anthropic", env: anthropicEnv, args: []string{"--model", "claude-x"},
+			script:   []modeltest.Reply{{Content: "this answer breaks off with an error event", ErrorAfter: 4, Message: "upstream failed"}, {Content: "whole after the error"}},
+			wantText: "whole after the error", wantCalls: 2},
+		{name: "openai memory recall and commit", vendor: "openai", env: openaiEnv, args: []string{"--model", "m", "--memory", "user/ana"}, memory: true,
+			script: []modeltest.Reply{{Content: "noted for Ana"}}, wantText: "noted for Ana", wantCalls: 1},
 		{name: "openai parallel tool calls", vendor: "openai", env: openaiEnv, args: []string{"--model", "m"}, tools: true,
 			script: []modeltest.Reply{read2, {Content: "read both"}}, wantText: "read both", wantCalls: 2},
 		{name: "openai tool calls no stream usage absent", vendor: "openai", env: openaiEnv, args: []string{"--model", "m", "--no-stream"}, tools: true,
@@ -212,7 +258,15 @@ func runReal(t *testing.T, store []string, tc realCase) string {
 		}
 		argv = append(argv, "--workspace", ws, "--tools", "read_workspace_file")
 	}
+	if tc.memory {
+		if r := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "memory", "add", "user/ana", "something to know: ana keeps a violet teapot")...); r.code != 0 {
+			t.Fatalf("memory add: exit %d\n%s", r.code, r.stderr)
+		}
+	}
 	r := rathEnv(t, userEnv(t, config, vars...), append(argv, "say something")...)
+	if tc.memory && !strings.Contains(string(srv.Requests()[0].Body), "violet teapot") {
+		t.Fatalf("the recalled memory did not reach the model:\n%s", srv.Requests()[0].Body)
+	}
 	if r.code != tc.wantExit || !strings.Contains(r.stdout, tc.wantText) {
 		t.Fatalf("rath run: exit %d (want %d), want %q in the output\n%s\n%s", r.code, tc.wantExit, tc.wantText, r.stdout, r.stderr)
 	}
@@ -223,18 +277,10 @@ func runReal(t *testing.T, store []string, tc realCase) string {
 	return runIDOf(t, r)
 }
 
-// replayStores are the stores the replay matrix runs on: SQLite in make
-// test, and PostgreSQL too under make soak (RATH_REPLAY_MATRIX=full). The
-// whole matrix on both stores under -race took most of make test's budget
-// on 2 cores; the fleet takeover case runs on both stores always
-// (bothStores), so PostgreSQL's path through the recorded provider is
-// covered by make test too.
-func replayStores() []string {
-	if os.Getenv("RATH_REPLAY_MATRIX") == "full" {
-		return bothStores()
-	}
-	return []string{"sqlite"}
-}
+// replayStores are the stores the replay matrix runs on: both, in make
+// test. Its processes are the stock binary (stockRath), which is what
+// makes both stores fit the budget.
+func replayStores() []string { return bothStores() }
 
 // bothStores are the two stores.
 func bothStores() []string { return []string{"sqlite", "postgres"} }
@@ -455,8 +501,8 @@ func TestReplay_FleetRunTakenOverReplaysInABareEnvironment(t *testing.T) {
 			}
 			run := strings.TrimSpace(sub.stdout)
 			worker := func() *execpkg.Cmd {
-				w := execpkg.Command(os.Args[0], append(append([]string(nil), store...), "worker", "--lease", "2s", "--backends", "local")...)
-				w.Env = append([]string{mainEnv + "=1"}, env...)
+				w := execpkg.Command(stockRath(t), append(append([]string(nil), store...), "worker", "--lease", "2s", "--backends", "local")...)
+				w.Env = env
 				if err := w.Start(); err != nil {
 					t.Fatal(err)
 				}

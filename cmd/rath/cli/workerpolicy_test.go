@@ -151,6 +151,15 @@ func TestWorker_RunsOnlyWhatItsOperatorAllows(t *testing.T) {
 	mustRun(t, dir, "verify")
 }
 
+// A worker's --dead-after is a positive duration.
+func TestWorker_DeadAfterFlag(t *testing.T) {
+	for _, bad := range []string{"0s", "-2s", "soon"} {
+		if r := rathCLI(t, t.TempDir(), "worker", "--dead-after", bad); r.code != ExitUsage || !strings.Contains(r.stderr, "--dead-after") {
+			t.Errorf("--dead-after %q: exit %d\n%s", bad, r.code, r.stderr)
+		}
+	}
+}
+
 // A worker's --backends takes known names only.
 func TestWorker_BackendsFlag(t *testing.T) {
 	for _, bad := range []string{"docker", ",", "local,nope"} {

@@ -13,11 +13,12 @@ import (
 func NewAnthropic(t testing.TB) *Server {
 	t.Helper()
 	return newServer(t, flavor{
-		name:      "anthropic",
-		path:      "/v1/messages",
-		errorBody: anthropicError,
-		body:      anthropicBody,
-		events:    anthropicEvents,
+		name:        "anthropic",
+		path:        "/v1/messages",
+		errorBody:   anthropicError,
+		body:        anthropicBody,
+		events:      anthropicEvents,
+		streamError: anthropicStreamError,
 	}, "")
 }
 
@@ -41,6 +42,12 @@ func anthropicError(status int, msg string) []byte {
 		msg = statusText(status)
 	}
 	return mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+}
+
+// anthropicStreamError is an error inside a stream: an "error" event
+// holding the error object.
+func anthropicStreamError(status int, msg string) string {
+	return sse("error", anthropicError(status, msg))
 }
 
 func anthropicStop(r Reply) string {

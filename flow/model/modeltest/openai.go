@@ -14,11 +14,12 @@ import (
 func NewOpenAI(t testing.TB) *Server {
 	t.Helper()
 	return newServer(t, flavor{
-		name:      "openai",
-		path:      "/v1/chat/completions",
-		errorBody: openaiError,
-		body:      openaiBody,
-		events:    openaiEvents,
+		name:        "openai",
+		path:        "/v1/chat/completions",
+		errorBody:   openaiError,
+		body:        openaiBody,
+		events:      openaiEvents,
+		streamError: openaiStreamError,
 	}, "/v1")
 }
 
@@ -41,6 +42,10 @@ func openaiError(status int, msg string) []byte {
 	}
 	return mustJSON(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
 }
+
+// openaiStreamError is an error inside a stream: a data line holding the
+// error object, with no event name.
+func openaiStreamError(status int, msg string) string { return sse("", openaiError(status, msg)) }
 
 func openaiCallID(c events.ToolCall, seq, i int) string {
 	if c.ID != "" {

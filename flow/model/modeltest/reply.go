@@ -45,6 +45,12 @@ type Reply struct {
 	// many events of a stream, or after that many bytes of a JSON body
 	// (whose Content-Length promised more).
 	CutAfter int
+	// ErrorAfter, if positive, ends a stream after that many events with
+	// the vendor's error event for a server error (a 500 delivered inside
+	// a 200 stream, carrying Message): OpenAI's `data: {"error": …}`,
+	// Anthropic's `event: error`. The stream then closes without its
+	// terminator, as the vendors' servers do.
+	ErrorAfter int
 	// Delay holds the answer back this long, or until the client gives up
 	// (for cancellation and timeout tests).
 	Delay time.Duration

@@ -36,6 +36,8 @@ type flavor struct {
 	body func(r Reply, model string, seq int) []byte
 	// events renders a streamed answer, one SSE event per element.
 	events func(r Reply, req map[string]any, model string, seq int) []string
+	// streamError renders the SSE event of an error in a stream.
+	streamError func(status int, msg string) string
 }
 
 func newServer(t testing.TB, f flavor, prefix string) *Server {
@@ -155,7 +157,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	case status >= 400:
 		s.writeJSON(w, status, s.flavor.errorBody(status, reply.Message))
 	case stream:
-		s.writeStream(w, status, s.flavor.events(reply, wire, model, seq), reply.CutAfter)
+		evs := s.flavor.events(reply, wire, model, seq)
+		if reply.ErrorAfter > 0 && reply.ErrorAfter < len(evs) {
+			evs = append(evs[:reply.ErrorAfter:reply.ErrorAfter], s.flavor.streamError(http.StatusInternalServerError, reply.Message))
+		}
+		s.writeStream(w, status, evs, reply.CutAfter)
 	default:
 		b := s.flavor.body(reply, model, seq)
 		if reply.CutAfter > 0 && reply.CutAfter < len(b) {
