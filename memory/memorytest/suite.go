@@ -2,6 +2,7 @@ package memorytest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -228,9 +229,9 @@ func testRecallFor(t *testing.T, h Harness) {
 		t.Fatalf("recorded %T, want memory.recalled", p)
 	}
 	want := events.MemoryRecalled{Namespace: ns, Query: "bazel build", K: 3, Session: s.ID(), Agent: "root.helper",
-		Hits: []events.MemoryHit{{ID: id, Score: hits[0].Score, Text: hits[0].Text}}}
-	if fmt.Sprint(*rec) != fmt.Sprint(want) {
-		t.Fatalf("recorded %+v\nwant     %+v", *rec, want)
+		Hits: []events.MemoryHit{memory.EventHit(hits[0])}, Backend: memory.BackendOf(h.Memory)}
+	if got, want := mustJSON(t, *rec), mustJSON(t, want); got != want {
+		t.Fatalf("recorded %s\nwant     %s", got, want)
 	}
 	// A recall with no hits is recorded too.
 	next2, hits, err := h.Memory.RecallFor(ctx, next, ns, "kubernetes", 3)
@@ -434,4 +435,13 @@ func testConcurrentRemember(t *testing.T, h Harness) {
 	if got := len(recall(t, h.Memory, "shared", "plum", 100)); got != writers*each {
 		t.Fatalf("recall found %d, want %d", got, writers*each)
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

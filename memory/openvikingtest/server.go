@@ -45,6 +45,7 @@ type Server struct {
 
 	srv  *httptest.Server
 	opts Options
+	done chan struct{} // closed by Close: ends the delays of SetDelay
 
 	mu       sync.Mutex                  // protects everything below
 	files    map[string]map[string]*file // account -> file URI -> file
@@ -98,7 +99,7 @@ type fault struct {
 
 // New starts a double.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, files: map[string]map[string]*file{}, temps: map[string]tempFile{},
+	s := &Server{opts: opts, done: make(chan struct{}), files: map[string]map[string]*file{}, temps: map[string]tempFile{},
 		sessions: map[string]*sess{}, tasks: map[string]*task{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -106,7 +107,16 @@ func New(opts Options) *Server {
 }
 
 // Close stops the server: every later request fails to connect.
-func (s *Server) Close() { s.srv.Close() }
+func (s *Server) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.mu.Unlock()
+	s.srv.Close()
+}
 
 // Requests returns how many requests the server received.
 func (s *Server) Requests() int64 { return s.requests.Load() }
@@ -189,6 +199,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if delay > 0 {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-s.done:
 			return
 		case <-time.After(delay):
 		}

@@ -254,6 +254,20 @@ func (m *Memory) Recall(ctx context.Context, ns, q string, k int) ([]memory.Hit,
 	if len(all) > k {
 		all = all[:k]
 	}
+	var meta map[string]map[string]string // the metadata of memories remembered through rath
+	for _, c := range all {
+		if strings.HasPrefix(c.URI, root.String()) {
+			items, err := memory.ListStream(ctx, m.store, ns, Name)
+			if err != nil {
+				return nil, fmt.Errorf("memory: recall in %q: %w", ns, err)
+			}
+			meta = map[string]map[string]string{}
+			for _, it := range items {
+				meta[it.ID] = it.Meta
+			}
+			break
+		}
+	}
 	hits := make([]memory.Hit, 0, len(all))
 	for _, c := range all {
 		text := c.Overview
@@ -261,7 +275,7 @@ func (m *Memory) Recall(ctx context.Context, ns, q string, k int) ([]memory.Hit,
 			text = c.Abstract
 		}
 		level := c.Level
-		hits = append(hits, memory.Hit{ID: c.URI, URI: c.URI, Level: &level, Namespace: ns, Text: text, Score: c.Score})
+		hits = append(hits, memory.Hit{ID: c.URI, URI: c.URI, Level: &level, Namespace: ns, Text: text, Score: c.Score, Meta: meta[c.URI]})
 	}
 	return hits, nil
 }
@@ -393,6 +407,9 @@ func (m *Memory) ReplayCommit(_ context.Context, ns string, s *session.Session, 
 func (m *Memory) Forget(ctx context.Context, ns, id string) error {
 	if _, err := m.Root(ns); err != nil {
 		return err
+	}
+	if id == "" {
+		return fmt.Errorf("%w: forget in %q: empty id", memory.ErrInvalid, ns)
 	}
 	defer m.lock(ns)()
 	items, err := m.List(ctx, ns)
