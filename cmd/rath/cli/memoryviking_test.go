@@ -106,7 +106,7 @@ func TestRun_MemoryOnOpenViking(t *testing.T) {
 		t.Fatalf("the replay made %d requests", after-before)
 	}
 
-	export := mustRun(t, dir, "export", runs[0].ID)
+	export := mustRun(t, dir, "export", runs[0].Output)
 	db, err := os.ReadFile(filepath.Join(dir, rath.DBFile))
 	if err != nil {
 		t.Fatal(err)
