@@ -82,7 +82,7 @@ type oracle struct {
 
 	recalls map[string][]recallRecord           // by agent
 	effects map[string][]*events.EffectRecorded // by path + "\x00" + kind
-	commits map[string][]commitRecord          // by namespace + "\x00" + session
+	commits map[string][]commitRecord           // by namespace + "\x00" + session
 	// questions asked by tool calls (flow.Ask), by session + "\x00" + call id
 	questions map[string][]events.ApprovalRequested
 
