@@ -115,3 +115,47 @@ func TestRun_MemoryOnOpenViking(t *testing.T) {
 		t.Fatal("the OpenViking key reached the store file or the export")
 	}
 }
+
+// The OpenViking server stopped before a run: the recall and the commit
+// fail with typed errors the run records, and the agent goes on; the run
+// replays from that record.
+func TestRun_MemoryOnOpenVikingSurvivesAServerDown(t *testing.T) {
+	srv := openvikingtest.New(openvikingtest.Options{})
+	srv.Close()
+	dir, home := t.TempDir(), t.TempDir()
+	cfg := fmt.Sprintf(`{"memory": {"backend": "openviking", "url": %q, "timeout_ms": 2000}}`, srv.URL)
+	os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600)
+	cas := filepath.Join(t.TempDir(), "cassette.json")
+	os.WriteFile(cas, []byte(memoryCassette), 0o644)
+	env := []string{"RATH_HOME=" + home}
+	store := []string{"--dir", dir}
+	if out := rathProc(t, env, append(store, "run", "--cassette", cas, "--memory", "user/ana", "how should I answer ana")...); !strings.Contains(out, "Bonjour Ana") {
+		t.Fatalf("run: %s", out)
+	}
+	rt, err := rath.Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := rt.Store().Read(t.Context(), events.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted}})
+	rt.Close()
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("memory events: %d, %v", len(evs), err)
+	}
+	for _, ev := range evs {
+		p, _ := ev.Decode()
+		switch e := p.(type) {
+		case *events.MemoryRecalled:
+			if !strings.Contains(e.Error, "openviking: unavailable") || len(e.Hits) != 0 {
+				t.Errorf("recalled = %+v", e)
+			}
+		case *events.MemoryCommitted:
+			if e.Remote == nil || !strings.Contains(e.Remote.Error, "openviking: unavailable") {
+				t.Errorf("committed = %+v", e)
+			}
+		}
+	}
+	runs := decodeJSON[[]runView](t, mustRun(t, dir, "runs", "--json"))
+	if out := rathProc(t, env, append(store, "replay", runs[0].ID)...); !strings.Contains(out, "reproduced: ") {
+		t.Fatalf("replay: %s", out)
+	}
+}
