@@ -290,3 +290,12 @@ func (c *Client) AddMessages(ctx context.Context, session string, msgs []Message
 	}
 	return nil
 }
+
+// SystemStatus runs GET /api/v1/system/status and returns its result as
+// the server sent it (its version and components' state; the fields vary
+// between server versions, so they are not decoded).
+func (c *Client) SystemStatus(ctx context.Context) (map[string]any, error) {
+	var out map[string]any
+	err := c.do(ctx, http.MethodGet, "/api/v1/system/status", nil, nil, &out)
+	return out, err
+}

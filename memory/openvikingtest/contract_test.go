@@ -110,6 +110,15 @@ func TestContract(t *testing.T) {
 				t.Fatalf("health needs no key: %v", err)
 			}
 		}},
+		{"health and system status", func(t *testing.T, tg target) {
+			c := tg.client(t, "", nil)
+			if err := c.Health(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := c.SystemStatus(t.Context()); err != nil || len(st) == 0 {
+				t.Fatalf("status: %v %v", st, err)
+			}
+		}},
 		{"the key works in either header", func(t *testing.T, tg target) {
 			for _, h := range []string{"bearer", "x-api-key"} {
 				c := tg.client(t, "", func(o *openviking.Options) { o.KeyHeader = h })

@@ -261,7 +261,7 @@ func (s *Server) route(r *http.Request, c caller) (any, *apiError) {
 	parts := strings.Split(p, "/")
 	switch {
 	case r.Method == "GET" && p == "system/status":
-		return map[string]any{"initialized": true, "user": c.user}, nil
+		return map[string]any{"initialized": true, "version": "openvikingtest", "user": c.user}, nil
 	case r.Method == "POST" && p == "content/write":
 		return s.write(r, c)
 	case r.Method == "GET" && (p == "content/read" || p == "content/abstract" || p == "content/overview"):
