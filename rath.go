@@ -69,6 +69,12 @@ type Options struct {
 	// Memory configures the local memory, opened on first use of
 	// Runtime.Memory at Dir/memory.bleve.
 	Memory memory.LocalOptions
+	// MemoryBackend selects the backend Runtime.MemoryBackend opens (the
+	// config file's "memory" entry): empty means the local memory.
+	MemoryBackend memory.BackendConfig
+	// MemoryBackends are the memory backends a config can name. Nil means
+	// the built-ins (MemoryBackends): local and openviking.
+	MemoryBackends *memory.Registry
 	// DiscardBlobs makes the store drop the blobs events reference (see
 	// events.Options.DiscardBlobs); only a strict replay's scratch store
 	// wants that.
@@ -125,6 +131,11 @@ type Runtime struct {
 
 	memMu sync.Mutex // protects mem
 	mem   *memory.Local
+
+	memCfg      memory.BackendConfig
+	memBackends *memory.Registry
+	backendsMu  sync.Mutex               // protects opened
+	opened      map[string]memory.Memory // by config, as JSON
 
 	otel *telemetry.Live // nil unless Options.Telemetry found an endpoint
 }
@@ -235,7 +246,11 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	sessions := session.NewManager(store, reader, session.WithBackendCheck(check), session.WithPlacementCheck(guard), local, session.WithChunkCache(cacheBytes))
 	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
 		entropy: entropy, models: models, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
-		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory}
+		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory,
+		memCfg: opts.MemoryBackend, memBackends: opts.MemoryBackends}
+	if rt.memBackends == nil {
+		rt.memBackends = MemoryBackends()
+	}
 	if opts.Telemetry {
 		if rt.otel, err = telemetry.StartFromEnv(ctx, store); err != nil {
 			return nil, errors.Join(fmt.Errorf("rath: open: %w", err), rt.Close())

@@ -87,12 +87,14 @@ var allowedImports = map[string][]string{
 	"flow/mcptool":                  {"events", "flow", "secret", "session"},
 	"memory/memorytest":             {"events", "memory", "session"},
 	"memory/openaiembed":            {"memory"},
-	"memory/openviking":             {}, // an HTTP client only: no memory.Memory yet
+	"memory/openviking":             {}, // an HTTP client only
+	"memory/openvikingtest":         {},
+	"memory/vikingmem":              {"events", "memory", "memory/openviking", "session"},
 	"session/jsonl":                 {"events", "projections", "session"},
 	"telemetry":                     {"events", "flow", "flow/model"},
 	"telemetry/otlptest":            {},
 
-	".": {"events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
+	".": {"events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
 
 	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
 	"replay/internal/renametest":          {},

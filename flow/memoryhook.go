@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -87,6 +88,7 @@ func (a *Agent) recallOne(ctx context.Context, c *memoryConfig, s *session.Sessi
 	}
 	ns := c.namespace(path)
 	var hits []events.MemoryHit
+	var failure string
 	answered := false
 	if o := oracle.From(ctx); o != nil {
 		ans, err := o.Recall(ctx, oracle.RecallCall{Session: s.ID(), Agent: path, Namespace: ns, Query: query})
@@ -94,19 +96,25 @@ func (a *Agent) recallOne(ctx context.Context, c *memoryConfig, s *session.Sessi
 			return s, err
 		}
 		if !ans.Live {
-			hits, answered = ans.Hits, true
+			hits, failure, answered = ans.Hits, ans.Error, true
 		}
 	}
 	if !answered {
 		found, err := c.m.Recall(ctx, ns, query, k)
-		if err != nil {
+		if err != nil && !errors.Is(err, memory.ErrBackend) {
 			return s, fmt.Errorf("flow: agent %s recall: %w", path, err)
 		}
+		if err != nil {
+			// A memory server down, slow or answering nonsense: the
+			// failure is recorded and the agent goes on without hits.
+			failure = err.Error()
+		}
 		for _, h := range found {
-			hits = append(hits, events.MemoryHit{ID: h.ID, Score: h.Score, Text: h.Text})
+			hits = append(hits, memory.EventHit(h))
 		}
 	}
-	rec := session.Record{Events: []events.Payload{events.MemoryRecalled{Namespace: ns, Query: query, K: k, Hits: hits, Session: s.ID(), Agent: path}}}
+	rec := session.Record{Events: []events.Payload{events.MemoryRecalled{Namespace: ns, Query: query, K: k, Hits: hits, Session: s.ID(), Agent: path,
+		Backend: memory.BackendOf(c.m), Error: failure}}}
 	for _, h := range hits {
 		rec.Chunks = append(rec.Chunks, events.Chunk{Role: events.RoleMemory, Content: h.Text, Author: path, Meta: map[string]string{"memory_id": h.ID}})
 	}
@@ -145,11 +153,21 @@ func (a *Agent) commitOne(ctx context.Context, c *memoryConfig, s *session.Sessi
 			return cur, err
 		}
 		if !ans.Live {
-			plan, err := memory.PlanCommit(ctx, ns, s, opts...)
-			if err != nil {
-				return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
+			var evs []events.Payload
+			if r, ok := c.m.(memory.CommitReplayer); ok {
+				// The commit is a server's answer: rebuilt from the
+				// session and the record, with no request.
+				if evs, err = r.ReplayCommit(ctx, ns, s, ans.Recorded); err != nil {
+					return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
+				}
+			} else {
+				plan, err := memory.PlanCommit(ctx, ns, s, opts...)
+				if err != nil {
+					return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
+				}
+				evs = plan.Events(ans.First)
 			}
-			w := events.Write{Stream: events.MemoryStream(ns), Expected: ans.First - 1, Events: plan.Events(ans.First)}
+			w := events.Write{Stream: events.MemoryStream(ns), Expected: ans.First - 1, Events: evs}
 			if _, err := s.Manager().Store().AppendWrites(ctx, w); err != nil {
 				return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
 			}
@@ -157,6 +175,11 @@ func (a *Agent) commitOne(ctx context.Context, c *memoryConfig, s *session.Sessi
 		}
 	}
 	if _, err := c.m.Commit(ctx, ns, s, opts...); err != nil {
+		if errors.Is(err, memory.ErrBackend) {
+			// The backend recorded the failure with the commit; the
+			// agent's work is done and stays done.
+			return cur, nil
+		}
 		return cur, fmt.Errorf("flow: agent %s commit: %w", path, err)
 	}
 	return cur, nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/secret"
 )
 
@@ -188,6 +189,9 @@ type ConfigFile struct {
 	// Approvals are the approval rules `rath run` and `rath submit` give
 	// their agent, after those of --approve.
 	Approvals []ApprovalRule `json:"approvals,omitempty"`
+	// Memory selects the memory backend of `rath memory` and of runs
+	// given --memory; nil means the local memory.
+	Memory *memory.BackendConfig `json:"memory,omitempty"`
 	// Prices are what each model costs, by model name, for the console's
 	// cost column; a model with no price shows no cost.
 	Prices map[string]ModelPrice `json:"prices,omitempty"`

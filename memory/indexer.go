@@ -240,6 +240,9 @@ func (p *preparer) apply(ev events.Event) error {
 	p.n++
 	switch e := pl.(type) {
 	case *events.MemoryRemembered:
+		if e.Backend != "" {
+			return nil // kept by another backend (its server indexes it)
+		}
 		if _, dup := p.added[e.ID]; dup {
 			return nil
 		}
@@ -254,6 +257,9 @@ func (p *preparer) apply(ev events.Event) error {
 		delete(p.removed, e.ID)
 		p.st.add(e.Namespace, tokens, 1)
 	case *events.MemoryForgotten:
+		if e.Backend != "" {
+			return nil
+		}
 		if _, done := p.removed[e.ID]; done {
 			return nil
 		}

@@ -14,10 +14,14 @@ func (l *Local) List(ctx context.Context, ns string) ([]Item, error) {
 	if err := checkNamespace(ns); err != nil {
 		return nil, err
 	}
-	return listStream(ctx, l.store, ns)
+	return ListStream(ctx, l.store, ns, "")
 }
 
-func listStream(ctx context.Context, store *events.Store, ns string) ([]Item, error) {
+// ListStream folds namespace ns's stream in the log into the live
+// memories one backend stored there ("" for the local index), in the
+// order they were remembered. Backends that record their writes as
+// memory events list with it.
+func ListStream(ctx context.Context, store *events.Store, ns, backend string) ([]Item, error) {
 	var items []Item
 	pos := map[string]int{} // id -> index in items
 	forgotten := 0
@@ -31,9 +35,15 @@ func listStream(ctx context.Context, store *events.Store, ns string) ([]Item, er
 		}
 		switch e := p.(type) {
 		case *events.MemoryRemembered:
+			if e.Backend != backend {
+				continue
+			}
 			pos[e.ID] = len(items)
 			items = append(items, Item{ID: e.ID, Namespace: ns, Text: e.Text, Meta: e.Meta, Session: e.Session, Seq: ev.Seq})
 		case *events.MemoryForgotten:
+			if e.Backend != backend {
+				continue
+			}
 			if i, ok := pos[e.ID]; ok && items[i].ID != "" {
 				items[i].ID = "" // removed below, keeping the order
 				forgotten++

@@ -69,6 +69,11 @@ type Hit struct {
 	// embeddings re-ranking is on. Higher is better; scores compare only
 	// within one recall.
 	Score float64 `json:"score"`
+	// URI and Level are set by backends that address contexts by URI
+	// (OpenViking: a viking:// URI; level 0 abstract, 1 overview, 2
+	// content). ID is then the URI.
+	URI   string `json:"uri,omitempty"`
+	Level *int   `json:"level,omitempty"`
 }
 
 // Item is one stored memory, as listed.
@@ -130,6 +135,16 @@ func WithAgent(path string) RecallOption {
 	return func(o *recallOptions) { o.agent = path }
 }
 
+// RecallAgent returns the agent path opts record (WithAgent), for
+// backends outside this package.
+func RecallAgent(opts ...RecallOption) string {
+	var o recallOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o.agent
+}
+
 // DeriveID returns the id of the memory stored by the event at version of
 // namespace ns's stream. Ids are derived, not random, so a replayed run
 // produces the same ids.
@@ -155,7 +170,7 @@ func checkNamespace(ns string) error {
 func eventHits(hits []Hit) []events.MemoryHit {
 	out := make([]events.MemoryHit, len(hits))
 	for i, h := range hits {
-		out[i] = events.MemoryHit{ID: h.ID, Score: h.Score, Text: h.Text}
+		out[i] = EventHit(h)
 	}
 	return out
 }

@@ -82,7 +82,7 @@ type oracle struct {
 
 	recalls map[string][]recallRecord           // by agent
 	effects map[string][]*events.EffectRecorded // by path + "\x00" + kind
-	commits map[string][]int64                  // first stream version, by namespace + "\x00" + session
+	commits map[string][]commitRecord           // by namespace + "\x00" + session
 	// questions asked by tool calls (flow.Ask), by session + "\x00" + call id
 	questions map[string][]events.ApprovalRequested
 
@@ -286,7 +286,7 @@ func (o *oracle) Recall(ctx context.Context, call proto.RecallCall) (proto.Recal
 			Hint: fmt.Sprintf("memory recall changed: agent %s asked %q in %s, the record asked %q in %s", call.Agent, call.Query, call.Namespace, r.rec.Query, r.rec.Namespace)})
 	}
 	o.answered++
-	return proto.RecallAnswer{Hits: r.rec.Hits}, nil
+	return proto.RecallAnswer{Hits: r.rec.Hits, Error: r.rec.Error}, nil
 }
 
 func (o *oracle) Commit(ctx context.Context, call proto.CommitCall) (proto.CommitAnswer, error) {
@@ -306,7 +306,7 @@ func (o *oracle) Commit(ctx context.Context, call proto.CommitCall) (proto.Commi
 	}
 	o.commits[k] = q[1:]
 	o.answered++
-	return proto.CommitAnswer{First: q[0]}, nil
+	return proto.CommitAnswer{First: q[0].first, Recorded: q[0].rec}, nil
 }
 
 func (o *oracle) Effect(ctx context.Context, call proto.EffectCall) (proto.EffectAnswer, error) {

@@ -13,7 +13,7 @@ const indexBatch = 256
 
 func emptyOracle(store *events.Store, strict bool) *oracle {
 	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
-		recalls: map[string][]recallRecord{}, commits: map[string][]int64{}, effects: map[string][]*events.EffectRecorded{},
+		recalls: map[string][]recallRecord{}, commits: map[string][]commitRecord{}, effects: map[string][]*events.EffectRecorded{},
 		questions: map[string][]events.ApprovalRequested{}, blobs: map[string][]byte{}}
 	o.indexed = sync.NewCond(&o.mu)
 	return o
@@ -210,6 +210,13 @@ func (o *oracle) add(ev *events.Event, p events.Payload) {
 		// The commit's memories were appended with it, just before it:
 		// the record gives the replay their position, not their text.
 		k := e.Namespace + "\x00" + e.Session
-		o.commits[k] = append(o.commits[k], ev.Version-int64(len(e.IDs)))
+		o.commits[k] = append(o.commits[k], commitRecord{first: ev.Version - int64(len(e.IDs)), rec: e})
 	}
+}
+
+// commitRecord is a recorded commit to memory: the stream version of its
+// first event, and its memory.committed event.
+type commitRecord struct {
+	first int64
+	rec   *events.MemoryCommitted
 }

@@ -63,6 +63,9 @@ type RecallCall struct {
 type RecallAnswer struct {
 	Live bool
 	Hits []events.MemoryHit
+	// Error is the recorded failure of a recall the agent went on
+	// without.
+	Error string
 }
 
 // CommitCall identifies a commit to memory being replayed.
@@ -79,6 +82,10 @@ type CommitAnswer struct {
 	Live bool
 	// First is the stream version of the recorded commit's first event.
 	First int64
+	// Recorded is the recorded memory.committed event: a backend whose
+	// commit is a server's answer (memory.CommitReplayer) takes the
+	// answer from it.
+	Recorded *events.MemoryCommitted
 }
 
 // ModelCall identifies a model call attempt being replayed.

@@ -30,6 +30,9 @@ type Options struct {
 	KeyHeader string
 	// Agent, if set, is sent as X-OpenViking-Agent.
 	Agent string
+	// Account and User, if set, are sent as X-OpenViking-Account and
+	// X-OpenViking-User: the tenant a multi-tenant server acts for.
+	Account, User string
 	// HTTPClient makes the requests. Nil means a client with Timeout.
 	HTTPClient *http.Client
 	// Timeout bounds each request. Zero means DefaultTimeout.
@@ -77,27 +80,33 @@ type envelope struct {
 // do sends one request (body, if not nil, as JSON) and decodes the
 // envelope's result into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	if body == nil {
+		return c.send(ctx, method, path, query, "", nil, out)
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("openviking: %s: %w", strings.TrimPrefix(path, "/api/v1/"), err)
+	}
+	return c.send(ctx, method, path, query, "application/json", raw, out)
+}
+
+// send sends one request with a body of content type ct (none if ct is
+// empty) and decodes the envelope's result into out (if not nil).
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, ct string, body []byte, out any) error {
 	op := strings.TrimPrefix(path, "/api/v1/")
 	u := c.base.JoinPath(path)
 	if len(query) > 0 {
 		u.RawQuery = query.Encode()
 	}
 	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("openviking: %s: %w", op, err)
-		}
-		rd = bytes.NewReader(raw)
+	if ct != "" {
+		rd = bytes.NewReader(body)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return fmt.Errorf("openviking: %s: %w", op, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.opts.APIKey != "" {
 		if strings.EqualFold(c.opts.KeyHeader, "x-api-key") {
@@ -108,6 +117,15 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if c.opts.Agent != "" {
 		req.Header.Set("X-OpenViking-Agent", c.opts.Agent)
+	}
+	if c.opts.Account != "" {
+		req.Header.Set("X-OpenViking-Account", c.opts.Account)
+	}
+	if c.opts.User != "" {
+		req.Header.Set("X-OpenViking-User", c.opts.User)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {

@@ -12,6 +12,10 @@
 // envelope is ErrMalformed. The API key is sent as "Authorization: Bearer"
 // (or X-API-Key) and never appears in an error.
 //
-// This is the client only: it is not yet a memory.Memory backend, and
-// nothing in rath uses it yet.
+// It covers health, content (write, read, the abstract and overview
+// tiers), the file system (ls, delete), search/find and search/search,
+// resources (temp_upload, then resources), sessions (create, add
+// messages, commit) and tasks. ParseURI checks viking:// URIs. The
+// memory.Memory built on it is package memory/vikingmem; the test double
+// of the server is package memory/openvikingtest.
 package openviking

@@ -9,16 +9,16 @@ import (
 // Sentinels matched by *Error (errors.Is), by the server's error code or,
 // for a code this client does not know, by HTTP status.
 var (
-	// ErrInvalidArgument: INVALID_ARGUMENT, 400 (malformed JSON, a bad
-	// parameter).
+	// ErrInvalidArgument: INVALID_ARGUMENT or INVALID_URI, 400 (malformed
+	// JSON, a bad parameter or URI).
 	ErrInvalidArgument = errors.New("openviking: invalid argument")
 	// ErrUnauthenticated: UNAUTHENTICATED, 401 (a key missing or wrong).
 	ErrUnauthenticated = errors.New("openviking: unauthenticated")
 	// ErrPermissionDenied: PERMISSION_DENIED, 403.
 	ErrPermissionDenied = errors.New("openviking: permission denied")
-	// ErrNotFound: NOT_FOUND, 404.
+	// ErrNotFound: NOT_FOUND, 404, or SESSION_EXPIRED, 410.
 	ErrNotFound = errors.New("openviking: not found")
-	// ErrConflict: ALREADY_EXISTS or ABORTED, 409.
+	// ErrConflict: ALREADY_EXISTS, CONFLICT or ABORTED, 409.
 	ErrConflict = errors.New("openviking: conflict")
 	// ErrFailedPrecondition: FAILED_PRECONDITION, 412 (as after a failed
 	// commit).
@@ -53,6 +53,9 @@ func (e *Error) Error() string {
 // codes maps the documented error codes to sentinels.
 var codes = map[string]error{
 	"INVALID_ARGUMENT":    ErrInvalidArgument,
+	"INVALID_URI":         ErrInvalidArgument,
+	"CONFLICT":            ErrConflict,
+	"SESSION_EXPIRED":     ErrNotFound,
 	"UNAUTHENTICATED":     ErrUnauthenticated,
 	"PERMISSION_DENIED":   ErrPermissionDenied,
 	"NOT_FOUND":           ErrNotFound,

@@ -14,9 +14,12 @@ func newMemoryCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
 		Short: "Add, recall, list and forget long-term memories (namespaces like user/ana, agent/root.coder, resources)",
-		Long: `memory works on the runtime's local memory: every write is an event in the
-log, and recall searches a BM25 index kept beside the database
-(memory.bleve), caught up from the log when opened.`,
+		Long: `memory works on the memory backend the config file's "memory" entry selects
+($RATH_HOME/config.json): by default the runtime's local memory, where every
+write is an event in the log and recall searches a BM25 index kept beside the
+database (memory.bleve), caught up from the log when opened; or an OpenViking
+server ({"memory": {"backend": "openviking", "url": …, "api_key_env": …}}),
+each write and forget recorded in the log too. See docs/CONFIG.md.`,
 		Example: `rath memory add user/ana "prefers short answers"
 rath memory recall user/ana "how should answers look" -k 3`,
 		Args: args(cobra.NoArgs),
@@ -25,8 +28,13 @@ rath memory recall user/ana "how should answers look" -k 3`,
 	return cmd
 }
 
-// memory opens the runtime (creating the store if create) and its memory.
-func (a *app) memory(ctx context.Context, create bool) (*memory.Local, error) {
+// memory opens the runtime (creating the store if create) and the memory
+// backend the config file selects.
+func (a *app) memory(ctx context.Context, create bool) (memory.Memory, error) {
+	cfg, err := configuredMemory()
+	if err != nil {
+		return nil, err
+	}
 	open := a.open
 	if create {
 		open = a.create
@@ -35,7 +43,7 @@ func (a *app) memory(ctx context.Context, create bool) (*memory.Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rt.Memory(ctx)
+	return rt.OpenMemory(ctx, cfg)
 }
 
 func newMemoryAddCmd(a *app) *cobra.Command {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/memory"
 	"github.com/spf13/cobra"
 )
 
@@ -48,8 +50,14 @@ func parseMemoryUses(values []string) ([]memoryUse, error) {
 	return uses, nil
 }
 
-// memoryParams records --memory in the run's parameters, so a worker and
-// a replay rebuild the same agent.
+// memoryBackendParam is the run parameter holding the memory backend's
+// config (a memory.BackendConfig as JSON, never a key: only the name of
+// the variable holding it), when it is not the local memory.
+const memoryBackendParam = "memory_backend"
+
+// memoryParams records --memory in the run's parameters, with the memory
+// backend the config file selects, so a worker and a replay rebuild the
+// same agent on the same backend.
 func memoryParams(cmd *cobra.Command, values []string, params map[string]string) error {
 	uses, err := parseMemoryUses(values)
 	if err != nil {
@@ -63,7 +71,31 @@ func memoryParams(cmd *cobra.Command, values []string, params map[string]string)
 		return err
 	}
 	params[memoryParam] = string(raw)
+	cfg, err := configuredMemory()
+	if err != nil {
+		return err
+	}
+	if cfg.Name() != memory.LocalBackend {
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			return err
+		}
+		params[memoryBackendParam] = string(raw)
+	}
 	return nil
+}
+
+// configuredMemory is the config file's memory backend; the local memory
+// if it names none.
+func configuredMemory() (memory.BackendConfig, error) {
+	cf, err := flow.LoadConfig(flow.DefaultConfigPath(os.Getenv))
+	if err != nil {
+		return memory.BackendConfig{}, err
+	}
+	if cf.Memory == nil {
+		return memory.BackendConfig{}, nil
+	}
+	return *cf.Memory, nil
 }
 
 // memoryOptions gives the agent of a run the memory its parameters name.
@@ -81,7 +113,13 @@ func memoryOptions(ctx context.Context, rt *rath.Runtime, params map[string]stri
 	if len(uses) == 0 {
 		return nil, nil
 	}
-	mem, err := rt.Memory(ctx)
+	var cfg memory.BackendConfig
+	if raw := params[memoryBackendParam]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			return nil, fmt.Errorf("run parameter %s: %w", memoryBackendParam, err)
+		}
+	}
+	mem, err := rt.OpenMemory(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
