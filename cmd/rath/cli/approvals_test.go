@@ -94,6 +94,11 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	if out := rath("runs").stdout; !strings.Contains(out, run1) || !strings.Contains(out, "waiting") {
 		t.Fatalf("runs:\n%s", out)
 	}
+	// wait returns on a waiting run with its request and how to decide it.
+	if r := rath("wait", "--timeout", "2m", run1); r.code != ExitWaiting || !strings.Contains(r.stdout, run1+"\twaiting") ||
+		!strings.Contains(r.stderr, id1) || !strings.Contains(r.stderr, "echo approved") || !strings.Contains(r.stderr, "rath approve ID") {
+		t.Fatalf("wait on a waiting run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	// A waiting run replays as far as it went, asking nobody.
 	if r := rath("replay", run1); r.code != 0 || !strings.Contains(r.stdout, "reproduced") {
 		t.Fatalf("replay of the waiting run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
