@@ -164,7 +164,12 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	if _, err := os.Stat(filepath.Join(ws, "data")); err != nil {
 		t.Fatal("the rejected command ran")
 	}
-	out2 := strings.TrimSpace(r.stdout)
+	// resume streams as run does: the tool's result, then run and session.
+	m := regexp.MustCompile(`(?m)^session: (s-\S+)$`).FindStringSubmatch(r.stdout)
+	if m == nil || !strings.Contains(r.stdout, "← run_shell_command") || !strings.Contains(r.stdout, "run: "+run2) {
+		t.Fatalf("resume 2 did not stream the run:\n%s", r.stdout)
+	}
+	out2 := m[1]
 	show := rath("show", out2).stdout
 	if !strings.Contains(show, "too risky: keep data") || !strings.Contains(show, "rejected by") || !strings.Contains(show, id2) {
 		t.Fatalf("show does not mark the rejection:\n%s", show)
