@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runs filters by status, start time and count; graph and sessions keep
@@ -99,5 +101,36 @@ func TestRoot_NearestCommand(t *testing.T) {
 	}
 	if r := rathCLI(t, dir, "--help"); !strings.Contains(r.stdout, "  5  a run waits for a person") {
 		t.Errorf("the root help lacks exit code 5:\n%s", r.stdout)
+	}
+}
+
+// A PostgreSQL server that accepts and never answers: the CLI says it is
+// still connecting, then fails at the DSN's connect_timeout.
+func TestDSN_SlowServerShowsProgress(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn // kept open, unanswered, until the listener closes
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	dsn := "postgres://rath@" + ln.Addr().String() + "/rath?connect_timeout=3"
+	r := rathWithin(t, 2*time.Minute, t.TempDir(), "--dsn", dsn, "runs")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "rath: connecting to PostgreSQL database \"rath\" at 127.0.0.1:") {
+		t.Fatalf("exit %d, no progress while connecting:\n%s", r.code, r.stderr)
 	}
 }
