@@ -274,7 +274,11 @@ func TestApprovals_AnswerAQuestion(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
 	}
-	if show := cli("show", strings.TrimSpace(r.stdout)).stdout; !strings.Contains(show, `replicas: {"n":3}`) || !strings.Contains(show, "answered by ops") {
+	out := regexp.MustCompile(`(?m)^session: (s-\S+)$`).FindStringSubmatch(r.stdout)
+	if out == nil {
+		t.Fatalf("resume printed no session:\n%s", r.stdout)
+	}
+	if show := cli("show", out[1]).stdout; !strings.Contains(show, `replicas: {"n":3}`) || !strings.Contains(show, "answered by ops") {
 		t.Fatalf("show:\n%s", show)
 	}
 	if r := cli("replay", run.ID); r.code != 0 {
