@@ -124,7 +124,15 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return nil
 		}
 		f.release(bg, lease)
-		f.logf("run %s: finished", run)
+		// The log line names the outcome in the words rath runs uses.
+		status := "done"
+		if r, rerr := f.rt.Reader().Run(bg, run); rerr == nil && r.Status != rath.RunOK {
+			status = r.Status
+			if r.Status == rath.RunError {
+				status = "failed"
+			}
+		}
+		f.logf("run %s: finished: %s", run, status)
 		return nil // done, or failed in its workflow: either way, final
 	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
@@ -153,7 +161,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		// The last attempt: the run ends failed, with the reason, rather
 		// than staying "running" with no job behind it.
 		reason := fmt.Sprintf("fleet: gave up after %d attempts: %v", job.Attempt, err)
-		f.logf("run %s: finished: %s", run, reason)
+		f.logf("run %s: finished: failed: %s", run, reason)
 		if ferr := f.finishWith(bg, lease, sub, after, rath.RunError, reason); ferr != nil {
 			return errors.Join(err, ferr)
 		}

@@ -29,8 +29,8 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 	"github.com/gorath/rath/session/jsonl"
@@ -45,13 +45,13 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
-	p, err := exkit.Provider(cassette, *live)
-	exkit.Check(err)
+	p, err := provider(cassette, *live)
+	check(err)
 	planner, err := flow.NewAgent("You plan outings. Answer in one sentence.", p, flow.WithName("planner"))
-	exkit.Check(err)
+	check(err)
 
 	// The workflow: draft, fork the draft to explore a variant, merge.
 	plan := flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
@@ -77,9 +77,9 @@ func main() {
 	})
 
 	question, err := rt.NewUserSession(ctx, "Plan a picnic for Saturday.")
-	exkit.Check(err)
+	check(err)
 	run, err := rt.Start(ctx, "plan", plan, question, rath.WithSeed("session-lineage"))
-	exkit.Check(err)
+	check(err)
 	merged := run.Output
 
 	fmt.Println("merged plan:")
@@ -99,7 +99,7 @@ func main() {
 	// Detach: same chunks, no lineage parent. The log still records where
 	// it came from (the export's "source" field says so).
 	shared, err := merged.Detach(ctx)
-	exkit.Check(err)
+	check(err)
 
 	names := map[string]string{question.ID(): "question", merged.ID(): "merged", shared.ID(): "shared"}
 	for _, id := range merged.Parents() {
@@ -107,23 +107,23 @@ func main() {
 			names[id] = "rainy"
 		}
 	}
-	exkit.Check(printGraph(ctx, rt, names))
+	check(printGraph(ctx, rt, names))
 
 	// Export the shared copy as JSONL (the OpenRath v1 record format).
 	file := filepath.Join(rt.Dir(), "shared.jsonl")
 	f, err := os.Create(file)
-	exkit.Check(err)
-	exkit.Check(jsonl.Export(ctx, rt.Sessions(), shared.ID(), f))
-	exkit.Check(f.Close())
+	check(err)
+	check(jsonl.Export(ctx, rt.Sessions(), shared.ID(), f))
+	check(f.Close())
 	data, err := os.ReadFile(file)
-	exkit.Check(err)
+	check(err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	fmt.Printf("exported shared to %s: %d records (header, %d chunks, trailer); header:\n  %s\n",
 		filepath.Base(file), len(lines), shared.Len(), lines[0])
 
 	rep, err := replay.Run(ctx, rt, run.ID, plan)
-	exkit.Check(err)
-	exkit.Verdict("replay", rep)
+	check(err)
+	verdict("replay", rep)
 }
 
 // printGraph prints every session with its lineage kind, then every edge
@@ -146,4 +146,50 @@ func printGraph(ctx context.Context, rt *rath.Runtime, names map[string]string) 
 		fmt.Printf("  %s -> %s (%s)\n", names[e.Parent], names[e.Child], e.Kind)
 	}
 	return nil
+}
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }

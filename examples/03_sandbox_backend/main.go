@@ -23,15 +23,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/sandbox"
 )
@@ -45,11 +46,11 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
 	// Fail early, and clearly, when bubblewrap cannot run here.
-	bwrapDir := exkit.Workspace(rt, "work-bwrap")
+	bwrapDir := workspace(rt, "work-bwrap")
 	if _, err := rt.Sandboxes().Get(ctx, events.Placement{Backend: "bwrap", Spec: bwrapDir}); err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			fmt.Fprintln(os.Stderr, "bubblewrap is not available, so this example cannot run:")
@@ -58,26 +59,26 @@ func main() {
 			cleanup()
 			os.Exit(1)
 		}
-		exkit.Check(err)
+		check(err)
 	}
 
 	tools, err := builtin.New(rt.Sandboxes(), builtin.RunShellCommand)
-	exkit.Check(err)
+	check(err)
 
 	for _, backend := range []string{"local", "bwrap"} {
-		workspace := exkit.Workspace(rt, "work-"+backend)
+		workspace := workspace(rt, "work-"+backend)
 		// Each backend gets a fresh cassette: the same scripted turns.
-		p, err := exkit.Provider(cassette, *live)
-		exkit.Check(err)
+		p, err := provider(cassette, *live)
+		check(err)
 		agent, err := flow.NewAgent("You are a shell assistant. Use run_shell_command.", p, flow.WithTools(tools...))
-		exkit.Check(err)
+		check(err)
 
 		task, err := rt.NewUserSession(ctx, "Where do your commands run? Check, and leave a note.")
-		exkit.Check(err)
+		check(err)
 		task, err = task.To(ctx, backend, workspace) // the only line that differs
-		exkit.Check(err)
+		check(err)
 		run, err := rt.Start(ctx, "where-"+backend, agent, task, rath.WithSeed("sandbox-"+backend))
-		exkit.Check(err)
+		check(err)
 
 		fmt.Printf("== %s (session %s)\n", backend, run.Output.ID())
 		for _, c := range run.Output.Chunks() {
@@ -88,7 +89,7 @@ func main() {
 			}
 		}
 		ret, err := toolEvidence(ctx, rt, run.Output.ID())
-		exkit.Check(err)
+		check(err)
 		exit := "none"
 		if ret.ExitCode != nil {
 			exit = fmt.Sprint(*ret.ExitCode)
@@ -100,8 +101,8 @@ func main() {
 		}
 
 		rep, err := replay.Run(ctx, rt, run.ID, agent)
-		exkit.Check(err)
-		exkit.Verdict("replay", rep)
+		check(err)
+		verdict("replay", rep)
 	}
 }
 
@@ -138,4 +139,56 @@ func files(fs []events.FileChange) string {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// workspace is a directory beside the runtime's (never inside it: a
+// workspace that holds the store is refused).
+func workspace(rt *rath.Runtime, name string) string {
+	return filepath.Clean(rt.Dir()) + "-" + name
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }

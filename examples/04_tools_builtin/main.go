@@ -23,13 +23,16 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
+	"log"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 )
 
@@ -42,7 +45,7 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
 	// The tools act on the sandbox of the calling session's placement,
@@ -50,18 +53,18 @@ func main() {
 	tools, err := builtin.New(rt.Sandboxes(),
 		builtin.WriteWorkspaceFile, builtin.RunShellCommand, builtin.RunCode,
 		builtin.ListWorkspaceFiles, builtin.ReadWorkspaceFile)
-	exkit.Check(err)
-	p, err := exkit.Provider(cassette, *live)
-	exkit.Check(err)
+	check(err)
+	p, err := provider(cassette, *live)
+	check(err)
 	agent, err := flow.NewAgent("You work with files in your workspace. Use the tools; be brief.", p, flow.WithTools(tools...))
-	exkit.Check(err)
+	check(err)
 
 	task, err := rt.NewUserSession(ctx, "Save the numbers 42, 7 and 19, sort them, add them up, and tell me.")
-	exkit.Check(err)
-	task, err = task.To(ctx, "local", exkit.Workspace(rt, "work"))
-	exkit.Check(err)
+	check(err)
+	task, err = task.To(ctx, "local", workspace(rt, "work"))
+	check(err)
 	run, err := rt.Start(ctx, "numbers", agent, task, rath.WithSeed("tools-builtin"))
-	exkit.Check(err)
+	check(err)
 
 	for _, c := range run.Output.Chunks() {
 		switch c.Role {
@@ -80,11 +83,11 @@ func main() {
 	// The evidence: every tool.returned event names the backend and the
 	// files the call changed, with content hashes (contents are blobs).
 	evs, err := rt.Store().Read(ctx, events.Query{Stream: run.Output.ID(), Types: []string{events.TypeToolReturned}})
-	exkit.Check(err)
+	check(err)
 	fmt.Println("evidence:")
 	for _, ev := range evs {
 		payload, err := ev.Decode()
-		exkit.Check(err)
+		check(err)
 		r := payload.(*events.ToolReturned)
 		line := fmt.Sprintf("  %-20s on %s", r.Tool, r.Backend)
 		if r.ErrorKind != "" {
@@ -97,11 +100,11 @@ func main() {
 	}
 
 	rep, err := replay.Run(ctx, rt, run.ID, agent)
-	exkit.Check(err)
-	exkit.Verdict("replay", rep)
+	check(err)
+	verdict("replay", rep)
 	rep, err = replay.Run(ctx, rt, run.ID, agent, replay.WithLiveTools())
-	exkit.Check(err)
-	exkit.Verdict("replay with live tools", rep)
+	check(err)
+	verdict("replay with live tools", rep)
 }
 
 func change(f events.FileChange) string {
@@ -116,4 +119,56 @@ func change(f events.FileChange) string {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// workspace is a directory beside the runtime's (never inside it: a
+// workspace that holds the store is refused).
+func workspace(rt *rath.Runtime, name string) string {
+	return filepath.Clean(rt.Dir()) + "-" + name
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }

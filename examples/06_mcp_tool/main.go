@@ -23,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,6 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -57,16 +57,16 @@ func main() {
 		os.Exit(1)
 	}
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
 	m := mcptool.NewManager()
 	defer m.Close()
-	exkit.Check(m.ConnectServer(ctx, "everything", mcptool.Server{Command: cmdline[0], Args: cmdline[1:]}))
+	check(m.ConnectServer(ctx, "everything", mcptool.Server{Command: cmdline[0], Args: cmdline[1:]}))
 	info, err := m.Server("everything")
-	exkit.Check(err)
+	check(err)
 	all, err := m.Tools(ctx, "everything")
-	exkit.Check(err)
+	check(err)
 	fmt.Printf("connected to %s %s over stdio: %d tools\n", info.ServerInfo.Name, info.ServerInfo.Version, len(all))
 
 	// Give the agent only the tools it needs.
@@ -77,16 +77,16 @@ func main() {
 		}
 	}
 	script, err := scripted.Parse(cassette)
-	exkit.Check(err)
+	check(err)
 	p, err := rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: script, Model: "scripted"})
-	exkit.Check(err)
+	check(err)
 	agent, err := flow.NewAgent("You use the MCP tools you are given.", p, flow.WithTools(tools...))
-	exkit.Check(err)
+	check(err)
 
 	task, err := rt.NewUserSession(ctx, "Ask the MCP server for the sum of 2 and 40, then have it echo the result.")
-	exkit.Check(err)
+	check(err)
 	run, err := rt.Start(ctx, "mcp", agent, task, rath.WithSeed("mcp-tool"))
-	exkit.Check(err)
+	check(err)
 
 	for _, c := range run.Output.Chunks() {
 		for _, tc := range c.ToolCalls {
@@ -100,17 +100,17 @@ func main() {
 		}
 	}
 	evs, err := rt.Store().Read(ctx, events.Query{Stream: run.Output.ID(), Types: []string{events.TypeToolReturned}})
-	exkit.Check(err)
+	check(err)
 	for _, ev := range evs {
 		payload, err := ev.Decode()
-		exkit.Check(err)
+		check(err)
 		r := payload.(*events.ToolReturned)
 		fmt.Printf("evidence: %s ran on backend %q, sandbox %q\n", r.Tool, r.Backend, r.SandboxID)
 	}
 
-	exkit.Check(m.Close()) // the replay needs no server
+	check(m.Close()) // the replay needs no server
 	rep, err := replay.Run(ctx, rt, run.ID, agent)
-	exkit.Check(err)
+	check(err)
 	if !rep.OK() {
 		fmt.Printf("replay (server stopped): %d of %d events reproduced, then diverged:\n%v\n", rep.Matched, rep.Recorded, rep.Divergence)
 		os.Exit(1)
@@ -156,5 +156,29 @@ func findFixture() (string, error) {
 				"or pass its command line with -server or RATH_MCP_SERVER")
 		}
 		dir = parent
+	}
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
 	}
 }

@@ -20,10 +20,13 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
+	"log"
+	"os"
+	"path/filepath"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -54,18 +57,18 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
-	p, err := exkit.Provider(cassette, *live)
-	exkit.Check(err)
+	p, err := provider(cassette, *live)
+	check(err)
 	note, err := flow.NewTool("read_note", "Read one of the release notes.", readNote)
-	exkit.Check(err)
+	check(err)
 	research, err := flow.NewAgent("You research release notes with read_note and report what matters.", p,
 		flow.WithTools(note), flow.WithName("research"))
-	exkit.Check(err)
+	check(err)
 	write, err := flow.NewAgent("You write one-paragraph release announcements.", p, flow.WithName("write"))
-	exkit.Check(err)
+	check(err)
 	// Summary plus the last chunk (the researcher's report), word for word.
 	compress := flow.NewCompressor(p, 1).SetName("compress")
 
@@ -73,21 +76,21 @@ func main() {
 	pipeline := flow.NewSequential(research, compress, write)
 
 	task, err := rt.NewUserSession(ctx, "Read the release notes and write the release note announcement.")
-	exkit.Check(err)
+	check(err)
 	run, err := rt.Start(ctx, "announce", pipeline, task, rath.WithSeed("compress"))
-	exkit.Check(err)
+	check(err)
 	out := run.Output
 
 	// The output descends from the long session through a compress edge.
 	lineage := out.Lineage()
 	long, err := rt.Session(ctx, lineage.Parents[0])
-	exkit.Check(err)
+	check(err)
 	// Time travel: the compressed session as it was when created, before
 	// the writer added its turn.
 	created, err := rt.Store().ReadStream(ctx, out.ID(), 1)
-	exkit.Check(err)
+	check(err)
 	short, err := rt.SessionAt(ctx, out.ID(), created[0].Seq)
-	exkit.Check(err)
+	check(err)
 	fmt.Printf("long session %s: %d chunks, %d characters\n", long.ID(), long.Len(), size(long))
 	fmt.Printf("compressed into %s (lineage %s, parent %s): %d chunks, %d characters\n",
 		short.ID(), lineage.Kind, lineage.Parents[0], short.Len(), size(short))
@@ -97,8 +100,8 @@ func main() {
 	}
 
 	rep, err := replay.Run(ctx, rt, run.ID, pipeline)
-	exkit.Check(err)
-	exkit.Verdict("replay", rep)
+	check(err)
+	verdict("replay", rep)
 }
 
 // size counts the characters of a session's chunks.
@@ -108,4 +111,50 @@ func size(s *session.Session) int {
 		n += len(c.Content)
 	}
 	return n
+}
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }

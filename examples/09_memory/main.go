@@ -24,11 +24,14 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
+	"log"
+	"os"
+	"path/filepath"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/replay"
 )
@@ -42,17 +45,17 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
 	mem, err := rt.Memory(ctx) // the runtime's memory: events in the log, a BM25 index beside it
-	exkit.Check(err)
-	p, err := exkit.Provider(cassette, *live)
-	exkit.Check(err)
+	check(err)
+	p, err := provider(cassette, *live)
+	check(err)
 	ns := memory.UserNamespace("ann")
 	assistant, err := flow.NewAgent("You are Ann's assistant. Follow what you remember about her.", p,
 		flow.WithMemory(mem, flow.MemoryOptions{Namespace: ns, TopK: 3, Commit: true, Extract: p}))
-	exkit.Check(err)
+	check(err)
 
 	questions := []string{
 		"I'm Ann. I prefer metric units and short answers. How long is a marathon?",
@@ -60,16 +63,16 @@ func main() {
 	}
 	for i, q := range questions {
 		s, err := rt.NewUserSession(ctx, q)
-		exkit.Check(err)
+		check(err)
 		run, err := rt.Start(ctx, fmt.Sprintf("ask-%d", i+1), assistant, s, rath.WithSeed(fmt.Sprintf("memory-%d", i+1)))
-		exkit.Check(err)
+		check(err)
 
 		fmt.Printf("run %d, session %s\n", i+1, run.Output.ID())
 		for _, c := range run.Output.Chunks() {
 			fmt.Printf("  %-10s %s\n", c.Role+":", c.Content)
 		}
 		items, err := mem.List(ctx, ns)
-		exkit.Check(err)
+		check(err)
 		fmt.Printf("  memories of %s now:", ns)
 		for _, it := range items {
 			fmt.Printf(" %q", it.Text)
@@ -77,17 +80,63 @@ func main() {
 		fmt.Println()
 
 		rep, err := replay.Run(ctx, rt, run.ID, assistant)
-		exkit.Check(err)
-		exkit.Verdict("  replay", rep)
+		check(err)
+		verdict("  replay", rep)
 	}
 
 	// Each recall is an event with its hits: what the agent knew, when.
 	recalls, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeMemoryRecalled}})
-	exkit.Check(err)
+	check(err)
 	for _, ev := range recalls {
 		payload, err := ev.Decode()
-		exkit.Check(err)
+		check(err)
 		r := payload.(*events.MemoryRecalled)
 		fmt.Printf("recall at seq %d for %q: %d hits\n", ev.Seq, r.Query, len(r.Hits))
+	}
+}
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
 	}
 }

@@ -23,15 +23,17 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -64,7 +66,7 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
 	providers := []flow.Provider{
@@ -84,13 +86,13 @@ func main() {
 	var agents []*flow.Agent
 	for i, cfg := range providers {
 		p, err := rath.NewProvider(cfg)
-		exkit.Check(err)
+		check(err)
 		agent, err := newAgent(p)
-		exkit.Check(err)
+		check(err)
 		q, err := rt.NewUserSession(ctx, "What is 451 °F in Celsius?")
-		exkit.Check(err)
+		check(err)
 		run, err := rt.Start(ctx, "temperature-"+cfg.Vendor, agent, q, rath.WithSeed("provider-"+cfg.Vendor))
-		exkit.Check(err)
+		check(err)
 		runs, agents = append(runs, run), append(agents, agent)
 
 		fmt.Printf("== %s (%s)\n", cfg.Vendor, cfg.Model)
@@ -114,8 +116,8 @@ func main() {
 	}
 	for i, run := range runs {
 		rep, err := replay.Run(ctx, rt, run.ID, agents[i])
-		exkit.Check(err)
-		exkit.Verdict(providers[i].Vendor+" replay (no server)", rep)
+		check(err)
+		verdict(providers[i].Vendor+" replay (no server)", rep)
 	}
 }
 
@@ -153,7 +155,7 @@ type wireFormat struct {
 
 func newFakeAPI(f wireFormat) *fakeAPI {
 	script, err := scripted.Parse(cassette)
-	exkit.Check(err)
+	check(err)
 	a := &fakeAPI{script: script}
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != f.path {
@@ -329,4 +331,37 @@ func blockText(raw json.RawMessage) string {
 		parts = append(parts, b.Text)
 	}
 	return strings.Join(parts, "")
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }

@@ -20,12 +20,15 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
+	"log"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -72,30 +75,30 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
-	p, err := exkit.Provider(cassette, *live)
-	exkit.Check(err)
+	p, err := provider(cassette, *live)
+	check(err)
 	research, err := flow.NewAgent("You gather the facts a writer needs, briefly.", p)
-	exkit.Check(err)
+	check(err)
 	write, err := flow.NewAgent("You write exactly what was asked, using the facts gathered.", p)
-	exkit.Check(err)
+	check(err)
 	critique, err := flow.NewAgent("You point out the weak spots of the last draft.", p)
-	exkit.Check(err)
+	check(err)
 	wf := &team{Research: research, Write: write, Critique: critique, Selector: flow.NewSelector(p)}
 
 	task, err := rt.NewUserSession(ctx, "Write a haiku about how SQLite stores data.")
-	exkit.Check(err)
+	check(err)
 	run, err := rt.Start(ctx, "haiku", wf, task, rath.WithSeed("selector"))
-	exkit.Check(err)
+	check(err)
 
 	// The route the model chose, read back from the log.
 	evs, err := rt.Store().Read(ctx, events.Query{RunID: run.ID, Types: []string{events.TypeSelectorDecided}})
-	exkit.Check(err)
+	check(err)
 	for i, ev := range evs {
 		payload, err := ev.Decode()
-		exkit.Check(err)
+		check(err)
 		d := payload.(*events.SelectorDecided)
 		chosen := d.Chosen
 		if chosen == "" {
@@ -110,8 +113,54 @@ func main() {
 	}
 
 	rep, err := replay.Run(ctx, rt, run.ID, wf)
-	exkit.Check(err)
-	exkit.Verdict("replay", rep)
+	check(err)
+	verdict("replay", rep)
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}

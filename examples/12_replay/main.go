@@ -37,8 +37,8 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 )
 
@@ -69,30 +69,30 @@ func main() {
 	base := *dir
 	if base == "" {
 		tmp, err := os.MkdirTemp("", "rath-example-")
-		exkit.Check(err)
+		check(err)
 		defer os.RemoveAll(tmp)
 		base = tmp
 	}
 	origDir := filepath.Join(base, "original")
 	rt, err := rath.Open(ctx, origDir)
-	exkit.Check(err)
+	check(err)
 
-	p, err := exkit.Provider(cassette, false) // always the cassette: this example has no -live
-	exkit.Check(err)
+	p, err := provider(cassette, false) // always the cassette: this example has no -live
+	check(err)
 	wf, err := newWorkflow(p, editorPrompt)
-	exkit.Check(err)
+	check(err)
 
 	// 1. Record.
 	input, err := rt.NewUserSession(ctx, "Describe our new desk lamp: bright, three levels, USB charging port.")
-	exkit.Check(err)
+	check(err)
 	run, err := rt.Start(ctx, "blurb", wf, input, rath.WithSeed("replay-example"))
-	exkit.Check(err)
+	check(err)
 	last, _ := run.Output.Last()
 	fmt.Println("1. recorded run, final blurb:", last.Content)
 
 	// 2. Replay the same code.
 	rep, err := replay.Run(ctx, rt, run.ID, wf)
-	exkit.Check(err)
+	check(err)
 	if !rep.OK() {
 		log.Fatalf("the unchanged workflow diverged: %v", rep)
 	}
@@ -100,9 +100,9 @@ func main() {
 
 	// 3. Replay a copy of the workflow whose editor prompt changed.
 	changed, err := newWorkflow(p, "You edit product copy for a playful tone.")
-	exkit.Check(err)
+	check(err)
 	rep, err = replay.Run(ctx, rt, run.ID, changed)
-	exkit.Check(err)
+	check(err)
 	d := rep.Divergence
 	if d == nil {
 		log.Fatal("the changed workflow reproduced the run")
@@ -113,14 +113,14 @@ func main() {
 	// 4. What if: replay up to just before the divergent call, then go on
 	// live with the changed prompt, as a new run.
 	fork, err := replay.ForkAt(ctx, rt, run.ID, d.Seq-1, changed)
-	exkit.Check(err)
+	check(err)
 	last, _ = fork.Output.Last()
 	row, err := rt.Reader().Run(ctx, fork.ID)
-	exkit.Check(err)
+	check(err)
 	fmt.Printf("4. fork at seq %d: new run (parent %s), final blurb: %s\n", d.Seq-1, parentName(row.ParentRun, run.ID), last.Content)
 	// The fork is a run like any other: it replays with its own code.
 	rep, err = replay.Run(ctx, rt, fork.ID, changed)
-	exkit.Check(err)
+	check(err)
 	if !rep.OK() {
 		log.Fatalf("the fork diverged: %v", rep)
 	}
@@ -128,11 +128,11 @@ func main() {
 
 	// 5. Tamper with a copy of the database and verify both.
 	edited, err := editorChunkSeq(ctx, rt, run.ID)
-	exkit.Check(err)
-	exkit.Check(rt.Close())
+	check(err)
+	check(rt.Close())
 	copyDir := filepath.Join(base, "tampered")
-	exkit.Check(copyDB(origDir, copyDir))
-	exkit.Check(tamper(filepath.Join(copyDir, rath.DBFile), edited))
+	check(copyDB(origDir, copyDir))
+	check(tamper(filepath.Join(copyDir, rath.DBFile), edited))
 	fmt.Printf("5. tampered copy: edited the payload of seq %d (the editor's chunk) with database/sql\n", edited)
 	for _, d := range []string{origDir, copyDir} {
 		fmt.Printf("   %-9s %s\n", filepath.Base(d)+":", verify(ctx, d))
@@ -209,10 +209,10 @@ func tamper(path string, seq int64) error {
 // verify opens the runtime in dir and checks its hash chain.
 func verify(ctx context.Context, dir string) string {
 	rt, err := rath.Open(ctx, dir)
-	exkit.Check(err)
+	check(err)
 	defer rt.Close()
 	rep, err := rt.Verify(ctx, events.VerifyOptions{})
-	exkit.Check(err)
+	check(err)
 	if !rep.OK() {
 		return fmt.Sprintf("verify FAILED at seq %d: %s", rep.Failure.Seq, rep.Failure.Reason)
 	}
@@ -221,4 +221,24 @@ func verify(ctx context.Context, dir string) string {
 
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }

@@ -22,11 +22,14 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
+	"log"
+	"os"
+	"path/filepath"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -66,25 +69,25 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
-	p, err := exkit.Provider(cassette, *live)
-	exkit.Check(err)
+	p, err := provider(cassette, *live)
+	check(err)
 	var reviewers []flow.Workflow
 	for _, focus := range []string{"security", "style", "tests"} {
 		a, err := flow.NewAgent("You review Go code for "+focus+" only. Leave one comment.", p, flow.WithName(focus))
-		exkit.Check(err)
+		check(err)
 		reviewers = append(reviewers, a)
 	}
 	lead, err := flow.NewAgent("You read the reviews and decide: approve or request changes, in one sentence.", p)
-	exkit.Check(err)
+	check(err)
 	wf := &review{Reviewers: flow.NewParallel(reviewers...), Lead: lead}
 
 	request, err := rt.NewUserSession(ctx, change)
-	exkit.Check(err)
+	check(err)
 	run, err := rt.Start(ctx, "review", wf, request, rath.WithSeed("fanout"))
-	exkit.Check(err)
+	check(err)
 	out := run.Output
 
 	for _, c := range out.Chunks() {
@@ -97,13 +100,59 @@ func main() {
 	fmt.Printf("review request %s\n", request.ID())
 	for _, id := range out.Parents() {
 		fork, err := rt.Session(ctx, id)
-		exkit.Check(err)
+		check(err)
 		last, _ := fork.Last()
 		fmt.Printf("  forked into %s (%s of %v) by %s\n", id, fork.Lineage().Kind, fork.Lineage().Parents, last.Author)
 	}
 	fmt.Printf("  merged into %s (%s), %d parents, %d chunks\n", out.ID(), out.Lineage().Kind, len(out.Parents()), out.Len())
 
 	rep, err := replay.Run(ctx, rt, run.ID, wf)
-	exkit.Check(err)
-	exkit.Verdict("replay", rep)
+	check(err)
+	verdict("replay", rep)
+}
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }

@@ -25,13 +25,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/examples/internal/exkit"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/session"
 )
@@ -77,20 +80,20 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 
-	rt, cleanup := exkit.Open(ctx, *dir)
+	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
 	tool, err := flow.NewTool("deploy", "Deploy a version to an environment.", deploy)
-	exkit.Check(err)
-	p, err := exkit.Provider(cassette, *live)
-	exkit.Check(err)
+	check(err)
+	p, err := provider(cassette, *live)
+	check(err)
 	release, err := flow.NewAgent("You release software: staging first, then production.", p, flow.WithTools(tool),
 		flow.WithApproval("deploy", flow.When("production deploys need a person", production)))
-	exkit.Check(err)
+	check(err)
 	wf := flow.NewSequential(flow.Named("release", release), flow.Named("announce", flow.Func(announce)))
 
 	input, err := rt.NewUserSession(ctx, "Release 1.2.0.")
-	exkit.Check(err)
+	check(err)
 	run, err := rt.Start(ctx, "release", wf, input, rath.WithSeed("hitl"))
 
 	// What a person does, from anywhere (here: rath approve / reject /
@@ -116,7 +119,7 @@ func main() {
 		}
 		row, _ := rt.Reader().Run(ctx, run.ID)
 		st, lerr := approval.Load(ctx, rt.Store(), waiting.Requests[0])
-		exkit.Check(lerr)
+		check(lerr)
 		q := st.Request
 		if q.Kind == events.ApprovalQuestion {
 			fmt.Printf("run %s; %s asks: %s\n", row.Status, q.Agent, q.Question)
@@ -126,7 +129,7 @@ func main() {
 		next(waiting.Requests[0])
 		run, err = replay.Resume(ctx, rt, run.ID, wf)
 	}
-	exkit.Check(err)
+	check(err)
 
 	for i, c := range run.Output.Chunks() {
 		switch {
@@ -142,15 +145,61 @@ func main() {
 	fmt.Printf("run %s: %s\n", row.Status, run.ID)
 
 	rep, err := replay.Run(ctx, rt, run.ID, wf)
-	exkit.Check(err)
-	exkit.Verdict("replay", rep)
+	check(err)
+	verdict("replay", rep)
 }
 
 func decide(ctx context.Context, rt *rath.Runtime, id string, d approval.Decision) {
 	dec, err := approval.Decide(ctx, rt.Store(), id, d, time.Now())
-	exkit.Check(err)
+	check(err)
 	fmt.Printf("  %s %s by %s: %s%s\n", dec.ID, dec.Decision, dec.By, dec.Note, dec.Answer)
 	if dec.EditedArguments != "" {
 		fmt.Printf("  edited arguments: %s\n", dec.EditedArguments)
+	}
+}
+
+// provider answers from the embedded cassette, or with -live from a real
+// model (OPENAI_API_KEY, ANTHROPIC_API_KEY or ~/.rath/config.json).
+func provider(cassette []byte, live bool) (*flow.Provider, error) {
+	if live {
+		return rath.NewProvider(flow.Provider{})
+	}
+	c, err := scripted.Parse(cassette)
+	if err != nil {
+		return nil, fmt.Errorf("parse cassette: %w", err)
+	}
+	return rath.NewProvider(flow.Provider{Vendor: flow.VendorScripted, Client: c, Model: "scripted"})
+}
+
+// openRuntime opens the runtime in dir, or in a temporary directory
+// removed by the returned func when dir is empty.
+func openRuntime(ctx context.Context, dir string) (*rath.Runtime, func()) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rath-example-")
+		check(err)
+		dir, remove = filepath.Join(tmp, "store"), func() { os.RemoveAll(tmp) }
+	}
+	rt, err := rath.Open(ctx, dir)
+	check(err)
+	return rt, func() {
+		check(rt.Close())
+		remove()
+	}
+}
+
+// verdict prints the replay's verdict and exits 1 if it diverged.
+func verdict(label string, rep *replay.Report) {
+	if !rep.OK() {
+		fmt.Printf("%s: %d of %d events reproduced, then diverged:\n%v\n", label, rep.Matched, rep.Recorded, rep.Divergence)
+		os.Exit(1)
+	}
+	fmt.Printf("%s: %d of %d events reproduced (100%%)\n", label, rep.Matched, rep.Recorded)
+}
+
+// check stops the program on an error, as an example's main may.
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
 	}
 }

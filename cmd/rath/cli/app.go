@@ -95,7 +95,10 @@ func (a *app) open(ctx context.Context) (*rath.Runtime, error) {
 	if a.rt != nil {
 		return a.rt, nil
 	}
-	if err := a.existing(); err != nil {
+	stop := a.connecting(ctx)
+	err := a.existing()
+	stop()
+	if err != nil {
 		return nil, err
 	}
 	return a.create(ctx)
@@ -109,7 +112,9 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	if a.dsn != "" && !events.IsPostgresDSN(a.dsn) {
 		return nil, &usageError{err: fmt.Errorf("--dsn must be a postgres:// or postgresql:// URL (--dir selects the embedded store)"), hint: "rath --help"}
 	}
+	stop := a.connecting(ctx)
 	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes})
+	stop()
 	if err != nil {
 		return nil, err
 	}

@@ -94,6 +94,11 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	if out := rath("runs").stdout; !strings.Contains(out, run1) || !strings.Contains(out, "waiting") {
 		t.Fatalf("runs:\n%s", out)
 	}
+	// wait returns on a waiting run with its request and how to decide it.
+	if r := rath("wait", "--timeout", "2m", run1); r.code != ExitWaiting || !strings.Contains(r.stdout, run1+"\twaiting") ||
+		!strings.Contains(r.stderr, id1) || !strings.Contains(r.stderr, "echo approved") || !strings.Contains(r.stderr, "rath approve ID") {
+		t.Fatalf("wait on a waiting run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	// A waiting run replays as far as it went, asking nobody.
 	if r := rath("replay", run1); r.code != 0 || !strings.Contains(r.stdout, "reproduced") {
 		t.Fatalf("replay of the waiting run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -159,7 +164,12 @@ func testApprovalsCLI(t *testing.T, store []string) {
 	if _, err := os.Stat(filepath.Join(ws, "data")); err != nil {
 		t.Fatal("the rejected command ran")
 	}
-	out2 := strings.TrimSpace(r.stdout)
+	// resume streams as run does: the tool's result, then run and session.
+	m := regexp.MustCompile(`(?m)^session: (s-\S+)$`).FindStringSubmatch(r.stdout)
+	if m == nil || !strings.Contains(r.stdout, "← run_shell_command") || !strings.Contains(r.stdout, "run: "+run2) {
+		t.Fatalf("resume 2 did not stream the run:\n%s", r.stdout)
+	}
+	out2 := m[1]
 	show := rath("show", out2).stdout
 	if !strings.Contains(show, "too risky: keep data") || !strings.Contains(show, "rejected by") || !strings.Contains(show, id2) {
 		t.Fatalf("show does not mark the rejection:\n%s", show)
@@ -264,7 +274,11 @@ func TestApprovals_AnswerAQuestion(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
 	}
-	if show := cli("show", strings.TrimSpace(r.stdout)).stdout; !strings.Contains(show, `replicas: {"n":3}`) || !strings.Contains(show, "answered by ops") {
+	out := regexp.MustCompile(`(?m)^session: (s-\S+)$`).FindStringSubmatch(r.stdout)
+	if out == nil {
+		t.Fatalf("resume printed no session:\n%s", r.stdout)
+	}
+	if show := cli("show", out[1]).stdout; !strings.Contains(show, `replicas: {"n":3}`) || !strings.Contains(show, "answered by ops") {
 		t.Fatalf("show:\n%s", show)
 	}
 	if r := cli("replay", run.ID); r.code != 0 {

@@ -79,6 +79,9 @@ func exitCode(stderr io.Writer, err error) int {
 		return ExitUsage
 	}
 	fmt.Fprintf(stderr, "rath: %s\n", message(err))
+	if errors.Is(err, projections.ErrNotFound) {
+		fmt.Fprintln(stderr, "Try: rath runs (run ids, newest last) or rath sessions (session ids)")
+	}
 	var diff *projections.Difference
 	switch {
 	case errors.Is(err, errDiverged):

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/gorath/rath/flow"
@@ -115,7 +116,18 @@ func printDemo(a *app, s *demo.Summary) {
 	}
 	// One command per line: joined on one line they would paste as a pipe.
 	fmt.Fprintf(w, "Inspect it:\n")
-	fmt.Fprintf(w, "  rath --dir %s graph\n", a.dir)
-	fmt.Fprintf(w, "  rath --dir %s show %s\n", a.dir, s.Output)
-	fmt.Fprintf(w, "  rath --dir %s replay %s\n", a.dir, s.Run)
+	self := selfName()
+	fmt.Fprintf(w, "  %s --dir %s graph\n", self, a.dir)
+	fmt.Fprintf(w, "  %s --dir %s show %s\n", self, a.dir, s.Output)
+	fmt.Fprintf(w, "  %s --dir %s replay %s\n", self, a.dir, s.Run)
+}
+
+// selfName is how to call this program in a command to paste: the path
+// it was started by when that is a path to a rath binary (make demo runs
+// bin/rath, which need not be on PATH), else "rath".
+func selfName() string {
+	if p := os.Args[0]; filepath.Base(p) == "rath" && strings.ContainsRune(p, filepath.Separator) {
+		return p
+	}
+	return "rath"
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,7 +16,6 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
 	"github.com/gorath/rath/internal/demo"
-	"github.com/gorath/rath/internal/jsonview"
 	"github.com/spf13/cobra"
 )
 
@@ -228,55 +226,6 @@ func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name s
 		return demo.Build(ctx, rt, nil)
 	}
 	return nil, fmt.Errorf("this worker does not know workflow %q: build a rath binary whose cli.Config.Setup registers it", name)
-}
-
-func newWaitCmd(a *app) *cobra.Command {
-	var timeout time.Duration
-	cmd := &cobra.Command{
-		Use:     "wait RUN...",
-		Short:   "Wait until runs end; exit 1 if any failed",
-		Example: "rath wait run-1a2b run-3c4d --timeout 10m",
-		Args:    args(cobra.MinimumNArgs(1)),
-		RunE: func(cmd *cobra.Command, runs []string) error {
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			rt, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			for _, id := range runs {
-				if _, err := rt.Reader().Run(ctx, id); err != nil {
-					return fmt.Errorf("run %s: %w", id, err)
-				}
-			}
-			status, err := fleet.Wait(ctx, rt, runs...)
-			for id, st := range status {
-				status[id] = jsonview.StatusWord(st)
-			}
-			if a.json {
-				if perr := a.printJSON(status); perr != nil {
-					return perr
-				}
-			} else {
-				for _, id := range runs {
-					if st, ok := status[id]; ok {
-						fmt.Fprintf(a.stdout, "%s\t%s\n", id, st)
-					}
-				}
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("wait: --timeout %s passed with runs still going", timeout)
-			}
-			return err
-		},
-	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: wait as long as it takes)")
-	jsonFlag(cmd, a)
-	return cmd
 }
 
 func newCancelCmd(a *app) *cobra.Command {

@@ -98,8 +98,9 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			if r := rathCLI(t, dir, append(store[2:], "cancel", queued)...); r.code != ExitFailure || !strings.Contains(r.stderr, "already finished") {
 				t.Fatalf("cancel twice: exit %d %s", r.code, r.stderr)
 			}
-			if r := rathCLI(t, dir, append(store[2:], "wait", queued)...); r.code != ExitFailure || !strings.Contains(r.stdout, queued+"\tcanceled") {
-				t.Fatalf("wait for a canceled run: exit %d %s", r.code, r.stdout)
+			if r := rathCLI(t, dir, append(store[2:], "wait", queued)...); r.code != ExitFailure || !strings.Contains(r.stdout, queued+"\tcanceled") ||
+				!strings.Contains(r.stderr, "run "+queued+" was canceled: changed my mind") || strings.Contains(r.stderr, "a run failed") {
+				t.Fatalf("wait for a canceled run: exit %d %s%s", r.code, r.stdout, r.stderr)
 			}
 			if ws := decodeJSON[[]fleet.WorkerInfo](t, mustRun(t, dir, append(store[2:], "workers", "--json", "--all")...)); len(ws) != 0 {
 				t.Fatalf("workers after the only one stopped: %+v", ws)

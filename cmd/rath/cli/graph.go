@@ -29,15 +29,16 @@ func nodeLabel(n graphNode) string {
 }
 
 func newGraphCmd(a *app) *cobra.Command {
-	var format string
+	var format, run string
 	cmd := &cobra.Command{
 		Use:   "graph",
 		Short: "Print the session graph as Mermaid, Graphviz dot or JSON",
 		Long: `graph prints every session as a node labelled with its kind and origin,
 and every lineage edge (fork, merge, import kinds) from parent to child.
 Detached sessions appear as nodes without edges: they have no lineage
-parent, though the log keeps where they came from.`,
-		Example: "rath graph --format dot | dot -Tsvg > graph.svg",
+parent, though the log keeps where they came from. --run keeps one run's
+sessions (its input and those it created) and the edges between them.`,
+		Example: "rath graph --format dot | dot -Tsvg > graph.svg\nrath graph --run run-1a2b",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if a.json {
@@ -57,6 +58,13 @@ parent, though the log keeps where they came from.`,
 			if err != nil {
 				return err
 			}
+			if run != "" {
+				set, err := runSessions(ctx, rt, run)
+				if err != nil {
+					return err
+				}
+				v = graphOfRun(v, set)
+			}
 			switch format {
 			case "json":
 				return a.printJSON(v)
@@ -69,6 +77,7 @@ parent, though the log keeps where they came from.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "mermaid", "output format: mermaid, dot or json")
+	cmd.Flags().StringVar(&run, "run", "", "only this run's sessions and the edges between them")
 	jsonFlag(cmd, a)
 	return cmd
 }

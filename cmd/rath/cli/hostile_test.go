@@ -272,6 +272,7 @@ func TestRun_UnusableSandboxFails(t *testing.T) {
 	}{
 		{"workspace is a file", []string{"--workspace", file}, ExitUsage, "is not a directory"},
 		{"workspace is a file, no tools", []string{"--workspace", file, "--tools", ""}, ExitUsage, "is not a directory"},
+		{"built-in tools without a workspace", nil, ExitUsage, "pass --workspace DIR"},
 		{"opensandbox without a server", []string{"--workspace", "w", "--backend", "opensandbox"}, ExitFailure, "sandbox: backend unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,6 +282,9 @@ func TestRun_UnusableSandboxFails(t *testing.T) {
 			r := rathWithin(t, time.Minute, dir, append(argv, "go")...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.wantInErr) {
 				t.Fatalf("exit %d, want %d with %q\nstdout: %s\nstderr: %s", r.code, tc.code, tc.wantInErr, r.stdout, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "rath.db")); err != nil {
+				return // refused before the store was made
 			}
 			if runs := decodeJSON[[]runView](t, mustRun(t, dir, "runs", "--json")); len(runs) != 0 {
 				t.Fatalf("a run was recorded: %+v", runs)

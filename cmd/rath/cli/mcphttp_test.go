@@ -71,7 +71,7 @@ func TestMCP_HTTPServerRestart(t *testing.T) {
 	}
 	srv = serve(l)
 	r := <-done
-	if r.code != 0 || r.err != nil || r.end.Status != "ok" {
+	if r.code != 0 || r.err != nil || r.end.Status != "done" {
 		t.Fatalf("run: exit %d, %v, %+v\n%s", r.code, r.err, r.end, r.out)
 	}
 	if r.got["c1"].ErrorKind != "" || r.got["c3"].ErrorKind != "" {

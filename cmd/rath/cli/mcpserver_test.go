@@ -170,7 +170,7 @@ func TestMCP_Faults(t *testing.T) {
 		`c1:faults__whoami:{}`, `c2:faults__crash:{}`, `c3:faults__whoami:{}`, `c4:faults__hang:{}`, `c5:faults__whoami:{}`,
 		`c6:faults__big:{}`, `c7:faults__pixel:{}`)
 	got, end := toolReturns(t, dir, "--cassette", cas, "be", "resilient")
-	if end.Status != "ok" {
+	if end.Status != "done" {
 		t.Fatalf("run ended %+v", end)
 	}
 	if got["c1"].ErrorKind != "" || got["c3"].ErrorKind != "" || got["c5"].ErrorKind != "" {

@@ -10,6 +10,7 @@ import (
 	execpkg "os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -73,11 +74,16 @@ func TestMemory_SharedByLongLivedProcesses(t *testing.T) {
 	}
 	search() // the console opens the memory index
 
-	_, workerErr := startRath(t, "--dir", dir, "worker", "--lease", "2s")
+	worker, workerErr := startRath(t, "--dir", dir, "worker", "--lease", "2s")
 	if line, _ := workerErr.ReadString('\n'); !strings.Contains(line, "worker ") {
 		t.Fatalf("worker said %q", line)
 	}
-	go io.Copy(io.Discard, workerErr)
+	// The worker logs each run it takes and how it finished.
+	workerLog := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(workerErr)
+		workerLog <- string(b)
+	}()
 	// The worker uses memory too: a queued run that recalls and commits.
 	cas := filepath.Join(t.TempDir(), "cassette.json")
 	os.WriteFile(cas, []byte(memoryCassette), 0o644)
@@ -104,6 +110,15 @@ func TestMemory_SharedByLongLivedProcesses(t *testing.T) {
 	}
 	if out := rathProc(t, nil, "--dir", dir, "wait", "--timeout", "2m", queued); !strings.Contains(out, queued+"\tdone") {
 		t.Fatalf("the worker's memory run: %s", out)
+	}
+	worker.Process.Signal(syscall.SIGTERM)
+	select {
+	case log := <-workerLog:
+		if !strings.Contains(log, "run "+queued+": taken") || !strings.Contains(log, "run "+queued+": finished: done") {
+			t.Errorf("the worker's log does not tell the run:\n%s", log)
+		}
+	case <-ctx.Done():
+		t.Error("the worker did not stop on SIGTERM")
 	}
 	// What the worker committed is recalled by another process.
 	if out := rathProc(t, nil, "--dir", dir, "memory", "recall", "user/ana", "Bonjour"); !strings.Contains(out, "Bonjour Ana") {

@@ -110,7 +110,11 @@ tools) and its events are written to the store. It prints the output
 session id. A tool call that was recorded as started but not as returned
 runs again. The resume holds the run's lease while it goes, as a worker
 does: a second resume of the same run, or one of a run a fleet worker
-is continuing, is refused before anything runs.`,
+is continuing, is refused before anything runs.
+
+It streams what the resume records as "rath run" does (tool calls and
+results, answers), then prints the run id and the output session id;
+with --json, the events as JSON Lines and the summary object of run.`,
 		Example: "rath resume run-0123456789abcdef --json",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -136,41 +140,31 @@ is continuing, is refused before anything runs.`,
 				return err
 			}
 			defer release()
-			run, err := replay.Resume(lctx, rt, argv[0], wf)
-			release()
+			run, err := a.streamResume(ctx, rt, argv[0], head.Seq+1, func() (*rath.Run, error) {
+				defer release()
+				return replay.Resume(lctx, rt, argv[0], wf)
+			})
+			if run == nil {
+				run = &rath.Run{ID: argv[0]}
+			}
 			if a.json {
-				// The events the resume recorded, then the summary.
-				evs, rerr := rt.Store().Read(ctx, events.Query{RunID: argv[0], FromSeq: head.Seq + 1})
-				if rerr != nil {
-					return errors.Join(err, rerr)
-				}
 				enc := json.NewEncoder(a.stdout)
 				enc.SetEscapeHTML(false)
-				for _, ev := range evs {
-					if eerr := enc.Encode(ev); eerr != nil {
-						return eerr
-					}
-				}
-				if run == nil {
-					run = &rath.Run{ID: argv[0]}
-				}
 				if eerr := enc.Encode(runSummary(run, err)); eerr != nil {
 					return eerr
 				}
 				return err
 			}
+			if err != nil && !errors.Is(err, flow.ErrWaiting) {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "\nrun: %s\n", run.ID)
+			if run.Output != nil {
+				fmt.Fprintf(a.stdout, "session: %s\n", run.Output.ID())
+			}
 			if errors.Is(err, flow.ErrWaiting) {
-				a.printWaiting(ctx, rt, argv[0], a.stderr)
-				return err
+				a.printWaiting(ctx, rt, argv[0], &termWriter{w: a.stderr})
 			}
-			if err != nil {
-				return err
-			}
-			if run.Output == nil {
-				_, err = fmt.Fprintf(a.stdout, "run %s finished\n", run.ID)
-				return err
-			}
-			_, err = fmt.Fprintln(a.stdout, run.Output.ID())
 			return err
 		},
 	}
@@ -199,4 +193,58 @@ func (a *app) holdForResume(ctx context.Context, rt *rath.Runtime, run string) (
 		fmt.Fprintf(a.stderr, "run %s was submitted to the fleet; it continues here, under this resume's lease, and its workers leave it alone while it goes\n", run)
 	}
 	return lctx, release, nil
+}
+
+// streamResume runs resume and, while it goes, prints the events it
+// records for run from seq from on (as rath run prints them, or as JSON
+// Lines with --json); the events recorded after the last wake-up are
+// read once more when it returns.
+func (a *app) streamResume(ctx context.Context, rt *rath.Runtime, run string, from int64, resume func() (*rath.Run, error)) (*rath.Run, error) {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	tw, ew := &termWriter{w: a.stdout}, &termWriter{w: a.stderr}
+	defer tw.Flush()
+	defer ew.Flush()
+	out := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+	diag := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
+	next := from
+	emit := func(ev events.Event) error {
+		next = ev.Seq + 1
+		if a.json {
+			return enc.Encode(ev)
+		}
+		printEvent(ev, true, out, diag)
+		return nil
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var r *rath.Run
+	var rerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stop()
+		r, rerr = resume()
+	}()
+	for ev, err := range rt.Store().Subscribe(sctx, events.Query{RunID: run, FromSeq: from}) {
+		if err != nil {
+			break // the read below says what is missing
+		}
+		if err := emit(ev); err != nil {
+			stop()
+			<-done
+			return r, err
+		}
+	}
+	<-done
+	rest, err := rt.Store().Read(ctx, events.Query{RunID: run, FromSeq: next})
+	if err != nil {
+		return r, errors.Join(rerr, err)
+	}
+	for _, ev := range rest {
+		if err := emit(ev); err != nil {
+			return r, err
+		}
+	}
+	return r, rerr
 }

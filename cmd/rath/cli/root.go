@@ -22,7 +22,9 @@ Exit codes:
   2  usage error: unknown command or flag, bad flag value, wrong arguments
   3  verify (or rebuild --check) found a problem: tampering, a bad blob,
      projections that differ from the log
-  4  a replay diverged from the record (replay, demo, dossier --replay)`,
+  4  a replay diverged from the record (replay, demo, dossier --replay)
+  5  a run waits for a person (run, resume, wait): rath approvals lists
+     what to decide`,
 		Example:       "rath --help",
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -32,8 +34,8 @@ Exit codes:
 				return cmd.Help()
 			}
 			h := "rath --help"
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				h = "rath " + s[0]
+			if s := nearestCommand(cmd, args[0]); s != "" {
+				h = "rath " + s
 			}
 			return &usageError{err: fmt.Errorf("unknown command %q", args[0]), hint: h}
 		},

@@ -20,6 +20,7 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -56,7 +57,11 @@ runs offline against a scripted cassette file. --workspace places the
 session on a sandbox (--backend, default local) so tools run there;
 --tools lists built-in tools by name (` + "`all`" + ` for every one). With --json it
 prints the run's events as JSON Lines as they are recorded, then a summary
-object {"summary": true, "run", "status", "output_session", "error"}.`,
+object {"summary": true, "run", "status", "output_session", "error"} whose
+status is one word of "rath runs": done, failed or waiting.
+
+Built-in tools need --workspace: without it, run refuses (exit 2) rather
+than start a run whose every tool call would fail.`,
 		Example: `rath run --cassette examples/cassettes/write_and_check.json --workspace work --tools all "Write hello.txt"
 rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_workspace_file "List the files"`,
 		Args: args(cobra.MinimumNArgs(1)),
@@ -119,8 +124,15 @@ func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
 		params["cassette"], params["kind"] = abs, flow.VendorScripted
 	}
 	if f.tools != "" {
-		if _, err := parseTools(f.tools); err != nil {
+		sel, err := parseTools(f.tools)
+		if err != nil {
 			return nil, usagef(cmd, "--tools: %v", err)
+		}
+		// Built-in tools act on the session's workspace; without one every
+		// call would fail no_placement in a run that still ends done.
+		if len(sel.builtins) > 0 && f.workspace == "" {
+			return nil, usagef(cmd, "--tools %s: built-in tools (%s) run in a workspace: pass --workspace DIR (created if missing), or name only MCP tools (SERVER.*)",
+				f.tools, strings.Join(sel.builtins, ", "))
 		}
 		// "all" stays as it is: it also means every MCP tool, which a
 		// worker lists itself.
@@ -296,7 +308,7 @@ type runEnd struct {
 }
 
 func runSummary(run *rath.Run, err error) runEnd {
-	s := runEnd{Summary: true, Status: rath.RunOK}
+	s := runEnd{Summary: true, Status: jsonview.StatusWord(rath.RunOK)}
 	if run != nil {
 		s.Run = run.ID
 		if run.Output != nil {
@@ -304,7 +316,7 @@ func runSummary(run *rath.Run, err error) runEnd {
 		}
 	}
 	if err != nil {
-		s.Status, s.Error = rath.RunError, err.Error()
+		s.Status, s.Error = jsonview.StatusWord(rath.RunError), err.Error()
 	}
 	if errors.Is(err, flow.ErrWaiting) {
 		s.Status = "waiting"

@@ -144,7 +144,7 @@ func TestRun_JSONLines(t *testing.T) {
 		types = append(types, ev.Type)
 	}
 	sum := decodeJSON[runEnd](t, lines[len(lines)-1])
-	if !sum.Summary || sum.Status != "ok" || sum.Run != runID || sum.Output == "" {
+	if !sum.Summary || sum.Status != "done" || sum.Run != runID || sum.Output == "" {
 		t.Fatalf("summary = %+v (run %s)", sum, runID)
 	}
 	joined := strings.Join(types, " ")

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,13 +14,37 @@ import (
 
 type runView = jsonview.Run
 
+// statusWords is the one status vocabulary of runs, in the text and
+// JSON output of every command and in --status.
+var statusWords = []string{"queued", "running", "waiting", "done", "failed", "canceled"}
+
 func newRunsCmd(a *app) *cobra.Command {
+	var status []string
+	var since string
+	var limit int
 	cmd := &cobra.Command{
-		Use:     "runs",
-		Short:   "List recorded runs: workflow, status (queued, running, waiting, done, failed, canceled), input and output sessions, worker",
-		Example: "rath runs --json",
+		Use:   "runs",
+		Short: "List recorded runs: workflow, status (queued, running, waiting, done, failed, canceled), input and output sessions, worker",
+		Long: `runs lists the recorded runs, oldest first: workflow, status, start time,
+input and output sessions, parent run, worker. --status keeps runs with
+one of the given statuses, --since those started within a duration (1h)
+or after a time (2026-11-25 or RFC 3339), --limit the newest N of what
+is left.`,
+		Example: "rath runs --json\nrath runs --status failed,canceled --since 24h --limit 20",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, st := range status {
+				if !slices.Contains(statusWords, st) {
+					return usagef(cmd, "--status %q: want some of %s", st, strings.Join(statusWords, ", "))
+				}
+			}
+			if limit < 0 {
+				return usagef(cmd, "--limit %d: want 0 (no limit) or more", limit)
+			}
+			after, err := parseSince(since, time.Now())
+			if err != nil {
+				return usagef(cmd, "--since: %v", err)
+			}
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
 			if err != nil {
@@ -35,9 +62,19 @@ func newRunsCmd(a *app) *cobra.Command {
 			for _, l := range leases {
 				worker[l.Run] = l.Worker
 			}
-			views := make([]runView, len(rows))
-			for i, r := range rows {
-				views[i] = jsonview.RunOf(r, worker[r.ID])
+			views := make([]runView, 0, len(rows))
+			for _, r := range rows {
+				v := jsonview.RunOf(r, worker[r.ID])
+				if len(status) > 0 && !slices.Contains(status, v.Status) {
+					continue
+				}
+				if !after.IsZero() && time.Unix(0, r.StartedAt).Before(after) {
+					continue
+				}
+				views = append(views, v)
+			}
+			if limit > 0 && len(views) > limit {
+				views = views[len(views)-limit:]
 			}
 			if a.json {
 				return a.printJSON(views)
@@ -50,6 +87,30 @@ func newRunsCmd(a *app) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().StringSliceVar(&status, "status", nil, "only runs with these statuses (comma-separated): "+strings.Join(statusWords, ", "))
+	cmd.Flags().StringVar(&since, "since", "", "only runs started within this duration (90m, 24h) or after this time (2026-11-25, RFC 3339)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "only the newest N runs (0: all)")
 	jsonFlag(cmd, a)
 	return cmd
+}
+
+// parseSince reads --since: a duration back from now, a date, or an RFC
+// 3339 time. Empty is the zero time (no bound).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration back from now is positive", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q: want a duration (90m, 24h), a date (2026-11-25) or an RFC 3339 time", s)
 }

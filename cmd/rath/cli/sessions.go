@@ -9,10 +9,11 @@ import (
 )
 
 func newSessionsCmd(a *app) *cobra.Command {
+	var run string
 	cmd := &cobra.Command{
 		Use:     "sessions",
 		Short:   "List sessions: id, kind, chunks, version, backend, parents, tokens",
-		Example: "rath sessions --json",
+		Example: "rath sessions --json\nrath sessions --run run-1a2b",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -23,6 +24,13 @@ func newSessionsCmd(a *app) *cobra.Command {
 			rows, err := rt.Reader().Sessions(ctx)
 			if err != nil {
 				return err
+			}
+			if run != "" {
+				set, err := runSessions(ctx, rt, run)
+				if err != nil {
+					return err
+				}
+				rows = sessionsOfRun(rows, set)
 			}
 			parents, err := parentsByChild(ctx, rt.Reader())
 			if err != nil {
@@ -59,6 +67,7 @@ func newSessionsCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&run, "run", "", "only this run's sessions: its input and those it created")
 	jsonFlag(cmd, a)
 	return cmd
 }

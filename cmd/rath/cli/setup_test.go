@@ -160,7 +160,7 @@ func TestConfigSetup_ReplaysAndResumesARegisteredWorkflow(t *testing.T) {
 	}
 	r = mine("resume", "run-tally-2", "--json")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if sum := decodeJSON[runEnd](t, lines[len(lines)-1]); r.code != ExitOK || !sum.Summary || sum.Status != "ok" || !strings.HasPrefix(sum.Output, "s-") ||
+	if sum := decodeJSON[runEnd](t, lines[len(lines)-1]); r.code != ExitOK || !sum.Summary || sum.Status != "done" || !strings.HasPrefix(sum.Output, "s-") ||
 		!strings.Contains(r.stdout, `"type":"tool.returned"`) {
 		t.Fatalf("resume --json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

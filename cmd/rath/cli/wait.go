@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/fleet"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/internal/jsonview"
+	"github.com/spf13/cobra"
+)
+
+// errRunsEnded is matched by the error of a wait in which a run failed
+// or was canceled; the message says which and why.
+var errRunsEnded = errors.New("not every run is done")
+
+func newWaitCmd(a *app) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait RUN...",
+		Short: "Wait until runs end or wait for a person; exit 1 if any failed or was canceled, 5 if any waits",
+		Long: `wait blocks until each run has ended (done, failed or canceled) or waits for
+a person, and prints each run's status. A run that waits for a person
+does not continue by itself: wait prints its requests and how to decide
+them on stderr and exits with code 5 (a fleet worker takes a submitted
+run up again once it is decided; run "rath wait" again to follow it).
+A failed run exits 1 with its error, a canceled one with its reason.`,
+		Example: "rath wait run-1a2b run-3c4d --timeout 10m",
+		Args:    args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, runs []string) error {
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			for _, id := range runs {
+				if _, err := rt.Reader().Run(ctx, id); err != nil {
+					return fmt.Errorf("run %s: %w", id, err)
+				}
+			}
+			ended, err := waitRuns(ctx, rt, runs)
+			status := make(map[string]string, len(ended))
+			for id, r := range ended {
+				status[id] = jsonview.StatusWord(r.status)
+			}
+			if a.json {
+				if perr := a.printJSON(status); perr != nil {
+					return perr
+				}
+			} else {
+				for _, id := range runs {
+					if st, ok := status[id]; ok {
+						fmt.Fprintf(a.stdout, "%s\t%s\n", id, st)
+					}
+				}
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("wait: --timeout %s passed with runs still going", timeout)
+			}
+			if err != nil {
+				return err
+			}
+			var bad, waiting []string
+			for _, id := range runs {
+				r := ended[id]
+				switch r.status {
+				case rath.RunOK:
+				case "waiting":
+					waiting = append(waiting, id)
+				case fleet.StatusCanceled:
+					bad = append(bad, fmt.Sprintf("run %s was canceled: %s", id, orDash(r.reason)))
+				default:
+					bad = append(bad, fmt.Sprintf("run %s %s: %s", id, jsonview.StatusWord(r.status), orDash(r.reason)))
+				}
+			}
+			for _, id := range waiting {
+				a.printWaiting(ctx, rt, id, &termWriter{w: a.stderr})
+			}
+			if len(bad) > 0 {
+				return fmt.Errorf("%w: %s", errRunsEnded, strings.Join(bad, "; "))
+			}
+			if len(waiting) > 0 {
+				return fmt.Errorf("%w: %s", flow.ErrWaiting, strings.Join(waiting, " "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: wait as long as it takes)")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+// waitEnd is how a run left the wait: its stored status and the error
+// or cancel reason recorded with it.
+type waitEnd struct{ status, reason string }
+
+// waitRuns blocks until every run has ended or waits for a person (or
+// ctx ends), waking on the store's notifications and, across processes,
+// on a short poll.
+func waitRuns(ctx context.Context, rt *rath.Runtime, runs []string) (map[string]waitEnd, error) {
+	out := make(map[string]waitEnd, len(runs))
+	for {
+		wake := rt.Store().Notify()
+		for _, id := range runs {
+			if _, ok := out[id]; ok {
+				continue
+			}
+			r, err := rt.Reader().Run(ctx, id)
+			if err != nil {
+				continue // not projected yet
+			}
+			switch r.Status {
+			case "queued", "running":
+			default:
+				out[id] = waitEnd{status: r.Status, reason: r.Error}
+			}
+		}
+		if len(out) == len(runs) {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-wake:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
