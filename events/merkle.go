@@ -29,12 +29,6 @@ import (
 // line {"chain":"HEX","leaf":0,"seq":N}: its hash-chain record, which
 // commits to its row and every row before it.
 
-// Leaf line formats.
-const (
-	leafChain = 0 // an event of the hash chain, before the Merkle log
-	leafV1    = 1
-)
-
 // SaltSize is the length of an event's payload salt.
 const SaltSize = 16
 
