@@ -25,7 +25,7 @@ const maxTreeRows = 256
 func (w *writerState) catchUpTree(ctx context.Context) error {
 	if w.s.opts.chainRows || w.lastSeq <= w.treeSize+int64(len(w.leaves)) {
 		if w.treeSize > w.lastSeq {
-			return fmt.Errorf("events: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", w.treeSize, w.lastSeq)
+			return treeAheadErr(w.treeSize, w.lastSeq)
 		}
 		return nil
 	}
@@ -39,7 +39,7 @@ func (w *writerState) catchUpTree(ctx context.Context) error {
 	}
 	n := head.Size
 	if n > w.lastSeq {
-		return fmt.Errorf("events: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", n, w.lastSeq)
+		return treeAheadErr(n, w.lastSeq)
 	}
 	if n != w.treeSize {
 		w.treeSize, w.leaves, w.front = n, nil, nil
@@ -69,6 +69,11 @@ func (w *writerState) catchUpTree(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// treeAheadErr says the tree has more leaves than the log has events.
+func treeAheadErr(leaves, lastSeq int64) error {
+	return fmt.Errorf("events: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", leaves, lastSeq)
 }
 
 // flushTree stores the tree hashes of the open transaction's leaves.

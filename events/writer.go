@@ -420,19 +420,12 @@ func (w *writerState) writeMeta(ctx context.Context) error {
 		w.merkleFrom, w.metaWritten = n, true
 	}
 	if w.v2From == 0 {
-		// Read back what is stored: a stale cache may have missed a row
-		// another connection wrote (its inserts then collide and the batch
-		// is redone after a reload).
-		var v string
-		if err := w.exec(ctx, `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, metaChainV2From, strconv.FormatInt(w.lastSeq+1, 10)); err != nil {
-			return storageErr("record hash format", err)
-		}
-		if err := w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT value FROM store_meta WHERE key = ?`), metaChainV2From).Scan(&v); err != nil {
-			return storageErr("record hash format", err)
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			return fmt.Errorf("events: store_meta %s is %q, not a seq", metaChainV2From, v)
+		// recordOnce reads back what is stored: a stale cache may have
+		// missed a row another connection wrote (its inserts then collide
+		// and the batch is redone after a reload).
+		n, err := w.recordOnce(ctx, metaChainV2From, w.lastSeq+1)
+		if err != nil {
+			return err
 		}
 		w.v2From, w.metaWritten = n, true
 	}
