@@ -12,6 +12,7 @@ import (
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/replay"
 )
 
@@ -126,11 +127,8 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		f.release(bg, lease)
 		// The log line names the outcome in the words rath runs uses.
 		status := "done"
-		if r, rerr := f.rt.Reader().Run(bg, run); rerr == nil && r.Status != rath.RunOK {
-			status = r.Status
-			if r.Status == rath.RunError {
-				status = "failed"
-			}
+		if r, rerr := f.rt.Reader().Run(bg, run); rerr == nil {
+			status = jsonview.StatusWord(r.Status)
 		}
 		f.logf("run %s: finished: %s", run, status)
 		return nil // done, or failed in its workflow: either way, final
