@@ -57,6 +57,7 @@ var allowedImports = map[string][]string{
 	"internal/stmtcache": {},
 	"events":             {"internal/stmtcache"},
 	"migrations":         {},
+	"signkey":            {},
 	"secret":             {"events"},
 
 	"projections": {"events", "migrations", "internal/stmtcache"},
