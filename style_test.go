@@ -58,6 +58,8 @@ var allowedImports = map[string][]string{
 	"events":             {"internal/stmtcache"},
 	"migrations":         {},
 	"signkey":            {},
+	"bundle":             {"events", "signkey"},
+	"bundle/verify":      {},
 	"secret":             {"events"},
 
 	"projections": {"events", "migrations", "internal/stmtcache"},
@@ -114,7 +116,7 @@ var allowedImports = map[string][]string{
 	"internal/textsafe":                   {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "bundle", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber.

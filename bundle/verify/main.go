@@ -1,0 +1,150 @@
+// Command verify checks a rath run bundle without rath: go run . [-vkey FILE] [DIR]
+// (DIR: the bundle, default ".."; -vkey: the signer's note verifier key as its
+// owner published it, default DIR/verifier.vkey). Only the standard library and golang.org/x/mod.
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// must stops at a failure that leaves nothing further to check.
+func must(err error, what string) {
+	if err != nil {
+		fmt.Printf("FAIL: %s: %v\n", what, err)
+		os.Exit(1)
+	}
+}
+
+func main() {
+	vkeyFile := flag.String("vkey", "", "the signer's note verifier key, as its owner published it")
+	flag.Parse()
+	failures, dir := 0, cmp.Or(flag.Arg(0), "..")
+	fail := func(format string, args ...any) { failures++; fmt.Printf("FAIL: "+format+"\n", args...) }
+	hexSum := func(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
+	// read reads a bundle file; a missing one reads as empty, which fails the check that needs it.
+	read := func(name string) []byte { b, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name))); return b }
+	vkeyText, err := os.ReadFile(cmp.Or(*vkeyFile, filepath.Join(dir, "verifier.vkey")))
+	vkey := strings.TrimSpace(string(vkeyText))
+	signer, err2 := note.NewVerifier(vkey)
+	must(cmp.Or(err, err2), "verifier key")
+	raw, _ := base64.StdEncoding.DecodeString(vkey[strings.LastIndexByte(vkey, '+')+1:])
+	pub := ed25519.PublicKey(raw[1:]) // NewVerifier checked: an algorithm byte, then an Ed25519 key
+	// DSSE names the key by the SHA-256 of its PKIX DER: a fixed prefix, then the key (RFC 8410).
+	keyID, signed := hexSum(append([]byte("\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00"), pub...)), false
+	// The attestation: a DSSE envelope of an in-toto Statement, Ed25519 over its PAE.
+	var env struct {
+		Payload, PayloadType string
+		Signatures           []struct{ KeyID, Sig string }
+	}
+	must(json.Unmarshal(read("attestation.dsse.json"), &env), "attestation.dsse.json")
+	body, _ := base64.StdEncoding.DecodeString(env.Payload) // if not base64, no signature verifies
+	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(env.PayloadType), env.PayloadType, len(body), body)
+	for _, s := range env.Signatures {
+		sig, _ := base64.StdEncoding.DecodeString(s.Sig)
+		signed = signed || s.KeyID == keyID && ed25519.Verify(pub, pae, sig)
+	}
+	if !signed || env.PayloadType != "application/vnd.in-toto+json" {
+		must(fmt.Errorf("no valid signature by key %s (%s)", keyID, signer.Name()), "attestation.dsse.json")
+	}
+	var st struct {
+		Subject []struct {
+			Name   string
+			Digest struct{ SHA256 string }
+		}
+		Predicate struct {
+			Run                       string
+			FirstSeq, LastSeq, Events int64
+			Redacted                  []int64
+		}
+	}
+	must(json.Unmarshal(body, &st), "statement")
+	pred, listed := st.Predicate, map[string]bool{"attestation.dsse.json": true}
+	for _, s := range st.Subject {
+		if listed[s.Name] = true; hexSum(read(s.Name)) != s.Digest.SHA256 {
+			fail("%s: missing, or its SHA-256 is not the attested one", s.Name)
+		}
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(dir, p); err == nil && !d.IsDir() && !listed[filepath.ToSlash(rel)] {
+			fail("%s: not attested", rel)
+		}
+		return err
+	})
+	// The checkpoint: a C2SP signed note, by the signer and by every witness listed.
+	vs := []note.Verifier{signer}
+	for _, w := range strings.Fields(string(read("witnesses.vkey"))) {
+		v, err := note.NewVerifier(w)
+		must(err, "witnesses.vkey")
+		vs = append(vs, v)
+	}
+	n, err := note.Open(read("checkpoint"), note.VerifierList(vs...))
+	must(err, "checkpoint signature")
+	if len(n.Sigs) != len(vs) {
+		fail("checkpoint: %d of %d signatures (signer and witnesses) verify", len(n.Sigs), len(vs))
+	}
+	ck := append(strings.Split(n.Text, "\n"), "", "")
+	size, err := strconv.ParseInt(ck[1], 10, 64)
+	root, err2 := tlog.ParseHash(ck[2])
+	must(cmp.Or(err, err2), "checkpoint body")
+	// Each line's leaf is in the checkpoint's tree; each payload and salt match its line's commitment.
+	lines := bytes.Split(bytes.TrimSuffix(read("events.jsonl"), []byte("\n")), []byte("\n"))
+	var proofs []struct{ Hashes []tlog.Hash } // and an "index", the leaf's: seq-1
+	must(json.Unmarshal(read("proofs.json"), &proofs), "proofs.json")
+	if len(proofs) != len(lines) || int64(len(lines)) != pred.Events {
+		fail("events.jsonl has %d lines, proofs.json %d proofs, the attestation says %d events", len(lines), len(proofs), pred.Events)
+	}
+	var named [][]byte // the payloads and blobs, which name blobs
+	for i := 0; i < min(len(lines), len(proofs)); i++ {
+		var l struct {
+			Leaf, Seq int64
+			Payload   string
+		}
+		if err := json.Unmarshal(lines[i], &l); err != nil {
+			fail("events.jsonl line %d: not a leaf line", i+1)
+			continue
+		}
+		if err := tlog.CheckRecord(proofs[i].Hashes, size, root, l.Seq-1, tlog.RecordHash(lines[i])); err != nil {
+			fail("seq %d: its leaf is not in the checkpoint's tree: %v", l.Seq, err)
+		}
+		if l.Leaf == 1 && !slices.Contains(pred.Redacted, l.Seq) { // else a line of the hash chain, or redacted
+			p := read(fmt.Sprintf("payloads/%d.json", l.Seq))
+			if named = append(named, p); hexSum(append(read(fmt.Sprintf("payloads/%d.salt", l.Seq)), p...)) != l.Payload {
+				fail("seq %d: payloads/%d.json and .salt do not match the line's commitment", l.Seq, l.Seq)
+			}
+		}
+	}
+	// Each blob is what its name (its SHA-256) says, and a payload or another blob names it.
+	blobs, _ := os.ReadDir(filepath.Join(dir, "blobs"))
+	for _, e := range blobs {
+		named = append(named, read("blobs/"+e.Name()))
+	}
+	for i, all := 0, bytes.Join(named, nil); i < len(blobs); i++ {
+		if name := blobs[i].Name(); hexSum(named[len(named)-len(blobs)+i]) != name {
+			fail("blobs/%s: its SHA-256 is not its name", name)
+		} else if !bytes.Contains(all, []byte(name)) {
+			fail("blobs/%s: no payload names it", name)
+		}
+	}
+	if failures > 0 {
+		fmt.Printf("bundle of run %s: %d checks FAILED\n", pred.Run, failures)
+		os.Exit(1)
+	}
+	fmt.Printf("ok: run %s, %d events (seqs %d to %d) in the tree of %s at size %d, signed by %s (key %s) and %d witnesses\n",
+		pred.Run, len(lines), pred.FirstSeq, pred.LastSeq, ck[0], size, signer.Name(), keyID, len(vs)-1)
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/gorath/rath/bundle"
+	"github.com/gorath/rath/replay"
+	"github.com/gorath/rath/signkey"
+)
+
+// bundleFlags are export's flags for an attested run bundle.
+type bundleFlags struct {
+	dir      string
+	key      string
+	noReplay bool
+}
+
+// exportBundle writes the attested bundle of run runID (docs/EVIDENCE.md,
+// "Attested run bundles"). The replay verdict it attests comes from a
+// replay run here, in-process, against the run's record, unless
+// --no-replay; a diverged replay still writes the bundle (the verdict says
+// so) and exits as a divergence does.
+func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) error {
+	path := f.key
+	if path == "" {
+		path = os.Getenv("RATH_SIGNING_KEY")
+	}
+	if path == "" {
+		return fmt.Errorf("export --bundle: %w", bundle.ErrNoKey)
+	}
+	key, err := signkey.Load(path)
+	if err != nil {
+		return fmt.Errorf("export --bundle: %w", err)
+	}
+	rt, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	opts := bundle.Options{Key: key}
+	diverged := false
+	if !f.noReplay {
+		wf, err := a.workflowForRun(ctx, rt, runID, false)
+		if err != nil {
+			return fmt.Errorf("export --bundle: replay %s: %w (--no-replay attests no verdict)", runID, err)
+		}
+		rep, err := replay.Run(ctx, rt, runID, wf, replay.WithProgress(a.progress("replay")))
+		if err != nil {
+			return fmt.Errorf("export --bundle: replay %s: %w", runID, err)
+		}
+		opts.Replay = &bundle.Replay{OK: rep.OK(), Verdict: rep.Verdict()}
+		diverged = !rep.OK()
+	}
+	res, err := bundle.Write(ctx, rt.Store(), runID, f.dir, opts)
+	if err != nil {
+		return err
+	}
+	p := res.Predicate
+	fmt.Fprintf(a.stderr, "wrote %s: run %s, %d events (seqs %d to %d), %d blobs, %d files; checkpoint %s size %d signed by %s; replay: %s\n",
+		res.Dir, p.Run, p.Events, p.FirstSeq, p.LastSeq, res.Blobs, res.Files, p.Checkpoint.Origin, p.Checkpoint.Size, p.Checkpoint.SignedBy, p.Replay.Verdict)
+	fmt.Fprintf(a.stderr, "verify it without rath: see %s/VERIFY.md\n", res.Dir)
+	if diverged {
+		return errDiverged
+	}
+	return nil
+}
