@@ -23,8 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// must stops at a failure that leaves nothing further to check.
-func must(err error, what string) {
+func must(err error, what string) { // stops: nothing further can be checked
 	if err != nil {
 		fmt.Printf("FAIL: %s: %v\n", what, err)
 		os.Exit(1)
@@ -43,8 +42,9 @@ func main() {
 	vkey := strings.TrimSpace(string(vkeyText))
 	signer, err2 := note.NewVerifier(vkey)
 	must(cmp.Or(err, err2), "verifier key")
-	raw, _ := base64.StdEncoding.DecodeString(vkey[strings.LastIndexByte(vkey, '+')+1:])
-	pub := ed25519.PublicKey(raw[1:]) // NewVerifier checked: an algorithm byte, then an Ed25519 key
+	// vkey is name+hash+base64(algorithm byte, Ed25519 key), as NewVerifier checked; the base64 may hold '+'.
+	raw, _ := base64.StdEncoding.DecodeString(strings.SplitN(vkey, "+", 3)[2])
+	pub := ed25519.PublicKey(raw[1:])
 	// DSSE names the key by the SHA-256 of its PKIX DER: a fixed prefix, then the key (RFC 8410).
 	keyID, signed := hexSum(append([]byte("\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00"), pub...)), false
 	// The attestation: a DSSE envelope of an in-toto Statement, Ed25519 over its PAE.

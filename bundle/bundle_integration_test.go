@@ -1,0 +1,313 @@
+//go:build integration
+
+package bundle_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gorath/rath/internal/pgtest"
+	"github.com/gorath/rath/signkey"
+)
+
+// The path an auditor takes: a real run made with the rath CLI (the
+// offline demo, in a separate process, on each store), exported with
+// `rath export RUN --bundle`, then checked in a directory where rath is
+// not on PATH with the commands of the bundle's own VERIFY.md: the Go
+// verifier (go run, offline against the module cache), sha256sum and
+// openssl, Python with securesystemslib.
+
+var (
+	pg      *pgtest.Server
+	rathBin string // built once by TestMain, without the race detector
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rath-bundle-test-")
+	if err != nil {
+		panic(err)
+	}
+	rathBin = filepath.Join(dir, "rath")
+	if out, err := exec.Command("go", "build", "-o", rathBin, "github.com/gorath/rath/cmd/rath").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic("build cmd/rath: " + err.Error() + "\n" + string(out))
+	}
+	pgtest.Main(m, func(s *pgtest.Server) { pg = s }, func() { os.RemoveAll(dir) })
+}
+
+// auditorPath is a PATH with the standard tools and go, and no rath.
+func auditorPath(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/usr/bin:/bin:" + filepath.Dir(goBin)
+	for _, d := range filepath.SplitList(path) {
+		if _, err := os.Stat(filepath.Join(d, "rath")); err == nil {
+			t.Fatalf("rath is on the auditor's PATH in %s", d)
+		}
+	}
+	return path
+}
+
+// auditorEnv runs the standard tools and an offline go: the module cache
+// and build cache of this machine, GOPROXY=off, no rath.
+func auditorEnv(t *testing.T) []string {
+	env := []string{"PATH=" + auditorPath(t), "HOME=" + t.TempDir(), "GOPROXY=off", "GOFLAGS=", "GOTOOLCHAIN=local"}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE"} {
+		out, err := exec.Command("go", "env", k).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, k+"="+strings.TrimSpace(string(out)))
+	}
+	return env
+}
+
+// runRath runs the rath binary with env in dir and fails the test on error.
+func runRath(t *testing.T, dir string, env []string, argv ...string) string {
+	t.Helper()
+	cmd := exec.Command(rathBin, argv...)
+	cmd.Dir, cmd.Env = dir, env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rath %s: %v\n%s%s", strings.Join(argv, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// demoRun runs the offline demo in a fresh store (dsn "" for SQLite in
+// dir/store) and returns the CLI's environment and the run's id.
+func demoRun(t *testing.T, dir, dsn string) ([]string, string) {
+	t.Helper()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "RATH_HOME=" + t.TempDir(), "RATH_DIR=" + filepath.Join(dir, "store")}
+	if dsn != "" {
+		env = append(env, "RATH_DSN="+dsn)
+	}
+	var sum struct {
+		Run string `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(runRath(t, dir, env, "demo", "--json")), &sum); err != nil || sum.Run == "" {
+		t.Fatalf("demo summary: %v %q", err, sum.Run)
+	}
+	return env, sum.Run
+}
+
+// verifyBlocks are the sh blocks of VERIFY.md, by section number.
+func verifyBlocks(t *testing.T, md []byte) []string {
+	t.Helper()
+	var blocks []string
+	for _, part := range strings.Split(string(md), "```sh\n")[1:] {
+		body, _, ok := strings.Cut(part, "\n```\n")
+		if !ok {
+			t.Fatalf("VERIFY.md: an sh block does not end")
+		}
+		blocks = append(blocks, body+"\n")
+	}
+	if len(blocks) != 3 {
+		t.Fatalf("VERIFY.md has %d sh blocks, want 3 (Go, sha256sum+openssl, Python)", len(blocks))
+	}
+	return blocks
+}
+
+// check runs one way of verifying in dir: its exit status and output.
+type check struct {
+	name string
+	run  func(dir string) (ok bool, out string)
+}
+
+func checks(t *testing.T, env []string, pristine string) []check {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(pristine, "VERIFY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := verifyBlocks(t, md)
+	sh := func(script string) func(string) (bool, string) {
+		return func(dir string) (bool, string) {
+			cmd := exec.Command("bash", "-c", script)
+			cmd.Dir, cmd.Env = dir, env
+			out, err := cmd.CombinedOutput()
+			return err == nil, string(out)
+		}
+	}
+	// The Go verifier is built once (go build, offline) and run on each
+	// copy; the pristine bundle runs VERIFY.md's own `go run` too.
+	verifier := filepath.Join(t.TempDir(), "verify")
+	build := exec.Command("go", "build", "-o", verifier, ".")
+	build.Dir, build.Env = filepath.Join(pristine, "verify"), env
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the bundle's verifier offline: %v\n%s", err, out)
+	}
+	return []check{
+		{"go verifier", func(dir string) (bool, string) {
+			cmd := exec.Command(verifier, dir)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			return err == nil, string(out)
+		}},
+		{"sha256sum+openssl", sh(blocks[1])},
+		{"python securesystemslib", sh(blocks[2])},
+	}
+}
+
+// copyDir copies a bundle.
+func copyDir(t *testing.T, from string) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "bundle")
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return to
+}
+
+func flipByte(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x01
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// firstFile returns the first file in a bundle's subdirectory.
+func firstFile(t *testing.T, dir, sub, suffix string) string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dir, sub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), suffix) {
+			return sub + "/" + e.Name()
+		}
+	}
+	t.Fatalf("no %s file in %s", suffix, sub)
+	return ""
+}
+
+// exportAndVerify makes a run on the store, exports its bundle and
+// checks it the auditor's ways; it returns the bundle, the checks and the
+// key.
+func exportAndVerify(t *testing.T, dsn string) (string, []check, string, []string) {
+	dir := t.TempDir()
+	keys, err := signkey.Generate(filepath.Join(dir, "keys"), "rath.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, run := demoRun(t, dir, dsn)
+	out := filepath.Join(t.TempDir(), "bundle")
+	runRath(t, dir, append(env, "RATH_SIGNING_KEY="+keys.Signer), "export", run, "--bundle", out)
+	aud := auditorEnv(t)
+	// VERIFY.md's first block: `go run` of the shipped verifier, offline.
+	md, _ := os.ReadFile(filepath.Join(out, "VERIFY.md"))
+	goRun := exec.Command("bash", "-c", verifyBlocks(t, md)[0])
+	goRun.Dir, goRun.Env = out, aud
+	if b, err := goRun.CombinedOutput(); err != nil || !strings.Contains(string(b), "ok: run "+run) {
+		t.Fatalf("go run verify: %v\n%s", err, b)
+	}
+	cs := checks(t, aud, out)
+	for _, c := range cs {
+		if ok, msg := c.run(out); !ok || !strings.Contains(msg, "ok: run "+run) && !strings.Contains(msg, "Verified Successfully") {
+			t.Fatalf("%s on the pristine bundle: ok=%v\n%s", c.name, ok, msg)
+		}
+	}
+	return out, cs, keys.Signer, env
+}
+
+func TestBundle_VerifiesWithoutRathAndCatchesTampering(t *testing.T) {
+	pristine, cs, signer, _ := exportAndVerify(t, "")
+
+	// A rewritten log: another history of the same length, its checkpoint
+	// signed with the same key (the key holder rewrote it).
+	otherDir := t.TempDir()
+	otherEnv, otherRun := demoRun(t, otherDir, "")
+	other := filepath.Join(t.TempDir(), "other")
+	runRath(t, otherDir, append(otherEnv, "RATH_SIGNING_KEY="+signer), "export", otherRun, "--bundle", other, "--no-replay")
+
+	cases := []struct {
+		name   string
+		tamper func(dir string)
+		want   []string // in the Go verifier's output
+	}{
+		{"flip a byte of events.jsonl", func(d string) { flipByte(t, filepath.Join(d, "events.jsonl")) },
+			[]string{"events.jsonl: missing, or its SHA-256 is not the attested one"}},
+		{"flip a byte of proofs.json", func(d string) { flipByte(t, filepath.Join(d, "proofs.json")) },
+			[]string{"proofs.json"}},
+		{"flip a byte of the checkpoint", func(d string) { flipByte(t, filepath.Join(d, "checkpoint")) },
+			[]string{"checkpoint"}},
+		{"flip a byte of a payload", func(d string) { flipByte(t, filepath.Join(d, firstFile(t, d, "payloads", ".json"))) },
+			[]string{"do not match the line's commitment"}},
+		{"flip a byte of a salt", func(d string) { flipByte(t, filepath.Join(d, firstFile(t, d, "payloads", ".salt"))) },
+			[]string{"do not match the line's commitment"}},
+		{"flip a byte of a blob", func(d string) { flipByte(t, filepath.Join(d, firstFile(t, d, "blobs", ""))) },
+			[]string{"its SHA-256 is not its name"}},
+		{"flip a byte of the attestation", func(d string) { flipByte(t, filepath.Join(d, "attestation.dsse.json")) },
+			[]string{"attestation.dsse.json"}},
+		{"flip a byte of public.pem", func(d string) { flipByte(t, filepath.Join(d, "public.pem")) },
+			[]string{"public.pem: missing, or its SHA-256 is not the attested one"}},
+		{"flip a byte of VERIFY.md", func(d string) { flipByte(t, filepath.Join(d, "VERIFY.md")) },
+			[]string{"VERIFY.md: missing, or its SHA-256 is not the attested one"}},
+		{"flip a byte of the verifier", func(d string) { flipByte(t, filepath.Join(d, "verify", "main.go")) },
+			[]string{"verify/main.go: missing, or its SHA-256 is not the attested one"}},
+		{"drop the last event", func(d string) {
+			p := filepath.Join(d, "events.jsonl")
+			b, _ := os.ReadFile(p)
+			lines := bytes.SplitAfter(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+			os.WriteFile(p, bytes.Join(lines[:len(lines)-1], nil), 0o644)
+		}, []string{"events.jsonl: missing, or its SHA-256 is not the attested one", "events.jsonl has"}},
+		{"swap in a checkpoint from a rewritten log", func(d string) {
+			b, _ := os.ReadFile(filepath.Join(other, "checkpoint"))
+			os.WriteFile(filepath.Join(d, "checkpoint"), b, 0o644)
+		}, []string{"checkpoint: missing, or its SHA-256 is not the attested one", "its leaf is not in the checkpoint's tree"}},
+		{"add a file", func(d string) { os.WriteFile(filepath.Join(d, "notes.txt"), []byte("x"), 0o644) },
+			[]string{"notes.txt: not attested"}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			dir := copyDir(t, pristine)
+			tc.tamper(dir)
+			for _, c := range cs {
+				ok, out := c.run(dir)
+				if ok || !strings.Contains(out, "FAIL") && !strings.Contains(out, "Failure") {
+					t.Errorf("%s passed a bundle after %q:\n%s", c.name, tc.name, out)
+					continue
+				}
+				if c.name != "go verifier" {
+					continue
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(out, w) {
+						t.Errorf("go verifier after %q does not say %q:\n%s", tc.name, w, out)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestBundle_Postgres(t *testing.T) {
+	dsn, err := pg.CreateDatabase(context.Background(), "bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pristine, cs, _, _ := exportAndVerify(t, dsn)
+	dir := copyDir(t, pristine)
+	flipByte(t, filepath.Join(dir, firstFile(t, dir, "payloads", ".json")))
+	for _, c := range cs {
+		if ok, out := c.run(dir); ok {
+			t.Errorf("%s passed a bundle with a flipped payload byte:\n%s", c.name, out)
+		}
+	}
+}
