@@ -27,13 +27,16 @@ OSB_SDK := sandbox/opensandbox/testdata/sdk
 # deps installs what the integration tests need on a fresh machine:
 # bubblewrap, Chromium (the dossier's browser test), PostgreSQL (throwaway
 # test servers) and node/npm (Debian packages), the npm MCP test server and
-# the official OpenSandbox TypeScript SDK.
+# the official OpenSandbox TypeScript SDK; openssl and Debian's Python
+# securesystemslib check attested run bundles the way an auditor would
+# (bundle/bundle_integration_test.go).
 deps: $(MCP_FIXTURE)/node_modules/.package-lock.json $(OSB_SDK)/node_modules/.package-lock.json
 	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
-	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
-	  echo "installing bubblewrap, chromium and postgresql (apt-get)"; \
+	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1 && \
+	  /usr/bin/python3 -c 'import securesystemslib' >/dev/null 2>&1 || { \
+	  echo "installing bubblewrap, chromium, postgresql, openssl and python3-securesystemslib (apt-get)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap chromium postgresql >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap chromium postgresql openssl python3-securesystemslib >/dev/null; }
 
 $(MCP_FIXTURE)/node_modules/.package-lock.json: $(MCP_FIXTURE)/package-lock.json
 	@command -v npm >/dev/null 2>&1 || { \

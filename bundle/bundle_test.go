@@ -221,3 +221,52 @@ func mustVerifier(t *testing.T, k *signkey.Key) note.Verifier {
 	}
 	return v
 }
+
+func TestOpen(t *testing.T) {
+	st, key := mustStore(t)
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, err := bundle.Write(t.Context(), st, "run-1", dir, bundle.Options{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := bundle.Open(dir, key.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.KeyID != key.KeyID() || a.Predicate.Run != "run-1" || a.Predicate.Replay.Verdict != "not replayed" {
+		t.Fatalf("attestation %+v", a)
+	}
+	files, _ := signkey.Generate(filepath.Join(t.TempDir(), "k"), "rath.test/log")
+	other, _ := signkey.Load(files.Signer)
+	tamper := []struct {
+		name string
+		do   func(dir string)
+		vkey string
+		want string
+	}{
+		{"another key", func(string) {}, other.VerifierKey(), "no valid signature by key " + other.KeyID()},
+		{"a payload", func(d string) { appendTo(t, filepath.Join(d, "payloads", "1.json"), " ") }, "", "payloads/1.json: its SHA-256 is not the attested one"},
+		{"an extra file", func(d string) { appendTo(t, filepath.Join(d, "blobs", "x"), "x") }, "", "blobs/x: not attested"},
+	}
+	for _, tc := range tamper {
+		t.Run(tc.name, func(t *testing.T) {
+			d := filepath.Join(t.TempDir(), "b")
+			if _, err := bundle.Write(t.Context(), st, "run-1", d, bundle.Options{Key: key}); err != nil {
+				t.Fatal(err)
+			}
+			tc.do(d)
+			if _, err := bundle.Open(d, tc.vkey); !errors.Is(err, bundle.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrInvalid saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(s)
+	f.Close()
+}

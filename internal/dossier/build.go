@@ -15,7 +15,7 @@ import (
 // a damaged log still gets a dossier that says what is wrong; the error
 // is for an unknown run (ErrRunNotFound) and for I/O failures.
 func Build(ctx context.Context, rt *rath.Runtime, runID string, opts Options) (*Dossier, error) {
-	d := &Dossier{Replay: opts.Replay, opts: opts, bySession: map[string]*Session{}}
+	d := &Dossier{Replay: opts.Replay, Attestation: opts.Attestation, opts: opts, bySession: map[string]*Session{}}
 	// Verify before reading: the run, sessions, chunks and usage below come
 	// from the projections, which the verification proves equal to the log.
 	if err := verify(ctx, rt, d); err != nil {

@@ -2,6 +2,7 @@ package dossier
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gorath/rath"
@@ -32,6 +33,9 @@ type Options struct {
 	// Head, if set, is a head recorded elsewhere earlier; the chain is
 	// verified against it (see events.VerifyOptions.Head).
 	Head *events.Head
+	// Attestation, if set, is the attestation of a verified bundle of the
+	// run (package bundle, rath dossier --bundle), shown as is.
+	Attestation *Attestation
 	// SkipVerify skips verification (the hash chain, every blob, and the
 	// projections against a rebuild), which reads the whole log. The chain
 	// head is still shown.
@@ -84,6 +88,9 @@ type Dossier struct {
 	Approvals []Approval      `json:"approvals"`
 	Workflows []WorkflowSpan  `json:"workflows"`
 	Events    []Event         `json:"events"`
+	// Attestation is the attestation of the run's bundle, when one was
+	// given and verified.
+	Attestation *Attestation `json:"attestation,omitempty"`
 	// Warnings are problems met while building (a missing blob, an event
 	// that does not decode): the dossier shows what it could.
 	Warnings []string `json:"warnings,omitempty"`
@@ -125,6 +132,30 @@ type Chain struct {
 	// Verify is the verification of the whole chain, its blobs and the
 	// projections the dossier is read from; nil when skipped.
 	Verify *rath.VerifyReport `json:"verify,omitempty"`
+}
+
+// Attestation is what an attested run bundle of the run says, once
+// verified: who signed it, who witnessed its checkpoint, and the tree its
+// events are proven in.
+type Attestation struct {
+	Bundle      string   `json:"bundle"` // the bundle's directory
+	SignedBy    string   `json:"signed_by"`
+	KeyID       string   `json:"key_id"`
+	WitnessedBy []string `json:"witnessed_by"`
+	Origin      string   `json:"origin"`
+	Size        int64    `json:"checkpoint_size"`
+	Root        string   `json:"checkpoint_root"`
+	FirstSeq    int64    `json:"first_seq"`
+	LastSeq     int64    `json:"last_seq"`
+	Replay      string   `json:"replay"`
+}
+
+// Witnesses names the witnesses, or says there were none.
+func (a *Attestation) Witnesses() string {
+	if len(a.WitnessedBy) == 0 {
+		return "no witness"
+	}
+	return strings.Join(a.WitnessedBy, ", ")
 }
 
 // Verified says exactly what a passed verification proved, or "" when it

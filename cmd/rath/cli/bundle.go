@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/gorath/rath/bundle"
+	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/signkey"
 )
@@ -64,4 +65,21 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 		return errDiverged
 	}
 	return nil
+}
+
+// bundleAttestation verifies the bundle in dir (with its own key: the
+// dossier shows the key id, to compare with the published one) and
+// returns what the dossier shows of it.
+func bundleAttestation(dir, runID string) (*dossier.Attestation, error) {
+	at, err := bundle.Open(dir, "")
+	if err != nil {
+		return nil, fmt.Errorf("dossier --bundle: %w", err)
+	}
+	p := at.Predicate
+	if p.Run != runID {
+		return nil, fmt.Errorf("dossier --bundle: %s is the bundle of run %s, not %s", dir, p.Run, runID)
+	}
+	return &dossier.Attestation{Bundle: dir, SignedBy: p.Checkpoint.SignedBy, KeyID: at.KeyID, WitnessedBy: p.Checkpoint.WitnessedBy,
+		Origin: p.Checkpoint.Origin, Size: p.Checkpoint.Size, Root: p.Checkpoint.Root.String(), FirstSeq: p.FirstSeq, LastSeq: p.LastSeq,
+		Replay: p.Replay.Verdict}, nil
 }

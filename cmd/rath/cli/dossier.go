@@ -14,7 +14,7 @@ import (
 )
 
 func newDossierCmd(a *app) *cobra.Command {
-	var out, format, head string
+	var out, format, head, bundleDir string
 	var doReplay, noVerify bool
 	cmd := &cobra.Command{
 		Use:   "dossier RUN",
@@ -47,6 +47,11 @@ with --replay the replay verdict. The HTML needs no network.`,
 					return usagef(cmd, "--head: %v", err)
 				}
 				opts.Head = &h
+			}
+			if bundleDir != "" {
+				if opts.Attestation, err = bundleAttestation(bundleDir, argv[0]); err != nil {
+					return err
+				}
 			}
 			if doReplay {
 				wf, err := a.workflowForRun(ctx, rt, argv[0], false)
@@ -82,6 +87,7 @@ with --replay the replay verdict. The HTML needs no network.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of stdout (its extension picks md or jsonl)")
 	cmd.Flags().StringVar(&format, "format", "html", "html, md or jsonl")
 	cmd.Flags().BoolVar(&doReplay, "replay", false, "replay the run first and include the verdict")
+	cmd.Flags().StringVar(&bundleDir, "bundle", "", "show the attestation of this run's bundle (rath export RUN --bundle DIR), verified first")
 	cmd.Flags().BoolVar(&noVerify, "no-verify", false, "skip verifying the hash chain")
 	cmd.Flags().StringVar(&head, "head", "", "verify against a head SEQ:HASH kept elsewhere")
 	return cmd
