@@ -45,8 +45,14 @@ type Attestation struct {
 // blob against its name. A failure is an error matching ErrInvalid that
 // names the file or seq.
 func Open(dir, vkey string) (*Attestation, error) {
+	// Names come from the bundle: none may read outside it.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	defer root.Close()
 	read := func(name string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		b, err := root.ReadFile(filepath.FromSlash(name))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
 		}

@@ -36,12 +36,12 @@ func main() {
 	failures, dir := 0, cmp.Or(flag.Arg(0), "..")
 	fail := func(format string, args ...any) { failures++; fmt.Printf("FAIL: "+format+"\n", args...) }
 	hexSum := func(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
-	// read reads a bundle file; a missing one reads as empty, which fails the check that needs it.
-	read := func(name string) []byte { b, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name))); return b }
-	vkeyText, err := os.ReadFile(cmp.Or(*vkeyFile, filepath.Join(dir, "verifier.vkey")))
+	fsys, err := os.OpenRoot(dir) // no name in the bundle reads outside it; a missing file reads as empty
+	read := func(name string) []byte { b, _ := fsys.ReadFile(filepath.FromSlash(name)); return b }
+	vkeyText, err2 := os.ReadFile(cmp.Or(*vkeyFile, filepath.Join(dir, "verifier.vkey")))
 	vkey := strings.TrimSpace(string(vkeyText))
-	signer, err2 := note.NewVerifier(vkey)
-	must(cmp.Or(err, err2), "verifier key")
+	signer, err3 := note.NewVerifier(vkey)
+	must(cmp.Or(err, err2, err3), "bundle directory or verifier key")
 	// vkey is name+hash+base64(algorithm byte, Ed25519 key), as NewVerifier checked; the base64 may hold '+'.
 	raw, _ := base64.StdEncoding.DecodeString(strings.SplitN(vkey, "+", 3)[2])
 	pub := ed25519.PublicKey(raw[1:])
