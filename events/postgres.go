@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -114,7 +115,7 @@ func BoundStalls(cfg *pgx.ConnConfig) { boundStalls(cfg) }
 
 // openPostgres opens the writer's and the readers' pools on the server
 // the DSN names and checks it answers.
-func openPostgres(ctx context.Context, opts Options) (wdb *sql.DB, rdb *sqlx.DB, err error) {
+func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (wdb *sql.DB, rdb *sqlx.DB, err error) {
 	cfg, err := ParsePostgresDSN(opts.DSN)
 	if err != nil {
 		return nil, nil, err
@@ -127,6 +128,7 @@ func openPostgres(ctx context.Context, opts Options) (wdb *sql.DB, rdb *sqlx.DB,
 	// A holder of the chain lock that stops sending is cut off.
 	wcfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(stalledTxTimeout.Milliseconds(), 10)
 	wcfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(writeStatementTimeout.Milliseconds(), 10)
+	wcfg.DialFunc = countRoundTrips(wcfg.DialFunc, roundTrips)
 	wdb = stdlib.OpenDB(*wcfg)
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)

@@ -154,7 +154,8 @@ type Store struct {
 	done   chan struct{}
 	closed sync.Once
 
-	commits, requests atomic.Int64 // for Stats
+	commits, requests, evs atomic.Int64  // for Stats
+	roundTrips             *atomic.Int64 // the writer connection's, for Stats
 
 	// inflight counts callers inside send: the writer lingers for the ones
 	// its last commit released, who are about to queue again.
@@ -285,8 +286,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	var wdb *sql.DB
 	var rdb *sqlx.DB
 	var err error
+	roundTrips := new(atomic.Int64)
 	if opts.DSN != "" {
-		wdb, rdb, err = openPostgres(ctx, opts)
+		wdb, rdb, err = openPostgres(ctx, opts, roundTrips)
 	} else {
 		wdb, rdb, err = openSQLite(opts)
 	}
@@ -303,6 +305,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		notifyCh: make(chan struct{}),
+
+		roundTrips: roundTrips,
 
 		stopHoldingLock: opts.DSN != "" && os.Getenv(DebugStopHoldingLockEnv) == "1",
 	}
@@ -363,12 +367,18 @@ func (s *Store) Close() error {
 type Stats struct {
 	Commits  int64 // group commits (transactions)
 	Requests int64 // Append calls they served
+	Events   int64 // events committed
+	// RoundTrips counts, on PostgreSQL, the round trips of the writer's
+	// connections: each time it sent something and then read the answer
+	// (a pipeline of statements is one). Zero on SQLite.
+	RoundTrips int64
 }
 
 // Stats returns the writer's counters: Requests/Commits is the mean group
-// commit size.
+// commit size, RoundTrips/Commits what a commit costs in waits on the
+// server.
 func (s *Store) Stats() Stats {
-	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load()}
+	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load()}
 }
 
 // DB returns the read-only connection pool, for read models to query.

@@ -76,9 +76,14 @@ func treeAheadErr(leaves, lastSeq int64) error {
 	return fmt.Errorf("events: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", leaves, lastSeq)
 }
 
-// flushTree stores the tree hashes of the open transaction's leaves.
+// flushTree stores the tree hashes of the open transaction's leaves. On
+// PostgreSQL it also sends the batch's pending rows, in the same statement
+// (pgbatch.go).
 func (w *writerState) flushTree(ctx context.Context) error {
 	if len(w.leaves) == 0 {
+		if w.batched() && !w.pend.empty() {
+			return w.flushPostgres(ctx, nil, nil, "")
+		}
 		return nil
 	}
 	if w.front == nil {
@@ -136,9 +141,16 @@ func (w *writerState) flushTree(ctx context.Context) error {
 	if mac := w.hasher.headMAC(head); mac != "" {
 		head += " " + mac
 	}
-	// On PostgreSQL the last INSERT of tree hashes and the head's UPSERT
-	// are one statement (a data-modifying WITH): one round trip a batch
-	// for most batches.
+	if w.batched() {
+		hashes := make([][]byte, len(ids))
+		for i, id := range ids {
+			h := made[id]
+			hashes[i] = h[:]
+		}
+		return w.flushPostgres(ctx, ids, hashes, head)
+	}
+	// On PostgreSQL (the old chain rows) the last INSERT of tree hashes
+	// and the head's UPSERT are one statement (a data-modifying WITH).
 	combined := w.s.pg
 	for start := 0; start < len(ids) || combined && start == 0; start += maxTreeRows {
 		part := ids[start:min(start+maxTreeRows, len(ids))]

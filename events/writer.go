@@ -58,6 +58,17 @@ type writerState struct {
 	// metaWritten is set while the open transaction holds store_meta rows
 	// written by begin: a rollback must make the next begin re-read them.
 	metaWritten bool
+	// pend holds the open batch's rows on PostgreSQL until the flush
+	// (pgbatch.go); notified is set once the flush sent the NOTIFY.
+	pend     pgPending
+	notified bool
+	// leases caches run_leases tokens (run → token) that checkLease read
+	// while this writer held the chain lock and nothing else had written
+	// since: only the writer of the chain writes run_leases (projecting
+	// run.leased), so the cache goes whenever another process wrote (a
+	// reload), a transaction or a request was rolled back, or a
+	// run.leased is written.
+	leases map[string]int64
 }
 
 // Tx is the writer's open transaction, handed to projectors. Statements
@@ -224,6 +235,7 @@ func (w *writerState) closeStmts() {
 // later insert would collide on its seq.
 func (w *writerState) reload(ctx context.Context, inTx bool) error {
 	w.heads = map[string]int64{}
+	clear(w.leases)
 	var dv int64
 	if !w.s.pg {
 		if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
@@ -369,33 +381,43 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 			return storageErr("begin", err)
 		}
 	}
-	var one int
-	if err := w.conn.QueryRowContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`).Scan(&one); err != nil {
-		w.rollback()
-		w.disconnect()
-		return storageErr("lock the chain", err)
-	}
 	if w.s.stopHoldingLock {
+		// The fault needs the lock taken before the tail is read.
+		var one int
+		if err := w.conn.QueryRowContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`).Scan(&one); err != nil {
+			w.rollback()
+			w.disconnect()
+			return storageErr("lock the chain", err)
+		}
 		w.s.stopHoldingLock = false
 		stopUntilContinued()
 	}
-	var seq int64
-	var hash string
-	err := w.conn.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = nil
+	// Rows after the cached tail are read too unless the caches are to
+	// be reloaded anyway.
+	after := w.lastSeq
+	if w.dataVersion < 0 || w.s.opts.chainRows {
+		after = -1
 	}
-	hash = hashText(hash)
+	c, lockErr, err := lockAndCatchUp(ctx, w.conn, after)
+	if lockErr != nil {
+		w.rollback()
+		w.disconnect()
+		return storageErr("lock the chain", lockErr)
+	}
 	if err != nil {
 		w.rollback()
 		w.disconnect()
 		return storageErr("read chain tail", err)
 	}
-	if w.dataVersion < 0 || seq != w.lastSeq || hash != w.lastHash {
-		if err := w.reload(ctx, true); err != nil {
-			w.rollback()
-			return err
-		}
+	if c.seq == w.lastSeq && hashText(c.hash) == w.lastHash && w.dataVersion >= 0 {
+		return nil
+	}
+	if after >= 0 && w.catchUp(c) {
+		return nil
+	}
+	if err := w.reload(ctx, true); err != nil {
+		w.rollback()
+		return err
 	}
 	return nil
 }
@@ -457,6 +479,9 @@ func (w *writerState) rollback() {
 	}
 	w.tx.Rollback()
 	w.tx = nil
+	clear(w.leases)
+	w.pend.reset()
+	w.notified = false
 	if w.metaWritten {
 		w.forceReload()
 	}
@@ -488,6 +513,7 @@ type undo struct {
 	lastSeq  int64
 	lastHash string
 	heads    map[string]int64 // previous value, -1 for "not cached"
+	pend     pgMark           // rows pending on PostgreSQL
 }
 
 // commit writes a batch of requests in one transaction. The fast path
@@ -503,22 +529,42 @@ type undo struct {
 func (w *writerState) commit(batch []*request) {
 	var results []result
 	var ok int
+	var err error
 	for attempt := 0; ; attempt++ {
 		var dirty, stale bool
 		results, ok, dirty, stale = w.run(batch, false)
 		if dirty {
 			results, ok, _, stale = w.run(batch, true)
 		}
-		if !stale || attempt == maxStaleRetries {
+		err = nil
+		if !stale && ok > 0 {
+			// On PostgreSQL the flush sends the batch's event rows, so
+			// a stale cache shows here.
+			if err = w.flushTree(context.Background()); errors.Is(err, errStaleTail) {
+				w.rollback()
+				stale = true
+			}
+		}
+		if !stale {
 			break
 		}
 		w.forceReload()
+		if attempt == maxStaleRetries {
+			if err == nil {
+				err = errStaleTail
+			}
+			results = make([]result, len(batch))
+			for i := range results {
+				results[i].err = storageErr("append", err)
+			}
+			w.replyAll(batch, results)
+			return
+		}
 	}
 	if ok == 0 {
 		w.replyAll(batch, results)
 		return
 	}
-	err := w.flushTree(context.Background())
 	if err == nil {
 		err = w.commitTx()
 	}
@@ -536,6 +582,9 @@ func (w *writerState) commit(batch []*request) {
 	}
 	w.committed()
 	w.treeCommitted()
+	for i := range results {
+		w.s.evs.Add(int64(len(results[i].events)))
+	}
 	w.replyAll(batch, results)
 	w.s.broadcast()
 }
@@ -551,12 +600,16 @@ func (w *writerState) commitTx() error {
 		if pgTxFailed(w.conn) {
 			return storageErr("commit", errors.New("a statement in the transaction failed; rolled back"))
 		}
-		if err := w.exec(ctx, `NOTIFY `+notifyChannel); err != nil {
-			return storageErr("notify", err)
+		if !w.notified {
+			if err := w.exec(ctx, `NOTIFY `+notifyChannel); err != nil {
+				return storageErr("notify", err)
+			}
 		}
 	}
 	err := w.tx.Commit()
 	w.tx = nil
+	w.notified = false
+	w.pend.reset()
 	if err != nil {
 		return storageErr("commit", err)
 	}
@@ -587,6 +640,7 @@ func (w *writerState) forceReload() {
 	w.dataVersion = -1
 	w.leaves, w.front, w.nextFront = nil, nil, nil
 	w.heads = map[string]int64{}
+	clear(w.leases)
 	w.metaWritten = false
 }
 
@@ -604,6 +658,8 @@ func (w *writerState) run(batch []*request, savepoints bool) (results []result, 
 		}
 		return results, 0, false, false
 	}
+	w.pend.reset()
+	w.notified = false
 	start := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
 	for i, req := range batch {
 		if req.ctx.Err() != nil {
@@ -611,7 +667,7 @@ func (w *writerState) run(batch []*request, savepoints bool) (results []result, 
 			results[i].err = req.ctx.Err()
 			continue
 		}
-		u := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
+		u := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}, pend: w.pend.mark()}
 		if savepoints {
 			if err := w.exec(ctx, `SAVEPOINT req`); err != nil {
 				results[i].err = storageErr("savepoint", err)
@@ -664,6 +720,8 @@ func (w *writerState) run(batch []*request, savepoints bool) (results []result, 
 
 func (w *writerState) restore(u undo) {
 	w.lastSeq, w.lastHash = u.lastSeq, u.lastHash
+	w.pend.truncate(u.pend)
+	clear(w.leases)
 	if keep := w.lastSeq - w.treeSize; keep >= 0 && keep < int64(len(w.leaves)) {
 		w.leaves = w.leaves[:keep]
 	}
@@ -765,7 +823,11 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 				w.line = appendLeafLine(w.line[:0], h, PayloadCommitment(salt[:], it.payload))
 				leaf = tlog.RecordHash(w.line)
 				hash = hex.EncodeToString(leaf[:])
-				err = w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash), salt[:])
+				if w.batched() {
+					w.pend.addEvent(seq, pw.stream, head, it.typ, it.version, req.runID, stored, at.UnixNano(), hash, salt[:])
+				} else {
+					err = w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash), salt[:])
+				}
 			}
 			if err != nil {
 				if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
@@ -773,6 +835,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 					return nil, wrote, fmt.Errorf("%w: insert %s seq %d: %w", errStaleTail, it.typ, seq, err)
 				}
 				return nil, wrote, storageErr(fmt.Sprintf("insert %s seq %d", it.typ, seq), err)
+			}
+			if it.typ == TypeRunLeased {
+				clear(w.leases) // the projection changes run_leases
 			}
 			ev := Event{Seq: seq, Stream: pw.stream, Version: head, Type: it.typ, TypeVersion: it.version,
 				RunID: req.runID, Payload: it.payload, At: at, Hash: hash}
@@ -806,6 +871,10 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 }
 
 func (w *writerState) putBlob(ctx context.Context, b []byte) error {
+	if w.batched() {
+		w.pend.addBlob(b)
+		return nil
+	}
 	if err := w.exec(ctx, `INSERT INTO blobs (hash, size, bytes) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`, BlobHash(b), len(b), b); err != nil {
 		return storageErr("put blob", err)
 	}
@@ -863,8 +932,17 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 	if !touches {
 		return nil
 	}
-	var current int64
-	err := w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT token FROM run_leases WHERE run = ?`), l.Run).Scan(&current)
+	current, cached := w.leases[l.Run]
+	var err error
+	if !cached {
+		err = w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT token FROM run_leases WHERE run = ?`), l.Run).Scan(&current)
+	}
+	if err == nil && !cached {
+		if w.leases == nil || len(w.leases) >= maxHeadCache {
+			w.leases = map[string]int64{}
+		}
+		w.leases[l.Run] = current
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// No lease was ever recorded here (a replay's scratch store, which
 		// mirrors the run's events but not its leases): nobody else can

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,6 +120,27 @@ type result struct {
 	submitCPU              time.Duration // the batch submit, whole
 	rows                   int
 	haveSubmit, haveWorker bool
+	// writer sums the workers' event writer counters (the line each
+	// prints at exit), when every worker printed one.
+	writer     events.Stats
+	haveWriter bool
+}
+
+// writerLine is the line rath worker prints at exit about its event
+// writer.
+var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips`)
+
+// writerStats reads a worker's event writer counters from its stderr.
+func writerStats(stderr string) (events.Stats, bool) {
+	m := writerLine.FindStringSubmatch(stderr)
+	if m == nil {
+		return events.Stats{}, false
+	}
+	var n [4]int64
+	for i := range n {
+		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
+	}
+	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3]}, true
 }
 
 // singleSubmits times c.singles `rath submit` processes, each one run, on
@@ -234,6 +256,13 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		}
 		if p.ProcessState != nil {
 			res.workerCPU += p.ProcessState.UserTime() + p.ProcessState.SystemTime()
+		}
+		if st, ok := writerStats(p.Stderr.(*bytes.Buffer).String()); ok {
+			res.writer.Commits += st.Commits
+			res.writer.Requests += st.Requests
+			res.writer.Events += st.Events
+			res.writer.RoundTrips += st.RoundTrips
+			res.haveWriter = true
 		}
 	}
 	if err != nil {

@@ -66,6 +66,7 @@ func Run(t *testing.T, b Backend) {
 		{"SubscribeAcrossStores", testSubscribe},
 		{"RecordAndReplay", testReplay},
 		{"FencedAppends", testFenced},
+		{"FencedAcrossWriters", testFencedAcrossWriters},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

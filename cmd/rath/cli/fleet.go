@@ -187,7 +187,13 @@ before anything of it runs.`,
 			}
 			defer fl.Close()
 			fmt.Fprintf(a.stderr, "worker %s: queue %s, up to %d runs at a time; stop with SIGTERM\n", fl.WorkerID(), queue, concurrency)
-			return fl.Run(ctx, grace)
+			err = fl.Run(ctx, grace)
+			// What this process's event writer cost, for operators and
+			// cmd/fleetbench (round trips per step).
+			st := rt.Store().Stats()
+			fmt.Fprintf(a.stderr, "worker %s: event writer: %d commits, %d appends, %d events, %d round trips\n",
+				fl.WorkerID(), st.Commits, st.Requests, st.Events, st.RoundTrips)
+			return err
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", fleet.DefaultConcurrency, "runs executed at once")

@@ -1,0 +1,194 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Catching up with other processes' appends on PostgreSQL. When another
+// process committed since this writer's last transaction, the writer used
+// to forget its caches and re-read them (the tail, store_meta, each
+// stream's head as it came up, the tree's edge, the leases): several round
+// trips a commit at W > 1. Instead, the statement that takes the chain
+// lock is pipelined with a read of the rows appended since the cached
+// tail and of the tree head; the writer folds those rows into its caches
+// (stream heads, the tree's edge, which are the rows' own leaf hashes) and
+// checks the result against the stored head. Anything unexpected (too
+// many rows, a gap, a row not in the Merkle format, a tree that does not
+// match) falls back to the full reload.
+
+// maxCatchUp is the most rows folded in; more means a full reload.
+const maxCatchUp = 256
+
+// caughtUp is what the pipeline read: the tail, the rows after the cached
+// tail (up to maxCatchUp+1) and the stored tree head.
+type caughtUp struct {
+	seq  int64
+	hash string
+	rows []catchUpRow
+	head string
+}
+
+type catchUpRow struct {
+	seq, version int64
+	stream, typ  string
+	hash         string
+}
+
+// lockAndCatchUp takes the chain lock and reads, in one round trip, the
+// chain's tail and, when after ≥ 0, the rows after seq after and the tree
+// head. PostgreSQL runs each statement of the pipeline after the one
+// before returned, with a snapshot of its own (read committed), so the
+// reads see every commit made before the lock was granted, as when they
+// were sent one after the other.
+func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64) (c caughtUp, lockErr, readErr error) {
+	err := conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
+		}
+		b := &pgx.Batch{}
+		b.Queue(`SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`)
+		b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`)
+		if after >= 0 {
+			b.Queue(`SELECT seq, stream, version, type, hash FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, maxCatchUp+1)
+			b.Queue(`SELECT value FROM store_meta WHERE key = $1`, metaMerkleHead)
+		}
+		br := sc.Conn().SendBatch(ctx, b)
+		defer func() {
+			if err := br.Close(); err != nil && lockErr == nil && readErr == nil {
+				readErr = err
+			}
+		}()
+		var one int
+		if lockErr = br.QueryRow().Scan(&one); lockErr != nil {
+			return nil
+		}
+		if readErr = br.QueryRow().Scan(&c.seq, &c.hash); errors.Is(readErr, pgx.ErrNoRows) {
+			readErr = nil
+		}
+		if readErr != nil || after < 0 {
+			return nil
+		}
+		rows, err := br.Query()
+		if err != nil {
+			readErr = err
+			return nil
+		}
+		for rows.Next() {
+			var r catchUpRow
+			if err := rows.Scan(&r.seq, &r.stream, &r.version, &r.typ, &r.hash); err != nil {
+				rows.Close()
+				readErr = err
+				return nil
+			}
+			c.rows = append(c.rows, r)
+		}
+		rows.Close()
+		if readErr = rows.Err(); readErr != nil {
+			return nil
+		}
+		if readErr = br.QueryRow().Scan(&c.head); errors.Is(readErr, pgx.ErrNoRows) {
+			readErr = nil
+		}
+		return nil
+	})
+	if err != nil && lockErr == nil {
+		lockErr = err
+	}
+	return c, lockErr, readErr
+}
+
+// catchUp folds what lockAndCatchUp read into the caches, and reports
+// whether it could; if not, the caller reloads them.
+func (w *writerState) catchUp(c caughtUp) bool {
+	if len(c.rows) == 0 || len(c.rows) > maxCatchUp || len(w.leaves) > 0 || w.s.opts.chainRows ||
+		w.treeSize != w.lastSeq || w.keyErr != nil || w.merkleFrom <= 0 || w.v2From <= 0 || w.fingerprint == "" {
+		return false
+	}
+	last := c.rows[len(c.rows)-1]
+	if last.seq != c.seq || hashText(last.hash) != hashText(c.hash) {
+		return false
+	}
+	meta := storeMeta{merkleFrom: w.merkleFrom}
+	leaves := make([]tlog.Hash, len(c.rows))
+	for i, r := range c.rows {
+		if r.seq != w.lastSeq+int64(i)+1 || !meta.merkleFormat(r.seq) {
+			return false
+		}
+		b, err := hex.DecodeString(hashText(r.hash))
+		if err != nil || len(b) != len(tlog.Hash{}) {
+			return false
+		}
+		copy(leaves[i][:], b)
+	}
+	head, _, err := parseMerkleHead(c.head)
+	if err != nil || head.Size != last.seq {
+		return false
+	}
+	if w.front != nil {
+		front, err := extendFront(w.treeSize, w.front, leaves)
+		if err != nil || rootOf(head.Size, front) != head.Root {
+			return false
+		}
+		w.front = front
+	}
+	if len(w.heads)+len(c.rows) >= maxHeadCache {
+		w.heads = map[string]int64{}
+	}
+	for _, r := range c.rows {
+		w.heads[r.stream] = r.version
+		if r.typ == TypeRunLeased {
+			clear(w.leases)
+		}
+	}
+	w.treeSize = head.Size
+	w.lastSeq, w.lastHash = last.seq, hashText(last.hash)
+	return true
+}
+
+// extendFront returns the edge of the tree of size+len(leaves) leaves
+// given the edge of the tree of size leaves.
+func extendFront(size int64, front map[int64]tlog.Hash, leaves []tlog.Hash) (map[int64]tlog.Hash, error) {
+	made := make(map[int64]tlog.Hash, 2*len(leaves))
+	read := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		for i, id := range indexes {
+			h, ok := made[id]
+			if !ok {
+				if h, ok = front[id]; !ok {
+					return nil, &TreeError{Index: id, Reason: "not on the tree's edge"}
+				}
+			}
+			out[i] = h
+		}
+		return out, nil
+	})
+	for i, leaf := range leaves {
+		n := size + int64(i)
+		hs, err := tlog.StoredHashesForRecordHash(n, leaf, read)
+		if err != nil {
+			return nil, err
+		}
+		id := tlog.StoredHashIndex(0, n)
+		for k, h := range hs {
+			made[id+int64(k)] = h
+		}
+	}
+	next := make(map[int64]tlog.Hash)
+	for _, id := range frontier(size + int64(len(leaves))) {
+		h, ok := made[id]
+		if !ok {
+			h = front[id]
+		}
+		next[id] = h
+	}
+	return next, nil
+}
