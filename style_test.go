@@ -59,6 +59,7 @@ var allowedImports = map[string][]string{
 	"migrations":         {},
 	"signkey":            {},
 	"secret":             {"events"},
+	"checkpoint":         {"events", "signkey"},
 
 	"projections": {"events", "migrations", "internal/stmtcache"},
 	"session":     {"events", "projections", "secret"},
