@@ -539,9 +539,11 @@ func (w *writerState) commit(batch []*request) {
 	}
 	w.committed()
 	w.treeCommitted()
+	// Before the replies: a caller that appends and then closes its
+	// signer must find the head signed.
+	w.afterCommit(results)
 	w.replyAll(batch, results)
 	w.s.broadcast()
-	w.afterCommit(results)
 }
 
 // afterCommit tells Options.AfterCommit of the commit just made.
