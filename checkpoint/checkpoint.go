@@ -237,8 +237,20 @@ func query(ctx context.Context, store *events.Store, q string, args ...any) ([]*
 	return out, readCosignatures(ctx, db, byID)
 }
 
+// maxIDsPerRead bounds the ids of one cosignature lookup; past it, all
+// cosignatures are read.
+const maxIDsPerRead = 256
+
 func readCosignatures(ctx context.Context, db *sqlx.DB, byID map[int64]*Checkpoint) error {
-	rows, err := db.QueryContext(ctx, `SELECT checkpoint_id, witness_key, signature, at FROM checkpoint_cosignatures ORDER BY at, witness_key`)
+	q := `SELECT checkpoint_id, witness_key, signature, at FROM checkpoint_cosignatures`
+	var args []any
+	if len(byID) <= maxIDsPerRead {
+		q += ` WHERE checkpoint_id IN (?` + strings.Repeat(`, ?`, len(byID)-1) + `)`
+		for id := range byID {
+			args = append(args, id)
+		}
+	}
+	rows, err := db.QueryContext(ctx, db.Rebind(q+` ORDER BY at, witness_key`), args...)
 	if err != nil {
 		return fmt.Errorf("checkpoint: read cosignatures: %w", err)
 	}

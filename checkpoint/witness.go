@@ -37,15 +37,16 @@ func (e *ForkError) Error() string {
 // Is makes errors.Is(err, ErrRefused) true.
 func (e *ForkError) Is(target error) bool { return target == ErrRefused }
 
-// RollbackError reports a log whose newest checkpoint is older than the
-// one the witness cosigned last: the log was rolled back or replaced.
+// RollbackError reports a log whose newest checkpoint, or whose tree, is
+// older than the checkpoint the witness cosigned last: the log was
+// rolled back or replaced.
 type RollbackError struct {
 	Cosigned events.TreeHead
-	Latest   events.TreeHead // the log's newest checkpoint (Size 0: none)
+	Latest   events.TreeHead // the log's newest checkpoint or tree head (Size 0: none)
 }
 
 func (e *RollbackError) Error() string {
-	return fmt.Sprintf("checkpoint: rollback: the log's newest checkpoint is size %d (root %s), older than the one this witness cosigned at size %d (root %s)",
+	return fmt.Sprintf("checkpoint: rollback: the log is back at size %d (root %s), older than the checkpoint this witness cosigned at size %d (root %s)",
 		e.Latest.Size, e.Latest.Root, e.Cosigned.Size, e.Cosigned.Root)
 }
 
@@ -100,7 +101,9 @@ func (w *Witness) Step(ctx context.Context, store *events.Store) (StepResult, er
 		return res, fmt.Errorf("checkpoint: witness: the state file %s is for log key %s, not %s", w.StatePath, st.LogKey, w.LogKey)
 	}
 	res.Head = st.Head
-	cps, err := List(ctx, store)
+	// The checkpoint cosigned last is still stored (the table is
+	// append-only), so only those at or past its size are read.
+	cps, err := query(ctx, store, selectCheckpoints+` WHERE size >= ? ORDER BY size, id`, st.Head.Size)
 	if err != nil {
 		return res, err
 	}
@@ -131,7 +134,14 @@ func (w *Witness) Step(ctx context.Context, store *events.Store) (StepResult, er
 		}
 	}
 	if st.Head.Size > 0 && latest.Size < st.Head.Size {
-		return res, &RollbackError{Cosigned: st.Head, Latest: latest}
+		return res, &RollbackError{Cosigned: st.Head, Latest: w.latestSigned(ctx, store, logV)}
+	}
+	// The checkpoint rows may survive a truncated log: the tree itself
+	// must still reach what was cosigned.
+	if head, err := store.TreeHead(ctx); err != nil {
+		return res, fmt.Errorf("checkpoint: witness: %w", err)
+	} else if head.Size < st.Head.Size {
+		return res, &RollbackError{Cosigned: st.Head, Latest: head}
 	}
 	for _, o := range todo {
 		if err := w.checkExtends(ctx, store, st.Head, o.head); err != nil {
@@ -155,6 +165,24 @@ func (w *Witness) Step(ctx context.Context, store *events.Store) (StepResult, er
 		res.Head = o.head
 	}
 	return res, nil
+}
+
+// latestSigned is the head of the largest checkpoint the log key signed
+// (zero if none), for a RollbackError.
+func (w *Witness) latestSigned(ctx context.Context, store *events.Store, logV note.Verifier) events.TreeHead {
+	var latest events.TreeHead
+	cps, err := List(ctx, store)
+	if err != nil {
+		return latest
+	}
+	for _, cp := range cps {
+		if n, err := note.Open(cp.Note, note.VerifierList(logV)); err == nil {
+			if _, h, err := ParseBody(n.Text); err == nil && h.Size > latest.Size {
+				latest = h
+			}
+		}
+	}
+	return latest
 }
 
 // checkExtends refuses next unless it extends the cosigned head.
