@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
@@ -31,6 +32,7 @@ import (
 	"github.com/gorath/rath/sandbox"
 	"github.com/gorath/rath/secret"
 	"github.com/gorath/rath/session"
+	"github.com/gorath/rath/signkey"
 	"github.com/gorath/rath/telemetry"
 )
 
@@ -112,6 +114,20 @@ type Options struct {
 	// connection maps into memory; zero means the default, negative none
 	// (see events.Options.ReadMmapBytes for the trade-off).
 	ReadMmapBytes int64
+	// SigningKey, if set, signs checkpoints of the log's Merkle tree as
+	// this runtime appends (package checkpoint): every Checkpoints.Every
+	// events, every Checkpoints.Interval, at the end of each run and on
+	// Close. The CLI loads it from the file $RATH_SIGNING_KEY names. Nil
+	// signs none.
+	SigningKey *signkey.Key
+	// Checkpoints tune the signing of checkpoints; the zero value is
+	// checkpoint's defaults (1,000 events, 10 s).
+	Checkpoints checkpoint.SignerOptions
+	// TrustedKeys are the note verifier keys trusted to sign the log's
+	// checkpoints: Verify fails on a checkpoint signed by any other.
+	// Empty means each checkpoint is checked against the key recorded
+	// with it, which shows the store consistent with itself only.
+	TrustedKeys []string
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -138,6 +154,9 @@ type Runtime struct {
 	opened      map[string]memory.Memory // by config, as JSON
 
 	otel *telemetry.Live // nil unless Options.Telemetry found an endpoint
+
+	signer      *checkpoint.Signer // nil without Options.SigningKey
+	trustedKeys []string
 }
 
 // Open opens (creating if needed) the runtime in dir, applying any pending
@@ -192,7 +211,14 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	for _, s := range secret.FromDSN("dsn", opts.DSN) {
 		secrets.Add(s.Name, s.Value)
 	}
+	var signer *checkpoint.Signer
+	var afterCommit func(events.Commit)
+	if opts.SigningKey != nil {
+		signer = checkpoint.NewSigner(opts.SigningKey, opts.Checkpoints)
+		afterCommit = signer.Committed
+	}
 	store, err := events.Open(ctx, events.Options{
+		AfterCommit:   afterCommit,
 		Redactor:      secrets,
 		InMemory:      opts.InMemory,
 		DiscardBlobs:  opts.DiscardBlobs,
@@ -228,8 +254,20 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	if entropy == nil {
 		entropy = rand.Reader
 	}
+	if signer != nil {
+		if err := signer.Start(ctx, store); err != nil {
+			store.Close()
+			if keeper != nil {
+				keeper.Close()
+			}
+			return nil, fmt.Errorf("rath: open: %w", err)
+		}
+	}
 	guard, err := storeGuard(opts.Dir)
 	if err != nil {
+		if signer != nil {
+			signer.Close()
+		}
 		store.Close()
 		if keeper != nil {
 			keeper.Close()
@@ -247,7 +285,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
 		entropy: entropy, models: models, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
 		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory,
-		memCfg: opts.MemoryBackend, memBackends: opts.MemoryBackends}
+		memCfg: opts.MemoryBackend, memBackends: opts.MemoryBackends, signer: signer, trustedKeys: opts.TrustedKeys}
 	if rt.memBackends == nil {
 		rt.memBackends = MemoryBackends()
 	}
@@ -326,7 +364,13 @@ func (rt *Runtime) Close() error {
 	}
 	rt.memMu.Unlock()
 	// The exporter reads the store until it has caught up: before it closes.
-	err = errors.Join(err, rt.otel.Close(context.Background()), rt.mcp.Close(), rt.pool.Close(), rt.store.Close())
+	err = errors.Join(err, rt.otel.Close(context.Background()), rt.mcp.Close(), rt.pool.Close())
+	// The signer signs the last head the runtime wrote: before the store
+	// closes, after everything that appends.
+	if rt.signer != nil {
+		err = errors.Join(err, rt.signer.Close())
+	}
+	err = errors.Join(err, rt.store.Close())
 	if rt.keeper != nil {
 		err = errors.Join(err, rt.keeper.Close())
 	}
@@ -438,6 +482,9 @@ type VerifyReport struct {
 	// Projections is the comparison with a rebuild; nil when the chain or
 	// a blob failed, as a rebuild from a bad log proves nothing.
 	Projections *projections.CheckReport `json:"projections,omitempty"`
+	// Attestation is what the store's signed checkpoints attest (package
+	// checkpoint); nil when the log or the projections failed first.
+	Attestation *checkpoint.Report `json:"attestation,omitempty"`
 }
 
 // Verify checks the hash chain and blobs (see events.Store.Verify), then
@@ -467,6 +514,17 @@ func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*Veri
 	if !chk.OK() {
 		rep.Failure = &events.VerifyError{Reason: chk.Differences[0].Error() +
 			" (rath rebuild restores the projections from the log)"}
+		return rep, nil
+	}
+	// The checkpoints last: they are checked against the tree the log
+	// has just been proved to be.
+	att, err := checkpoint.Verify(ctx, rt.store, checkpoint.VerifyOptions{Keys: rt.trustedKeys})
+	if err != nil {
+		return nil, fmt.Errorf("rath: verify checkpoints: %w", err)
+	}
+	rep.Attestation = att
+	if f := att.Failure; f != nil {
+		rep.Failure = &events.VerifyError{Seq: f.Size, Reason: f.Error()}
 	}
 	return rep, nil
 }

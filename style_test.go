@@ -61,6 +61,7 @@ var allowedImports = map[string][]string{
 	"bundle":             {"events", "signkey"},
 	"bundle/verify":      {},
 	"secret":             {"events"},
+	"checkpoint":         {"events", "signkey"},
 
 	"projections": {"events", "migrations", "internal/stmtcache"},
 	"session":     {"events", "projections", "secret"},
@@ -97,7 +98,7 @@ var allowedImports = map[string][]string{
 	"telemetry":                     {"events", "flow", "flow/model"},
 	"telemetry/otlptest":            {},
 
-	".": {"events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "telemetry"},
+	".": {"checkpoint", "events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
 
 	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
 	"replay/internal/renametest":          {},
@@ -111,12 +112,12 @@ var allowedImports = map[string][]string{
 	"internal/pgtest":                     {},
 	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "internal/dossier", "internal/textsafe", "memory", "projections", "replay", "session", "telemetry"},
 	"internal/tmpfs":                      {},
-	"internal/jsonview":                   {".", "events", "projections"},
+	"internal/jsonview":                   {".", "checkpoint", "events", "projections"},
 	"internal/shellgate":                  {},
 	"internal/textsafe":                   {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "bundle", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber.

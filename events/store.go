@@ -97,6 +97,12 @@ type Options struct {
 	// Projectors are run for every appended event inside the append's
 	// transaction, in order.
 	Projectors []Projector
+	// AfterCommit, if set, is called on the writer goroutine after each
+	// commit of appended events, with the Merkle tree head as of that
+	// commit: how a checkpoint signer (package checkpoint) learns of new
+	// heads without polling the database. It must return quickly and must
+	// not call the store. Nil means no call.
+	AfterCommit func(Commit)
 	// Redactor, if set, removes secrets from every payload and blob before
 	// it is hashed and written, and each removal is recorded on
 	// StreamRedactions (see package secret).
@@ -139,6 +145,16 @@ type Write struct {
 	// Blobs are stored in the same transaction, so events can reference
 	// them by BlobHash.
 	Blobs [][]byte
+}
+
+// Commit describes one commit of appended events, for Options.AfterCommit.
+type Commit struct {
+	// Head is the Merkle tree head as of the commit: its size is the last
+	// seq committed.
+	Head TreeHead
+	// RunsFinished counts the run.finished events of the commit: the end
+	// of a run, when a signer signs a checkpoint at once.
+	RunsFinished int
 }
 
 // Store is the event log. It is safe for concurrent use.

@@ -137,7 +137,8 @@ func (w *writerState) flushTree(ctx context.Context) error {
 		}
 		w.nextFront[id] = h
 	}
-	head := TreeHead{Size: size, Root: rootOf(size, w.nextFront)}.String()
+	w.nextHead = TreeHead{Size: size, Root: rootOf(size, w.nextFront)}
+	head := w.nextHead.String()
 	if mac := w.hasher.headMAC(head); mac != "" {
 		head += " " + mac
 	}

@@ -52,6 +52,9 @@ type writerState struct {
 	front     map[int64]tlog.Hash
 	nextFront map[int64]tlog.Hash
 	line      []byte // leaf line buffer
+	// nextHead is the tree head the open transaction's flushTree
+	// recorded, for Options.AfterCommit (zero: none).
+	nextHead TreeHead
 	// keyErr is set when the store's key does not match the chain's; every
 	// write fails with it.
 	keyErr error
@@ -585,8 +588,29 @@ func (w *writerState) commit(batch []*request) {
 	for i := range results {
 		w.s.evs.Add(int64(len(results[i].events)))
 	}
+	// Before the replies: a caller that appends and then closes its
+	// signer must find the head signed.
+	w.afterCommit(results)
 	w.replyAll(batch, results)
 	w.s.broadcast()
+}
+
+// afterCommit tells Options.AfterCommit of the commit just made.
+func (w *writerState) afterCommit(results []result) {
+	head := w.nextHead
+	w.nextHead = TreeHead{}
+	if w.s.opts.AfterCommit == nil || head.Size == 0 {
+		return
+	}
+	c := Commit{Head: head}
+	for _, r := range results {
+		for _, ev := range r.events {
+			if ev.Type == TypeRunFinished {
+				c.RunsFinished++
+			}
+		}
+	}
+	w.s.opts.AfterCommit(c)
 }
 
 // commitTx commits the writer's transaction. On PostgreSQL it first
@@ -639,6 +663,7 @@ var errStaleTail = errors.New("events: the cached chain tail is stale")
 func (w *writerState) forceReload() {
 	w.dataVersion = -1
 	w.leaves, w.front, w.nextFront = nil, nil, nil
+	w.nextHead = TreeHead{}
 	w.heads = map[string]int64{}
 	clear(w.leases)
 	w.metaWritten = false

@@ -169,6 +169,9 @@ func (c Chain) Verified() string {
 	if p := v.Projections; p != nil {
 		s += fmt.Sprintf("; the sessions, transcripts, lineage, usage and runs shown equal a rebuild from the log through seq %d (%d rows compared)", p.Seq, p.Rows)
 	}
+	if a := v.Attestation; a != nil {
+		s += "; checkpoints: " + a.Summary()
+	}
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -102,6 +103,11 @@ type Verify struct {
 	// Projections is the comparison with a rebuild, absent when the chain
 	// failed first.
 	Projections *projections.CheckReport `json:"projections,omitempty"`
+	// Attested says in one line what the store's signed checkpoints
+	// attest ("attested: …", or "locally consistent, not attested");
+	// Attestation is the detail. Absent when the log failed first.
+	Attested    string             `json:"attested,omitempty"`
+	Attestation *checkpoint.Report `json:"attestation,omitempty"`
 }
 
 // VerifyOf is rep's view.
@@ -116,6 +122,9 @@ func VerifyOf(rep *rath.VerifyReport) Verify {
 	}
 	if p := rep.Projections; p != nil && !p.OK() {
 		v.FailedTable = p.Differences[0].Table
+	}
+	if a := rep.Attestation; a != nil {
+		v.Attested, v.Attestation = a.Summary(), a
 	}
 	return v
 }

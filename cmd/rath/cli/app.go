@@ -13,6 +13,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/sandbox"
+	"github.com/gorath/rath/signkey"
 )
 
 // defaultDir is the runtime directory when neither --dir nor RATH_DIR is set.
@@ -32,11 +33,16 @@ type app struct {
 	// no key or another one (events.KeyError), which would extend the
 	// chain with links that never verify.
 	hmacKey []byte
-	json    bool
-	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
-	rt      *rath.Runtime
+	// signingKey is the file of the key that signs checkpoints
+	// (RATH_SIGNING_KEY); "" signs none. trustedKeys are note verifier
+	// keys verify trusts to have signed them (verify --log-key).
+	signingKey  string
+	trustedKeys []string
+	json        bool
+	stdin       io.Reader
+	stdout      io.Writer
+	stderr      io.Writer
+	rt          *rath.Runtime
 	// setup is Config.Setup: it runs once on the runtime, when opened.
 	setup func(context.Context, *rath.Runtime) error
 	// sandboxes, if set, are the only backends the runtime can open (a
@@ -49,7 +55,7 @@ func newApp(cfg Config, stdin io.Reader, stdout, stderr io.Writer) *app {
 	if env := os.Getenv("RATH_DIR"); env != "" {
 		dir = env
 	}
-	a := &app{dir: dir, dsn: os.Getenv("RATH_DSN"), stdin: stdin, stdout: stdout, stderr: stderr, setup: cfg.Setup}
+	a := &app{dir: dir, dsn: os.Getenv("RATH_DSN"), signingKey: os.Getenv("RATH_SIGNING_KEY"), stdin: stdin, stdout: stdout, stderr: stderr, setup: cfg.Setup}
 	if key := os.Getenv("RATH_HMAC_KEY"); key != "" {
 		a.hmacKey = []byte(key)
 	}
@@ -112,8 +118,12 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	if a.dsn != "" && !events.IsPostgresDSN(a.dsn) {
 		return nil, &usageError{err: fmt.Errorf("--dsn must be a postgres:// or postgresql:// URL (--dir selects the embedded store)"), hint: "rath --help"}
 	}
+	key, err := a.loadSigningKey()
+	if err != nil {
+		return nil, err
+	}
 	stop := a.connecting(ctx)
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes, SigningKey: key, TrustedKeys: a.trustedKeys})
 	stop()
 	if err != nil {
 		return nil, err
@@ -125,6 +135,19 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	}
 	a.rt = rt
 	return rt, nil
+}
+
+// loadSigningKey loads the key of RATH_SIGNING_KEY, or returns nil when
+// it is unset.
+func (a *app) loadSigningKey() (*signkey.Key, error) {
+	if a.signingKey == "" {
+		return nil, nil
+	}
+	k, err := signkey.Load(a.signingKey)
+	if err != nil {
+		return nil, fmt.Errorf("RATH_SIGNING_KEY: %w", err)
+	}
+	return k, nil
 }
 
 func (a *app) close() error {

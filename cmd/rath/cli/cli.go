@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/projections"
@@ -88,7 +89,7 @@ func exitCode(stderr io.Writer, err error) int {
 		return ExitDiverged
 	case errors.Is(err, flow.ErrWaiting):
 		return ExitWaiting
-	case errors.Is(err, events.ErrVerify), errors.As(err, &diff):
+	case errors.Is(err, events.ErrVerify), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused):
 		return ExitVerifyFailed
 	}
 	return ExitFailure

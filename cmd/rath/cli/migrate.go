@@ -108,8 +108,13 @@ const merkleMigration = 9
 // migrationNotes say what a migration does to a store's data, where that
 // is more than a schema change.
 var migrationNotes = map[int64]string{
-	merkleMigration: ": the log becomes a Merkle log (docs/ARCHITECTURE.md): a salt per new event and the tree_hashes table; the events already in the log keep their hash chain and become the tree's first leaves",
+	merkleMigration:      ": the log becomes a Merkle log (docs/ARCHITECTURE.md): a salt per new event and the tree_hashes table; the events already in the log keep their hash chain and become the tree's first leaves",
+	checkpointsMigration: ": the store gets its id (the origin of its checkpoints) and the append-only checkpoints and checkpoint_cosignatures tables; nothing is signed until a process appends with RATH_SIGNING_KEY or runs rath checkpoint --sign (docs/EVIDENCE.md)",
 }
+
+// checkpointsMigration is the schema version that added signed
+// checkpoints.
+const checkpointsMigration = 10
 
 // buildTree opens the store, which builds the Merkle tree over the events
 // already in the log, and says so.

@@ -13,6 +13,7 @@ type verifyView = jsonview.Verify
 
 func newVerifyCmd(a *app) *cobra.Command {
 	var headFlag, treeFlag string
+	var logKeys []string
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Recompute every event's leaf and the Merkle tree, check every blob and the projections; print the heads",
@@ -28,8 +29,15 @@ rewritten with every hash recomputed).
 Then it rebuilds the projections (sessions, chunks, lineage, usage, runs:
 what show, sessions, graph, runs and dossiers display) from the log into a
 scratch database and compares them row for row with the store's, without
-changing the store. Exit code 3 on any failure, naming the first bad seq
-or the first differing table and row.`,
+changing the store. Last it checks every signed checkpoint of the log
+(rath checkpoint) against the tree at its size, its signature and its
+witnesses' cosignatures, and says what they attest: "attested: N
+checkpoints signed by KEY, latest size S, witnessed by W", or "locally
+consistent, not attested" for a store without checkpoints. Each
+checkpoint's signature is checked against the key recorded with it;
+--log-key (a verifier.vkey file) makes only that key trusted. Exit code 3
+on any failure, naming the first bad seq, the first differing table and
+row, or the size of the first checkpoint the log contradicts.`,
 		Example: "rath verify --head 42:3f2a...",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,6 +55,13 @@ or the first differing table and row.`,
 					return usagef(cmd, "--tree: %v", err)
 				}
 				opts.Tree = &h
+			}
+			for _, f := range logKeys {
+				vkey, err := readVerifierKey(f)
+				if err != nil {
+					return usagef(cmd, "--log-key: %v", err)
+				}
+				a.trustedKeys = append(a.trustedKeys, vkey)
 			}
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
@@ -75,6 +90,9 @@ or the first differing table and row.`,
 				if p := v.Projections; p != nil && p.OK() {
 					fmt.Fprintf(a.stdout, "projections     equal a rebuild from the log through seq %d (%d rows)\n", p.Seq, p.Rows)
 				}
+				if v.Attested != "" {
+					fmt.Fprintf(a.stdout, "checkpoints     %s\n", v.Attested)
+				}
 				if rep.OK() {
 					fmt.Fprintln(a.stdout, "ok")
 				}
@@ -87,6 +105,7 @@ or the first differing table and row.`,
 	}
 	cmd.Flags().StringVar(&headFlag, "head", "", "a head SEQ:HASH recorded earlier, which the log must still hold")
 	cmd.Flags().StringVar(&treeFlag, "tree", "", "a tree head SIZE:ROOT recorded earlier, which the log's tree must still extend")
+	cmd.Flags().StringArrayVar(&logKeys, "log-key", nil, "the log's verifier key file (or key text) that must have signed every checkpoint; repeat for a rotation")
 	jsonFlag(cmd, a)
 	return cmd
 }
