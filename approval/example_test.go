@@ -84,3 +84,13 @@ func ExampleShow() {
 	// cmd: X=\u2067\u2066 rm -f important.txt \u2069 # \u2066ls -la\u2069\u2069
 	// timeout: 30
 }
+
+// A context's clock sets and judges deadlines: a fleet worker passes its
+// lease clock, so every machine agrees when a deadline falls due.
+func ExampleWithClock() {
+	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	ctx := approval.WithClock(context.Background(), func(context.Context) (time.Time, error) { return at, nil })
+	now, err := approval.Now(ctx)
+	fmt.Println(now.Format(time.RFC3339), err)
+	// Output: 2026-11-26T09:00:00Z <nil>
+}

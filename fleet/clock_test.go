@@ -1,9 +1,17 @@
 package fleet_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,4 +109,94 @@ func TestFleet_ASkewedClockTakesNoLiveLease(t *testing.T) {
 	if ran["skewed"] != 0 || ran["holder"] != 3 {
 		t.Errorf("tool calls ran %v, want 3 on the holder and none on the skewed worker", ran)
 	}
+}
+
+// The other half: a worker whose holder died is taken over on time
+// though both clocks are off, on PostgreSQL. The holder (a process an
+// hour ahead) takes the run and hangs in its first tool call; it is
+// SIGKILLed; a peer an hour behind takes the run over and finishes it.
+// On the machines' clocks the holder's lease and heartbeat would look
+// live to that peer for two hours more.
+func TestFleet_ASkewedClockKeepsNoDeadLease(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	dsn, err := server.CreateDatabase(ctx, fmt.Sprintf("fleetclock%d", dbs.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := openRuntime(ctx, t.TempDir(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var log bytes.Buffer
+	var logMu sync.Mutex
+	taker, err := fleet.Open(ctx, rt, fleet.Options{WorkerID: "taker", LeaseTime: 10 * time.Second, DeadAfter: 3 * time.Second,
+		Clock: func() time.Time { return time.Now().Add(-time.Hour) }, Resolve: tally, Log: lockedWriter{&logMu, &log}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taker.Close()
+	ws := t.TempDir()
+	in, err := rt.NewUserSession(ctx, "tally")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := taker.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s hold", workerEnv, t.TempDir(), dsn), skewEnv+"=1h")
+	out, _ := holder.StdoutPipe()
+	holder.Stderr = os.Stderr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { holder.Process.Kill(); holder.Wait() }()
+	r := bufio.NewReader(out)
+	ready, _ := r.ReadString('\n')
+	holderID := strings.TrimSpace(strings.TrimPrefix(ready, "ready "))
+	if !strings.HasPrefix(ready, "ready ") {
+		t.Fatalf("holder did not start: %q", ready)
+	}
+	if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "holding") {
+		t.Fatalf("holder said %q", l)
+	}
+	holder.Process.Signal(syscall.SIGKILL)
+	holder.Wait()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- taker.Run(runCtx, 5*time.Second) }()
+	defer func() { stop(); <-done }()
+	if st, err := fleet.Wait(ctx, rt, run); err != nil || st[run] != rath.RunOK {
+		logMu.Lock()
+		defer logMu.Unlock()
+		t.Fatalf("the dead holder's run was not taken over: %v %v\n%s", st, err, log.String())
+	}
+	evs, err := rt.Store().ReadStream(ctx, events.LeaseStream(run), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holders []string
+	for _, ev := range evs {
+		p, _ := ev.Decode()
+		holders = append(holders, p.(*events.RunLeased).Worker)
+	}
+	if len(holders) == 0 || holders[0] != holderID || !slices.Contains(holders, "taker") {
+		t.Fatalf("lease holders %v, want %s then taker", holders, holderID)
+	}
+}
+
+// lockedWriter is a Log for a test that reads it while the fleet writes.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -50,11 +50,21 @@ const busyEnv = "RATH_FLEET_TEST_BUSY"
 // slowEnv makes each tally call take this long (a duration).
 const slowEnv = "RATH_FLEET_TEST_SLOW"
 
+// skewEnv sets the worker's clock this far off the machine's (a
+// duration, negative for behind), as a machine whose clock is wrong.
+const skewEnv = "RATH_FLEET_TEST_SKEW"
+
+// deadAfterEnv and leaseEnv are the worker's DeadAfter and LeaseTime (durations).
+const (
+	deadAfterEnv = "RATH_FLEET_TEST_DEAD_AFTER"
+	leaseEnv     = "RATH_FLEET_TEST_LEASE"
+)
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(workerEnv); spec != "" {
 		os.Exit(workerProcess(spec))
 	}
-	pgtest.Main(m, func(s *pgtest.Server) { server = s })
+	pgtest.Main(m, func(s *pgtest.Server) { server = s }, removeRathBinary)
 }
 
 // tallyModel answers from the request alone: it calls "tally" until the
@@ -166,6 +176,15 @@ func workerProcess(spec string) int {
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Log: os.Stderr}
 	if os.Getenv(defaultsEnv) != "" {
 		opts.LeaseTime, opts.DeadAfter = 0, 0
+	}
+	if skew, err := time.ParseDuration(os.Getenv(skewEnv)); err == nil {
+		opts.Clock = func() time.Time { return time.Now().Add(skew) }
+	}
+	if d, err := time.ParseDuration(os.Getenv(deadAfterEnv)); err == nil {
+		opts.DeadAfter = d
+	}
+	if d, err := time.ParseDuration(os.Getenv(leaseEnv)); err == nil {
+		opts.LeaseTime = d
 	}
 	if len(f) > 2 && f[2] == "hold" {
 		// Take runs and hang in their first tool call, until killed.

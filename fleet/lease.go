@@ -57,6 +57,14 @@ func now(ctx context.Context, rt *rath.Runtime, clock func() time.Time) (time.Ti
 	return time.UnixMicro(us), nil
 }
 
+// Now is the fleet's clock on rt's store: the database's on PostgreSQL,
+// this machine's on SQLite. Leases, heartbeats and approval deadlines are
+// on it, so a person's decision is judged against a request's deadline
+// on the clock the deadline was set by.
+func Now(ctx context.Context, rt *rath.Runtime) (time.Time, error) {
+	return now(ctx, rt, nil)
+}
+
 // take acquires the run's lease for the worker: a new token, unless a
 // lease is live (another worker's, or this worker's own from an attempt
 // still going). A live lease is reported as a *HeldError.
@@ -187,7 +195,7 @@ func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime t
 	if err != nil {
 		return nil, nil, err
 	}
-	lctx, cancel := context.WithCancelCause(events.ContextWithLease(ctx, lease))
+	lctx, cancel := context.WithCancelCause(events.ContextWithLease(f.approvalClock(ctx), lease))
 	var wg sync.WaitGroup
 	wg.Go(func() { f.renew(lctx, lease, cancel) })
 	var once sync.Once

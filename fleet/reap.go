@@ -26,11 +26,14 @@ func (f *Fleet) reap(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		f.expireDue(ctx, time.Now())
 		at, err := now(ctx, f.rt, f.opts.Clock)
 		if err != nil {
 			continue
 		}
+		// Deadlines are on the lease clock too (the runs set them on it:
+		// see Work), so they fall due at the same moment for every
+		// worker, whatever its machine's clock says.
+		f.expireDue(ctx, at)
 		f.expireDead(ctx, at)
 		runs, err := expiredRuns(ctx, f.rt, at)
 		if err != nil {

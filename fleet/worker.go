@@ -83,7 +83,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		f.logf("run %s: finished: failed: %v", run, err)
 		return f.failUnresolvable(ctx, lease, sub, state, err)
 	}
-	lctx, cancel := context.WithCancelCause(events.ContextWithLease(ctx, lease))
+	lctx, cancel := context.WithCancelCause(events.ContextWithLease(f.approvalClock(ctx), lease))
 	defer cancel(nil)
 	last := job.Attempt >= job.MaxAttempts
 	rctx := lctx
@@ -208,6 +208,12 @@ func (f *Fleet) resolve(ctx context.Context, sub *events.RunSubmitted) (flow.Wor
 // as failed, under its lease.
 func (f *Fleet) failUnresolvable(ctx context.Context, lease events.Lease, sub *events.RunSubmitted, state runStatus, cause error) error {
 	return f.finishWith(ctx, lease, sub, state, rath.RunError, "fleet: "+cause.Error())
+}
+
+// approvalClock makes the run's approval deadlines set and judged on the
+// lease clock, the one the reapers judge them by (expireDue).
+func (f *Fleet) approvalClock(ctx context.Context) context.Context {
+	return approval.WithClock(ctx, func(ctx context.Context) (time.Time, error) { return now(ctx, f.rt, f.opts.Clock) })
 }
 
 // expireDue records the default decision of every pending request past

@@ -92,13 +92,17 @@ func (f *Fleet) heartbeat(ctx context.Context, started time.Time) {
 }
 
 // deadWorkers are the workers other than this one whose last heartbeat
-// is older than DeadAfter at at, with when it was.
+// is older than their DeadAfter at at, with when it was. Each worker's
+// own DeadAfter judges it (it beats every fifth of that), so workers
+// started with different ones agree on which of them is dead; a row
+// without one (a worker older than the column) is judged by this
+// worker's.
 func (f *Fleet) deadWorkers(ctx context.Context, at time.Time) (map[string]time.Time, error) {
-	q := `SELECT id, heartbeat_at FROM fleet_workers WHERE heartbeat_at < ? AND heartbeat_at > ? AND id <> ?`
+	q := `SELECT id, heartbeat_at, dead_after_ms FROM fleet_workers WHERE heartbeat_at > ? AND id <> ?`
 	if f.rt.Store().Postgres() {
 		q = sqlx.Rebind(sqlx.DOLLAR, q)
 	}
-	rows, err := f.db.QueryContext(ctx, q, at.Add(-f.opts.DeadAfter).UnixNano(), at.Add(-24*time.Hour).UnixNano(), f.opts.WorkerID)
+	rows, err := f.db.QueryContext(ctx, q, at.Add(-24*time.Hour).UnixNano(), f.opts.WorkerID)
 	if err != nil {
 		return nil, err
 	}
@@ -106,11 +110,17 @@ func (f *Fleet) deadWorkers(ctx context.Context, at time.Time) (map[string]time.
 	out := map[string]time.Time{}
 	for rows.Next() {
 		var id string
-		var beat int64
-		if err := rows.Scan(&id, &beat); err != nil {
+		var beat, deadMS int64
+		if err := rows.Scan(&id, &beat, &deadMS); err != nil {
 			return nil, err
 		}
-		out[id] = time.Unix(0, beat)
+		bound := time.Duration(deadMS) * time.Millisecond
+		if bound <= 0 {
+			bound = f.opts.DeadAfter
+		}
+		if beat < at.Add(-bound).UnixNano() {
+			out[id] = time.Unix(0, beat)
+		}
 	}
 	return out, rows.Err()
 }
@@ -122,13 +132,13 @@ func (f *Fleet) beat(ctx context.Context, started time.Time) error {
 	if err != nil {
 		return err
 	}
-	q := `INSERT INTO fleet_workers (id, queue, concurrency, lease_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
+	q := `INSERT INTO fleet_workers (id, queue, concurrency, lease_ms, dead_after_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`
 	if f.rt.Store().Postgres() {
 		q = sqlx.Rebind(sqlx.DOLLAR, q)
 	}
 	_, err = f.db.ExecContext(ctx, q, f.opts.WorkerID, f.opts.Queue, f.opts.Concurrency, f.opts.LeaseTime.Milliseconds(),
-		started.UnixNano(), at.UnixNano())
+		f.opts.DeadAfter.Milliseconds(), started.UnixNano(), at.UnixNano())
 	return err
 }
 

@@ -209,7 +209,11 @@ func (a *Agent) gate(ctx context.Context, s *session.Session, agent string, call
 		req := events.ApprovalRequested{ID: approval.RequestID(s.ID(), c.ID), Run: runID(ctx), Session: s.ID(), Agent: agent,
 			CallID: c.ID, Kind: events.ApprovalTool, Tool: c.Name, Arguments: c.Arguments, ArgsHash: approval.ArgsHash(c.Arguments), Reason: reason}
 		if p.deadline > 0 {
-			req.Deadline, req.Default = time.Now().Add(p.deadline).UnixNano(), p.fallback
+			now, err := approval.Now(ctx)
+			if err != nil {
+				return nil, nil, fmt.Errorf("flow: approval deadline: %w", err)
+			}
+			req.Deadline, req.Default = now.Add(p.deadline).UnixNano(), p.fallback
 		}
 		dec, err := request(ctx, s, req)
 		if err != nil {
@@ -270,7 +274,11 @@ func request(ctx context.Context, s *session.Session, req events.ApprovalRequest
 	if st.Decision != nil {
 		return st.Decision, nil
 	}
-	return approval.Expire(ctx, store, req.ID, time.Now())
+	now, err := approval.Now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("flow: approval deadline: %w", err)
+	}
+	return approval.Expire(ctx, store, req.ID, now)
 }
 
 // Question is what Ask asks a person.
@@ -316,7 +324,11 @@ func Ask(ctx context.Context, s *session.Session, q Question) (json.RawMessage, 
 		if err != nil {
 			return nil, fmt.Errorf("flow: Ask: default answer: %w", err)
 		}
-		req.Deadline, req.Default, req.DefaultAnswer = time.Now().Add(q.Deadline).UnixNano(), events.DecisionAnswered, def
+		now, err := approval.Now(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("flow: Ask: deadline: %w", err)
+		}
+		req.Deadline, req.Default, req.DefaultAnswer = now.Add(q.Deadline).UnixNano(), events.DecisionAnswered, def
 	}
 	dec, err := request(ctx, s, req)
 	if err != nil {

@@ -6,10 +6,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
 )
 
 // apiApprovals is GET /api/approvals[?run=]: the pending requests, what
@@ -98,7 +98,13 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "decision: %q is not approve, reject or answer", req.Decision)
 		return
 	}
-	decided, err := approval.Decide(r.Context(), s.rt.Store(), id, d, time.Now())
+	// Judged on the clock the deadline was set by (fleet.Now).
+	at, err := fleet.Now(r.Context(), s.rt)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	decided, err := approval.Decide(r.Context(), s.rt.Store(), id, d, at)
 	switch {
 	case errors.Is(err, approval.ErrUnknown):
 		writeError(w, http.StatusNotFound, "%v", err)

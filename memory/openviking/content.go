@@ -19,6 +19,10 @@ const (
 	ScopeUser      = "user"
 	ScopeAgent     = "agent"
 	ScopeSession   = "session" // an alias of the user's sessions
+	// ScopeHome is the caller's own user root: viking://~/memories/ is
+	// viking://user/{the caller}/memories/ (servers from v0.4.16 expand
+	// it; the uid-less viking://user/memories/ they refuse).
+	ScopeHome = "~"
 )
 
 // URI is a parsed viking:// URI: a scope and a slash-separated path.
@@ -42,9 +46,9 @@ func ParseURI(s string) (URI, error) {
 	rest = strings.TrimSuffix(rest, "/")
 	u.Scope, u.Path, _ = strings.Cut(rest, "/")
 	switch u.Scope {
-	case ScopeResources, ScopeUser, ScopeAgent, ScopeSession:
+	case ScopeResources, ScopeUser, ScopeAgent, ScopeSession, ScopeHome:
 	default:
-		return URI{}, fmt.Errorf("%w: uri %q: scope %q is not public (want resources, user, agent or session)", ErrInvalidArgument, s, u.Scope)
+		return URI{}, fmt.Errorf("%w: uri %q: scope %q is not public (want resources, user, agent, session or ~)", ErrInvalidArgument, s, u.Scope)
 	}
 	if u.Path != "" {
 		for _, seg := range strings.Split(u.Path, "/") {
@@ -78,6 +82,26 @@ func (u URI) Join(name ...string) URI {
 	}
 	return URI{Scope: u.Scope, Path: p}
 }
+
+// Home reports whether u is under the home alias, viking://~/.
+func (u URI) Home() bool { return u.Scope == ScopeHome }
+
+// ForUser returns u with the home alias expanded for user: the URI the
+// server answers with (hits, written files) when user calls it with u.
+// Any other URI is returned as it is.
+func (u URI) ForUser(user string) URI {
+	if !u.Home() {
+		return u
+	}
+	p := user
+	if u.Path != "" {
+		p += "/" + u.Path
+	}
+	return URI{Scope: ScopeUser, Path: p, Dir: u.Dir}
+}
+
+// HomeURI is the caller's own user root, viking://~/.
+func HomeURI() URI { return URI{Scope: ScopeHome, Dir: true} }
 
 // UserURI is the root of a user's space, viking://user/{user}/.
 func UserURI(user string) URI { return URI{Scope: ScopeUser, Path: user, Dir: true} }

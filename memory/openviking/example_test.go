@@ -43,3 +43,14 @@ func ExampleClient_Find() {
 	// 0.9 viking://user/alice/memories/prefs.md: alice prefers short answers
 	// true
 }
+
+// The home alias names the caller's own user root; ForUser gives the URI
+// the server answers with for that caller.
+func ExampleURI_ForUser() {
+	u, err := openviking.ParseURI("viking://~/memories/preferences/")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(u.Home(), u.ForUser("alice"))
+	// Output: true viking://user/alice/memories/preferences/
+}

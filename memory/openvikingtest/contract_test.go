@@ -191,6 +191,36 @@ func TestContract(t *testing.T) {
 				t.Fatalf("alice: %+v %v", res, err)
 			}
 		}},
+		{"viking://~ is the caller's own user root", func(t *testing.T, tg target) {
+			user := unique("u")
+			c := tg.client(t, user, nil)
+			name := unique("f") + ".md"
+			home := openviking.HomeURI().Join("memories", "rath", name).String()
+			canon := openviking.UserMemoriesURI(user).Join("rath", name).String()
+			if _, err := c.Write(t.Context(), openviking.WriteRequest{URI: home, Content: "the standup moved to ten", Mode: openviking.WriteCreate, Wait: true}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := c.Read(t.Context(), canon); err != nil || got != "the standup moved to ten" {
+				t.Fatalf("read %s: %q %v", canon, got, err)
+			}
+			if got, err := c.Read(t.Context(), home); err != nil || got != "the standup moved to ten" {
+				t.Fatalf("read %s: %q %v", home, got, err)
+			}
+			res, err := c.Find(t.Context(), openviking.FindRequest{Query: "standup moved", TargetURI: "viking://~/memories/"})
+			if err != nil || res.Total == 0 || res.Memories[0].URI != canon {
+				t.Fatalf("find under ~: %+v %v (want %s)", res, err, canon)
+			}
+			if tg.double == nil {
+				return // other users need other keys on a real server
+			}
+			other := tg.client(t, unique("u"), nil)
+			if _, err := other.Read(t.Context(), home); !errors.Is(err, openviking.ErrNotFound) {
+				t.Fatalf("another user's ~ holds the file: %v", err)
+			}
+			if res, err := other.Find(t.Context(), openviking.FindRequest{Query: "standup moved", TargetURI: "viking://~/memories/"}); err != nil || res.Total != 0 {
+				t.Fatalf("another user finds it under ~: %+v %v", res, err)
+			}
+		}},
 		{"find scores are in [0,1], sorted, limited", func(t *testing.T, tg target) {
 			user := unique("u")
 			c := tg.client(t, user, nil)

@@ -291,8 +291,8 @@ func (s *Server) route(r *http.Request, c caller) (any, *apiError) {
 }
 
 // resolve checks a URI parameter and applies the caller's isolation: a
-// user's space is its own, and viking://session/{id} is the caller's
-// session. It returns the canonical URI without a trailing slash.
+// user's space is its own, viking://~ is the caller's user root (the
+// home alias), and viking://session/{id} is the caller's session. It returns the canonical URI without a trailing slash.
 func resolve(raw string, c caller) (string, *apiError) {
 	rest, ok := strings.CutPrefix(raw, "viking://")
 	if !ok || strings.ContainsAny(rest, "\x00\\") {
@@ -307,6 +307,9 @@ func resolve(raw string, c caller) (string, *apiError) {
 	}
 	switch scope {
 	case "resources", "agent":
+	case "~":
+		// The home alias: the caller's own user root.
+		scope, p = "user", strings.TrimSuffix(c.user+"/"+p, "/")
 	case "user":
 		if u, _, _ := strings.Cut(p, "/"); u != "" && u != c.user {
 			return "", errorf(403, "PERMISSION_DENIED", "user %s may not access %s", c.user, raw)

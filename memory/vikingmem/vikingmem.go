@@ -116,7 +116,8 @@ func (m *Memory) BackendName() string { return Name }
 
 // Root returns the directory URI that holds namespace ns: a namespace
 // that is itself a viking:// directory URI is used as it is (so an agent
-// can recall from all of a user's memories, viking://user/alice/memories/);
+// can recall from all of a user's memories, viking://user/alice/memories/,
+// or viking://~/memories/ for this backend's user's own);
 // any other is one escaped directory under
 // viking://user/{user}/memories/rath/.
 func (m *Memory) Root(ns string) (openviking.URI, error) {
@@ -129,7 +130,11 @@ func (m *Memory) Root(ns string) (openviking.URI, error) {
 			return u, fmt.Errorf("%w: namespace %q: %v", memory.ErrInvalid, ns, err)
 		}
 		u.Dir = true
-		return u, nil
+		// The home alias is this backend's user's space: expanded, the
+		// namespace's URIs are the ones the server answers with, and
+		// the ids rath records are the same however the namespace was
+		// spelled.
+		return u.ForUser(m.opts.User), nil
 	}
 	u := openviking.UserMemoriesURI(m.opts.User).Join("rath", escape(ns))
 	u.Dir = true

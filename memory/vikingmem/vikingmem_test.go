@@ -92,6 +92,35 @@ func TestRecallFor_RecordsURIsLevelsAndScores(t *testing.T) {
 	}
 }
 
+// A namespace under the home alias (viking://~/memories/) is this
+// backend's user's space: what is remembered there gets the URI the
+// server answers with, and a recall under the alias finds it with the
+// metadata rath recorded.
+func TestHomeAliasNamespace(t *testing.T) {
+	f := setup(t, openvikingtest.Options{}, 0)
+	ctx := t.Context()
+	const ns = "viking://~/memories/notes/"
+	id, err := f.m.Remember(ctx, ns, "the standup moved to ten", map[string]string{"source": "calendar"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(id, "viking://user/alice/memories/notes/") || !strings.Contains(strings.Join(f.srv.Files("default"), " "), id) {
+		t.Fatalf("id %s, server files %v", id, f.srv.Files("default"))
+	}
+	for _, q := range []string{ns, "viking://~/memories/", "viking://user/alice/memories/notes/"} {
+		hits, err := f.m.Recall(ctx, q, "standup moved", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 1 || hits[0].URI != id {
+			t.Fatalf("%s: hits = %+v", q, hits)
+		}
+		if q == ns && hits[0].Meta["source"] != "calendar" {
+			t.Fatalf("%s: the recorded metadata is lost: %+v", q, hits[0])
+		}
+	}
+}
+
 // The server down, slow, answering nonsense, a task that never ends:
 // each a *memory.BackendError wrapping the client's typed error, the
 // commit recorded with its failure, and the key in none of it.

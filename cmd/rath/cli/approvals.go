@@ -13,6 +13,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/internal/textsafe"
 	"github.com/spf13/cobra"
 )
@@ -183,7 +184,13 @@ func newDecideCmd(a *app, use, short, example string, build func(cmd *cobra.Comm
 			if err != nil {
 				return err
 			}
-			dec, err := approval.Decide(ctx, rt.Store(), argv[0], d, time.Now())
+			// The deadline was set on the fleet's clock (the database's on
+			// PostgreSQL): judge it on that one, not this machine's.
+			at, err := fleet.Now(ctx, rt)
+			if err != nil {
+				return err
+			}
+			dec, err := approval.Decide(ctx, rt.Store(), argv[0], d, at)
 			if err != nil {
 				return err
 			}
