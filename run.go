@@ -3,8 +3,10 @@ package rath
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"sort"
 	"sync"
@@ -151,9 +153,13 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 		rt.wfs.m[name] = wf
 	}
 	rt.wfs.mu.Unlock()
+	params, err := withSpec(cfg.params, wf)
+	if err != nil {
+		return nil, err
+	}
 	run := &Run{ID: cfg.id, Seed: cfg.seed}
 	rctx := events.ContextWithRun(ctx, events.RunRef{ID: cfg.id, Seed: cfg.seed})
-	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: cfg.params}
+	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: params}
 	if _, err := rt.store.Append(rctx, cfg.id, events.NoStream, started); err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)
 	}
@@ -165,6 +171,26 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 		return run, err
 	}
 	return run, rt.finish(rctx, run, out, err)
+}
+
+// withSpec returns params with flow.SpecParam: the workflow as data
+// (flow.Describe), so that a replay rebuilds it from the log alone (rath
+// replay does, for a workflow of built-in layers). params given by the
+// caller are not modified; a spec the caller recorded is kept.
+func withSpec(params map[string]string, wf flow.Workflow) (map[string]string, error) {
+	if _, ok := params[flow.SpecParam]; ok {
+		return params, nil
+	}
+	b, err := json.Marshal(flow.Describe(wf))
+	if err != nil {
+		return nil, fmt.Errorf("rath: describe the workflow: %w", err)
+	}
+	out := maps.Clone(params)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[flow.SpecParam] = string(b)
+	return out, nil
 }
 
 // finish records run.finished and returns the workflow's error, or

@@ -186,7 +186,8 @@ var verdict = regexp.MustCompile(`(\d+) of (\d+) events reproduced \(100%\)`)
 // runExample runs an example and checks its output.
 func runExample(t *testing.T, c exampleCase, env []string) {
 	t.Helper()
-	out := run(t, c.dir, env)
+	dir := filepath.Join(t.TempDir(), "store")
+	out := run(t, c.dir, env, "-dir", dir)
 	for _, w := range c.want {
 		if !regexp.MustCompile(w).MatchString(out) {
 			t.Errorf("output does not match %q", w)
@@ -207,17 +208,18 @@ func runExample(t *testing.T, c exampleCase, env []string) {
 	if t.Failed() {
 		t.Logf("output:\n%s", out)
 	}
+	replayExampleRuns(t, c.dir, dir)
 }
 
 // run runs the built example in a fresh working directory (examples embed
 // their cassettes, so they must not depend on it) and returns its output.
 // A non-zero exit fails the test.
-func run(t *testing.T, dir string, env []string) string {
+func run(t *testing.T, dir string, env []string, args ...string) string {
 	t.Helper()
 	bin := binaries(t)
 	ctx, cancel := context.WithTimeout(t.Context(), exampleTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, dir))
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, dir), args...)
 	cmd.Dir = t.TempDir()
 	// No user config file: the examples must not depend on one. Their
 	// temporary runtimes go under TMPDIR, which the test removes even when
@@ -238,9 +240,10 @@ var build struct {
 	out  []byte
 }
 
-// binaries builds every example once, in one go build (linking a dozen
-// programs in one command is much faster than a go run each), and returns
-// the directory holding them. They are removed by TestMain.
+// binaries builds every example once, and the stock rath binary with
+// them, in one go build (linking a dozen programs in one command is much
+// faster than a go run each), and returns the directory holding them.
+// They are removed by TestMain.
 func binaries(t *testing.T) string {
 	t.Helper()
 	build.once.Do(func() {
@@ -256,6 +259,7 @@ func binaries(t *testing.T) string {
 		for _, d := range dirs {
 			args = append(args, "./"+d)
 		}
+		args = append(args, "../cmd/rath")
 		goBin, err := exec.LookPath("go")
 		if err != nil {
 			build.err = err
@@ -271,6 +275,7 @@ func binaries(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopPostgres()
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
 	}

@@ -50,19 +50,22 @@ type Policy struct {
 	needs    func(tool string, args json.RawMessage) (reason string, need bool)
 	deadline time.Duration
 	fallback string
+	// rule is the policy as data, for the constructors that have one
+	// (not When): a run records it (Describe) so a replay rebuilds it.
+	rule *ApprovalRule
 }
 
 // Always is the policy under which every call needs approval.
 func Always() Policy {
 	return Policy{needs: func(tool string, _ json.RawMessage) (string, bool) {
 		return "every call of " + tool + " needs approval", true
-	}}
+	}, rule: &ApprovalRule{Policy: "always"}}
 }
 
 // Never is the policy under which no call needs approval: declared before
 // a broader pattern, it exempts a tool.
 func Never() Policy {
-	return Policy{needs: func(string, json.RawMessage) (string, bool) { return "", false }}
+	return Policy{needs: func(string, json.RawMessage) (string, bool) { return "", false }, rule: &ApprovalRule{Policy: "never"}}
 }
 
 // When is the policy under which the calls for which pred is true need
@@ -102,7 +105,7 @@ func CommandMatches(pattern string) (Policy, error) {
 			return "the arguments do not decode (rule: the command matches " + pattern + ")", true
 		}
 		return commandNeeds(re, a.Cmd)
-	}}, nil
+	}, rule: &ApprovalRule{CommandMatches: pattern}}, nil
 }
 
 // commandNeeds is CommandMatches' predicate, with the reason a person sees.
@@ -129,7 +132,7 @@ func commandNeeds(re *regexp.Regexp, cmd string) (string, bool) {
 // directory, needs approval.
 func WriteOutside(dir string) Policy {
 	base := path.Clean("/" + filepath.ToSlash(dir))
-	return When("the path is outside "+dir, func(_ string, args json.RawMessage) bool {
+	p := When("the path is outside "+dir, func(_ string, args json.RawMessage) bool {
 		var a struct {
 			Path string `json:"path"`
 		}
@@ -139,6 +142,8 @@ func WriteOutside(dir string) Policy {
 		p := path.Clean("/" + filepath.ToSlash(a.Path))
 		return p != base && !strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/")
 	})
+	p.rule = &ApprovalRule{WriteOutside: dir}
+	return p
 }
 
 // WithDeadline returns p whose requests carry a deadline d after they are
@@ -147,6 +152,11 @@ func WriteOutside(dir string) Policy {
 // events.DecidedByDeadline.
 func (p Policy) WithDeadline(d time.Duration, decision string) Policy {
 	p.deadline, p.fallback = d, decision
+	if p.rule != nil {
+		r := *p.rule
+		r.Deadline, r.Default = d.String(), decision
+		p.rule = &r
+	}
 	return p
 }
 

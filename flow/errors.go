@@ -20,7 +20,32 @@ var (
 	ErrProvider = errors.New("flow: provider configuration")
 	// ErrTool is returned by NewTool for an unusable tool definition.
 	ErrTool = errors.New("flow: invalid tool")
+	// ErrMaxSteps is returned by a Router whose selector had not chosen
+	// "none" after its MaxSteps steps.
+	ErrMaxSteps = errors.New("flow: router hit its step cap")
+	// ErrNotRebuildable is matched by a *NotRebuildableError: a Spec
+	// holding a layer the log does not describe.
+	ErrNotRebuildable = errors.New("flow: the workflow cannot be rebuilt from its record")
+	// ErrRecordedTool is the error of a tool rebuilt from a Spec that is
+	// called: its calls must be answered from the record.
+	ErrRecordedTool = errors.New("flow: a tool rebuilt from a record cannot run; its calls are answered from the log")
 )
+
+// NotRebuildableError names the first layer of a Spec that cannot be
+// rebuilt from the log, by its place in the tree ("root", "root.step1",
+// "root.reviewers.branch0": the names the layers were given, else their
+// kind and index), and why.
+type NotRebuildableError struct {
+	Path   string
+	Reason string
+}
+
+func (e *NotRebuildableError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrNotRebuildable, e.Path, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrNotRebuildable) match.
+func (e *NotRebuildableError) Is(target error) bool { return target == ErrNotRebuildable }
 
 // MaxRoundsError reports an agent loop stopped at its cap while the model
 // still asked for tools. The session returned alongside it holds

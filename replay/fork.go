@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/flow"
@@ -39,7 +40,11 @@ func ForkAt(ctx context.Context, rt *rath.Runtime, runID string, seq int64, wf f
 	orc.mu.Lock()
 	orc.cancel = cancel
 	orc.mu.Unlock()
-	base := []rath.RunOption{rath.WithParentRun(runID), rath.WithParams(info.started.Params)}
+	// The fork runs wf, which may differ from the original's workflow: its
+	// spec is wf's (rt.Start records it), not the one the original recorded.
+	params := maps.Clone(info.started.Params)
+	delete(params, flow.SpecParam)
+	base := []rath.RunOption{rath.WithParentRun(runID), rath.WithParams(params)}
 	run, err := rt.Start(rctx, info.started.Workflow, wf, input, append(base, opts...)...)
 	if orc.diverged != nil {
 		return run, orc.diverged

@@ -4,8 +4,8 @@
 // Each decision is a selector.decided event on a side stream, so the run
 // replays with the same route.
 //
-// The candidates are a researcher, a writer and a critic; the loop asks the
-// selector after each step, with a cap on the number of steps.
+// The candidates are a researcher, a writer and a critic; a flow.Router
+// asks the selector after each step, with a cap on the number of steps.
 //
 // Run it offline; the model turns come from cassette.json, written by hand:
 //
@@ -30,44 +30,14 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
-	"github.com/gorath/rath/session"
 )
 
 //go:embed cassette.json
 var cassette []byte
 
-// maxSteps bounds the loop: a model that never says "none" must not run
-// forever.
+// maxSteps bounds the routing: a model that never says "none" must not
+// run forever.
 const maxSteps = 6
-
-// team is the workflow: the selector picks among the agents until done.
-type team struct {
-	Research *flow.Agent
-	Write    *flow.Agent
-	Critique *flow.Agent
-	Selector *flow.Selector
-}
-
-func (t *team) Forward(ctx context.Context, s *session.Session) (*session.Session, error) {
-	candidates := []flow.Candidate{
-		{Name: "research", Description: "gathers the facts the task needs", Workflow: t.Research},
-		{Name: "write", Description: "writes the text the user asked for", Workflow: t.Write},
-		{Name: "critique", Description: "points out problems in a draft", Workflow: t.Critique},
-	}
-	for range maxSteps {
-		next, err := t.Selector.Select(ctx, s, candidates...)
-		if err != nil {
-			return s, err
-		}
-		if next == flow.Empty {
-			return s, nil
-		}
-		if s, err = flow.Forward(ctx, next, s); err != nil {
-			return s, err
-		}
-	}
-	return s, fmt.Errorf("no end after %d steps", maxSteps)
-}
 
 func main() {
 	dir := flag.String("dir", "", "runtime directory to keep (default: a temporary one, removed at exit)")
@@ -86,7 +56,15 @@ func main() {
 	check(err)
 	critique, err := flow.NewAgent("You point out the weak spots of the last draft.", p)
 	check(err)
-	wf := &team{Research: research, Write: write, Critique: critique, Selector: flow.NewSelector(p)}
+	// A Router asks the selector after each step. It is data, not Go
+	// code, so the run records it and the stock binary replays it:
+	// rath --dir DIR replay RUN.
+	wf := flow.NewRouter(flow.NewSelector(p),
+		flow.Candidate{Name: "research", Description: "gathers the facts the task needs", Workflow: research},
+		flow.Candidate{Name: "write", Description: "writes the text the user asked for", Workflow: write},
+		flow.Candidate{Name: "critique", Description: "points out problems in a draft", Workflow: critique},
+	)
+	wf.MaxSteps = maxSteps
 
 	task, err := rt.NewUserSession(ctx, "Write a haiku about how SQLite stores data.")
 	check(err)

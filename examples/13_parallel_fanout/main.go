@@ -14,7 +14,7 @@
 //
 // With -live a real model (OPENAI_API_KEY, ANTHROPIC_API_KEY or
 // ~/.rath/config.json) reviews; -dir DIR keeps the database (then try:
-// bin/rath --dir DIR graph).
+// bin/rath --dir DIR graph, or bin/rath --dir DIR replay RUN).
 package main
 
 import (
@@ -31,26 +31,10 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/replay"
-	"github.com/gorath/rath/session"
 )
 
 //go:embed cassette.json
 var cassette []byte
-
-// review is the workflow. Its fields name the path segments:
-// root.reviewers.<name> for the branches, root.lead for the decision.
-type review struct {
-	Reviewers *flow.Parallel
-	Lead      *flow.Agent
-}
-
-func (r *review) Forward(ctx context.Context, s *session.Session) (*session.Session, error) {
-	s, err := flow.Forward(ctx, r.Reviewers, s) // fork, run concurrently, merge
-	if err != nil {
-		return s, err
-	}
-	return flow.Forward(ctx, r.Lead, s)
-}
 
 const change = `Review this change:
 
@@ -80,9 +64,12 @@ func main() {
 		check(err)
 		reviewers = append(reviewers, a)
 	}
-	lead, err := flow.NewAgent("You read the reviews and decide: approve or request changes, in one sentence.", p)
+	lead, err := flow.NewAgent("You read the reviews and decide: approve or request changes, in one sentence.", p, flow.WithName("lead"))
 	check(err)
-	wf := &review{Reviewers: flow.NewParallel(reviewers...), Lead: lead}
+	// Built of flow's layers only, the workflow is data the run records:
+	// the stock binary replays it (rath --dir DIR replay RUN). The names
+	// give the paths: root.reviewers.<focus>, root.lead.
+	wf := flow.NewSequential(flow.NewParallel(reviewers...).SetName("reviewers"), lead)
 
 	request, err := rt.NewUserSession(ctx, change)
 	check(err)

@@ -32,9 +32,12 @@ effects. The events it produces are compared with the recorded ones,
 wall-clock fields ignored. It prints how many events were reproduced, or
 the first divergence with the recorded seq, both sides and a hint.
 
-The workflow must be one this binary can rebuild by name: runs of
-"rath run", of the demo, and of the workflows a program built on package
-github.com/gorath/rath/cmd/rath/cli registers in its Config.Setup.`,
+The workflow must be one this binary can rebuild: runs of "rath run", of
+the demo, of the workflows a program built on package
+github.com/gorath/rath/cmd/rath/cli registers in its Config.Setup, and of
+any program whose workflow is made of flow's built-in layers (the run
+records it as data). A workflow holding the program's own Go code is
+refused (exit 1), naming the layer.`,
 		Example: "rath replay run-0123456789abcdef",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {

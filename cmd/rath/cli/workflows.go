@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/internal/demo"
+	"github.com/gorath/rath/memory"
 )
 
 // runWorkflow is the name "rath run" records its runs under.
@@ -78,8 +79,57 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 		}
 		return demo.Build(ctx, rt, prov)
 	}
-	return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs. To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
-		unknown, runWorkflow, demo.Name)
+	started, err := runStarted(ctx, rt, runID)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := started.Params[flow.SpecParam]; ok {
+		return specWorkflow(ctx, rt, runID, row.Workflow, raw, live)
+	}
+	return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs, and runs whose record describes their workflow (recorded since %s). To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
+		unknown, runWorkflow, demo.Name, flow.SpecParam)
+}
+
+// specWorkflow rebuilds a program's workflow from the spec its run
+// recorded (flow.SpecParam): its built-in layers, providers from their
+// record refusing every call, tools from their recorded specs. A spec
+// holding the program's own Go code is refused, naming the layer: a
+// replay of it would diverge for no fault of the run's.
+func specWorkflow(ctx context.Context, rt *rath.Runtime, runID, name, raw string, live bool) (flow.Workflow, error) {
+	var spec flow.Spec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return nil, fmt.Errorf("run %s: its recorded workflow spec: %w", runID, err)
+	}
+	if err := spec.Check(); err != nil {
+		return nil, fmt.Errorf("run %s (workflow %q) cannot be replayed or resumed by this binary: %w. Replay it with replay.Run from the program that ran it, or build a rath binary that registers %q (cli.Config.Setup)",
+			runID, name, err, name)
+	}
+	if live {
+		return nil, fmt.Errorf("%w: run %s (workflow %q) was started by a program; resume it with replay.Resume from that program, or build a rath binary that registers %q (cli.Config.Setup)",
+			flow.ErrNotRebuildable, runID, name, name)
+	}
+	var opts flow.RebuildOptions
+	opts.Client = refuseClient{}
+	if specUsesMemory(spec) {
+		mem, err := rt.OpenMemory(ctx, memory.BackendConfig{})
+		if err != nil {
+			return nil, err
+		}
+		opts.Memory = mem
+	}
+	return spec.Rebuild(opts)
+}
+
+func specUsesMemory(s flow.Spec) bool {
+	if len(s.Memory) > 0 {
+		return true
+	}
+	for _, c := range s.Steps {
+		if specUsesMemory(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // runStarted returns the run.started event of a run, which holds the
