@@ -59,6 +59,7 @@ func Run(t *testing.T, b Backend) {
 		{"TruncationIsFound", testTruncation},
 		{"MerkleTamperingIsFoundAtItsSeq", testMerkleTampering},
 		{"MerkleProofs", testMerkleProofs},
+		{"Redaction", testRedaction},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
 		{"HeldSessionUpdates", testHeldUpdates},
