@@ -613,3 +613,74 @@ func (v *verifier) checkRedactions(ctx context.Context) (bool, error) {
 	}
 	return false, nil
 }
+
+// RedactedInRun lists the redacted events of a run (its run_id) up to
+// toSeq (0: the head), in seq order.
+func (s *Store) RedactedInRun(ctx context.Context, runID string, toSeq int64) ([]int64, error) {
+	if toSeq <= 0 {
+		toSeq = 1 << 62
+	}
+	var seqs []int64
+	err := s.rdb.SelectContext(ctx, &seqs, s.rebind(`SELECT r.seq FROM redactions r JOIN events e ON e.seq = r.seq WHERE e.run_id = ? AND r.seq <= ? ORDER BY r.seq`), runID, toSeq)
+	if err != nil {
+		return nil, storageErr("read redactions", err)
+	}
+	return seqs, nil
+}
+
+// Opening is what opens an event's payload commitment: its salt and its
+// payload as appended, so that SHA-256(Salt || Payload) is the commitment
+// its leaf line holds. A redacted event has none.
+type Opening struct {
+	Salt    []byte
+	Payload []byte
+}
+
+// Opening returns the opening of the event at seq: an archive or a bundle
+// keeps it beside the leaf line so the payload checks against the log.
+// It fails with ErrRedacted (through a *DecodeError) for a redacted
+// event and with a *RedactError for one written before the Merkle log.
+func (s *Store) Opening(ctx context.Context, seq int64) (Opening, error) {
+	tx, err := s.Snapshot(ctx)
+	if err != nil {
+		return Opening{}, fmt.Errorf("events: opening: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := readLeafRowsBySeq(ctx, tx, s.pg, []int64{seq})
+	if err != nil {
+		return Opening{}, err
+	}
+	r, ok := rows[seq]
+	switch {
+	case !ok:
+		return Opening{}, invalid("opening: no event at seq %d", seq)
+	case isRedacted(r.Payload):
+		return Opening{}, &DecodeError{Seq: seq, Type: r.Type, Err: ErrRedacted}
+	case len(r.Salt) != SaltSize:
+		return Opening{}, &RedactError{Seq: seq, Reason: "it has no payload salt (written before the Merkle log, or altered)"}
+	}
+	payload, fail, err := s.fullPayload(ctx, tx, r.row)
+	if err != nil {
+		return Opening{}, err
+	}
+	if fail != "" {
+		return Opening{}, fmt.Errorf("events: opening of seq %d: %s", seq, fail)
+	}
+	return Opening{Salt: r.Salt, Payload: payload}, nil
+}
+
+// BlobRefs lists the stored blobs an event's payload references: its
+// outputs, files and attachments, and for a model call its request record
+// and every message segment that chains to.
+func (s *Store) BlobRefs(ctx context.Context, ev Event) ([]string, error) {
+	refs := map[string]bool{}
+	if err := s.blobRefs(ctx, s.rdb, ev.Type, ev.TypeVersion, ev.Payload, refs); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(refs))
+	for h := range refs {
+		out = append(out, h)
+	}
+	slices.Sort(out)
+	return out, nil
+}

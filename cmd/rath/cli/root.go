@@ -56,6 +56,8 @@ Exit codes:
 		newGraphCmd(a),
 		newEventsCmd(a),
 		newVerifyCmd(a),
+		newRedactCmd(a),
+		newRetainCmd(a),
 		newCopyCmd(a),
 		newSubmitCmd(a),
 		newWorkerCmd(a),
