@@ -102,9 +102,6 @@ func (LogArchiver) Archive(ctx context.Context, rt *rath.Runtime, run, dir strin
 		if err != nil {
 			return 0, fmt.Errorf("retention: archive %s: %w", run, err)
 		}
-		if ref, inBlob := payloadBlob(ctx, store, ev.Seq); inBlob {
-			refs = append(refs, ref)
-		}
 		for _, ref := range refs {
 			n, err := archiveBlob(ctx, store, dir, ref)
 			if err != nil {
@@ -127,18 +124,6 @@ func (LogArchiver) Archive(ctx context.Context, rt *rath.Runtime, run, dir strin
 		}
 	}
 	return size, nil
-}
-
-// payloadBlob reports the blob a payload too large for its row is kept
-// in: Opening returns its bytes, and the row's pointer names it.
-func payloadBlob(ctx context.Context, store *events.Store, seq int64) (string, bool) {
-	var stored string
-	db := store.DB()
-	if db.QueryRowContext(ctx, db.Rebind(`SELECT payload FROM events WHERE seq = ?`), seq).Scan(&stored) != nil {
-		return "", false
-	}
-	ref, ok, err := events.StoredInBlob([]byte(stored))
-	return ref, ok && err == nil
 }
 
 // archiveBlob copies one blob into the archive; a hash that names no

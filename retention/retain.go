@@ -163,15 +163,16 @@ func candidates(ctx context.Context, rt *rath.Runtime, opts Options, rep *Report
 	return out, nil
 }
 
-// dropDescended removes the runs whose sessions a live session descends
-// from: a session that is not one of the retained runs' own.
+// dropDescended removes the runs whose sessions (those the run appended
+// to, its input included) a live session descends from: one that is not
+// among the retained runs' sessions.
 func dropDescended(ctx context.Context, rt *rath.Runtime, runs []string, rep *Report) ([]string, error) {
 	db := rt.Store().DB()
 	for {
 		owned := map[string]string{} // session -> retained run
 		for _, run := range runs {
 			var ids []string
-			if err := db.SelectContext(ctx, &ids, db.Rebind(`SELECT id FROM sessions WHERE run_id = ?`), run); err != nil {
+			if err := db.SelectContext(ctx, &ids, db.Rebind(`SELECT id FROM sessions WHERE id IN (SELECT stream FROM events WHERE run_id = ?)`), run); err != nil {
 				return nil, fmt.Errorf("retention: the sessions of %s: %w", run, err)
 			}
 			for _, id := range ids {

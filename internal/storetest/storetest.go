@@ -60,6 +60,7 @@ func Run(t *testing.T, b Backend) {
 		{"MerkleTamperingIsFoundAtItsSeq", testMerkleTampering},
 		{"MerkleProofs", testMerkleProofs},
 		{"Redaction", testRedaction},
+		{"Retention", testRetention},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
 		{"HeldSessionUpdates", testHeldUpdates},
