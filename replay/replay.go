@@ -73,8 +73,9 @@ func (r *Report) Unchecked() string {
 	if len(r.Redacted) == 0 {
 		return ""
 	}
-	seqs := make([]string, 0, min(len(r.Redacted), 10))
-	for _, s := range r.Redacted[:len(seqs)] {
+	n := min(len(r.Redacted), 10)
+	seqs := make([]string, 0, n+1)
+	for _, s := range r.Redacted[:n] {
 		seqs = append(seqs, fmt.Sprint(s))
 	}
 	if len(r.Redacted) > len(seqs) {

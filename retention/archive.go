@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -44,9 +45,10 @@ const (
 type LogArchiver struct{}
 
 type archivedPayload struct {
-	Seq     int64  `json:"seq"`
-	Salt    string `json:"salt"`
-	Payload string `json:"payload"` // the payload's exact bytes
+	Seq      int64  `json:"seq"`
+	Salt     string `json:"salt,omitempty"`
+	Payload  string `json:"payload,omitempty"` // the payload's exact bytes
+	Redacted bool   `json:"redacted,omitempty"`
 }
 
 type archivedProof struct {
@@ -80,23 +82,28 @@ func (LogArchiver) Archive(ctx context.Context, rt *rath.Runtime, run, dir strin
 		if err != nil {
 			return 0, fmt.Errorf("retention: archive %s: %w", run, err)
 		}
-		op, err := store.Opening(ctx, ev.Seq)
-		if err != nil {
-			return 0, fmt.Errorf("retention: archive %s: %w", run, err)
-		}
 		proof, err := store.ProveInclusion(ctx, ev.Seq, head.Size)
 		if err != nil {
 			return 0, fmt.Errorf("retention: archive %s: %w", run, err)
 		}
 		lines.Write(line)
 		lines.WriteByte('\n')
+		proofs = append(proofs, archivedProof{Seq: ev.Seq, Index: ev.Seq - 1, Hashes: proof})
+		if ev.Redacted {
+			// Redacted before: its line stays, its payload is gone.
+			payloads.WriteString(`{"seq":` + strconv.FormatInt(ev.Seq, 10) + `,"redacted":true}` + "\n")
+			continue
+		}
+		op, err := store.Opening(ctx, ev.Seq)
+		if err != nil {
+			return 0, fmt.Errorf("retention: archive %s: %w", run, err)
+		}
 		b, err := json.Marshal(archivedPayload{Seq: ev.Seq, Salt: hex.EncodeToString(op.Salt), Payload: string(op.Payload)})
 		if err != nil {
 			return 0, fmt.Errorf("retention: archive %s: %w", run, err)
 		}
 		payloads.Write(b)
 		payloads.WriteByte('\n')
-		proofs = append(proofs, archivedProof{Seq: ev.Seq, Index: ev.Seq - 1, Hashes: proof})
 		size += int64(len(op.Payload))
 		refs, err := store.BlobRefs(ctx, events.Event{Type: ev.Type, TypeVersion: ev.TypeVersion, Payload: op.Payload})
 		if err != nil {
@@ -169,14 +176,16 @@ var ErrArchive = errors.New("retention: the archive does not verify")
 
 // VerifyArchive checks a LogArchiver directory without the store: every
 // leaf line is in the tree of head.json (its inclusion proof), every
-// payload opens its line's commitment, every blob matches its name, and
-// every blob a payload names is there. It returns the tree head the
-// archive proves against, which a verifier compares with one it trusts
-// (a checkpoint, a head kept elsewhere).
-func VerifyArchive(dir string) (events.TreeHead, error) {
+// payload opens its line's commitment (an event redacted before has its
+// line and no payload), every blob matches its name, and every blob a
+// payload names is there. It returns the tree head the archive proves
+// against, which a verifier compares with one it trusts (a checkpoint, a
+// head kept elsewhere).
+func VerifyArchive(dir string) (Verified, error) {
 	var head events.TreeHead
-	fail := func(format string, args ...any) (events.TreeHead, error) {
-		return head, fmt.Errorf("%w: %s: %s", ErrArchive, dir, fmt.Sprintf(format, args...))
+	var v Verified
+	fail := func(format string, args ...any) (Verified, error) {
+		return Verified{}, fmt.Errorf("%w: %s: %s", ErrArchive, dir, fmt.Sprintf(format, args...))
 	}
 	b, err := os.ReadFile(filepath.Join(dir, ArchiveHead))
 	if err != nil {
@@ -224,6 +233,10 @@ func VerifyArchive(dir string) (events.TreeHead, error) {
 		if err := json.Unmarshal(payloadLines[i], &ap); err != nil || ap.Seq != leaf.Seq {
 			return fail("seq %d: payload line %d is not its payload", leaf.Seq, i+1)
 		}
+		if ap.Redacted {
+			v.Redacted++ // proven in the tree; its payload was deleted before
+			continue
+		}
 		salt, err := hex.DecodeString(ap.Salt)
 		if err != nil {
 			return fail("seq %d: its salt is not hex", leaf.Seq)
@@ -249,7 +262,17 @@ func VerifyArchive(dir string) (events.TreeHead, error) {
 			return fail("blob %s does not match its name", e.Name())
 		}
 	}
-	return head, nil
+	v.Head, v.Events = head, len(lines)
+	return v, nil
+}
+
+// Verified is what VerifyArchive checked: the events, of which Redacted
+// had their payloads deleted before the archive (their lines are proven,
+// their payloads absent), and the tree head it proves them against.
+type Verified struct {
+	Head     events.TreeHead
+	Events   int
+	Redacted int
 }
 
 // checkRefs checks that the blobs a decoded payload names are archived.

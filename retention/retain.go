@@ -155,8 +155,12 @@ func candidates(ctx context.Context, rt *rath.Runtime, opts Options, rep *Report
 		if err != nil {
 			return nil, err
 		}
-		if len(red) > 0 {
-			continue // retained (or redacted) before
+		seqs, err := runSeqs(ctx, rt, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(red) >= len(seqs) {
+			continue // retained before: nothing left to delete
 		}
 		out = append(out, r.ID)
 	}

@@ -118,10 +118,11 @@ func testRetention(t *testing.T, b Backend) {
 	}
 	// The archive verifies alone, against a head the live tree still has.
 	dir := filepath.Join(archive, old.ID)
-	head, err := retention.VerifyArchive(dir)
+	verified, err := retention.VerifyArchive(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	head := verified.Head
 	if live, err := rt.Store().TreeHeadAt(ctx, head.Size); err != nil || live != head {
 		t.Fatalf("the live tree at %d is %v (%v), the archive's head %v", head.Size, live, err, head)
 	}
