@@ -41,6 +41,15 @@ refused too (run verify).`,
 		Example: "rath redact --session s-0123456789abcdef0123 --reason \"erasure request 42\"",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			set := 0
+			for _, f := range []string{"event", "session", "memory", "run"} {
+				if cmd.Flags().Changed(f) {
+					set++
+				}
+			}
+			if set != 1 {
+				return usagef(cmd, "name exactly one of --event, --session, --memory and --run")
+			}
 			if cmd.Flags().Changed("event") && o.Event <= 0 {
 				return usagef(cmd, "--event: want a positive seq, got %d", o.Event)
 			}
@@ -82,8 +91,6 @@ refused too (run verify).`,
 	cmd.Flags().StringVar(&o.Run, "run", "", "every event this run wrote")
 	cmd.Flags().StringVar(&o.Reason, "reason", "", "why (required; recorded and listed by verify)")
 	cmd.Flags().StringVar(&as, "as", "", "who asks (default: the OS user)")
-	cmd.MarkFlagsMutuallyExclusive("event", "session", "memory", "run")
-	cmd.MarkFlagsOneRequired("event", "session", "memory", "run")
 	jsonFlag(cmd, a)
 	return cmd
 }
