@@ -101,6 +101,7 @@ var allowedImports = map[string][]string{
 	".": {"checkpoint", "events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
 
 	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
+	"retention":                           {".", "events"},
 	"replay/internal/renametest":          {},
 	"replay/internal/renametest/recorded": {"flow", "session"},
 	"replay/internal/renametest/renamed":  {"flow", "session"},
@@ -115,9 +116,9 @@ var allowedImports = map[string][]string{
 	"internal/jsonview":                   {".", "checkpoint", "events", "projections"},
 	"internal/shellgate":                  {},
 	"internal/textsafe":                   {},
-	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "session"},
+	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "retention", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "internal/dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber.

@@ -42,6 +42,9 @@ type Event struct {
 	Payload     json.RawMessage `json:"payload"`
 	At          time.Time       `json:"at"`
 	Hash        string          `json:"hash"`
+	// Redacted says the payload was deleted by a redaction (Payload is
+	// then a placeholder and Decode fails with ErrRedacted).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // Decode decodes the event's payload into its catalogue struct.
@@ -127,6 +130,9 @@ func Decode(typ string, version int, payload []byte) (Payload, error) {
 
 // decodeWith is Decode against catalogue cat.
 func decodeWith(cat map[string]*typeInfo, typ string, version int, payload []byte) (Payload, error) {
+	if string(payload) == redactedMarker {
+		return nil, &DecodeError{Type: typ, Err: ErrRedacted}
+	}
 	ti, ok := cat[typ]
 	if !ok {
 		return nil, &DecodeError{Type: typ, Err: fmt.Errorf("%w %q", ErrUnknownType, typ)}

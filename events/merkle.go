@@ -478,6 +478,13 @@ func (s *Store) rowLeafLine(ctx context.Context, q queryer, meta storeMeta, r le
 	if !meta.merkleFormat(r.Seq) {
 		return chainLeafLine(r.Seq, r.Hash), "", nil
 	}
+	if isRedacted(r.Payload) && r.Salt == nil {
+		commit, fail, err := redactedCommitment(ctx, q, s.pg, r.Seq)
+		if fail != "" || err != nil {
+			return nil, fail, err
+		}
+		return appendLeafLine(nil, r.leafHeader(), commit), "", nil
+	}
 	if len(r.Salt) != SaltSize {
 		return nil, "its payload salt is missing or malformed: the row was altered", nil
 	}

@@ -385,6 +385,7 @@ func (s *Store) toEvent(ctx context.Context, r row) (Event, error) {
 		ev.Payload = b
 	} else {
 		ev.Payload = ExpandStored(r.Stream, r.Type, ev.Payload)
+		ev.Redacted = isRedacted(r.Payload)
 	}
 	return ev, nil
 }

@@ -34,7 +34,7 @@ func compactPayload(stream, typ string, payload []byte) []byte {
 // (after fetching it from blobs, see StoredInBlob): Store.Read does this
 // for every row; a reader of raw rows calls it.
 func ExpandStored(stream, typ string, stored []byte) []byte {
-	if typ != TypeChunkAppended || len(stored) < 2 || stored[0] != '{' || bytes.HasPrefix(stored, sessionKey) || bytes.HasPrefix(stored, blobPrefix) {
+	if typ != TypeChunkAppended || len(stored) < 2 || stored[0] != '{' || bytes.HasPrefix(stored, sessionKey) || bytes.HasPrefix(stored, blobPrefix) || string(stored) == redactedMarker {
 		return stored
 	}
 	prefix := streamPrefix(stream)

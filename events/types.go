@@ -410,6 +410,7 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &SecretRedacted{} })
 	add(func() Payload { return &ApprovalRequested{} })
 	add(func() Payload { return &ApprovalDecided{} })
+	add(func() Payload { return &EvidenceRedacted{} })
 	return c
 }
 

@@ -60,6 +60,9 @@ type VerifyReport struct {
 	Head    Head         `json:"head"`
 	Tree    TreeHead     `json:"tree"`
 	Failure *VerifyError `json:"failure,omitempty"`
+	// Redactions are the redacted events, each checked against the
+	// evidence.redacted event that names it.
+	Redactions []RedactionInfo `json:"redactions,omitempty"`
 }
 
 // OK reports whether everything verified.
@@ -99,6 +102,11 @@ type verifier struct {
 	// have holds the stored blob hashes; followed the request records and
 	// message segments already checked (successive calls share segments).
 	have, followed map[string]bool
+	// redacted are the redacted seqs seen; records the evidence.redacted
+	// events, by seq (nil for one that does not decode).
+	redacted []int64
+	records  map[int64]*EvidenceRedacted
+	atOf     map[int64]int64
 }
 
 func (v *verifier) fail(seq int64, blob, format string, args ...any) (*VerifyReport, error) {
@@ -184,8 +192,13 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 				if reason := tree.check(leaf, true, stored); reason != "" {
 					return v.fail(r.Seq, "", "%s", reason)
 				}
-				if done, err := v.checkRefs(ctx, r); done || err != nil {
+				if isRedacted(r.Payload) {
+					v.redacted = append(v.redacted, r.Seq)
+				} else if done, err := v.checkRefs(ctx, r); done || err != nil {
 					return rep, err
+				}
+				if r.Type == TypeEvidenceRedacted {
+					v.noteRecord(r)
 				}
 				if v.checkHeads(opts, r, &tree, &headFound, &treeFound) {
 					return rep, nil
@@ -252,6 +265,9 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	}
 	if done := v.checkTreeHead(meta, h, prevSeq, rep.Tree); done {
 		return rep, nil
+	}
+	if done, err := v.checkRedactions(ctx); done || err != nil {
+		return rep, err
 	}
 	// Every blob must match its content address.
 	rows, err := tx.QueryContext(ctx, `SELECT hash, bytes FROM blobs ORDER BY hash`)

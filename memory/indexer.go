@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sync/atomic"
@@ -234,6 +235,9 @@ func (p *preparer) run(ctx context.Context, store *events.Store, from int64, hea
 
 func (p *preparer) apply(ev events.Event) error {
 	pl, err := ev.Decode()
+	if errors.Is(err, events.ErrRedacted) {
+		return nil // its text was deleted: nothing to index
+	}
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}

@@ -203,6 +203,9 @@ func (r *Reader) payloadBytes() string {
 	return `payload`
 }
 
+// holdsChunks are the types whose events carry a session's chunks.
+var holdsChunks = map[string]bool{events.TypeChunkAppended: true, events.TypeSessionCreated: true, events.TypeSessionCompressed: true, events.TypeSessionMerged: true}
+
 // chunkReader collects chunks [lo, hi) of a session from its events.
 type chunkReader struct {
 	session      string
@@ -230,6 +233,9 @@ func (cr *chunkReader) event(seq int64, typ string, typeVersion int, payload []b
 		payload = events.ExpandStored(cr.session, typ, payload)
 	}
 	p, err := events.Decode(typ, typeVersion, payload)
+	if errors.Is(err, events.ErrRedacted) && !holdsChunks[typ] {
+		return nil // a redacted tool result, say: no chunk was in it
+	}
 	if err != nil {
 		return fmt.Errorf("event seq %d: %w", seq, err)
 	}

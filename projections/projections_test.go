@@ -179,7 +179,7 @@ func TestProjector_RefusesInconsistentEvents(t *testing.T) {
 	}
 }
 
-// Every table of the schema is either the log's own (events, blobs, tree_hashes,
+// Every table of the schema is either the log's own (events, blobs, tree_hashes, redactions,
 // store_meta, goose's version table, the signed checkpoints and their
 // cosignatures), an asynchronous projection's
 // checkpoint, operational state outside the log (the fleet's worker
@@ -191,7 +191,7 @@ func TestTables_CoverTheSchema(t *testing.T) {
 	if err := rt.Store().DB().SelectContext(t.Context(), &names, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`); err != nil {
 		t.Fatal(err)
 	}
-	own := map[string]bool{"events": true, "blobs": true, "store_meta": true, "tree_hashes": true, "goose_db_version": true, "projection_checkpoints": true, "fleet_workers": true,
+	own := map[string]bool{"events": true, "blobs": true, "store_meta": true, "tree_hashes": true, "redactions": true, "goose_db_version": true, "projection_checkpoints": true, "fleet_workers": true,
 		"checkpoints": true, "checkpoint_cosignatures": true}
 	for _, t2 := range projections.Tables {
 		own[t2] = true

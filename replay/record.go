@@ -21,6 +21,9 @@ type runInfo struct {
 	// replay needs (memory ids derive from stream versions).
 	total         int
 	memoryStreams []string
+	// redacted are the run's redacted events (their payloads deleted):
+	// the record ends before the first.
+	redacted []int64
 	// pending, when set, reads the rest of the record (events, finished):
 	// an outlined record is read in the background. See complete.
 	pending func() ([]events.Event, error)
@@ -75,7 +78,16 @@ func outlineRun(ctx context.Context, rt *rath.Runtime, runID string) (*runInfo, 
 	if info.startSeq == 0 {
 		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, runID)
 	}
-	outline, err := store.OutlineRun(ctx, runID, head.Seq)
+	toSeq := head.Seq
+	if info.redacted, err = store.RedactedInRun(ctx, runID, head.Seq); err != nil {
+		return nil, 0, err
+	}
+	if len(info.redacted) > 0 {
+		// The record a replay can check ends before its first redacted
+		// event: from there on it has no answers to give (see Report.Redacted).
+		toSeq = info.redacted[0] - 1
+	}
+	outline, err := store.OutlineRun(ctx, runID, toSeq)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -85,7 +97,7 @@ func outlineRun(ctx context.Context, rt *rath.Runtime, runID string) (*runInfo, 
 			info.memoryStreams = append(info.memoryStreams, stream)
 		}
 	}
-	return info, head.Seq, nil
+	return info, toSeq, nil
 }
 
 // fill takes the record's events and what its run stream says.

@@ -40,6 +40,10 @@ type Report struct {
 	// as a provider today's environment would resolve differently from
 	// the recorded one. They are not divergences.
 	Notes []string `json:"notes,omitempty"`
+	// Redacted are the run's events whose payloads were redacted: the
+	// replay compares the record up to the first of them and cannot check
+	// anything from there on (its verdict says so; see Unchecked).
+	Redacted []int64 `json:"redacted,omitempty"`
 }
 
 // Verdict is the report in one line: "reproduced N of N events", with
@@ -50,6 +54,9 @@ func (r *Report) Verdict() string {
 		return fmt.Sprintf("diverged: %d of %d events reproduced", r.Matched, r.Recorded)
 	}
 	v := fmt.Sprintf("reproduced %d of %d events", r.Matched, r.Recorded)
+	if u := r.Unchecked(); u != "" {
+		return v + "; " + u
+	}
 	if u := r.Unfinished(); u != "" {
 		v += "; " + u
 	}
@@ -59,11 +66,30 @@ func (r *Report) Verdict() string {
 // OK reports whether every recorded event was reproduced and nothing else.
 func (r *Report) OK() bool { return r.Divergence == nil }
 
+// Unchecked says what a replay of a run with redacted events could not
+// check, or "" when none is redacted. Such a replay is reproduced except
+// for what was redacted: a verdict of its own, not a full reproduction.
+func (r *Report) Unchecked() string {
+	if len(r.Redacted) == 0 {
+		return ""
+	}
+	n := min(len(r.Redacted), 10)
+	seqs := make([]string, 0, n+1)
+	for _, s := range r.Redacted[:n] {
+		seqs = append(seqs, fmt.Sprint(s))
+	}
+	if len(r.Redacted) > len(seqs) {
+		seqs = append(seqs, "…")
+	}
+	return fmt.Sprintf("%d redacted events (seq %s) and what follows the first could not be checked: their answers were deleted",
+		len(r.Redacted), strings.Join(seqs, ", "))
+}
+
 // Unfinished says that the run has not finished and what it waits for,
-// or "" for a finished run.
+// or "" for a finished run (and for one whose record a redaction cut).
 func (r *Report) Unfinished() string {
 	switch {
-	case r.Finished:
+	case r.Finished, len(r.Redacted) > 0:
 		return ""
 	case len(r.Waiting) > 0:
 		return fmt.Sprintf("the run has not finished (waiting for %s)", strings.Join(r.Waiting, ", "))
@@ -173,7 +199,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	}
 	produced := col.events()
 	rep := &Report{Run: runID, Workflow: info.started.Workflow, Recorded: len(info.events), Produced: len(produced),
-		Incomplete: info.finished == nil, Finished: info.finished != nil, Answered: orc.answered}
+		Incomplete: info.finished == nil, Finished: info.finished != nil, Answered: orc.answered, Redacted: info.redacted}
 	if waiting != nil {
 		rep.Waiting = slices.Clone(waiting.Requests)
 	}

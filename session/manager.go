@@ -289,7 +289,7 @@ func (m *Manager) loadAt(ctx context.Context, id string, seq int64, fromSnapshot
 			continue
 		}
 		p, err := ev.Decode()
-		if errors.Is(err, events.ErrUnknownType) {
+		if errors.Is(err, events.ErrUnknownType) || errors.Is(err, events.ErrRedacted) && !changesSession[ev.Type] {
 			st.version = ev.Version
 			continue
 		}
@@ -342,4 +342,14 @@ func (st *state) apply(p events.Payload) {
 			st.usage = st.usage.Add(callUsage(e.Usage))
 		}
 	}
+}
+
+// changesSession are the types whose events shape a session (its chunks,
+// its lineage, its placement): a session with one of them redacted cannot
+// be rebuilt and says so. Others (a redacted model call or tool result)
+// are passed over.
+var changesSession = map[string]bool{
+	events.TypeSessionCreated: true, events.TypeSessionForked: true, events.TypeSessionDetached: true,
+	events.TypeSessionMerged: true, events.TypeSessionCompressed: true, events.TypeSessionImported: true,
+	events.TypeChunkAppended: true, events.TypeSessionPlaced: true,
 }

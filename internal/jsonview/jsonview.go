@@ -108,11 +108,14 @@ type Verify struct {
 	// Attestation is the detail. Absent when the log failed first.
 	Attested    string             `json:"attested,omitempty"`
 	Attestation *checkpoint.Report `json:"attestation,omitempty"`
+	// Redactions are the redacted events, each with the evidence.redacted
+	// event that redacted it (by whom, why).
+	Redactions []events.RedactionInfo `json:"redactions,omitempty"`
 }
 
 // VerifyOf is rep's view.
 func VerifyOf(rep *rath.VerifyReport) Verify {
-	v := Verify{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections}
+	v := Verify{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections, Redactions: rep.Redactions}
 	if rep.OK() && rep.Head.Seq > 0 {
 		v.Head = rep.Head.String()
 		v.Tree = rep.Tree.String()

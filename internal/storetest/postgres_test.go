@@ -40,7 +40,7 @@ func postgresTarget(t testing.TB) storetest.Target {
 		DSN:  dsn,
 		Exec: exec,
 		DropGuards: func(t testing.TB) {
-			for _, q := range []string{`ALTER TABLE events DISABLE TRIGGER USER`, `ALTER TABLE tree_hashes DISABLE TRIGGER USER`} {
+			for _, q := range []string{`ALTER TABLE events DISABLE TRIGGER USER`, `ALTER TABLE tree_hashes DISABLE TRIGGER USER`, `ALTER TABLE redactions DISABLE TRIGGER USER`} {
 				if err := exec(t, q); err != nil {
 					t.Fatal(err)
 				}

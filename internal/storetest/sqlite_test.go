@@ -28,7 +28,7 @@ func sqliteTarget(t testing.TB) storetest.Target {
 		Dir:  dir,
 		Exec: exec,
 		DropGuards: func(t testing.TB) {
-			for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER tree_hashes_no_update`, `DROP TRIGGER tree_hashes_no_delete`} {
+			for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER tree_hashes_no_update`, `DROP TRIGGER tree_hashes_no_delete`, `DROP TRIGGER redactions_no_update`, `DROP TRIGGER redactions_no_delete`} {
 				if err := exec(t, q); err != nil {
 					t.Fatal(err)
 				}

@@ -59,6 +59,8 @@ func Run(t *testing.T, b Backend) {
 		{"TruncationIsFound", testTruncation},
 		{"MerkleTamperingIsFoundAtItsSeq", testMerkleTampering},
 		{"MerkleProofs", testMerkleProofs},
+		{"Redaction", testRedaction},
+		{"Retention", testRetention},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
 		{"HeldSessionUpdates", testHeldUpdates},

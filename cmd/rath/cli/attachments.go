@@ -31,8 +31,8 @@ func sessionAttachments(ctx context.Context, rt *rath.Runtime, id string, at int
 	}
 	var out []attachmentView
 	for _, ev := range evs {
-		if ev.Type != events.TypeToolReturned || at > 0 && ev.Seq > at {
-			continue
+		if ev.Type != events.TypeToolReturned || ev.Redacted || at > 0 && ev.Seq > at {
+			continue // a redacted result's attachments went with it
 		}
 		p, err := ev.Decode()
 		if err != nil {

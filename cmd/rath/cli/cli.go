@@ -47,6 +47,7 @@ const (
 	ExitVerifyFailed = 3 // verify or rebuild --check found a problem: a broken chain, a bad blob, projections that differ
 	ExitDiverged     = 4 // a replay diverged from the record (replay, demo, dossier --replay)
 	ExitWaiting      = 5 // the run waits for a person (run, resume): rath approvals lists what to decide
+	ExitUnchecked    = 6 // a replay reproduced all it could check, but events of the run were redacted
 )
 
 // Run executes one rath invocation with args (without the program name)
@@ -87,6 +88,8 @@ func exitCode(stderr io.Writer, err error) int {
 	switch {
 	case errors.Is(err, errDiverged):
 		return ExitDiverged
+	case errors.Is(err, errUnchecked):
+		return ExitUnchecked
 	case errors.Is(err, flow.ErrWaiting):
 		return ExitWaiting
 	case errors.Is(err, events.ErrVerify), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused):

@@ -21,11 +21,15 @@ import (
 // is printed.
 var errDiverged = errors.New("the replay diverged from the record")
 
+// errUnchecked makes a replay of a run with redacted events exit
+// ExitUnchecked: it reproduced what it could check, not the whole run.
+var errUnchecked = errors.New("the replay could not check the run's redacted events")
+
 func newReplayCmd(a *app) *cobra.Command {
 	var liveTools bool
 	cmd := &cobra.Command{
 		Use:   "replay RUN",
-		Short: "Re-execute a recorded run against its recorded model and tool answers and compare every event (exit 4 if it diverges)",
+		Short: "Re-execute a recorded run against its recorded model and tool answers and compare every event (exit 4 if it diverges, 6 if events of the run were redacted)",
 		Long: `replay re-executes a run's workflow in a scratch store. Every model call
 and tool call is answered from the recorded events: no network, no side
 effects. The events it produces are compared with the recorded ones,
@@ -69,6 +73,9 @@ refused (exit 1), naming the layer.`,
 			if !rep.OK() {
 				return errDiverged
 			}
+			if len(rep.Redacted) > 0 {
+				return errUnchecked
+			}
 			return nil
 		},
 	}
@@ -81,6 +88,11 @@ func printReport(a *app, rep *replay.Report) error {
 	for _, n := range rep.Notes {
 		// A note quotes a base URL and model names from the record.
 		fmt.Fprintf(a.stdout, "note: %s\n", termSafe(n))
+	}
+	if rep.OK() && len(rep.Redacted) > 0 {
+		_, err := fmt.Fprintf(a.stdout, "reproduced except redacted: %d of %d events before the first redacted one (run %s, workflow %s, %d answers from the record); %s\n",
+			rep.Matched, rep.Recorded, rep.Run, rep.Workflow, rep.Answered, rep.Unchecked())
+		return err
 	}
 	if rep.OK() {
 		unfinished := ""

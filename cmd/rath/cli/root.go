@@ -59,6 +59,8 @@ Exit codes:
 		newKeysCmd(a),
 		newCheckpointCmd(a),
 		newWitnessCmd(a),
+		newRedactCmd(a),
+		newRetainCmd(a),
 		newCopyCmd(a),
 		newSubmitCmd(a),
 		newWorkerCmd(a),

@@ -87,6 +87,10 @@ row, or the size of the first checkpoint the log contradicts.`,
 				case rep.OK():
 					fmt.Fprintln(a.stdout, "head            (empty log)")
 				}
+				for _, line := range redactionLines(v.Redactions) {
+					// By and the reason are whatever the redaction was given.
+					fmt.Fprintf(a.stdout, "redacted        %s\n", termSafe(line))
+				}
 				if p := v.Projections; p != nil && p.OK() {
 					fmt.Fprintf(a.stdout, "projections     equal a rebuild from the log through seq %d (%d rows)\n", p.Seq, p.Rows)
 				}
