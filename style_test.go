@@ -101,7 +101,7 @@ var allowedImports = map[string][]string{
 	".": {"checkpoint", "events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
 
 	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
-	"retention":                           {".", "events"},
+	"retention":                           {".", "bundle", "checkpoint", "events", "signkey"},
 	"replay/internal/renametest":          {},
 	"replay/internal/renametest/recorded": {"flow", "session"},
 	"replay/internal/renametest/renamed":  {"flow", "session"},

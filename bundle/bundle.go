@@ -53,6 +53,10 @@ type Options struct {
 	// more: a stored, witnessed checkpoint. Nil signs a fresh one of the
 	// current tree head with Key (SignCheckpoint).
 	Checkpoint func(ctx context.Context, minSize int64) ([]byte, error)
+	// StoredCheckpoint, when set instead of Checkpoint, also returns the
+	// verifier keys of the witnesses that cosigned the note it returns;
+	// they replace Witnesses.
+	StoredCheckpoint func(ctx context.Context, minSize int64) (signed []byte, witnesses []string, err error)
 	// Origin is the origin line of a checkpoint Write signs itself. Empty
 	// means the key's name.
 	Origin string
@@ -105,7 +109,7 @@ func Write(ctx context.Context, st Store, runID, dir string, opts Options) (*Res
 	if err != nil {
 		return nil, fmt.Errorf("bundle: read the run's leaves: %w", err)
 	}
-	ck, note, err := checkpoint(ctx, st, seqs[len(seqs)-1], opts)
+	ck, note, err := checkpoint(ctx, st, seqs[len(seqs)-1], &opts)
 	if err != nil {
 		return nil, err
 	}

@@ -101,8 +101,15 @@ func ParseCheckpoint(signed []byte, signer string, witnesses []string) (Checkpoi
 
 // checkpoint gets the signed checkpoint that covers seq last, checks its
 // signatures and that its root is the store's tree at its size.
-func checkpoint(ctx context.Context, st Store, last int64, opts Options) (Checkpoint, []byte, error) {
+func checkpoint(ctx context.Context, st Store, last int64, opts *Options) (Checkpoint, []byte, error) {
 	get := opts.Checkpoint
+	if stored := opts.StoredCheckpoint; stored != nil {
+		get = func(ctx context.Context, minSize int64) ([]byte, error) {
+			signed, witnesses, err := stored(ctx, minSize)
+			opts.Witnesses = witnesses
+			return signed, err
+		}
+	}
 	if get == nil {
 		get = func(ctx context.Context, _ int64) ([]byte, error) {
 			return SignCheckpoint(ctx, st, opts.Key, opts.Origin)

@@ -281,3 +281,42 @@ func noteText(signed []byte) string {
 	}
 	return string(signed[:i+1])
 }
+
+// ForExport returns the checkpoint an export of events up to seq minSize
+// should carry: of the stored checkpoints signed by key that cover
+// minSize, the one most witnesses cosigned (the smallest of those). With
+// none stored yet it signs and stores one now, so an exported checkpoint
+// is always one the store keeps, that verify checks and a witness can
+// cosign later, never a note that exists only in the export.
+func ForExport(ctx context.Context, store *events.Store, key *signkey.Key, minSize int64) (*Checkpoint, error) {
+	all, err := List(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	var best *Checkpoint
+	for _, cp := range all {
+		if cp.Size >= minSize && cp.VerifierKey == key.VerifierKey() && (best == nil || len(cp.Cosignatures) > len(best.Cosignatures)) {
+			best = cp
+		}
+	}
+	if best != nil {
+		return best, nil
+	}
+	cp, err := Sign(ctx, store, key)
+	if err != nil {
+		return nil, err
+	}
+	if cp.Size < minSize {
+		return nil, fmt.Errorf("checkpoint: the log's tree has %d leaves, fewer than %d", cp.Size, minSize)
+	}
+	return cp, nil
+}
+
+// Witnesses are the verifier keys of the witnesses that cosigned c.
+func (c *Checkpoint) Witnesses() []string {
+	var keys []string
+	for _, cs := range c.Cosignatures {
+		keys = append(keys, cs.WitnessKey)
+	}
+	return keys
+}

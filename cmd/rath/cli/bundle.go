@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/gorath/rath/bundle"
+	"github.com/gorath/rath/checkpoint"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/signkey"
@@ -39,7 +41,7 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 	if err != nil {
 		return err
 	}
-	opts := bundle.Options{Key: key}
+	opts := bundle.Options{Key: key, StoredCheckpoint: storedCheckpoint(rt.Store(), key)}
 	diverged := false
 	if !f.noReplay {
 		wf, err := a.workflowForRun(ctx, rt, runID, false)
@@ -65,6 +67,18 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 		return errDiverged
 	}
 	return nil
+}
+
+// storedCheckpoint gives a bundle the store's own signed checkpoint with
+// its witnesses' cosignatures (checkpoint.ForExport).
+func storedCheckpoint(st *events.Store, key *signkey.Key) func(context.Context, int64) ([]byte, []string, error) {
+	return func(ctx context.Context, minSize int64) ([]byte, []string, error) {
+		cp, err := checkpoint.ForExport(ctx, st, key, minSize)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cp.Signed(), cp.Witnesses(), nil
+	}
 }
 
 // bundleAttestation verifies the bundle in dir (with its own key: the

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -9,10 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gorath/rath/retention"
+	"github.com/gorath/rath/signkey"
 )
 
 func newRetainCmd(a *app) *cobra.Command {
-	var before, as string
+	var before, as, keyPath string
 	var o retention.Options
 	cmd := &cobra.Command{
 		Use:   "retain --completed-before AGE [--keep-last N] [--archive-to DIR] [--dry-run]",
@@ -23,9 +25,12 @@ runs already retained, and except any run whose sessions a live session
 descends from (a fork or a continuation of its output). It never selects
 a queued, running or waiting run.
 
-With --archive-to it writes each run to DIR/RUN (its leaf lines, the salts
-and payloads that open them, its blobs, inclusion proofs and the tree
-head) and checks the archive before anything is deleted. Then it deletes
+With --archive-to it writes each run to DIR/RUN and checks the archive
+before anything is deleted: with a signing key (--key or
+RATH_SIGNING_KEY) as an attested run bundle (rath export --bundle's
+format, verifiable without rath); without one, unsigned (its leaf lines,
+the salts and payloads that open them, its blobs, inclusion proofs and
+the tree head). Then it deletes
 the payloads of those runs' events, all but run.started and run.finished
 (so rath runs still lists them), in one redaction with reason
 "retention" that rath verify lists, and rebuilds the projections. On
@@ -46,6 +51,16 @@ system. --dry-run prints the runs and changes nothing.`,
 				o.By = as
 			}
 			ctx := cmd.Context()
+			if keyPath == "" {
+				keyPath = os.Getenv("RATH_SIGNING_KEY")
+			}
+			if keyPath != "" && o.ArchiveTo != "" {
+				key, err := signkey.Load(keyPath)
+				if err != nil {
+					return fmt.Errorf("retain: %w", err)
+				}
+				o.Archiver = retention.BundleArchiver{Key: key}
+			}
 			rt, err := a.open(ctx)
 			if err != nil {
 				return err
@@ -86,6 +101,7 @@ system. --dry-run prints the runs and changes nothing.`,
 	cmd.Flags().StringVar(&before, "completed-before", "", "runs that finished more than this long ago (30d, 12h) or before this date (required)")
 	cmd.Flags().IntVar(&o.KeepLast, "keep-last", 0, "keep the N most recently finished runs whenever they finished")
 	cmd.Flags().StringVar(&o.ArchiveTo, "archive-to", "", "archive each run into DIR/RUN before deleting its payloads")
+	cmd.Flags().StringVar(&keyPath, "key", "", "signing key file: archive each run as an attested bundle (default $RATH_SIGNING_KEY; without a key, an unsigned archive)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be retained and change nothing")
 	cmd.Flags().StringVar(&as, "as", "", "who retains (recorded; default \"rath retain\")")
 	_ = cmd.MarkFlagRequired("completed-before")
