@@ -143,4 +143,15 @@ func TestCLI_RedactVerifyReplayRetain(t *testing.T) {
 	if err != nil || v.Redacted != 1 || v.Events < 10 {
 		t.Fatalf("the archive: %+v, %v; want it to verify with the one event redacted before", v, err)
 	}
+	// A whole run redacted, its start too: verify still passes, and a
+	// replay names the redaction instead of "not found".
+	if r := rath(t, dir, "redact", "--run", run, "--reason", "erasure of the run"); r.code != 0 {
+		t.Fatalf("redact --run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := rath(t, dir, "verify"); r.code != 0 || !strings.Contains(r.stdout, "erasure of the run") {
+		t.Fatalf("verify after redact --run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := rath(t, dir, "replay", run); r.code != 1 || !strings.Contains(r.stderr, "its events were redacted") {
+		t.Fatalf("replay of a redacted run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/internal/demo"
 	"github.com/gorath/rath/memory"
+	"github.com/gorath/rath/projections"
 )
 
 // runWorkflow is the name "rath run" records its runs under.
@@ -36,6 +37,14 @@ func (refuseClient) Complete(context.Context, model.Request) (model.Response, er
 func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string, live bool) (flow.Workflow, error) {
 	row, err := rt.Reader().Run(ctx, runID)
 	if err != nil {
+		if errors.Is(err, projections.ErrNotFound) {
+			// A run whose start was redacted is gone from the read models
+			// but not from the log: say so rather than "not found".
+			if seqs, rerr := rt.Store().RedactedInRun(ctx, runID, 0); rerr == nil && len(seqs) > 0 {
+				return nil, fmt.Errorf("run %s cannot be rebuilt: its events were redacted (%d of them, seqs %d to %d; rath verify lists by whom and why): %w",
+					runID, len(seqs), seqs[0], seqs[len(seqs)-1], events.ErrRedacted)
+			}
+		}
 		return nil, err
 	}
 	// A workflow the program registered (Config.Setup) comes first, so a
