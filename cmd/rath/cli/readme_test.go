@@ -80,7 +80,7 @@ func TestReadme_ShellBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's shell blocks failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"reproduced: ", "\twaiting", "approved by me", "\tdone", ": finished: done", "← ev__echo ok"} {
+	for _, want := range []string{"reproduced: ", "\twaiting", "approved by me", "\tdone", ": finished: done", "← ev__echo ok", "verify it without rath", "attested: "} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the output lacks %q:\n%s", want, out)
 		}
