@@ -270,8 +270,13 @@ func (s *Store) redactable(ctx context.Context, seqs []int64) (todo, already []i
 // after the evidence.redacted event at version recVersion was written.
 func (s *Store) redactInTx(ctx context.Context, tx *sql.Tx, recVersion int64, seqs []int64, res *RedactResult) error {
 	var recSeq int64
-	if err := tx.QueryRowContext(ctx, s.rebind(`SELECT seq FROM events WHERE stream = ? AND version = ?`), StreamEvidence, recVersion).Scan(&recSeq); err != nil {
-		return storageErr("redact: find the redaction record", err)
+	for _, ev := range appendedFromContext(ctx) {
+		if ev.Stream == StreamEvidence && ev.Version == recVersion {
+			recSeq = ev.Seq
+		}
+	}
+	if recSeq == 0 {
+		return fmt.Errorf("events: redact: the redaction record (%s version %d) is not among the appended events", StreamEvidence, recVersion)
 	}
 	meta := storeMeta{merkleFrom: 1} // redactable checked the format
 	rows, err := readLeafRowsBySeq(ctx, tx, s.pg, seqs)
@@ -683,4 +688,17 @@ func (s *Store) BlobRefs(ctx context.Context, ev Event) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// appendedKey carries, to an AppendTx function, the events its append
+// wrote in the same transaction.
+type appendedKey struct{}
+
+func contextWithAppended(ctx context.Context, evs []Event) context.Context {
+	return context.WithValue(ctx, appendedKey{}, evs)
+}
+
+func appendedFromContext(ctx context.Context) []Event {
+	evs, _ := ctx.Value(appendedKey{}).([]Event)
+	return evs
 }

@@ -616,7 +616,11 @@ func (s *Store) gather(batch *[]*request, n int) (int, *request) {
 	for n < s.opts.MaxBatch {
 		select {
 		case r := <-s.reqs:
-			if r.fn != nil {
+			// An exclusive request, or an AppendTx whose function reads the
+			// tables (a redaction looks for what still names a blob), runs
+			// alone: on PostgreSQL a batch's rows reach the tables only at
+			// its end, so its batch-mates' rows would be invisible to it.
+			if r.fn != nil || r.txFn != nil {
 				return n, r
 			}
 			*batch = append(*batch, r)
@@ -695,14 +699,18 @@ func (s *Store) loop() {
 		// are often about to queue their next append; when the last batch
 		// showed several concurrent callers, linger briefly for them, so
 		// one fsync serves more appends.
-		n, pending = s.gather(&batch, n)
-		if pending == nil && lastLen > 1 {
+		if first.txFn == nil {
+			n, pending = s.gather(&batch, n)
+		}
+		if pending == nil && lastLen > 1 && first.txFn == nil {
 			_, pending = s.linger(&batch, n)
 		}
 		lastLen = len(batch)
-		s.w.commit(batch)
+		// Counted before the replies go out, so a caller that reads Stats
+		// once its append returned sees its own commit.
 		s.commits.Add(1)
 		s.requests.Add(int64(len(batch)))
+		s.w.commit(batch)
 		for i := range batch {
 			batch[i] = nil
 		}

@@ -888,7 +888,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 	}
 	if req.txFn != nil {
 		wrote = true
-		if err := req.txFn(ctx, w.tx); err != nil {
+		// The request's rows may not be in the tables yet (a PostgreSQL
+		// batch sends them at its end): the function learns them here.
+		if err := req.txFn(contextWithAppended(ctx, out), w.tx); err != nil {
 			return nil, wrote, err
 		}
 	}
