@@ -15,14 +15,17 @@ import (
 
 // Every example's runs replay with the stock rath binary (cmd/rath, built
 // with the examples) in a process with nothing but PATH and an empty
-// HOME and RATH_HOME: the record is all a replay needs. On SQLite, the
-// store the example wrote; with -tags integration, also a PostgreSQL copy
-// of it (rath copy).
+// HOME and RATH_HOME: the record is all a replay needs. Those whose
+// workflow is Go code replay with the example's own binary, a rath CLI
+// that registers it. On SQLite, the store the example wrote; with -tags
+// integration, also a PostgreSQL copy of it (rath copy).
 
 // refusals are the examples whose runs the stock binary refuses to
 // replay, with the layer it names: their workflows hold Go code the log
 // does not describe (a flow.Func, an approval predicate). The README's
-// "What still cannot be replayed" lists them.
+// "What still cannot be replayed" lists them. Each of these programs is
+// also a rath CLI that registers its workflow ("EXAMPLE rath ARGS",
+// cli.Config.Setup), and that one replays them.
 var refusals = map[string]string{
 	"02_session_lineage":   `root: a Go workflow (flow.Func)`,
 	"14_human_in_the_loop": `root.release: an agent whose approval policy for "deploy" is a Go predicate`,
@@ -51,7 +54,22 @@ type result struct {
 // rath runs the stock binary with exactly env.
 func rath(t *testing.T, env []string, argv ...string) result {
 	t.Helper()
-	cmd := exec.Command(stockRath(t), argv...)
+	return runBinary(t, stockRath(t), env, argv...)
+}
+
+// exampleRath returns a func that runs an example's program as the rath
+// CLI it embeds ("EXAMPLE rath ARGS"), with its workflow registered.
+func exampleRath(example string) func(t *testing.T, env []string, argv ...string) result {
+	return func(t *testing.T, env []string, argv ...string) result {
+		t.Helper()
+		return runBinary(t, filepath.Join(binaries(t), example), env, append([]string{"rath"}, argv...)...)
+	}
+}
+
+// runBinary runs bin with exactly env.
+func runBinary(t *testing.T, bin string, env []string, argv ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, argv...)
 	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -94,27 +112,31 @@ func replayStore(t *testing.T, example string, store []string) {
 	}
 	for _, run := range runs {
 		env := bareEnv(t)
-		r := rath(t, env, argv("replay", "--json", run.ID)...)
+		replayer, by := rath, "rath"
 		if want, refused := refusals[example]; refused {
+			r := rath(t, env, argv("replay", "--json", run.ID)...)
 			// Refused before anything runs, naming the layer: not a
 			// divergence (exit 4), which would blame the run.
 			if r.code != 1 || !strings.Contains(r.stderr, "cannot be replayed") || !strings.Contains(r.stderr, want) {
 				t.Errorf("replay %s on %v: exit %d, want 1 and a refusal naming %q\n%s%s", run.ID, store, r.code, want, r.stdout, r.stderr)
 			}
-			continue
+			// The program's own rath CLI, which registers the workflow,
+			// replays it.
+			replayer, by = exampleRath(example), example+" rath"
 		}
+		r := replayer(t, env, argv("replay", "--json", run.ID)...)
 		var rep replay.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
-			t.Errorf("replay %s on %v: exit %d, %v\n%s%s", run.ID, store, r.code, err, r.stdout, r.stderr)
+			t.Errorf("%s replay %s on %v: exit %d, %v\n%s%s", by, run.ID, store, r.code, err, r.stdout, r.stderr)
 			continue
 		}
 		if rep.Divergence != nil || rep.Recorded == 0 || rep.Matched != rep.Recorded || !rep.Finished {
-			t.Errorf("replay %s on %v: %+v", run.ID, store, rep)
+			t.Errorf("%s replay %s on %v: %+v", by, run.ID, store, rep)
 			continue
 		}
-		d := rath(t, env, argv("dossier", "--replay", "--format", "md", run.ID)...)
+		d := replayer(t, env, argv("dossier", "--replay", "--format", "md", run.ID)...)
 		if d.code != 0 || !strings.Contains(d.stdout, rep.Verdict()) {
-			t.Errorf("dossier --replay %s on %v: exit %d, want the verdict %q\n%s", run.ID, store, d.code, rep.Verdict(), d.stderr)
+			t.Errorf("%s dossier --replay %s on %v: exit %d, want the verdict %q\n%s", by, run.ID, store, d.code, rep.Verdict(), d.stderr)
 		}
 	}
 }

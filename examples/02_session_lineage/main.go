@@ -14,6 +14,11 @@
 // With -live it calls a real model (OPENAI_API_KEY, ANTHROPIC_API_KEY or a
 // default provider in ~/.rath/config.json); with -dir DIR it keeps the
 // database and shared.jsonl in DIR (then try: bin/rath --dir DIR graph).
+//
+// The program is also a rath CLI that knows its workflow, to replay its
+// runs from the store it kept:
+//
+//	go run ./examples/02_session_lineage rath --dir DIR replay RUN
 package main
 
 import (
@@ -28,6 +33,7 @@ import (
 	"strings"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/cmd/rath/cli"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -39,7 +45,25 @@ import (
 //go:embed cassette.json
 var cassette []byte
 
+// workflowName is the name the runs record, and the CLI registers.
+const workflowName = "plan"
+
 func main() {
+	// The stock rath cannot replay this program's runs: the workflow is Go
+	// code (a flow.Func) the log does not describe. "rath ARGS" makes the
+	// program a rath CLI with the same workflow registered, which can.
+	if len(os.Args) > 1 && os.Args[1] == "rath" {
+		os.Args = os.Args[1:]
+		cli.Main(cli.Config{Setup: func(_ context.Context, rt *rath.Runtime) error {
+			p, err := provider(cassette, false) // a replay answers the model from the record
+			if err != nil {
+				return err
+			}
+			rt.Register(workflowName, lineage(p))
+			return nil
+		}})
+	}
+
 	dir := flag.String("dir", "", "runtime directory to keep (default: a temporary one, removed at exit)")
 	live := flag.Bool("live", false, "call a real model instead of the cassette")
 	flag.Parse()
@@ -50,35 +74,11 @@ func main() {
 
 	p, err := provider(cassette, *live)
 	check(err)
-	planner, err := flow.NewAgent("You plan outings. Answer in one sentence.", p, flow.WithName("planner"))
-	check(err)
-
-	// The workflow: draft, fork the draft to explore a variant, merge.
-	plan := flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
-		draft, err := flow.Forward(ctx, planner, s)
-		if err != nil {
-			return nil, err
-		}
-		// The fork shares the draft's chunks (no copy) and can grow on
-		// its own; the draft handle does not change.
-		rainy, err := draft.Fork(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if rainy, err = rainy.Append(ctx, session.Chunk{Role: events.RoleUser, Content: "And what if it rains?"}); err != nil {
-			return nil, err
-		}
-		if rainy, err = flow.Forward(ctx, planner, rainy); err != nil {
-			return nil, err
-		}
-		// The merge holds the draft, then what the fork added after the
-		// prefix they share.
-		return draft.Merge(ctx, rainy)
-	})
+	plan := lineage(p)
 
 	question, err := rt.NewUserSession(ctx, "Plan a picnic for Saturday.")
 	check(err)
-	run, err := rt.Start(ctx, "plan", plan, question, rath.WithSeed("session-lineage"))
+	run, err := rt.Start(ctx, workflowName, plan, question, rath.WithSeed("session-lineage"))
 	check(err)
 	merged := run.Output
 
@@ -124,6 +124,34 @@ func main() {
 	rep, err := replay.Run(ctx, rt, run.ID, plan)
 	check(err)
 	verdict("replay", rep)
+}
+
+// lineage is the workflow: draft, fork the draft to explore a variant,
+// merge.
+func lineage(p *flow.Provider) flow.Workflow {
+	planner, err := flow.NewAgent("You plan outings. Answer in one sentence.", p, flow.WithName("planner"))
+	check(err)
+	return flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
+		draft, err := flow.Forward(ctx, planner, s)
+		if err != nil {
+			return nil, err
+		}
+		// The fork shares the draft's chunks (no copy) and can grow on
+		// its own; the draft handle does not change.
+		rainy, err := draft.Fork(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if rainy, err = rainy.Append(ctx, session.Chunk{Role: events.RoleUser, Content: "And what if it rains?"}); err != nil {
+			return nil, err
+		}
+		if rainy, err = flow.Forward(ctx, planner, rainy); err != nil {
+			return nil, err
+		}
+		// The merge holds the draft, then what the fork added after the
+		// prefix they share.
+		return draft.Merge(ctx, rainy)
+	})
 }
 
 // printGraph prints every session with its lineage kind, then every edge

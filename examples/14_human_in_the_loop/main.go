@@ -16,6 +16,11 @@
 // ~/.rath/config.json) drives the agent instead; -dir DIR keeps the
 // database, to look at it with `rath approvals`, `rath show` and
 // `rath dossier`.
+//
+// The program is also a rath CLI that knows its workflow, to replay its
+// runs from the store it kept:
+//
+//	go run ./examples/14_human_in_the_loop rath --dir DIR replay RUN
 package main
 
 import (
@@ -32,6 +37,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/approval"
+	"github.com/gorath/rath/cmd/rath/cli"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -74,7 +80,37 @@ func announce(ctx context.Context, s *session.Session) (*session.Session, error)
 	return s.Append(ctx, session.Chunk{Role: events.RoleUser, Content: "announce on " + a.Channel})
 }
 
+// release is the workflow: an agent whose production deploys need a
+// person, then a step that asks where to announce.
+func release(p *flow.Provider) flow.Workflow {
+	tool, err := flow.NewTool("deploy", "Deploy a version to an environment.", deploy)
+	check(err)
+	agent, err := flow.NewAgent("You release software: staging first, then production.", p, flow.WithTools(tool),
+		flow.WithApproval("deploy", flow.When("production deploys need a person", production)))
+	check(err)
+	return flow.NewSequential(flow.Named("release", agent), flow.Named("announce", flow.Func(announce)))
+}
+
+// workflowName is the name the runs record, and the CLI registers.
+const workflowName = "release"
+
 func main() {
+	// The stock rath cannot replay this program's runs: the approval
+	// policy and the announce step are Go code the log does not describe.
+	// "rath ARGS" makes the program a rath CLI with the same workflow
+	// registered, which can.
+	if len(os.Args) > 1 && os.Args[1] == "rath" {
+		os.Args = os.Args[1:]
+		cli.Main(cli.Config{Setup: func(_ context.Context, rt *rath.Runtime) error {
+			p, err := provider(cassette, false) // a replay answers the model from the record
+			if err != nil {
+				return err
+			}
+			rt.Register(workflowName, release(p))
+			return nil
+		}})
+	}
+
 	dir := flag.String("dir", "", "runtime directory to keep (default: a temporary one, removed at exit)")
 	live := flag.Bool("live", false, "call a real model instead of the cassette")
 	flag.Parse()
@@ -83,18 +119,13 @@ func main() {
 	rt, cleanup := openRuntime(ctx, *dir)
 	defer cleanup()
 
-	tool, err := flow.NewTool("deploy", "Deploy a version to an environment.", deploy)
-	check(err)
 	p, err := provider(cassette, *live)
 	check(err)
-	release, err := flow.NewAgent("You release software: staging first, then production.", p, flow.WithTools(tool),
-		flow.WithApproval("deploy", flow.When("production deploys need a person", production)))
-	check(err)
-	wf := flow.NewSequential(flow.Named("release", release), flow.Named("announce", flow.Func(announce)))
+	wf := release(p)
 
 	input, err := rt.NewUserSession(ctx, "Release 1.2.0.")
 	check(err)
-	run, err := rt.Start(ctx, "release", wf, input, rath.WithSeed("hitl"))
+	run, err := rt.Start(ctx, workflowName, wf, input, rath.WithSeed("hitl"))
 
 	// What a person does, from anywhere (here: rath approve / reject /
 	// answer would do the same from another process).
