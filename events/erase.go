@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -326,22 +325,8 @@ func readLeafRowsBySeq(ctx context.Context, q queryer, pg bool, seqs []int64) (m
 	out := make(map[int64]leafRow, len(seqs))
 	for start := 0; start < len(seqs); start += maxHashesPerRead {
 		part := seqs[start:min(start+maxHashesPerRead, len(seqs))]
-		var b strings.Builder
-		b.WriteString(selectLeafRows + ` WHERE seq IN (`)
-		args := make([]any, len(part))
-		for i, k := range part {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if pg {
-				b.WriteString("$" + strconv.Itoa(i+1))
-			} else {
-				b.WriteByte('?')
-			}
-			args[i] = k
-		}
-		b.WriteByte(')')
-		rs, err := q.QueryContext(ctx, b.String(), args...)
+		text, args := inList(selectLeafRows+` WHERE seq IN (`, pg, part)
+		rs, err := q.QueryContext(ctx, text, args...)
 		if err != nil {
 			return nil, storageErr("read events", err)
 		}

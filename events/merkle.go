@@ -198,27 +198,34 @@ func readTreeHashes(ctx context.Context, q queryer, pg bool, meta storeMeta, ind
 	return out, nil
 }
 
+// inList completes query, which ends in "IN (", with a placeholder per
+// key in the store's dialect, and returns it with the keys as arguments.
+func inList(query string, pg bool, keys []int64) (string, []any) {
+	var b strings.Builder
+	b.WriteString(query)
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if pg {
+			b.WriteString("$" + strconv.Itoa(i+1))
+		} else {
+			b.WriteByte('?')
+		}
+		args[i] = k
+	}
+	b.WriteByte(')')
+	return b.String(), args
+}
+
 // readByKey runs query (ending in "IN (") for keys, a page at a time, and
 // puts each row's second column under its first.
 func readByKey(ctx context.Context, q queryer, pg bool, query string, keys []int64, into map[int64][]byte) error {
 	for start := 0; start < len(keys); start += maxHashesPerRead {
 		part := keys[start:min(start+maxHashesPerRead, len(keys))]
-		var b strings.Builder
-		b.WriteString(query)
-		args := make([]any, len(part))
-		for i, k := range part {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if pg {
-				b.WriteString("$" + strconv.Itoa(i+1))
-			} else {
-				b.WriteByte('?')
-			}
-			args[i] = k
-		}
-		b.WriteByte(')')
-		rows, err := q.QueryContext(ctx, b.String(), args...)
+		text, args := inList(query, pg, part)
+		rows, err := q.QueryContext(ctx, text, args...)
 		if err != nil {
 			return storageErr("read tree hashes", err)
 		}
