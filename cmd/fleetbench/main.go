@@ -30,7 +30,8 @@ type config struct {
 	runs, rounds, concurrency, singles int
 	httpRuns                           int
 	workers                            []int
-	rath                               string
+	rath, cpuProfiles                  string
+	statements                         int
 	timeout                            time.Duration
 }
 
@@ -45,6 +46,8 @@ func main() {
 	flag.IntVar(&c.httpRuns, "http", 50, "single-run POST /api/runs requests timed on one rath serve (0: none)")
 	flag.StringVar(&c.rath, "rath", "", "the rath binary to measure (empty: go build ./cmd/rath)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
+	flag.IntVar(&c.statements, "statements", 0, "print each phase's N most expensive SQL statements (pg_stat_statements; 0: none)")
+	flag.StringVar(&c.cpuProfiles, "cpuprofile", "", "a directory where each worker process writes its CPU profile (workerN-W.pprof)")
 	flag.Parse()
 	for _, w := range strings.FieldsFunc(workers, func(r rune) bool { return r == ',' }) {
 		n, err := strconv.Atoi(strings.TrimSpace(w))
@@ -76,7 +79,11 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("go build ./cmd/rath (run from the repository's root, or give -rath): %w", err)
 		}
 	}
-	srv, err := pgtest.Start(ctx, pgtest.Options{})
+	var settings map[string]string
+	if c.statements > 0 {
+		settings = map[string]string{"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all"}
+	}
+	srv, err := pgtest.Start(ctx, pgtest.Options{Settings: settings})
 	if err != nil {
 		return err
 	}
@@ -111,11 +118,15 @@ func run(ctx context.Context, c config) error {
 
 // result is one phase's figures.
 type result struct {
-	name                   string
-	steps                  int
-	wall                   time.Duration
-	gaps, lags             []time.Duration
-	workerCPU, serverCPU   time.Duration
+	name                 string
+	steps                int
+	wall                 time.Duration
+	gaps, lags           []time.Duration
+	workerCPU, serverCPU time.Duration
+	// workerSelfCPU is the workers' own CPU (no child process), read from
+	// /proc just before they are told to stop; workerCPU less it is the
+	// shell commands they ran.
+	workerSelfCPU          time.Duration
 	bytes, wal             int64
 	submitCPU              time.Duration // the batch submit, whole
 	rows                   int
@@ -206,6 +217,11 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		return res, nil, err
 	}
 	defer conn.Close(ctx)
+	if c.statements > 0 {
+		if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()`); err != nil {
+			return res, nil, fmt.Errorf("pg_stat_statements: %w", err)
+		}
+	}
 	before, err := snapshot(ctx, conn, srv)
 	if err != nil {
 		return res, nil, err
@@ -234,6 +250,9 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		p := exec.CommandContext(ctx, c.rath, "--dir", filepath.Join(dir, fmt.Sprintf("worker%d", i)), "--dsn", dsn,
 			"worker", "--backends", "local", "--concurrency", strconv.Itoa(c.concurrency))
 		p.Stderr = &bytes.Buffer{}
+		if c.cpuProfiles != "" {
+			p.Env = append(os.Environ(), "RATH_CPU_PROFILE="+filepath.Join(c.cpuProfiles, fmt.Sprintf("worker%d-W%d.pprof", i, w)))
+		}
 		if err := p.Start(); err != nil {
 			return res, nil, err
 		}
@@ -248,6 +267,9 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		err = ctx.Err()
 	}
 	for _, p := range procs {
+		if own, perr := processCPU(p.Process.Pid); perr == nil {
+			res.workerSelfCPU += own
+		}
 		p.Process.Signal(syscall.SIGTERM)
 	}
 	for i, p := range procs {
@@ -274,6 +296,11 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		return res, nil, err
 	}
 	res.bytes, res.wal, res.serverCPU = after.bytes-before.bytes, walDiff(ctx, conn, after.lsn, before.lsn), after.cpu-before.cpu
+	if c.statements > 0 {
+		if err := printStatements(ctx, conn, res.name, c.statements, res.steps); err != nil {
+			return res, nil, err
+		}
+	}
 	rows := sub.stop()
 	res.rows, res.lags = len(rows), sub.lags
 	res.gaps = roundGaps(rows)
@@ -519,4 +546,35 @@ func redactDSN(argv []string) []string {
 		}
 	}
 	return out
+}
+
+// printStatements prints the phase's most expensive statements by total
+// execution time (pg_stat_statements, reset when the phase began), per
+// step: where the server's share of a step goes.
+func printStatements(ctx context.Context, conn *pgx.Conn, phase string, n, steps int) error {
+	rows, err := conn.Query(ctx, `SELECT total_exec_time, calls, rows, regexp_replace(query, '\s+', ' ', 'g')
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time DESC LIMIT $1`, n)
+	if err != nil {
+		return fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	defer rows.Close()
+	fmt.Fprintf(os.Stderr, "%s: top %d statements (exec ms/step, calls/step, rows/call, statement)\n", phase, n)
+	for rows.Next() {
+		var total float64
+		var calls, nrows int64
+		var query string
+		if err := rows.Scan(&total, &calls, &nrows, &query); err != nil {
+			return err
+		}
+		if len(query) > 110 {
+			query = query[:110] + "…"
+		}
+		perCall := 0.0
+		if calls > 0 {
+			perCall = float64(nrows) / float64(calls)
+		}
+		fmt.Fprintf(os.Stderr, "  %8.3f %7.2f %7.1f  %s\n", total/float64(steps), float64(calls)/float64(steps), perCall, query)
+	}
+	return rows.Err()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -38,8 +39,29 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 		}
 		return per(r.workerCPU, r)
 	})
+	line("  of it rath's own", func(r result) string {
+		if !r.haveWorker {
+			return dash
+		}
+		return per(r.workerSelfCPU, r)
+	})
+	line("  of it the commands'", func(r result) string {
+		if !r.haveWorker {
+			return dash
+		}
+		return per(r.workerCPU-r.workerSelfCPU, r)
+	})
 	line("server CPU ms/step", func(r result) string { return per(r.serverCPU, r) })
 	line("total CPU ms/step", func(r result) string { return per(r.workerCPU+r.serverCPU, r) })
+	line("rath + server CPU ms/step", func(r result) string {
+		if !r.haveWorker {
+			return dash
+		}
+		return per(r.workerSelfCPU+r.serverCPU, r)
+	})
+	line("cores busy", func(r result) string {
+		return fmt.Sprintf("%.2f", (r.workerCPU+r.serverCPU).Seconds()/r.wall.Seconds())
+	})
 	line("bytes/step", func(r result) string { return fmt.Sprint(r.bytes / int64(r.steps)) })
 	line("WAL bytes/step", func(r result) string { return fmt.Sprint(r.wal / int64(r.steps)) })
 	writer := func(f func(r result) float64) func(r result) string {
@@ -85,6 +107,12 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	}
 	if w1 != nil && w4 != nil {
 		fmt.Fprintf(w, "W=4 / W=1 steps/s: %.2f× (target ≥ 2.5×)\n", w1.wall.Seconds()/w4.wall.Seconds()*float64(w4.steps)/float64(w1.steps))
+		// What the machine allows: W=4 at W=1's CPU per step, every core busy.
+		perStep := (w1.workerCPU + w1.serverCPU).Seconds() / float64(w1.steps)
+		if perStep > 0 {
+			ceiling := float64(runtime.NumCPU()) / perStep / (float64(w1.steps) / w1.wall.Seconds())
+			fmt.Fprintf(w, "ceiling on this machine at W=1's CPU per step (%d cores all busy): %.2f× W=1\n", runtime.NumCPU(), ceiling)
+		}
 	}
 	for _, p := range [][2]*result{{w1, raw1}, {w4, raw4}} {
 		if p[0] != nil && p[1] != nil && p[1].bytes > 0 && p[1].wal > 0 {

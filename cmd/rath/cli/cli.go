@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -33,9 +34,39 @@ type Config struct {
 //	func main() { cli.Main(cli.Config{Setup: registerWorkflows}) }
 func Main(cfg Config) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := startCPUProfile(os.Getenv(CPUProfileEnv), os.Stderr)
 	code := Run(ctx, cfg, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// CPUProfileEnv names a file the process writes a Go CPU profile to
+// (go tool pprof reads it) from its start until its command returns: how
+// a worker's CPU per step is found where it goes (docs/PERFORMANCE.md).
+const CPUProfileEnv = "RATH_CPU_PROFILE"
+
+// startCPUProfile starts profiling into path (nothing for ""), and
+// returns what stops it. A profile that cannot be written is reported,
+// never a reason to fail the command.
+func startCPUProfile(path string, stderr io.Writer) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "rath: %s: %v\n", CPUProfileEnv, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(stderr, "rath: %s: %v\n", CPUProfileEnv, err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // Exit codes. Scripts can tell "could not run" from "ran and found a
