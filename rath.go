@@ -94,6 +94,14 @@ type Options struct {
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections.
 	Projectors []events.Projector
+	// StagingTag names the extra Projectors. On PostgreSQL, an append
+	// that finds the log's lock held by another process is staged for
+	// that process to write, which runs its own projectors on it
+	// (docs/ARCHITECTURE.md, "Staged appends"): runtimes with extra
+	// Projectors stage only when they name them here, the same name in
+	// every process that runs the same ones. Without extra Projectors
+	// the built-in projections are the tag.
+	StagingTag string
 	// Telemetry exports the runs made while the runtime is open as
 	// OpenTelemetry spans and metrics, when the standard
 	// OTEL_EXPORTER_OTLP_* variables name an endpoint (see package
@@ -230,6 +238,8 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		Clock:         opts.Clock,
 		BusyTimeout:   opts.BusyTimeout,
 		Projectors:    append([]events.Projector{projections.Projector{}}, opts.Projectors...),
+		StagingTag:    stagingTag(opts),
+		StagedErrors:  projections.StagedErrors,
 	})
 	if err != nil {
 		if keeper != nil {
@@ -532,4 +542,17 @@ func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*Veri
 // Rebuild drops and replays the SQL projections (see projections.Rebuild).
 func (rt *Runtime) Rebuild(ctx context.Context, progress func(done, total int64)) (projections.RebuildStats, error) {
 	return projections.Rebuild(ctx, rt.store, progress)
+}
+
+// stagingTag is the events.Options.StagingTag of a runtime's store: the
+// built-in projections, and the extra Projectors by the name given them
+// (none given: the runtime never stages).
+func stagingTag(opts Options) string {
+	switch {
+	case len(opts.Projectors) == 0:
+		return projections.StagingTag
+	case opts.StagingTag != "":
+		return projections.StagingTag + "+" + opts.StagingTag
+	}
+	return ""
 }

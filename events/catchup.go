@@ -30,10 +30,39 @@ const maxCatchUp = 256
 // caughtUp is what the pipeline read: the tail, the rows after the cached
 // tail (up to maxCatchUp+1) and the stored tree head.
 type caughtUp struct {
-	seq  int64
-	hash string
-	rows []catchUpRow
-	head string
+	seq    int64
+	hash   string
+	rows   []catchUpRow
+	head   string
+	claims []claimed // staged appends claimed, when asked
+}
+
+// claimArgs says what the pipeline claims of the staged appends: those of
+// tag, or exactly ids (a redo); nothing when both are zero.
+type claimArgs struct {
+	tag string
+	ids []int64
+}
+
+// readClaims reads the claim statement's rows, if one was queued.
+func readClaims(br pgx.BatchResults, cl claimArgs, c *caughtUp) error {
+	if cl.ids == nil && cl.tag == "" {
+		return nil
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	c.claims = []claimed{}
+	for rows.Next() {
+		var cm claimed
+		if err := rows.Scan(&cm.id, &cm.request); err != nil {
+			return err
+		}
+		c.claims = append(c.claims, cm)
+	}
+	return rows.Err()
 }
 
 type catchUpRow struct {
@@ -48,18 +77,31 @@ type catchUpRow struct {
 // before returned, with a snapshot of its own (read committed), so the
 // reads see every commit made before the lock was granted, as when they
 // were sent one after the other.
-func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64) (c caughtUp, lockErr, readErr error) {
+// With nowait the lock is asked for without waiting (a lockErr with
+// PostgreSQL's lock_not_available when another process holds it), and
+// with cl.tag set the pipeline also claims staged appends (staged.go).
+func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64, nowait bool, cl claimArgs) (c caughtUp, lockErr, readErr error) {
 	err := conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
 		}
 		b := &pgx.Batch{}
-		b.Queue(`SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`)
+		lock := `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`
+		if nowait {
+			lock += ` NOWAIT`
+		}
+		b.Queue(lock)
 		b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`)
 		if after >= 0 {
 			b.Queue(`SELECT seq, stream, version, type, hash FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, maxCatchUp+1)
 			b.Queue(`SELECT value FROM store_meta WHERE key = $1`, metaMerkleHead)
+		}
+		switch {
+		case cl.ids != nil:
+			b.Queue(reclaimStatement, cl.ids)
+		case cl.tag != "":
+			b.Queue(claimStatement, cl.tag, maxClaim)
 		}
 		br := sc.Conn().SendBatch(ctx, b)
 		defer func() {
@@ -74,7 +116,11 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64) (c caughtU
 		if readErr = br.QueryRow().Scan(&c.seq, &c.hash); errors.Is(readErr, pgx.ErrNoRows) {
 			readErr = nil
 		}
-		if readErr != nil || after < 0 {
+		if readErr != nil {
+			return nil
+		}
+		if after < 0 {
+			readErr = readClaims(br, cl, &c)
 			return nil
 		}
 		rows, err := br.Query()
@@ -97,6 +143,9 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64) (c caughtU
 		}
 		if readErr = br.QueryRow().Scan(&c.head); errors.Is(readErr, pgx.ErrNoRows) {
 			readErr = nil
+		}
+		if readErr == nil {
+			readErr = readClaims(br, cl, &c)
 		}
 		return nil
 	})

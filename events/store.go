@@ -107,6 +107,18 @@ type Options struct {
 	// it is hashed and written, and each removal is recorded on
 	// StreamRedactions (see package secret).
 	Redactor Redactor
+	// StagingTag names the projectors this store runs (nil Projectors
+	// too). On PostgreSQL, an append that finds the chain lock held by
+	// another process is staged for the holder to write, and a holder
+	// writes staged appends of its own tag only: the same projectors
+	// must see every event. Empty: this store never stages and never
+	// writes another's appends; it waits for the lock (staged.go).
+	StagingTag string
+	// StagedErrors are errors a Projector returns that callers branch
+	// on with errors.Is: a staged append refused in another process
+	// comes back wrapping the one it matched there (same list, same
+	// order, in every process of a tag).
+	StagedErrors []error
 
 	// afterVersionRead, for tests, runs when the writer has read
 	// data_version and before it reads the chain tail.
@@ -171,6 +183,7 @@ type Store struct {
 	closed sync.Once
 
 	commits, requests, evs atomic.Int64  // for Stats
+	staged, combined       atomic.Int64  // for Stats
 	roundTrips             *atomic.Int64 // the writer connection's, for Stats
 
 	// inflight counts callers inside send: the writer lingers for the ones
@@ -225,6 +238,9 @@ type request struct {
 	runID  string
 	writes []pendingWrite
 	fn     func(context.Context, *Tx) error
+	// remote is the id of the staged append this request was rebuilt
+	// from (another process's, staged.go), 0 for this process's own.
+	remote int64
 	// txFn, for AppendTx, runs in the append's transaction after its
 	// events are written.
 	txFn func(context.Context, *sql.Tx) error
@@ -388,13 +404,18 @@ type Stats struct {
 	// connections: each time it sent something and then read the answer
 	// (a pipeline of statements is one). Zero on SQLite.
 	RoundTrips int64
+	// Staged counts the appends this store staged because another
+	// process held the chain lock; Combined the appends other processes
+	// staged that this store's writer wrote (PostgreSQL, staged.go).
+	Staged, Combined int64
 }
 
 // Stats returns the writer's counters: Requests/Commits is the mean group
 // commit size, RoundTrips/Commits what a commit costs in waits on the
 // server.
 func (s *Store) Stats() Stats {
-	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load()}
+	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load(),
+		Staged: s.staged.Load(), Combined: s.combined.Load()}
 }
 
 // DB returns the read-only connection pool, for read models to query.
@@ -710,9 +731,15 @@ func (s *Store) loop() {
 		// once its append returned sees its own commit.
 		s.commits.Add(1)
 		s.requests.Add(int64(len(batch)))
+		// A staged batch may take more appends off the queue while it
+		// waits, unless one already waits here.
+		s.w.mayTake = pending == nil
 		s.w.commit(batch)
 		for i := range batch {
 			batch[i] = nil
+		}
+		if s.w.held != nil {
+			pending, s.w.held = s.w.held, nil
 		}
 	}
 }

@@ -72,6 +72,21 @@ type writerState struct {
 	// reload), a transaction or a request was rolled back, or a
 	// run.leased is written.
 	leases map[string]int64
+
+	// Staged appends (staged.go). nowait asks for the chain lock without
+	// waiting (a batch that can be staged if it is busy); claimOnly marks a
+	// commit made only to write what others staged; claimIDs are the
+	// staged appends the open batch claimed (what a redo claims again),
+	// badClaims those it could not decode.
+	nowait    bool
+	claimOnly bool
+	claimIDs  []int64
+	badClaims []badClaim
+	claims    []claimed // what the last begin claimed
+	// held is a request stage took off the queue while it waited and
+	// could not stage (AppendTx, Exclusive): the loop runs it next.
+	held    *request
+	mayTake bool
 }
 
 // Tx is the writer's open transaction, handed to projectors. Statements
@@ -401,9 +416,18 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 	if w.dataVersion < 0 || w.s.opts.chainRows {
 		after = -1
 	}
-	c, lockErr, err := lockAndCatchUp(ctx, w.conn, after)
+	var cl claimArgs
+	if w.s.opts.StagingTag != "" && w.batched() && w.nowait {
+		// Only a writer that would itself stage claims what others
+		// staged: one with AppendTx or Exclusive work runs alone.
+		cl = claimArgs{tag: w.s.opts.StagingTag, ids: w.claimIDs}
+	}
+	c, lockErr, err := lockAndCatchUp(ctx, w.conn, after, w.nowait, cl)
 	if lockErr != nil {
 		w.rollback()
+		if pgCode(lockErr) == pgLockNotAvail {
+			return errLockBusy
+		}
 		w.disconnect()
 		return storageErr("lock the chain", lockErr)
 	}
@@ -412,6 +436,7 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 		w.disconnect()
 		return storageErr("read chain tail", err)
 	}
+	w.claims = c.claims
 	if c.seq == w.lastSeq && hashText(c.hash) == w.lastHash && w.dataVersion >= 0 {
 		return nil
 	}
@@ -529,15 +554,25 @@ type undo struct {
 // An event insert that collides with a stored row means the cached tail
 // or heads were stale (another connection wrote unseen): the batch is
 // rolled back, the caches re-read and the batch redone.
-func (w *writerState) commit(batch []*request) {
+func (w *writerState) commit(local []*request) {
 	var results []result
 	var ok int
 	var err error
+	var batch []*request
+	w.nowait = w.claimOnly || w.stageable(local)
+	w.claimIDs, w.badClaims = nil, nil
+	defer func() { w.nowait, w.claimIDs, w.badClaims = false, nil, nil }()
 	for attempt := 0; ; attempt++ {
-		var dirty, stale bool
-		results, ok, dirty, stale = w.run(batch, false)
+		var dirty, stale, busy bool
+		batch, results, ok, dirty, stale, busy = w.run(local, false)
+		if busy {
+			if !w.claimOnly {
+				w.stage(local)
+			}
+			return
+		}
 		if dirty {
-			results, ok, _, stale = w.run(batch, true)
+			batch, results, ok, _, stale, _ = w.run(local, true)
 		}
 		err = nil
 		if !stale && ok > 0 {
@@ -564,9 +599,14 @@ func (w *writerState) commit(batch []*request) {
 			return
 		}
 	}
-	if ok == 0 {
+	remote := w.hasRemote(batch)
+	if ok == 0 && !remote {
 		w.replyAll(batch, results)
 		return
+	}
+	if err == nil && remote {
+		// Committed with the events they name, or not at all.
+		err = w.writeOutcomes(context.Background(), batch, results)
 	}
 	if err == nil {
 		err = w.commitTx()
@@ -593,6 +633,13 @@ func (w *writerState) commit(batch []*request) {
 	w.afterCommit(results)
 	w.replyAll(batch, results)
 	w.s.broadcast()
+	if remote && !w.claimOnly {
+		// Others are staging: write what they staged meanwhile, while
+		// their appenders only wait (staged.go), until this process has
+		// appends of its own again (their commit claims too).
+		for len(w.s.reqs) == 0 && w.claimAgain() {
+		}
+	}
 }
 
 // afterCommit tells Options.AfterCommit of the commit just made.
@@ -674,15 +721,24 @@ func (w *writerState) forceReload() {
 // savepoints, and whether it must be redone after a reload because an
 // insert collided (in both cases the transaction was rolled back). When no
 // request succeeded the transaction is rolled back too.
-func (w *writerState) run(batch []*request, savepoints bool) (results []result, ok int, dirty, stale bool) {
+func (w *writerState) run(local []*request, savepoints bool) (batch []*request, results []result, ok int, dirty, stale, busy bool) {
 	ctx := context.Background()
-	results = make([]result, len(batch))
+	batch = local
+	w.claims, w.badClaims = nil, nil
 	if err := w.begin(ctx, true); err != nil {
+		if errors.Is(err, errLockBusy) {
+			return batch, nil, 0, false, false, true
+		}
+		results = make([]result, len(batch))
 		for i := range results {
 			results[i].err = err
 		}
-		return results, 0, false, false
+		return batch, results, 0, false, false, false
 	}
+	if w.claims != nil || w.claimIDs != nil {
+		batch = w.withClaimed(local, w.claims)
+	}
+	results = make([]result, len(batch))
 	w.pend.reset()
 	w.notified = false
 	start := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
@@ -708,14 +764,14 @@ func (w *writerState) run(batch []*request, savepoints bool) (results []result, 
 		if errors.Is(err, errStaleTail) {
 			w.rollback()
 			w.restore(start)
-			return nil, 0, false, true
+			return batch, nil, 0, false, true, false
 		}
 		if err != nil {
 			w.restore(u)
 			if wrote && !savepoints {
 				w.rollback()
 				w.restore(start)
-				return nil, 0, true, false
+				return batch, nil, 0, true, false, false
 			}
 			if savepoints {
 				w.exec(ctx, `ROLLBACK TO req`)
@@ -731,16 +787,30 @@ func (w *writerState) run(batch []*request, savepoints bool) (results []result, 
 				for j := range results {
 					results[j] = result{err: storageErr("release", err)}
 				}
-				return results, 0, false, false
+				return batch, results, 0, false, false, false
 			}
 		}
 		results[i].events = evs
 		ok++
 	}
-	if ok == 0 {
+	if ok == 0 && !w.hasRemote(batch) && len(w.badClaims) == 0 {
 		w.rollback()
 	}
-	return results, ok, false, false
+	return batch, results, ok, false, false, false
+}
+
+// hasRemote reports whether the batch holds appends staged by others,
+// whose outcomes must be committed even when none of them succeeded.
+func (w *writerState) hasRemote(batch []*request) bool {
+	if len(w.badClaims) > 0 {
+		return true
+	}
+	for _, r := range batch {
+		if r.remote != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *writerState) restore(u undo) {

@@ -128,6 +128,7 @@ type result struct {
 	// shell commands they ran.
 	workerSelfCPU          time.Duration
 	bytes, wal             int64
+	staging                int64         // growth of the unlogged staging tables
 	submitCPU              time.Duration // the batch submit, whole
 	rows                   int
 	haveSubmit, haveWorker bool
@@ -139,7 +140,7 @@ type result struct {
 
 // writerLine is the line rath worker prints at exit about its event
 // writer.
-var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips`)
+var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips, (\d+) appends staged, (\d+) staged appends written`)
 
 // writerStats reads a worker's event writer counters from its stderr.
 func writerStats(stderr string) (events.Stats, bool) {
@@ -147,11 +148,11 @@ func writerStats(stderr string) (events.Stats, bool) {
 	if m == nil {
 		return events.Stats{}, false
 	}
-	var n [4]int64
+	var n [6]int64
 	for i := range n {
 		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
 	}
-	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3]}, true
+	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Staged: n[4], Combined: n[5]}, true
 }
 
 // singleSubmits times c.singles `rath submit` processes, each one run, on
@@ -284,6 +285,8 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 			res.writer.Requests += st.Requests
 			res.writer.Events += st.Events
 			res.writer.RoundTrips += st.RoundTrips
+			res.writer.Staged += st.Staged
+			res.writer.Combined += st.Combined
 			res.haveWriter = true
 		}
 	}
@@ -295,6 +298,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	if err != nil {
 		return res, nil, err
 	}
+	res.staging = after.staging - before.staging
 	res.bytes, res.wal, res.serverCPU = after.bytes-before.bytes, walDiff(ctx, conn, after.lsn, before.lsn), after.cpu-before.cpu
 	if c.statements > 0 {
 		if err := printStatements(ctx, conn, res.name, c.statements, res.steps); err != nil {
@@ -403,15 +407,20 @@ func roundGaps(rows []row) []time.Duration {
 // pgState is what a phase is measured by: the database's size, the WAL
 // position and the server's CPU so far.
 type pgState struct {
-	bytes int64
-	lsn   string
-	cpu   time.Duration
+	bytes   int64
+	staging int64
+	lsn     string
+	cpu     time.Duration
 }
 
 func snapshot(ctx context.Context, conn *pgx.Conn, srv *pgtest.Server) (pgState, error) {
 	var s pgState
-	err := conn.QueryRow(ctx, `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
-		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'`).Scan(&s.bytes)
+	// The staging tables (UNLOGGED, emptied as they go: rows of appends
+	// waiting for the lock's holder, events/staged.go) are counted apart:
+	// their size is dead rows until a vacuum, not what the log keeps.
+	err := conn.QueryRow(ctx, `SELECT COALESCE(sum(pg_total_relation_size(c.oid)) FILTER (WHERE c.relpersistence <> 'u'), 0)::bigint,
+		COALESCE(sum(pg_total_relation_size(c.oid)) FILTER (WHERE c.relpersistence = 'u'), 0)::bigint FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'`).Scan(&s.bytes, &s.staging)
 	if err != nil {
 		return s, fmt.Errorf("database size: %w", err)
 	}

@@ -63,6 +63,7 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 		return fmt.Sprintf("%.2f", (r.workerCPU+r.serverCPU).Seconds()/r.wall.Seconds())
 	})
 	line("bytes/step", func(r result) string { return fmt.Sprint(r.bytes / int64(r.steps)) })
+	line("staging bytes/step", func(r result) string { return fmt.Sprint(r.staging / int64(r.steps)) })
 	line("WAL bytes/step", func(r result) string { return fmt.Sprint(r.wal / int64(r.steps)) })
 	writer := func(f func(r result) float64) func(r result) string {
 		return func(r result) string {
@@ -75,6 +76,7 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	line("writer round trips/step", writer(func(r result) float64 { return float64(r.writer.RoundTrips) / float64(r.steps) }))
 	line("writer commits/step", writer(func(r result) float64 { return float64(r.writer.Commits) / float64(r.steps) }))
 	line("writer round trips/commit", writer(func(r result) float64 { return float64(r.writer.RoundTrips) / float64(max(r.writer.Commits, 1)) }))
+	line("appends staged/step", writer(func(r result) float64 { return float64(r.writer.Staged) / float64(r.steps) }))
 	line("writer events/commit", writer(func(r result) float64 { return float64(r.writer.Events) / float64(max(r.writer.Commits, 1)) }))
 	line("seq lag p50 ms", func(r result) string { return pct(r.lags, 50, dash) })
 	line("seq lag p99 ms", func(r result) string { return pct(r.lags, 99, dash) })

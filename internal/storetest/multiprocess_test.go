@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -37,14 +38,20 @@ func appender(spec string) int {
 	ctx := context.Background()
 	opts := events.Options{Path: filepath.Join(target, rath.DBFile)}
 	if events.IsPostgresDSN(target) {
-		opts = events.Options{DSN: target}
+		// Staging on, so the processes write each other's appends while
+		// one of them is killed (events/staged.go).
+		opts = events.Options{DSN: target, StagingTag: "storetest"}
 	}
 	s, err := events.Open(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 3
 	}
-	defer s.Close()
+	defer func() {
+		st := s.Stats()
+		fmt.Fprintf(os.Stderr, "staged %d written for staging processes %d\n", st.Staged, st.Combined)
+		s.Close()
+	}()
 	out := bufio.NewWriter(os.Stdout)
 	for i := range n {
 		stream := "proc-" + index
@@ -82,6 +89,7 @@ func multiProcess(t *testing.T, tg storetest.Target) {
 	var wg sync.WaitGroup
 	errs := make(chan error, mpProcs)
 	killed := make(chan int, 1)
+	var staged, combined atomic.Int64
 	for p := range mpProcs {
 		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", childEnv, target, p, mpAppends))
@@ -121,6 +129,11 @@ func multiProcess(t *testing.T, tg storetest.Target) {
 			if err != nil {
 				errs <- fmt.Errorf("process %d: %v\n%s", p, err, stderr.String())
 			}
+			var st, cb int64
+			if _, err := fmt.Sscanf(stderr.String(), "staged %d written for staging processes %d", &st, &cb); err == nil {
+				staged.Add(st)
+				combined.Add(cb)
+			}
 		}()
 	}
 	wg.Wait()
@@ -158,7 +171,8 @@ func multiProcess(t *testing.T, tg storetest.Target) {
 	if len(acked) > 0 {
 		t.Fatalf("%d acknowledged appends are missing from the log", len(acked))
 	}
-	t.Logf("%d events from %d processes, verified, gap-free", seq, mpProcs)
+	t.Logf("%d events from %d processes, verified, gap-free; the %d that were not killed staged %d appends and wrote %d staged ones",
+		seq, mpProcs, mpProcs-1, staged.Load(), combined.Load())
 }
 
 func TestMultiProcess_SQLite(t *testing.T) {

@@ -191,8 +191,8 @@ before anything of it runs.`,
 			// What this process's event writer cost, for operators and
 			// cmd/fleetbench (round trips per step).
 			st := rt.Store().Stats()
-			fmt.Fprintf(a.stderr, "worker %s: event writer: %d commits, %d appends, %d events, %d round trips\n",
-				fl.WorkerID(), st.Commits, st.Requests, st.Events, st.RoundTrips)
+			fmt.Fprintf(a.stderr, "worker %s: event writer: %d commits, %d appends, %d events, %d round trips, %d appends staged, %d staged appends written\n",
+				fl.WorkerID(), st.Commits, st.Requests, st.Events, st.RoundTrips, st.Staged, st.Combined)
 			return err
 		},
 	}

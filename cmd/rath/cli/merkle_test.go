@@ -68,8 +68,8 @@ func asSchema8(t *testing.T, db *sql.DB) {
 	}
 	// The schema after 9 goes too (00010: checkpoints; 00011: redactions,
 	// whose trigger replaced events_no_update, dropped above; 00012: each
-	// worker's dead_after_ms).
-	exec(t, db, `DROP TABLE checkpoint_cosignatures`, `DROP TABLE checkpoints`, `DELETE FROM store_meta WHERE key = 'store_id'`,
+	// worker's dead_after_ms; 00013: staged appends).
+	exec(t, db, `DROP TABLE append_outcomes`, `DROP TABLE append_intents`, `DROP TABLE checkpoint_cosignatures`, `DROP TABLE checkpoints`, `DELETE FROM store_meta WHERE key = 'store_id'`,
 		`DROP TABLE redactions`, `ALTER TABLE fleet_workers DROP COLUMN dead_after_ms`)
 	exec(t, db, `DELETE FROM tree_hashes`, `DROP TABLE tree_hashes`, `ALTER TABLE events DROP COLUMN salt`,
 		`DELETE FROM store_meta WHERE key IN ('merkle_from', 'merkle_head')`, `UPDATE store_meta SET value = '1' WHERE key = 'chain_v2_from'`,
