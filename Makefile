@@ -61,9 +61,13 @@ vet:
 # made that package alone a third of the suite's CPU. The code those
 # processes run is tested with -race in its own packages; the CLI package
 # runs without it, side by side with the rest, and its output follows.
+#
+# The packages whose tests run rath as a separate process use bin/rath,
+# built once here, instead of each linking its own (internal/rathbin).
 CLI_PKG := github.com/gorath/rath/cmd/rath/cli
-test: deps vet
-	@$(GO) test -tags $(TAGS) -timeout 20m $(CLI_PKG) > .test-cli.log 2>&1 & cli=$$!; \
+test: deps vet build
+	@export RATH_TEST_BINARY=$(CURDIR)/bin/rath; \
+	$(GO) test -tags $(TAGS) -timeout 20m $(CLI_PKG) > .test-cli.log 2>&1 & cli=$$!; \
 	$(GO) test -race -tags $(TAGS) -timeout 20m $$($(GO) list -tags $(TAGS) ./... | grep -vx '$(CLI_PKG)'); rc=$$?; \
 	wait $$cli; crc=$$?; cat .test-cli.log; rm -f .test-cli.log; \
 	test $$rc -eq 0 && test $$crc -eq 0

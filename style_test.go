@@ -111,6 +111,7 @@ var allowedImports = map[string][]string{
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "internal/dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
+	"internal/rathbin":                    {},
 	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "internal/dossier", "internal/textsafe", "memory", "projections", "replay", "session", "telemetry"},
 	"internal/tmpfs":                      {},
 	"internal/jsonview":                   {".", "checkpoint", "events", "projections"},

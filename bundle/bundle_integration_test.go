@@ -15,6 +15,8 @@ import (
 
 	"github.com/gorath/rath/internal/pgtest"
 	"github.com/gorath/rath/signkey"
+
+	"github.com/gorath/rath/internal/rathbin"
 )
 
 // The path an auditor takes: a real run made with the rath CLI (the
@@ -34,8 +36,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	rathBin = filepath.Join(dir, "rath")
-	if out, err := exec.Command("go", "build", "-o", rathBin, "github.com/gorath/rath/cmd/rath").CombinedOutput(); err != nil {
+	var out []byte
+	if rathBin, out, err = rathbin.Build(dir); err != nil {
 		os.RemoveAll(dir)
 		panic("build cmd/rath: " + err.Error() + "\n" + string(out))
 	}

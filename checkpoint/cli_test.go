@@ -17,6 +17,8 @@ import (
 	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/signkey"
+
+	"github.com/gorath/rath/internal/rathbin"
 )
 
 var (
@@ -34,8 +36,8 @@ func rathBinary(t *testing.T) string {
 			binErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "rath")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/gorath/rath/cmd/rath").CombinedOutput()
+		var out []byte
+		binPath, out, err = rathbin.Build(dir)
 		if err != nil {
 			binErr = errors.New(string(out))
 		}

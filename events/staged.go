@@ -298,7 +298,6 @@ func (w *writerState) stage(batch []*request) {
 				if w.held != nil {
 					reqs = nil
 				}
-				w.s.commits.Add(1) // stage takes one off per batch
 				w.s.requests.Add(int64(len(more)))
 				ids, err := w.insertIntents(ctx, more)
 				if err != nil {
@@ -311,7 +310,6 @@ func (w *writerState) stage(batch []*request) {
 						waiting[id] = more[i]
 					}
 				}
-				w.s.commits.Add(-1)
 			}
 		}
 		timer.Stop()
@@ -354,6 +352,9 @@ func (w *writerState) insertIntents(ctx context.Context, batch []*request) ([]in
 			return nil, storageErr("stage append", err)
 		}
 		rows[i] = b
+	}
+	if err := w.connect(ctx); err != nil {
+		return nil, err
 	}
 	ids := make([]int64, len(batch))
 	err := w.conn.Raw(func(dc any) error {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+
+	"github.com/gorath/rath/internal/rathbin"
 )
 
 // rathBin is the rath command, built once per test binary by rathBinary
@@ -21,6 +23,7 @@ import (
 var rathBin struct {
 	once sync.Once
 	dir  string
+	path string
 	out  []byte
 	err  error
 }
@@ -32,12 +35,12 @@ func rathBinary(t *testing.T) string {
 		if rathBin.dir, rathBin.err = os.MkdirTemp("", "rath-fleet-cli-"); rathBin.err != nil {
 			return
 		}
-		rathBin.out, rathBin.err = exec.Command("go", "build", "-o", filepath.Join(rathBin.dir, "rath"), "github.com/gorath/rath/cmd/rath").CombinedOutput()
+		rathBin.path, rathBin.out, rathBin.err = rathbin.Build(rathBin.dir)
 	})
 	if rathBin.err != nil {
 		t.Fatalf("build cmd/rath: %v\n%s", rathBin.err, rathBin.out)
 	}
-	return filepath.Join(rathBin.dir, "rath")
+	return rathBin.path
 }
 
 func removeRathBinary() {

@@ -582,9 +582,12 @@ func TestFleet_RetriesARunAfterAProviderOutage(t *testing.T) {
 		t.Fatalf("the failed run's reason %q does not name the provider's error", r.Error)
 	}
 	for outage, id := range ids {
+		// Three attempts resume twice. An attempt handed back because the
+		// store was busy (a loaded machine) is not counted against
+		// MaxAttempts but resumes too, so more are not an error.
 		resumes, _ := rt.Store().ReadStream(ctx, events.ResumeStream(id), 1)
-		if len(resumes) != 2 {
-			t.Errorf("%s: %d run.resumed, want 2 (3 attempts)", outage, len(resumes))
+		if len(resumes) < 2 {
+			t.Errorf("%s: %d run.resumed, want at least 2 (3 attempts)", outage, len(resumes))
 		}
 		b, _ := os.ReadFile(filepath.Join(ws, id+".log"))
 		if outage == "brief" && string(b) != "tally-0\ntally-1\ntally-2\n" {

@@ -183,7 +183,7 @@ func TestProjector_RefusesInconsistentEvents(t *testing.T) {
 // store_meta, goose's version table, the signed checkpoints and their
 // cosignatures), an asynchronous projection's
 // checkpoint, operational state outside the log (the fleet's worker
-// heartbeats), or in projections.Tables, the one list Rebuild, Check and
+// heartbeats, appends staged for the lock's holder), or in projections.Tables, the one list Rebuild, Check and
 // Dump use: a new read model cannot be forgotten by rebuild and verify.
 func TestTables_CoverTheSchema(t *testing.T) {
 	rt := MustOpen(t)
@@ -192,7 +192,7 @@ func TestTables_CoverTheSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := map[string]bool{"events": true, "blobs": true, "store_meta": true, "tree_hashes": true, "redactions": true, "goose_db_version": true, "projection_checkpoints": true, "fleet_workers": true,
-		"checkpoints": true, "checkpoint_cosignatures": true}
+		"checkpoints": true, "checkpoint_cosignatures": true, "append_intents": true, "append_outcomes": true}
 	for _, t2 := range projections.Tables {
 		own[t2] = true
 	}

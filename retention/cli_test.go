@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/gorath/rath/retention"
+
+	"github.com/gorath/rath/internal/rathbin"
 )
 
 // The rath binary, built once for the package's tests.
@@ -30,9 +32,9 @@ func rathBin(t *testing.T) string {
 			built.err = err
 			return
 		}
-		built.path = filepath.Join(dir, "rath")
-		out, err := exec.Command("go", "build", "-o", built.path, "github.com/gorath/rath/cmd/rath").CombinedOutput()
-		built.out, built.err = string(out), err
+		var out []byte
+		built.path, out, built.err = rathbin.Build(dir)
+		built.out = string(out)
 	})
 	if built.err != nil {
 		t.Fatalf("build cmd/rath: %v\n%s", built.err, built.out)

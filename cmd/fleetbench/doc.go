@@ -9,13 +9,20 @@
 //
 // It reports, per phase: steps/s (a step is one round), the gap between
 // a run's consecutive rounds (p50, p99, from the events' timestamps), CPU
-// per step of the worker processes (their rusage) and of the server (the
-// postmaster and its backends, from /proc), bytes stored per step (the
-// growth of pg_total_relation_size over the database's tables) and WAL
+// per step of the worker processes (their rusage), split into their own
+// (from /proc just before they stop) and their shell commands', and of
+// the server (the postmaster and its backends, from /proc), the cores
+// that kept busy and so how far more workers could go on this machine,
+// bytes stored per step (the growth of pg_total_relation_size over the
+// database's tables; the unlogged staging tables apart) and WAL
 // per step (pg_current_wal_lsn before and after), the CPU of the submit
 // per run (batch, and single submits on their own), and the sequencing
 // lag: from an event's append timestamp to its delivery to a subscriber
 // (events.Store.Subscribe in this process).
+//
+// -statements N prints each phase's N most expensive statements
+// (pg_stat_statements), and -cpuprofile DIR has each worker write a Go
+// CPU profile there (RATH_CPU_PROFILE).
 //
 // It is a measurement, not a test: it prints a table and asserts
 // nothing. `make fleetbench` (which `make bench` runs) builds rath and

@@ -140,7 +140,7 @@ type result struct {
 
 // writerLine is the line rath worker prints at exit about its event
 // writer.
-var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips, (\d+) appends staged, (\d+) staged appends written`)
+var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?`)
 
 // writerStats reads a worker's event writer counters from its stderr.
 func writerStats(stderr string) (events.Stats, bool) {

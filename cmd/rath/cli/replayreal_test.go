@@ -20,6 +20,8 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/modeltest"
 	"github.com/gorath/rath/replay"
+
+	"github.com/gorath/rath/internal/rathbin"
 )
 
 // These tests take the path a user takes: `rath run` in its own process
@@ -38,6 +40,7 @@ import (
 var stock struct {
 	once sync.Once
 	dir  string
+	path string
 	out  []byte
 	err  error
 }
@@ -49,17 +52,12 @@ func stockRath(t *testing.T) string {
 		if stock.dir, stock.err = os.MkdirTemp("", "rath-stock-"); stock.err != nil {
 			return
 		}
-		goBin, err := execpkg.LookPath("go")
-		if err != nil {
-			stock.err = err
-			return
-		}
-		stock.out, stock.err = execpkg.Command(goBin, "build", "-o", filepath.Join(stock.dir, "rath"), "github.com/gorath/rath/cmd/rath").CombinedOutput()
+		stock.path, stock.out, stock.err = rathbin.Build(stock.dir)
 	})
 	if stock.err != nil {
 		t.Fatalf("build cmd/rath: %v\n%s", stock.err, stock.out)
 	}
-	return filepath.Join(stock.dir, "rath")
+	return stock.path
 }
 
 // rathEnv runs the stock rath binary with exactly env: nothing of the
