@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -422,7 +423,14 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 		// staged: one with AppendTx or Exclusive work runs alone.
 		cl = claimArgs{tag: w.s.opts.StagingTag, ids: w.claimIDs}
 	}
-	c, lockErr, err := lockAndCatchUp(ctx, w.conn, after, w.nowait, cl)
+	var wait time.Duration
+	switch {
+	case w.claimOnly:
+		wait = -1 // only to write what others staged: never queue for it
+	case w.nowait:
+		wait = stageAfter
+	}
+	c, lockErr, err := lockAndCatchUp(ctx, w.conn, after, wait, cl)
 	if lockErr != nil {
 		w.rollback()
 		if pgCode(lockErr) == pgLockNotAvail {
