@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -78,11 +77,10 @@ type catchUpRow struct {
 // before returned, with a snapshot of its own (read committed), so the
 // reads see every commit made before the lock was granted, as when they
 // were sent one after the other.
-// With wait > 0 the lock is waited for that long at most, with wait < 0
-// not at all (a lockErr with PostgreSQL's lock_not_available when
-// another process holds it longer), and with cl.tag set the pipeline
-// also claims staged appends (staged.go).
-func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64, wait time.Duration, cl claimArgs) (c caughtUp, lockErr, readErr error) {
+// With nowait the lock is asked for without waiting (a lockErr with
+// PostgreSQL's lock_not_available when another process holds it), and
+// with cl.tag set the pipeline also claims staged appends (staged.go).
+func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64, nowait bool, cl claimArgs) (c caughtUp, lockErr, readErr error) {
 	err := conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
@@ -90,18 +88,10 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64, wait time.
 		}
 		b := &pgx.Batch{}
 		lock := `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`
-		if wait < 0 {
+		if nowait {
 			lock += ` NOWAIT`
 		}
-		if wait > 0 {
-			// For the lock only: the transaction's other statements keep
-			// the session's lock_timeout.
-			b.Queue(`SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", max(wait.Milliseconds(), 1)))
-		}
 		b.Queue(lock)
-		if wait > 0 {
-			b.Queue(`RESET lock_timeout`)
-		}
 		b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`)
 		if after >= 0 {
 			b.Queue(`SELECT seq, stream, version, type, hash FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, maxCatchUp+1)
@@ -119,19 +109,9 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64, wait time.
 				readErr = err
 			}
 		}()
-		if wait > 0 {
-			if _, lockErr = br.Exec(); lockErr != nil {
-				return nil
-			}
-		}
 		var one int
 		if lockErr = br.QueryRow().Scan(&one); lockErr != nil {
 			return nil
-		}
-		if wait > 0 {
-			if _, lockErr = br.Exec(); lockErr != nil {
-				return nil
-			}
 		}
 		if readErr = br.QueryRow().Scan(&c.seq, &c.hash); errors.Is(readErr, pgx.ErrNoRows) {
 			readErr = nil

@@ -21,9 +21,8 @@ import (
 // for a commit of its own: a transaction, a catch-up read of what the
 // others wrote, its WAL flush, one after the other.
 //
-// Now a writer waits for the lock a few milliseconds at most
-// (stageAfter). If another process holds it longer, the writer stages
-// its batch instead: each append
+// Now a writer asks for the lock without waiting (NOWAIT). If another
+// process holds it, the writer stages its batch instead: each append
 // becomes a row of append_intents (its own short transaction, which
 // takes no lock any other writer waits for, so appends of all processes
 // stage in parallel) and the writer waits. A holder claims the staged
@@ -48,14 +47,6 @@ import (
 // errLockBusy reports that the chain lock was held by another process
 // when a batch that can be staged asked for it.
 var errLockBusy = errors.New("events: the chain lock is held by another process")
-
-// stageAfter is how long a writer waits for the chain lock before it
-// stages its batch instead: a holder's transaction usually ends within
-// it, and an append that gets the lock soon costs less than one staged
-// (a staging row, a claim, an outcome); a holder that takes longer (a
-// convoy of processes, a slow commit, a stopped process) has the batch
-// written by whoever holds the lock next.
-const stageAfter = 5 * time.Millisecond
 
 // How long a staged append waits with no commit seen before its appender
 // asks for the lock itself, and doubles up to: the latency of an append

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
-	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -423,14 +422,11 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 		// staged: one with AppendTx or Exclusive work runs alone.
 		cl = claimArgs{tag: w.s.opts.StagingTag, ids: w.claimIDs}
 	}
-	var wait time.Duration
-	switch {
-	case w.claimOnly:
-		wait = -1 // only to write what others staged: never queue for it
-	case w.nowait:
-		wait = stageAfter
-	}
-	c, lockErr, err := lockAndCatchUp(ctx, w.conn, after, wait, cl)
+	// A batch that can be staged never queues for the lock. (Waiting a
+	// few milliseconds first, with a short lock_timeout, was tried: a
+	// timeout that fires as the lock is granted may surface as a cancel
+	// "due to user request", which fails the append like any error.)
+	c, lockErr, err := lockAndCatchUp(ctx, w.conn, after, w.nowait, cl)
 	if lockErr != nil {
 		w.rollback()
 		if pgCode(lockErr) == pgLockNotAvail {
