@@ -94,13 +94,19 @@ type Options struct {
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections.
 	Projectors []events.Projector
-	// StagingTag names the extra Projectors. On PostgreSQL, an append
-	// that finds the log's lock held by another process is staged for
-	// that process to write, which runs its own projectors on it
-	// (docs/ARCHITECTURE.md, "Staged appends"): runtimes with extra
-	// Projectors stage only when they name them here, the same name in
-	// every process that runs the same ones. Without extra Projectors
-	// the built-in projections are the tag.
+	// StagedAppends, on PostgreSQL, stages an append that finds the
+	// log's lock held by another process, for that process to write in
+	// its own commit (docs/ARCHITECTURE.md, "Parallel writers: staged
+	// appends"). Off by default: on the 2-core machine it was measured
+	// on, where the fleet is out of CPU at one worker, it cost CPU and
+	// made W=4 about 10% slower (docs/PERFORMANCE.md). The CLI turns it
+	// on with RATH_STAGED_APPENDS=1.
+	StagedAppends bool
+	// StagingTag names the extra Projectors, for StagedAppends: the
+	// process that writes a staged append runs its own projectors on it,
+	// so runtimes with extra Projectors stage only when they name them
+	// here, the same name in every process that runs the same ones.
+	// Without extra Projectors the built-in projections are the tag.
 	StagingTag string
 	// Telemetry exports the runs made while the runtime is open as
 	// OpenTelemetry spans and metrics, when the standard
@@ -544,11 +550,13 @@ func (rt *Runtime) Rebuild(ctx context.Context, progress func(done, total int64)
 	return projections.Rebuild(ctx, rt.store, progress)
 }
 
-// stagingTag is the events.Options.StagingTag of a runtime's store: the
-// built-in projections, and the extra Projectors by the name given them
-// (none given: the runtime never stages).
+// stagingTag is the events.Options.StagingTag of a runtime's store: with
+// StagedAppends, the built-in projections and the extra Projectors by
+// the name given them (none given: the runtime never stages).
 func stagingTag(opts Options) string {
 	switch {
+	case !opts.StagedAppends:
+		return ""
 	case len(opts.Projectors) == 0:
 		return projections.StagingTag
 	case opts.StagingTag != "":

@@ -32,6 +32,7 @@ type config struct {
 	workers                            []int
 	rath, cpuProfiles                  string
 	statements                         int
+	staged                             bool
 	timeout                            time.Duration
 }
 
@@ -46,6 +47,7 @@ func main() {
 	flag.IntVar(&c.httpRuns, "http", 50, "single-run POST /api/runs requests timed on one rath serve (0: none)")
 	flag.StringVar(&c.rath, "rath", "", "the rath binary to measure (empty: go build ./cmd/rath)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
+	flag.BoolVar(&c.staged, "staged", false, "run the workers with RATH_STAGED_APPENDS=1 (staged appends on)")
 	flag.IntVar(&c.statements, "statements", 0, "print each phase's N most expensive SQL statements (pg_stat_statements; 0: none)")
 	flag.StringVar(&c.cpuProfiles, "cpuprofile", "", "a directory where each worker process writes its CPU profile (workerN-W.pprof)")
 	flag.Parse()
@@ -88,8 +90,8 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer srv.Stop()
-	fmt.Fprintf(os.Stderr, "fleetbench: PostgreSQL on port %d; R=%d runs of K=%d rounds, W=%v worker processes × %d runs each\n",
-		srv.Port(), c.runs, c.rounds, c.workers, c.concurrency)
+	fmt.Fprintf(os.Stderr, "fleetbench: PostgreSQL on port %d; R=%d runs of K=%d rounds, W=%v worker processes × %d runs each; staged appends %v\n",
+		srv.Port(), c.runs, c.rounds, c.workers, c.concurrency, c.staged)
 
 	single, err := singleSubmits(ctx, c, srv, tmp)
 	if err != nil {
@@ -251,8 +253,12 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		p := exec.CommandContext(ctx, c.rath, "--dir", filepath.Join(dir, fmt.Sprintf("worker%d", i)), "--dsn", dsn,
 			"worker", "--backends", "local", "--concurrency", strconv.Itoa(c.concurrency))
 		p.Stderr = &bytes.Buffer{}
+		p.Env = os.Environ()
 		if c.cpuProfiles != "" {
-			p.Env = append(os.Environ(), "RATH_CPU_PROFILE="+filepath.Join(c.cpuProfiles, fmt.Sprintf("worker%d-W%d.pprof", i, w)))
+			p.Env = append(p.Env, "RATH_CPU_PROFILE="+filepath.Join(c.cpuProfiles, fmt.Sprintf("worker%d-W%d.pprof", i, w)))
+		}
+		if c.staged {
+			p.Env = append(p.Env, "RATH_STAGED_APPENDS=1")
 		}
 		if err := p.Start(); err != nil {
 			return res, nil, err

@@ -123,7 +123,8 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 		return nil, err
 	}
 	stop := a.connecting(ctx)
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes, SigningKey: key, TrustedKeys: a.trustedKeys})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes, SigningKey: key, TrustedKeys: a.trustedKeys,
+		StagedAppends: os.Getenv(StagedAppendsEnv) == "1"})
 	stop()
 	if err != nil {
 		return nil, err
