@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorath/rath/flow/model/scripted"
+
+	"github.com/gorath/rath/internal/rathbin"
 )
 
 // exampleCase is one example program and what its output must show.
@@ -259,7 +261,9 @@ func binaries(t *testing.T) string {
 		for _, d := range dirs {
 			args = append(args, "./"+d)
 		}
-		args = append(args, "../cmd/rath")
+		if os.Getenv(rathbin.Env) == "" {
+			args = append(args, "../cmd/rath") // else stockRath uses that one
+		}
 		goBin, err := exec.LookPath("go")
 		if err != nil {
 			build.err = err

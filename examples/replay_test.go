@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/gorath/rath/replay"
+
+	"github.com/gorath/rath/internal/rathbin"
 )
 
 // Every example's runs replay with the stock rath binary (cmd/rath, built
@@ -38,7 +40,12 @@ var storeUnder = map[string]string{
 }
 
 // stockRath is the rath binary built with the examples.
-func stockRath(t *testing.T) string { return filepath.Join(binaries(t), "rath") }
+func stockRath(t *testing.T) string {
+	if p := os.Getenv(rathbin.Env); p != "" {
+		return p // make test built it once for every package
+	}
+	return filepath.Join(binaries(t), "rath")
+}
 
 // bareEnv is `env -i PATH=… HOME=<empty>` with an empty RATH_HOME: no
 // key, no config file, no provider.
