@@ -405,8 +405,9 @@ type Stats struct {
 	// (a pipeline of statements is one). Zero on SQLite.
 	RoundTrips int64
 	// Staged counts the appends this store staged because another
-	// process held the chain lock; Combined the appends other processes
-	// staged that this store's writer wrote (PostgreSQL, staged.go).
+	// process held the chain lock; Combined the staged appends this
+	// store's writer claimed and wrote, any process's, its own included
+	// (PostgreSQL, staged.go).
 	Staged, Combined int64
 }
 
