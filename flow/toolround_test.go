@@ -235,3 +235,53 @@ func TestReplay_ParallelResultsInRecordedOrder(t *testing.T) {
 		}
 	}
 }
+
+// A tool round is two appends, each one commit: the model's reply, its
+// provider.called and the tool.called it asks for, then the tool's
+// tool.returned with its result chunk. The appends of an agent that runs
+// one round more grow by exactly two, whatever the rest of the agent
+// writes.
+func TestAgent_AToolRoundIsTwoAppends(t *testing.T) {
+	ctx := t.Context()
+	appends := func(rounds int) int64 {
+		rt := MustOpen(t)
+		noop, err := flow.NewTool("noop", "Does nothing.", func(context.Context, *session.Session, struct{}) (string, error) { return "ok", nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := flow.ResolveProvider(flow.Provider{Client: roundsModel{rounds: rounds}, Model: "fake-1"}, flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "/nonexistent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent, err := flow.NewAgent("You use tools.", p, flow.WithTools(noop))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := rt.NewUserSession(ctx, "use noop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := rt.Store().Stats()
+		out, err := agent.Forward(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := rt.Store().Stats()
+		if got := len(out.Chunks()); got != 2+2*rounds {
+			t.Fatalf("%d rounds: %d chunks, want %d", rounds, got, 2+2*rounds)
+		}
+		evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeToolReturned}})
+		if err != nil || len(evs) != rounds {
+			t.Fatalf("%d rounds: %d tool.returned, %v", rounds, len(evs), err)
+		}
+		if after.Commits-before.Commits != after.Requests-before.Requests {
+			t.Fatalf("%d rounds: %d commits for %d appends: appends shared a commit, so the count says nothing", rounds,
+				after.Commits-before.Commits, after.Requests-before.Requests)
+		}
+		return after.Requests - before.Requests
+	}
+	one, three := appends(1), appends(3)
+	if three-one != 4 {
+		t.Fatalf("appends: %d with one tool round, %d with three; want two more a round", one, three)
+	}
+}
