@@ -17,8 +17,12 @@
 // database's tables; the unlogged staging tables apart) and WAL
 // per step (pg_current_wal_lsn before and after), the CPU of the submit
 // per run (batch, and single submits on their own), and the sequencing
-// lag: from an event's append timestamp to its delivery to a subscriber
-// (events.Store.Subscribe in this process).
+// lag: from an event's commit (its transaction's commit timestamp; the
+// cluster runs with track_commit_timestamp on) to its delivery to a
+// subscriber (events.Store.Subscribe in this process). It also prints the
+// lag from the event's own timestamp, taken by the writer inside the
+// transaction, which adds the rest of the transaction: a batch submit's
+// first events wait for the whole batch.
 //
 // -statements N prints each phase's N most expensive statements
 // (pg_stat_statements), and -cpuprofile DIR has each worker write a Go

@@ -81,9 +81,11 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("go build ./cmd/rath (run from the repository's root, or give -rath): %w", err)
 		}
 	}
-	var settings map[string]string
+	// Commit timestamps date each event's commit, for the sequencing lag.
+	settings := map[string]string{"track_commit_timestamp": "on"}
 	if c.statements > 0 {
-		settings = map[string]string{"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all"}
+		settings["shared_preload_libraries"] = "pg_stat_statements"
+		settings["pg_stat_statements.track"] = "all"
 	}
 	srv, err := pgtest.Start(ctx, pgtest.Options{Settings: settings})
 	if err != nil {
@@ -123,7 +125,8 @@ type result struct {
 	name                 string
 	steps                int
 	wall                 time.Duration
-	gaps, lags           []time.Duration
+	gaps, lags           []time.Duration // lags: commit → delivery
+	appendLags           []time.Duration // append timestamp → delivery
 	workerCPU, serverCPU time.Duration
 	// workerSelfCPU is the workers' own CPU (no child process), read from
 	// /proc just before they are told to stop; workerCPU less it is the
@@ -312,7 +315,10 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		}
 	}
 	rows := sub.stop()
-	res.rows, res.lags = len(rows), sub.lags
+	res.rows, res.appendLags = len(rows), sub.lags
+	if res.lags, err = commitLags(ctx, conn, rows); err != nil {
+		return res, nil, err
+	}
 	res.gaps = roundGaps(rows)
 	if failed := sub.failed(); failed > 0 {
 		return res, nil, fmt.Errorf("%d of %d runs did not end done; the first: %s", failed, c.runs, sub.why)
@@ -326,6 +332,7 @@ type row struct {
 	stream, typ, run     string
 	payload, hash        string
 	at                   time.Time
+	delivered            time.Time // by the subscriber
 	finishedOK, finished bool
 }
 
@@ -352,7 +359,7 @@ func subscribe(ctx context.Context, store *events.Store, from int64, runs int) *
 				return
 			}
 			now := time.Now()
-			r := row{seq: ev.Seq, version: ev.Version, stream: ev.Stream, typ: ev.Type, run: ev.RunID, payload: string(ev.Payload), hash: ev.Hash, at: ev.At}
+			r := row{seq: ev.Seq, version: ev.Version, stream: ev.Stream, typ: ev.Type, run: ev.RunID, payload: string(ev.Payload), hash: ev.Hash, at: ev.At, delivered: now}
 			if ev.Type == events.TypeRunFinished {
 				var p struct {
 					Status string `json:"status"`
