@@ -92,8 +92,10 @@ func (p *pgPending) addEvent(seq int64, stream string, version int64, typ string
 // pgBatchInsert writes a batch's blobs, events, tree hashes and tree head
 // and signals the commit (NOTIFY is delivered at commit, and only if it
 // commits). The head is not written when $17 is empty (a batch of no
-// events). A data-modifying WITH runs every part even though none is
-// referenced.
+// events). The head row is updated in place and inserted only when it is
+// missing: an UPSERT of an existing row also writes a row-lock record to
+// the WAL, one more per commit. A data-modifying WITH runs every part
+// even though none is referenced.
 const pgBatchInsert = `WITH b AS (
 	INSERT INTO blobs (hash, size, bytes)
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[])
@@ -105,8 +107,10 @@ const pgBatchInsert = `WITH b AS (
 	INSERT INTO tree_hashes (id, hash)
 	SELECT * FROM unnest($14::bigint[], $15::bytea[])
 ), m AS (
+	UPDATE store_meta SET value = $17::text WHERE key = $16::text AND $17::text <> '' RETURNING 1
+), n AS (
 	INSERT INTO store_meta (key, value)
-	SELECT $16::text, $17::text WHERE $17::text <> ''
+	SELECT $16::text, $17::text WHERE $17::text <> '' AND NOT EXISTS (SELECT 1 FROM m)
 	ON CONFLICT (key) DO UPDATE SET value = excluded.value
 )
 SELECT pg_notify('` + notifyChannel + `', '')`

@@ -25,8 +25,9 @@
 // first events wait for the whole batch.
 //
 // -statements N prints each phase's N most expensive statements
-// (pg_stat_statements), and -cpuprofile DIR has each worker write a Go
-// CPU profile there (RATH_CPU_PROFILE).
+// (pg_stat_statements), -wal N the N relations that wrote the most WAL
+// (pg_walinspect), and -cpuprofile DIR has each worker write a Go CPU
+// profile there (RATH_CPU_PROFILE).
 //
 // It is a measurement, not a test: it prints a table and asserts
 // nothing. `make fleetbench` (which `make bench` runs) builds rath and

@@ -32,6 +32,7 @@ type config struct {
 	workers                            []int
 	rath, cpuProfiles                  string
 	statements                         int
+	walRelations                       int
 	staged                             bool
 	timeout                            time.Duration
 }
@@ -49,6 +50,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
 	flag.BoolVar(&c.staged, "staged", false, "run the workers with RATH_STAGED_APPENDS=1 (staged appends on)")
 	flag.IntVar(&c.statements, "statements", 0, "print each phase's N most expensive SQL statements (pg_stat_statements; 0: none)")
+	flag.IntVar(&c.walRelations, "wal", 0, "print each phase's N relations that wrote the most WAL (pg_walinspect; 0: none)")
 	flag.StringVar(&c.cpuProfiles, "cpuprofile", "", "a directory where each worker process writes its CPU profile (workerN-W.pprof)")
 	flag.Parse()
 	for _, w := range strings.FieldsFunc(workers, func(r rune) bool { return r == ',' }) {
@@ -309,6 +311,11 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	}
 	res.staging = after.staging - before.staging
 	res.bytes, res.wal, res.serverCPU = after.bytes-before.bytes, walDiff(ctx, conn, after.lsn, before.lsn), after.cpu-before.cpu
+	if c.walRelations > 0 {
+		if err := printWAL(ctx, conn, res.name, before.lsn, after.lsn, c.walRelations, res.steps); err != nil {
+			return res, nil, err
+		}
+	}
 	if c.statements > 0 {
 		if err := printStatements(ctx, conn, res.name, c.statements, res.steps); err != nil {
 			return res, nil, err
