@@ -136,6 +136,7 @@ type result struct {
 	workerSelfCPU          time.Duration
 	bytes, wal             int64
 	staging                int64         // growth of the unlogged staging tables
+	sessions               int64         // connections the server accepted
 	submitCPU              time.Duration // the batch submit, whole
 	rows                   int
 	haveSubmit, haveWorker bool
@@ -310,6 +311,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		return res, nil, err
 	}
 	res.staging = after.staging - before.staging
+	res.sessions = after.sessions - before.sessions
 	res.bytes, res.wal, res.serverCPU = after.bytes-before.bytes, walDiff(ctx, conn, after.lsn, before.lsn), after.cpu-before.cpu
 	if c.walRelations > 0 {
 		if err := printWAL(ctx, conn, res.name, before.lsn, after.lsn, c.walRelations, res.steps); err != nil {
@@ -429,8 +431,11 @@ func roundGaps(rows []row) []time.Duration {
 type pgState struct {
 	bytes   int64
 	staging int64
-	lsn     string
-	cpu     time.Duration
+	// sessions is pg_stat_database's count of connections to the
+	// database: a backend process each, whose start the server pays for.
+	sessions int64
+	lsn      string
+	cpu      time.Duration
 }
 
 func snapshot(ctx context.Context, conn *pgx.Conn, srv *pgtest.Server) (pgState, error) {
@@ -443,6 +448,9 @@ func snapshot(ctx context.Context, conn *pgx.Conn, srv *pgtest.Server) (pgState,
 		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'`).Scan(&s.bytes, &s.staging)
 	if err != nil {
 		return s, fmt.Errorf("database size: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT sessions FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.sessions); err != nil {
+		return s, fmt.Errorf("sessions: %w", err)
 	}
 	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&s.lsn); err != nil {
 		return s, fmt.Errorf("WAL position: %w", err)

@@ -64,6 +64,7 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	})
 	line("bytes/step", func(r result) string { return fmt.Sprint(r.bytes / int64(r.steps)) })
 	line("staging bytes/step", func(r result) string { return fmt.Sprint(r.staging / int64(r.steps)) })
+	line("server connections opened", func(r result) string { return fmt.Sprint(r.sessions) })
 	line("WAL bytes/step", func(r result) string { return fmt.Sprint(r.wal / int64(r.steps)) })
 	writer := func(f func(r result) float64) func(r result) string {
 		return func(r result) string {
