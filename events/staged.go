@@ -272,8 +272,13 @@ func (w *writerState) stage(batch []*request) {
 	// The loop counted a commit for this batch; it made none here.
 	w.s.commits.Add(-1)
 	waiting := make(map[int64]*request, len(batch))
+	// since is when each append was staged: one nobody writes within the
+	// busy timeout is withdrawn with ErrBusy, the error the lock's own
+	// wait ends with, so that staging never waits longer than the lock.
+	since := make(map[int64]time.Time, len(batch))
+	now := time.Now()
 	for i, id := range ids {
-		waiting[id] = batch[i]
+		waiting[id], since[id] = batch[i], now
 	}
 	notify := w.s.Notify()
 	backoff := minStageBackoff
@@ -311,8 +316,9 @@ func (w *writerState) stage(batch []*request) {
 					}
 				} else {
 					w.s.staged.Add(int64(len(more)))
+					now := time.Now()
 					for i, id := range ids {
-						waiting[id] = more[i]
+						waiting[id], since[id] = more[i], now
 					}
 				}
 			}
@@ -320,7 +326,7 @@ func (w *writerState) stage(batch []*request) {
 		timer.Stop()
 		notify = w.s.Notify()
 		w.takeOutcomes(ctx, waiting)
-		w.withdraw(ctx, waiting)
+		w.withdraw(ctx, waiting, since)
 		if len(waiting) > 0 && fired {
 			// Nobody wrote them for a while: try to be the one. After a
 			// commit the holder itself claims again (commit), so a
@@ -425,11 +431,13 @@ func (w *writerState) takeOutcomes(ctx context.Context, waiting map[int64]*reque
 	}
 }
 
-// withdraw takes back the staged appends whose callers gave up (or whose
-// store is closing) and that no holder has claimed: they are answered
-// with the context's error, or ErrClosed, and never written. One a
-// holder has claimed is being written; its outcome is waited for.
-func (w *writerState) withdraw(ctx context.Context, waiting map[int64]*request) {
+// withdraw takes back the staged appends whose callers gave up, whose
+// store is closing, or that waited past the busy timeout (since holds
+// when each was staged), and that no holder has claimed: they are
+// answered with the context's error, ErrClosed, or a *StorageError of
+// Kind ErrBusy, and never written. One a holder has claimed is being
+// written; its outcome is waited for.
+func (w *writerState) withdraw(ctx context.Context, waiting map[int64]*request, since map[int64]time.Time) {
 	var ids []int64
 	closing := false
 	select {
@@ -437,8 +445,9 @@ func (w *writerState) withdraw(ctx context.Context, waiting map[int64]*request) 
 		closing = true
 	default:
 	}
+	now := time.Now()
 	for id, r := range waiting {
-		if closing || r.ctx.Err() != nil {
+		if closing || r.ctx.Err() != nil || now.Sub(since[id]) > w.s.opts.BusyTimeout {
 			ids = append(ids, id)
 		}
 	}
@@ -458,9 +467,13 @@ func (w *writerState) withdraw(ctx context.Context, waiting map[int64]*request) 
 		if r := waiting[id]; r != nil {
 			delete(waiting, id)
 			err := r.ctx.Err()
-			if err == nil {
+			if err == nil && closing {
 				err = ErrClosed
+			} else if err == nil {
+				err = &StorageError{Op: "stage append", Kind: ErrBusy,
+					Err: fmt.Errorf("no holder of the chain lock wrote it within %s", w.s.opts.BusyTimeout)}
 			}
+			delete(since, id)
 			r.reply <- result{err: err}
 		}
 	}

@@ -220,3 +220,42 @@ func TestPostgres_AStagedAppendWhoseCallerGaveUpIsWithdrawn(t *testing.T) {
 		t.Fatalf("stream g at %d (%v): the withdrawn append was written", v, err)
 	}
 }
+
+// A staged append nobody writes within the busy timeout (the lock's
+// holder is stuck) is withdrawn and fails with ErrBusy, as a wait for the
+// lock itself does: staging never waits longer than the lock would.
+func TestPostgres_AStagedAppendNobodyWritesFailsBusy(t *testing.T) {
+	t.Parallel()
+	dsn := stagedDB(t)
+	a, err := events.Open(t.Context(), events.Options{DSN: dsn, StagingTag: "t", BusyTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	release := holdChainLock(t, dsn)
+	stuck := appendAsync(a, t.Context(), "s", events.NoStream, "stuck")
+	waitStaged(t, a, 1)
+	select {
+	case r := <-stuck:
+		var se *events.StorageError
+		if !errors.Is(r.err, events.ErrBusy) || !errors.As(r.err, &se) {
+			t.Fatalf("append = %v, want a *StorageError matching ErrBusy", r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the staged append still waits 30 s after a busy timeout of 300 ms")
+	}
+	if st := a.Stats(); st.Staged != 1 {
+		t.Fatalf("staged %d, want 1: the append was not staged, so the test says nothing", st.Staged)
+	}
+	waitStaged(t, a, 0)
+	release()
+	if _, err := a.Append(t.Context(), "h", events.NoStream, &events.SessionPlaced{Session: "h", Backend: "local", Spec: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := a.StreamVersion(t.Context(), "s"); err != nil || v != 0 {
+		t.Fatalf("stream s at %d (%v): the append that failed was written", v, err)
+	}
+	if _, err := a.Verify(t.Context(), events.VerifyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
