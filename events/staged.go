@@ -404,7 +404,7 @@ func (w *writerState) takeOutcomes(ctx context.Context, waiting map[int64]*reque
 		return // the next wake tries again
 	}
 	defer rows.Close()
-	var finished bool
+	finished := 0 // run.finished events among the outcomes
 	for rows.Next() {
 		var id int64
 		var b []byte
@@ -418,15 +418,17 @@ func (w *writerState) takeOutcomes(ctx context.Context, waiting map[int64]*reque
 		delete(waiting, id)
 		res := w.s.resultOf(r, b)
 		for _, ev := range res.events {
-			finished = finished || ev.Type == TypeRunFinished
+			if ev.Type == TypeRunFinished {
+				finished++
+			}
 		}
 		w.s.evs.Add(int64(len(res.events)))
 		r.reply <- res
 	}
-	if finished && w.s.opts.AfterCommit != nil {
+	if finished > 0 && w.s.opts.AfterCommit != nil {
 		// A signer signs at each run's end, whoever wrote it.
 		if head, err := w.s.TreeHead(ctx); err == nil {
-			w.s.opts.AfterCommit(Commit{Head: head, RunsFinished: 1})
+			w.s.opts.AfterCommit(Commit{Head: head, RunsFinished: finished})
 		}
 	}
 }
