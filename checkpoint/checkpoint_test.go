@@ -46,6 +46,7 @@ func TestMain(m *testing.M) {
 	server = srv
 	code := m.Run()
 	srv.Stop()
+	bin.Remove()
 	os.Exit(code)
 }
 
@@ -180,7 +181,7 @@ func TestSigner_SignsEveryKAtRunEndAndClose(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		tg := b.new(t)
 		key := newKey(t, "log.example")
-		sg := checkpoint.NewSigner(key, checkpoint.SignerOptions{Every: 5, Interval: time.Hour})
+		sg := checkpoint.NewSigner(key, checkpoint.SignerOptions{Every: 5, Interval: time.Hour, OnError: func(err error) { t.Logf("signer: %v", err) }})
 		s := open(t, tg, events.Options{AfterCommit: sg.Committed})
 		if err := sg.Start(t.Context(), s); err != nil {
 			t.Fatal(err)
@@ -189,7 +190,10 @@ func TestSigner_SignsEveryKAtRunEndAndClose(t *testing.T) {
 			t.Fatalf("empty store: %v %v", rep, err)
 		}
 		appendN(t, s, "s1", 12)
-		waitFor(t, "checkpoints at 5 and 10", func() bool { return sg.Signed() >= 10 })
+		// Every K=5: at most 4 of the 12 events are left unsigned. Which
+		// heads are signed depends on how commits and the signer
+		// interleave (5 and 10, or 6 and 9, or 8 alone).
+		waitFor(t, "a checkpoint at 8 events or more", func() bool { return sg.Signed() >= 8 })
 		// A run's end is signed at once, though K events have not passed.
 		if _, err := s.Append(t.Context(), "r1", events.NoStream, &events.RunStarted{Run: "r1", Workflow: "w"}); err != nil {
 			t.Fatal(err)
@@ -203,12 +207,14 @@ func TestSigner_SignsEveryKAtRunEndAndClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := sizes(t, s)
-		if len(got) < 4 || got[len(got)-1] != 16 || got[len(got)-2] != 14 {
+		if len(got) < 3 || got[len(got)-1] != 16 || got[len(got)-2] != 14 {
 			t.Fatalf("checkpoint sizes %v: want ..., 14, 16", got)
 		}
 		for _, n := range got[:len(got)-2] {
-			if n < 5 || n > 12 {
-				t.Fatalf("checkpoint sizes %v: the first ones should be at 5 to 12 events", got)
+			// 13 when the signer, poked by the 12 events, read the head
+			// after the run's start.
+			if n < 5 || n > 13 {
+				t.Fatalf("checkpoint sizes %v: the first ones should be at 5 to 13 events", got)
 			}
 		}
 		rep, err := checkpoint.Verify(t.Context(), s, checkpoint.VerifyOptions{Keys: []string{key.VerifierKey()}})

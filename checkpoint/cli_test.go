@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/mod/sumdb/note"
@@ -21,31 +20,13 @@ import (
 	"github.com/gorath/rath/internal/rathbin"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+// bin is the rath binary, built once for the package's tests.
+var bin rathbin.Shared
 
-// rathBinary builds cmd/rath once for the package's tests.
+// rathBinary returns the rath binary.
 func rathBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rath-checkpoint-test")
-		if err != nil {
-			binErr = err
-			return
-		}
-		var out []byte
-		binPath, out, err = rathbin.Build(dir)
-		if err != nil {
-			binErr = errors.New(string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("build rath: %v", binErr)
-	}
-	return binPath
+	return bin.Path(t)
 }
 
 // cli runs the rath binary in dir with env added; it returns stdout,

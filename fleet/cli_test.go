@@ -18,35 +18,14 @@ import (
 	"github.com/gorath/rath/internal/rathbin"
 )
 
-// rathBin is the rath command, built once per test binary by rathBinary
-// and removed after the tests (TestMain).
-var rathBin struct {
-	once sync.Once
-	dir  string
-	path string
-	out  []byte
-	err  error
-}
+// rathBin is the rath command, built once per test binary and removed
+// after the tests (TestMain).
+var rathBin rathbin.Shared
 
 // rathBinary returns the path of a rath binary built from this tree.
 func rathBinary(t *testing.T) string {
 	t.Helper()
-	rathBin.once.Do(func() {
-		if rathBin.dir, rathBin.err = os.MkdirTemp("", "rath-fleet-cli-"); rathBin.err != nil {
-			return
-		}
-		rathBin.path, rathBin.out, rathBin.err = rathbin.Build(rathBin.dir)
-	})
-	if rathBin.err != nil {
-		t.Fatalf("build cmd/rath: %v\n%s", rathBin.err, rathBin.out)
-	}
-	return rathBin.path
-}
-
-func removeRathBinary() {
-	if rathBin.dir != "" {
-		os.RemoveAll(rathBin.dir)
-	}
+	return rathBin.Path(t)
 }
 
 // syncBuffer is a worker's stderr, read while the worker writes it.

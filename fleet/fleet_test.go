@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(workerEnv); spec != "" {
 		os.Exit(workerProcess(spec))
 	}
-	pgtest.Main(m, func(s *pgtest.Server) { server = s }, removeRathBinary)
+	pgtest.Main(m, func(s *pgtest.Server) { server = s }, rathBin.Remove)
 }
 
 // tallyModel answers from the request alone: it calls "tally" until the

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gorath/rath/retention"
@@ -17,29 +16,18 @@ import (
 	"github.com/gorath/rath/internal/rathbin"
 )
 
-// The rath binary, built once for the package's tests.
-var built struct {
-	once      sync.Once
-	path, out string
-	err       error
+// built is the rath binary, built once for the package's tests.
+var built rathbin.Shared
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	built.Remove()
+	os.Exit(code)
 }
 
 func rathBin(t *testing.T) string {
 	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "rath-retention-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		var out []byte
-		built.path, out, built.err = rathbin.Build(dir)
-		built.out = string(out)
-	})
-	if built.err != nil {
-		t.Fatalf("build cmd/rath: %v\n%s", built.err, built.out)
-	}
-	return built.path
+	return built.Path(t)
 }
 
 type result struct {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,27 +36,13 @@ import (
 // which is what lets the matrix run on both stores in make test. The
 // race detector still covers the same code in this package's in-process
 // tests.
-var stock struct {
-	once sync.Once
-	dir  string
-	path string
-	out  []byte
-	err  error
-}
+// stock is the stock rath binary, built once for the package's tests.
+var stock rathbin.Shared
 
 // stockRath returns the path of the stock rath binary.
 func stockRath(t *testing.T) string {
 	t.Helper()
-	stock.once.Do(func() {
-		if stock.dir, stock.err = os.MkdirTemp("", "rath-stock-"); stock.err != nil {
-			return
-		}
-		stock.path, stock.out, stock.err = rathbin.Build(stock.dir)
-	})
-	if stock.err != nil {
-		t.Fatalf("build cmd/rath: %v\n%s", stock.err, stock.out)
-	}
-	return stock.path
+	return stock.Path(t)
 }
 
 // rathEnv runs the stock rath binary with exactly env: nothing of the

@@ -37,11 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(multiprocessChild(role))
 	}
 	// One PostgreSQL server for the binary's --dsn tests.
-	pgtest.Main(m, func(s *pgtest.Server) { pgServer = s }, func() {
-		if stock.dir != "" {
-			os.RemoveAll(stock.dir)
-		}
-	})
+	pgtest.Main(m, func(s *pgtest.Server) { pgServer = s }, stock.Remove)
 }
 
 // tallyModel answers from the request alone, so a resumed run gets the
