@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorath/rath/events"
@@ -21,13 +22,21 @@ var pageSource string
 //go:embed dossier.css
 var pageCSS string
 
-// page is parsed once; a template is safe for concurrent execution.
-var page = template.Must(template.New("dossier").Funcs(template.FuncMap{
-	// Placeholders: each Execute binds the real functions, which need the
-	// dossier's options, with Funcs on a clone.
-	"clip": func(string) clipped { return clipped{} }, "blob": func([]byte, int) clipped { return clipped{} },
-	"session": func(string) string { return "" }, "diffLines": func(FileDiff) []DiffLine { return nil },
-}).Funcs(staticFuncs).Parse(pageSource))
+// page is parsed once, on first use, not at init: every rath process
+// links this package and most never write a dossier (parsing cost 1.8 ms
+// of each process's start). A template is safe for concurrent execution.
+var page = sync.OnceValue(func() *template.Template {
+	return parsePage()
+})
+
+func parsePage() *template.Template {
+	return template.Must(template.New("dossier").Funcs(template.FuncMap{
+		// Placeholders: each Execute binds the real functions, which need the
+		// dossier's options, with Funcs on a clone.
+		"clip": func(string) clipped { return clipped{} }, "blob": func([]byte, int) clipped { return clipped{} },
+		"session": func(string) string { return "" }, "diffLines": func(FileDiff) []DiffLine { return nil },
+	}).Funcs(staticFuncs).Parse(pageSource))
+}
 
 var staticFuncs = template.FuncMap{
 	"short":  short,
@@ -77,7 +86,7 @@ type clipped struct {
 // SVG, no script, every link a fragment. All log text is escaped by
 // html/template.
 func (d *Dossier) HTML(w io.Writer) error {
-	t, err := page.Clone()
+	t, err := page().Clone()
 	if err != nil {
 		return fmt.Errorf("dossier: html: %w", err)
 	}
