@@ -110,6 +110,11 @@ func testOwnDeadAfter(t *testing.T, dsn string) {
 	for _, w := range ws {
 		if w.ID == holderID {
 			lastBeat = w.HeartbeatAt
+			// Its peers judged it dead; so does the list (its lease
+			// time, a minute, has not passed).
+			if w.Live {
+				t.Fatalf("the killed holder, whose run was taken over, is listed live: %+v", w)
+			}
 		}
 	}
 	evs, err := rt.Store().ReadStream(ctx, events.LeaseStream(run), 1)

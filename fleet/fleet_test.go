@@ -314,7 +314,7 @@ func testFleet(t *testing.T, dir, dsn string) {
 		t.Fatalf("wait: %v", err)
 	}
 	t.Logf("all %d runs done %v after a worker was killed", runs, time.Since(start).Round(time.Millisecond))
-	// The killed worker shows as dead (once a lease time passed without
+	// The killed worker shows as dead (once its DeadAfter passed without
 	// its heartbeat), the two others as live and idle.
 	var listed []fleet.WorkerInfo
 	for deadline := time.Now().Add(10 * time.Second); ; {

@@ -18,9 +18,9 @@ type WorkerInfo struct {
 	Concurrency int       `json:"concurrency"`
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
-	// Live is false once a lease time passed without a heartbeat: the
-	// worker died or lost the store, and its runs are taken over (its
-	// peers expire its leases once DeadAfter passed without one).
+	// Live is false once the worker's own DeadAfter passed without a
+	// heartbeat, which is when its peers judge it dead, expire its
+	// leases and take its runs over: the list agrees with the fleet.
 	Live bool `json:"live"`
 	// Runs are the runs it holds a live lease on.
 	Runs []string `json:"runs"`
@@ -35,7 +35,7 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 		ID          string `db:"id"`
 		Queue       string `db:"queue"`
 		Concurrency int    `db:"concurrency"`
-		LeaseMS     int64  `db:"lease_ms"`
+		DeadAfterMS int64  `db:"dead_after_ms"`
 		StartedAt   int64  `db:"started_at"`
 		HeartbeatAt int64  `db:"heartbeat_at"`
 	}
@@ -43,7 +43,7 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 	if err != nil {
 		return nil, err
 	}
-	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT id, queue, concurrency, lease_ms, started_at, heartbeat_at
+	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT id, queue, concurrency, dead_after_ms, started_at, heartbeat_at
 		FROM fleet_workers WHERE heartbeat_at > ? ORDER BY id`), now.Add(-24*time.Hour).UnixNano()); err != nil {
 		return nil, fmt.Errorf("fleet: list workers: %w", err)
 	}
@@ -64,7 +64,13 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 	for _, r := range rows {
 		w := WorkerInfo{ID: r.ID, Queue: r.Queue, Concurrency: r.Concurrency, StartedAt: time.Unix(0, r.StartedAt).UTC(),
 			HeartbeatAt: time.Unix(0, r.HeartbeatAt).UTC(), Runs: held[r.ID]}
-		w.Live = now.Sub(w.HeartbeatAt) < time.Duration(r.LeaseMS)*time.Millisecond
+		deadAfter := time.Duration(r.DeadAfterMS) * time.Millisecond
+		if deadAfter <= 0 {
+			// Registered before workers stored their own (migration
+			// 00012): judged by the default, as their peers would.
+			deadAfter = DefaultDeadAfter
+		}
+		w.Live = now.Sub(w.HeartbeatAt) < deadAfter
 		if w.Runs == nil {
 			w.Runs = []string{}
 		}
