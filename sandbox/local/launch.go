@@ -36,5 +36,17 @@ func (l launcher) Command(req sandbox.ExecRequest, rel string) (proc.Command, er
 		// Nothing else ends a local command's background jobs when rath
 		// itself is killed.
 		KillWithParent: true,
+		GuardInShell:   posixShell(l.shell),
 	}, nil
+}
+
+// posixShell reports whether shell is one whose -c script can fork the
+// guard itself (proc.Command.GuardInShell): the POSIX shells Linux
+// systems ship. Any other (fish, a wrapper) gets a guard program.
+func posixShell(shell string) bool {
+	switch filepath.Base(shell) {
+	case "sh", "dash", "bash", "ksh", "mksh", "zsh", "ash":
+		return true
+	}
+	return false
 }

@@ -88,6 +88,11 @@ type Command struct {
 	// process dies, however it dies (SIGKILL, a crash): see guard. The
 	// command itself also gets SIGKILL as its parent-death signal.
 	KillWithParent bool
+	// GuardInShell says Args are a POSIX shell's [shell, "-c", script]:
+	// with KillWithParent, the shell forks the guard itself before the
+	// script runs (see shellGuard), which saves starting a guard program
+	// of its own for each command.
+	GuardInShell bool
 }
 
 // Run starts c in a new process group and waits for it.
@@ -170,7 +175,18 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 		return res, err
 	}
 	var g *guard
-	if c.KillWithParent {
+	if c.KillWithParent && c.GuardInShell && len(c.Args) == 3 && c.Args[1] == "-c" {
+		r, w, err := shellGuard(&cmd.Args, &cmd.ExtraFiles)
+		if err != nil {
+			outW.Close()
+			errW.Close()
+			return res, err
+		}
+		defer r.Close() // the child has its own copy
+		// Closed when Run returns, after the group was killed: until
+		// then the guard's read must block.
+		defer w.Close()
+	} else if c.KillWithParent {
 		if g, err = startGuard(); err != nil {
 			outW.Close()
 			errW.Close()
