@@ -23,6 +23,12 @@ func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	run := r.URL.Query().Get("run")
 	now := s.opts.Now()
+	if s.fleetClock {
+		if now, err = fleet.Now(ctx, s.rt); err != nil {
+			writeError(w, http.StatusInternalServerError, "approvals: %v", err)
+			return
+		}
+	}
 	out := []approval.View{}
 	for _, row := range rows {
 		if run != "" && row.Run != run {

@@ -67,6 +67,10 @@ type Server struct {
 	doneOnce sync.Once
 	// bg is the runs the console started (forks, resumes).
 	bg sync.WaitGroup
+	// fleetClock is set when Options.Now was not given: approval
+	// deadlines are then judged on the fleet's clock (fleet.Now), the one
+	// they were set by and a decision is judged by.
+	fleetClock bool
 }
 
 // New returns the console over opts.Runtime.
@@ -74,7 +78,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Runtime == nil {
 		return nil, errors.New("console: a runtime is required")
 	}
-	if opts.Now == nil {
+	fleetClock := opts.Now == nil
+	if fleetClock {
 		opts.Now = time.Now
 	}
 	if opts.Workflow == nil {
@@ -98,7 +103,8 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: index template: %w", err)
 	}
-	s := &Server{opts: opts, rt: opts.Runtime, csrf: hex.EncodeToString(b), mux: http.NewServeMux(), index: index, done: make(chan struct{})}
+	s := &Server{opts: opts, rt: opts.Runtime, csrf: hex.EncodeToString(b), mux: http.NewServeMux(), index: index, done: make(chan struct{}),
+		fleetClock: fleetClock}
 	s.routes()
 	return s, nil
 }

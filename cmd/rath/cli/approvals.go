@@ -26,7 +26,12 @@ func pending(ctx context.Context, rt *rath.Runtime, run string) ([]pendingView, 
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
+	// Deadlines are on the fleet's clock (the database's on PostgreSQL):
+	// "expired" here must be what a decision would be judged by.
+	now, err := fleet.Now(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
 	var out []pendingView
 	for _, r := range rows {
 		if run != "" && r.Run != run {
