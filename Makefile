@@ -64,15 +64,11 @@ vet:
 #
 # The packages whose tests run rath as a separate process use bin/rath,
 # built once here, instead of each linking its own (internal/rathbin).
-#
-# -p 3: a clean-clone run on 2 cores kept 1.54 of them busy on average
-# (31 min of CPU in 20.4 min): many tests wait on leases, timeouts and
-# other processes, so a third package at a time fills the idle core.
 CLI_PKG := github.com/gorath/rath/cmd/rath/cli
 test: deps vet build
 	@export RATH_TEST_BINARY=$(CURDIR)/bin/rath; \
 	$(GO) test -tags $(TAGS) -timeout 20m $(CLI_PKG) > .test-cli.log 2>&1 & cli=$$!; \
-	$(GO) test -race -p 3 -tags $(TAGS) -timeout 20m $$($(GO) list -tags $(TAGS) ./... | grep -vx '$(CLI_PKG)'); rc=$$?; \
+	$(GO) test -race -tags $(TAGS) -timeout 20m $$($(GO) list -tags $(TAGS) ./... | grep -vx '$(CLI_PKG)'); rc=$$?; \
 	wait $$cli; crc=$$?; cat .test-cli.log; rm -f .test-cli.log; \
 	test $$rc -eq 0 && test $$crc -eq 0
 
