@@ -117,9 +117,11 @@ func TestReadme_LibraryQuickstart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	// -race and the test's tags: the packages come from the build cache
-	// this test binary's build filled.
-	cmd := execpkg.CommandContext(ctx, "go", "run", "-race", "-tags", "integration", ".")
+	// The test's own flags (make test runs this package without -race)
+	// and tags: the packages come from the build cache this test
+	// binary's build filled, instead of a race build of all of rath
+	// made here while the race suite builds the same beside it.
+	cmd := execpkg.CommandContext(ctx, "go", "run", "-tags", "integration", ".")
 	cmd.Dir = mod
 	cmd.Env = append(cleanEnv(), "GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off")
 	out, err := cmd.CombinedOutput()
