@@ -270,7 +270,7 @@ func TestFleet_TransientStoreFaultsSuspendRuns(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 		defer cancel()
 		c := newChaos(t, ctx, "-", slowEnv+"=200ms", busyEnv+"=300ms")
-		ids := c.submit(6)
+		ids := c.submit(12)
 		c.worker()
 		for c.doneCount(ids) < 1 && ctx.Err() == nil {
 			time.Sleep(20 * time.Millisecond)
@@ -282,9 +282,13 @@ func TestFleet_TransientStoreFaultsSuspendRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		// Held a little past the busy timeout, several times: the write
-		// that waited fails, and what the run writes next gets through.
-		for range 6 {
+		// Held a little past the busy timeout, again and again until a
+		// run met it (only a write that begins early in a hold waits past
+		// the timeout; with a fixed count, runs could finish before any
+		// did): the write that waited fails, and what the run writes
+		// next gets through.
+		holds := 0
+		for ; holds < 20 && !c.logged("handed back after attempt", "database is busy"); holds++ {
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -297,7 +301,7 @@ func TestFleet_TransientStoreFaultsSuspendRuns(t *testing.T) {
 			tx.Rollback()
 			time.Sleep(300 * time.Millisecond)
 		}
-		c.check(ids, 1+6)
+		c.check(ids, 1+holds)
 		// The fault was met: a run was handed back on a busy store and
 		// retried (without the suspension, it would have ended failed,
 		// and check would have said so).
