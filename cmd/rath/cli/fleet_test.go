@@ -27,7 +27,9 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 			if backend == "postgres" {
 				_, dsn := newDatabase(t)
 				store = append(store, "--dsn", dsn)
-				mustRun(t, dir, "--dsn", dsn, "migrate", "up")
+				if out := mustRun(t, dir, "--dsn", dsn, "migrate", "up"); !strings.Contains(out, "its job queue (River) is at version ") {
+					t.Fatalf("migrate up did not create the job queue's tables:\n%s", out)
+				}
 			}
 			work := filepath.Join(t.TempDir(), "ws")
 			os.MkdirAll(work, 0o755)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
 	"github.com/spf13/cobra"
 )
 
@@ -92,6 +93,13 @@ func newMigrateCmd(a *app) *cobra.Command {
 				}
 			}
 			fmt.Fprintf(a.stdout, "%s is at schema version %d\n", a.where(), v)
+			// The job queue's tables too, so no submitter or worker
+			// starts by creating them.
+			qv, err := fleet.Migrate(cmd.Context(), a.target())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "its job queue (River) is at version %d\n", qv)
 			if pending[merkleMigration] {
 				return a.buildTree(cmd)
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,6 +88,29 @@ func TestRun_MigrateStatus(t *testing.T) {
 	}
 	if out := mustRun(t, w.dir, "migrate"); !strings.Contains(out, "status") {
 		t.Fatalf("migrate without a subcommand should print help:\n%s", out)
+	}
+}
+
+// migrate up leaves a store complete, the job queue's tables included,
+// so that no submitter or worker has to create them.
+func TestRun_MigrateUpCreatesTheJobQueue(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	out := mustRun(t, dir, "migrate", "up")
+	if !strings.Contains(out, "its job queue (River) is at version ") {
+		t.Fatalf("migrate up:\n%s", out)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "rath.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM river_job`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("river_job after migrate up: %d, %v", n, err)
+	}
+	// A second run changes nothing and says so again.
+	if again := mustRun(t, dir, "migrate", "up"); !strings.Contains(again, "its job queue (River) is at version ") || strings.Contains(again, "applied ") {
+		t.Fatalf("migrate up again:\n%s", again)
 	}
 }
 

@@ -1,0 +1,50 @@
+package fleet
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"github.com/gorath/rath/events"
+)
+
+// Migrate creates or updates the job queue's tables (River's) in the
+// store at target (a SQLite file's path or a PostgreSQL DSN) and returns
+// their version. `rath migrate up` calls it, so that a store is complete
+// before any submitter or worker starts: otherwise the first of them
+// creates the tables, with several processes racing to do it.
+func Migrate(ctx context.Context, target string) (int, error) {
+	var (
+		db     *sql.DB
+		driver riverdriver.Driver[*sql.Tx]
+	)
+	if events.IsPostgresDSN(target) {
+		cfg, err := events.ParsePostgresDSN(target)
+		if err != nil {
+			return 0, err
+		}
+		db = stdlib.OpenDB(*cfg)
+		driver = riverdatabasesql.New(db)
+	} else {
+		var err error
+		if db, err = sql.Open("sqlite", events.DSN(target, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate"); err != nil {
+			return 0, fmt.Errorf("fleet: %w", err)
+		}
+		driver = riversqlite.New(db)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if err := migrate(ctx, driver, db); err != nil {
+		return 0, err
+	}
+	var v int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM river_migration WHERE line = '`+riverdriver.MigrationLineMain+`'`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("fleet: river migrations: %w", err)
+	}
+	return v, nil
+}
