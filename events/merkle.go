@@ -164,7 +164,8 @@ const maxHashesPerRead = 256
 
 // readTreeHashes reads the tree hashes at stored indexes, in that order.
 // The leaf hash of an event in the Merkle format is its row's hash column
-// and is not repeated in tree_hashes; every other tree hash is there.
+// and is not repeated in tree_hashes; every other tree hash is there, in
+// the row that holds it (treerows.go).
 func readTreeHashes(ctx context.Context, q queryer, pg bool, meta storeMeta, indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	var tree, seqs []int64
@@ -176,8 +177,14 @@ func readTreeHashes(ctx context.Context, q queryer, pg bool, meta storeMeta, ind
 		}
 	}
 	got := make(map[int64][]byte, len(indexes))
-	if err := readByKey(ctx, q, pg, `SELECT id, hash FROM tree_hashes WHERE id IN (`, tree, got); err != nil {
+	rows, err := readTreeRows(ctx, q, pg, tree)
+	if err != nil {
 		return nil, err
+	}
+	for _, id := range tree {
+		if h, ok := lookupTreeHash(meta, rows, id); ok {
+			got[id] = h
+		}
 	}
 	leaves := make(map[int64][]byte, len(seqs))
 	if err := readByKey(ctx, q, pg, `SELECT seq, hash FROM events WHERE seq IN (`, seqs, leaves); err != nil {

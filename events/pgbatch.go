@@ -94,12 +94,16 @@ func (p *pgPending) addEvent(seq int64, stream string, version int64, typ string
 // commits). The head is not written when $17 is empty (a batch of no
 // events). The head row is updated in place and inserted only when it is
 // missing: an UPSERT of an existing row also writes a row-lock record to
-// the WAL, one more per commit. A data-modifying WITH runs every part
-// even though none is referenced.
+// the WAL, one more per commit. A blob is inserted only if missing, not
+// with ON CONFLICT DO NOTHING, which logs a second record per blob (the
+// speculative insertion's confirmation): writers insert blobs holding the
+// chain lock, and the rare collision with another inserter (rath copy) is
+// redone as a stale tail. A data-modifying WITH runs every part even
+// though none is referenced.
 const pgBatchInsert = `WITH b AS (
 	INSERT INTO blobs (hash, size, bytes)
-	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[])
-	ON CONFLICT (hash) DO NOTHING
+	SELECT u.* FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u(hash, size, bytes)
+	WHERE NOT EXISTS (SELECT 1 FROM blobs x WHERE x.hash = u.hash)
 ), e AS (
 	INSERT INTO events (seq, stream, version, type, type_version, run_id, payload, at, hash, salt)
 	SELECT * FROM unnest($4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::bytea[])
@@ -115,8 +119,8 @@ const pgBatchInsert = `WITH b AS (
 )
 SELECT pg_notify('` + notifyChannel + `', '')`
 
-// flushPostgres sends the batch's rows, tree hashes and head (treeIDs,
-// treeHashes and head from the tree's flush; head "" when the batch has
+// flushPostgres sends the batch's rows, tree hashes and head (treeIDs and
+// treeHashes, the tree_hashes rows, and head from the tree's flush; head "" when the batch has
 // no event) in one statement. A collision on the events table means the
 // cached tail or a stream head was stale: it is reported as errStaleTail,
 // and the batch is redone after a reload.
@@ -138,8 +142,8 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
-		if pe.TableName == "events" {
-			return fmt.Errorf("%w: insert %d events from seq %d: %w", errStaleTail, len(p.seq), firstOr(p.seq), err)
+		if pe.TableName == "events" || pe.TableName == "blobs" {
+			return fmt.Errorf("%w: insert %d events and %d blobs from seq %d: %w", errStaleTail, len(p.seq), len(p.blobHash), firstOr(p.seq), err)
 		}
 		if pe.TableName == "tree_hashes" {
 			return fmt.Errorf("events: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)

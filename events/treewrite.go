@@ -9,8 +9,9 @@ import (
 )
 
 // The writer's side of the Merkle tree: a batch's leaves are hashed into
-// the tree in memory, their tree hashes inserted with one multi-row INSERT
-// per batch (per maxTreeRows hashes) and the new tree head recorded in
+// the tree in memory, their tree hashes inserted as rows of up to
+// maxHashesPerRow hashes each (treerows.go), with one multi-row INSERT per
+// batch (per maxTreeRows rows), and the new tree head recorded in
 // store_meta, just before the commit.
 
 // maxTreeRows is the most rows of one tree_hashes INSERT (two parameters
@@ -142,26 +143,26 @@ func (w *writerState) flushTree(ctx context.Context) error {
 	if mac := w.hasher.headMAC(head); mac != "" {
 		head += " " + mac
 	}
+	hashes := make([][]byte, len(ids))
+	for i, id := range ids {
+		h := made[id]
+		hashes[i] = h[:]
+	}
+	rowIDs, rows := packTreeRows(meta, ids, hashes)
 	if w.batched() {
-		hashes := make([][]byte, len(ids))
-		for i, id := range ids {
-			h := made[id]
-			hashes[i] = h[:]
-		}
-		return w.flushPostgres(ctx, ids, hashes, head)
+		return w.flushPostgres(ctx, rowIDs, rows, head)
 	}
 	// On PostgreSQL (the old chain rows) the last INSERT of tree hashes
 	// and the head's UPSERT are one statement (a data-modifying WITH).
 	combined := w.s.pg
-	for start := 0; start < len(ids) || combined && start == 0; start += maxTreeRows {
-		part := ids[start:min(start+maxTreeRows, len(ids))]
+	for start := 0; start < len(rowIDs) || combined && start == 0; start += maxTreeRows {
+		part := rowIDs[start:min(start+maxTreeRows, len(rowIDs))]
 		args := make([]any, 0, 2*len(part)+2)
-		for _, id := range part {
-			h := made[id]
-			args = append(args, id, h[:])
+		for i, id := range part {
+			args = append(args, id, rows[start+i])
 		}
 		query := insertTreeRows(len(part))
-		if combined && start+maxTreeRows >= len(ids) {
+		if combined && start+maxTreeRows >= len(rowIDs) {
 			query, args = `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, append(args, metaMerkleHead, head)
 			if len(part) > 0 {
 				query = `WITH t AS (` + insertTreeRows(len(part)) + `) ` + query

@@ -107,6 +107,7 @@ type verifier struct {
 	redacted []int64
 	records  map[int64]*EvidenceRedacted
 	atOf     map[int64]int64
+	meta     storeMeta // as read at the start
 }
 
 func (v *verifier) fail(seq int64, blob, format string, args ...any) (*VerifyReport, error) {
@@ -126,6 +127,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	if err != nil {
 		return nil, err
 	}
+	v.meta = meta
 	if meta.v2From < 0 {
 		return v.fail(0, "", "store_meta %s is not a seq: it was altered", metaChainV2From)
 	}
@@ -256,11 +258,14 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	if opts.Tree != nil && !treeFound {
 		return v.fail(prevSeq+1, "", "the log ends at seq %d, before the recorded tree head's size %d: it was truncated", prevSeq, opts.Tree.Size)
 	}
-	var extra int64
-	if err := tx.QueryRowContext(ctx, v.s.rebind(`SELECT COUNT(*) FROM tree_hashes WHERE id >= ?`), tlog.StoredHashCount(prevSeq)).Scan(&extra); err != nil {
-		return nil, storageErr("verify the Merkle tree", err)
+	treeStop, err := treeEnd(ctx, tx, meta, v.s.rebind)
+	if err != nil {
+		return nil, err
 	}
-	if extra > 0 {
+	if treeStop < 0 {
+		return v.fail(prevSeq, "", "the Merkle tree's last row is malformed: the tree was altered")
+	}
+	if treeStop > tlog.StoredHashCount(prevSeq) {
 		return v.fail(prevSeq+1, "", "event missing: the Merkle tree has leaves past the log's last seq %d, so events were deleted from its tail", prevSeq)
 	}
 	if done := v.checkTreeHead(meta, h, prevSeq, rep.Tree); done {
@@ -344,24 +349,40 @@ func (v *verifier) storedTree(ctx context.Context, after int64, rs []leafRow) (m
 		return nil, nil
 	}
 	last := max(rs[len(rs)-1].Seq, after+int64(len(rs)))
-	rows, err := v.tx.QueryContext(ctx, v.s.rebind(`SELECT id, hash FROM tree_hashes WHERE id >= ? AND id < ? ORDER BY id`), tlog.StoredHashCount(after), tlog.StoredHashCount(last))
+	from, to := tlog.StoredHashCount(after), tlog.StoredHashCount(last)
+	// From the row that may hold index from (it can start before it).
+	rows, err := v.tx.QueryContext(ctx, v.s.rebind(`SELECT id, hash FROM tree_hashes WHERE id >= COALESCE((SELECT MAX(id) FROM tree_hashes WHERE id <= ?), 0) AND id < ? ORDER BY id`), from, to)
 	if err != nil {
 		return nil, storageErr("verify the Merkle tree", err)
 	}
 	defer rows.Close()
 	out := make(map[int64]tlog.Hash, 2*len(rs))
 	for rows.Next() {
-		var id int64
-		var b []byte
-		if err := rows.Scan(&id, &b); err != nil {
+		var r treeRow
+		if err := rows.Scan(&r.first, &r.hashes); err != nil {
 			return nil, storageErr("verify the Merkle tree", err)
 		}
-		var h tlog.Hash
-		copy(h[:], b)
-		if len(b) != tlog.HashSize {
-			h[0] ^= 0xff // not a hash: never equal to a recomputed one by chance
+		ids, ok := r.ids(v.meta)
+		if !ok {
+			// Not whole hashes: the first index it claims never
+			// equals a recomputed hash by chance.
+			var h tlog.Hash
+			copy(h[:], r.hashes)
+			h[0] ^= 0xff
+			out[r.first] = h
+			continue
 		}
-		out[id] = h
+		for i, id := range ids {
+			if id < from || id >= to {
+				continue
+			}
+			var h tlog.Hash
+			copy(h[:], r.hashes[i*tlog.HashSize:])
+			if prev, dup := out[id]; dup && prev != h {
+				h[0] ^= 0xff // rows that overlap and disagree
+			}
+			out[id] = h
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, storageErr("verify the Merkle tree", err)

@@ -73,6 +73,8 @@ func testMerkleTampering(t *testing.T, b Backend) {
 			}
 		})
 	}
+	t.Run("packed tree rows", func(t *testing.T) { testPackedTreeRows(t, b) })
+	t.Run("rows of one hash, then packed rows", func(t *testing.T) { testOneHashRowsThenPacked(t, b) })
 	// A truncated tail (events and tree alike) leaves a shorter log that is
 	// consistent in itself: a tree head recorded earlier finds it.
 	t.Run("truncated tail with a recorded tree head", func(t *testing.T) {
@@ -161,5 +163,137 @@ func testMerkleProofs(t *testing.T, b Backend) {
 	}
 	if _, err := s.ProveInclusion(ctx, 1, last.Size+1); !errors.Is(err, events.ErrInvalid) {
 		t.Fatalf("a proof in a tree larger than the log = %v, want ErrInvalid", err)
+	}
+}
+
+// One commit of ten events stores its eight tree hashes as one row
+// (events/treerows.go); an edit inside that row is found at the seq whose
+// leaf completes the altered node, and a row cut short or reaching past
+// the log's tail is found too.
+func testPackedTreeRows(t *testing.T, b Backend) {
+	// The row's hashes, in order: the nodes completed by the leaves of
+	// seqs 2, 4 (two), 6, 8 (three) and 10.
+	cases := []struct {
+		name   string
+		edit   func(row []byte) []byte
+		seq    int64
+		reason string
+	}{
+		{"a hash inside the row", func(row []byte) []byte { row[2*tlog.HashSize] ^= 1; return row }, 4, "tree"},
+		{"the row cut short", func(row []byte) []byte { return row[:len(row)-tlog.HashSize] }, 10, "missing from the Merkle tree"},
+		{"the row reaching past the tail", func(row []byte) []byte { return append(row, row[:tlog.HashSize]...) }, 11, "past the log's last seq"},
+		// Not whole hashes: found at the row's first node, seq 2's.
+		{"the row not whole hashes", func(row []byte) []byte { return row[:len(row)-1] }, 2, "tree"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := b.New(t)
+			s := OpenStore(t, tg)
+			ps := make([]events.Payload, 10)
+			for i := range ps {
+				ps[i] = placed("s", i)
+			}
+			if _, err := s.Append(t.Context(), "s", events.NoStream, ps...); err != nil {
+				t.Fatal(err)
+			}
+			mustVerify(t, s)
+			var rows int
+			var id int64
+			var row []byte
+			if err := s.DB().QueryRowContext(t.Context(), `SELECT COUNT(*) FROM tree_hashes`).Scan(&rows); err != nil || rows != 1 {
+				t.Fatalf("%d tree_hashes rows (%v) for one commit, want 1", rows, err)
+			}
+			if err := s.DB().QueryRowContext(t.Context(), `SELECT id, hash FROM tree_hashes`).Scan(&id, &row); err != nil || len(row) != 8*tlog.HashSize {
+				t.Fatalf("row of %d bytes (%v), want 8 hashes", len(row), err)
+			}
+			edited := tc.edit(row)
+			literal := fmt.Sprintf(`X'%x'`, edited)
+			if tg.DSN != "" {
+				literal = fmt.Sprintf(`'\x%x'::bytea`, edited)
+			}
+			tg.DropGuards(t)
+			if err := tg.Exec(t, fmt.Sprintf(`UPDATE tree_hashes SET hash = %s WHERE id = %d`, literal, id)); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() || rep.Failure.Seq != tc.seq || !strings.Contains(rep.Failure.Reason, tc.reason) {
+				t.Fatalf("verify = %v, want a failure at seq %d saying %q", rep.Failure, tc.seq, tc.reason)
+			}
+		})
+	}
+}
+
+// A store whose tree was written a hash a row (before schema version 14)
+// keeps verifying and proving once packed rows follow those rows.
+func testOneHashRowsThenPacked(t *testing.T, b Backend) {
+	ctx := t.Context()
+	tg := b.New(t)
+	s := OpenStore(t, tg)
+	appendN := func(n int) {
+		t.Helper()
+		ps := make([]events.Payload, n)
+		for i := range ps {
+			ps[i] = placed("s", i)
+		}
+		if _, err := s.Append(ctx, "s", events.AnyVersion, ps...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendN(10)
+	var row []byte
+	if err := s.DB().QueryRowContext(ctx, `SELECT hash FROM tree_hashes`).Scan(&row); err != nil {
+		t.Fatal(err)
+	}
+	tg.DropGuards(t)
+	if err := tg.Exec(t, `DELETE FROM tree_hashes`); err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for n := int64(0); n < 10; n++ {
+		for id := tlog.StoredHashIndex(0, n) + 1; id < tlog.StoredHashCount(n+1); id++ {
+			literal := fmt.Sprintf(`X'%x'`, row[k*tlog.HashSize:(k+1)*tlog.HashSize])
+			if tg.DSN != "" {
+				literal = fmt.Sprintf(`'\x%x'::bytea`, row[k*tlog.HashSize:(k+1)*tlog.HashSize])
+			}
+			if err := tg.Exec(t, fmt.Sprintf(`INSERT INTO tree_hashes (id, hash) VALUES (%d, %s)`, id, literal)); err != nil {
+				t.Fatal(err)
+			}
+			k++
+		}
+	}
+	if k != 8 {
+		t.Fatalf("%d hashes unpacked, want 8", k)
+	}
+	ten := mustVerify(t, s).Tree
+	appendN(13)
+	for range 3 {
+		appendN(1)
+	}
+	last := mustVerify(t, s).Tree
+	if last.Size != 26 {
+		t.Fatalf("tree of %d leaves, want 26", last.Size)
+	}
+	for seq := int64(1); seq <= last.Size; seq++ {
+		line, err := s.LeafLine(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.ProveInclusion(ctx, seq, last.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tlog.CheckRecord(p, last.Size, last.Root, seq-1, tlog.RecordHash(line)); err != nil {
+			t.Fatalf("inclusion proof of seq %d: %v", seq, err)
+		}
+	}
+	p, err := s.ProveConsistency(ctx, ten.Size, last.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tlog.CheckTree(p, last.Size, last.Root, ten.Size, ten.Root); err != nil {
+		t.Fatalf("consistency 10 -> %d: %v", last.Size, err)
 	}
 }
