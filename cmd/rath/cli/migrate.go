@@ -117,12 +117,17 @@ const merkleMigration = 9
 // is more than a schema change.
 var migrationNotes = map[int64]string{
 	merkleMigration:      ": the log becomes a Merkle log (docs/ARCHITECTURE.md): a salt per new event and the tree_hashes table; the events already in the log keep their hash chain and become the tree's first leaves",
+	packedTreeMigration:  ": a tree_hashes row may hold several hashes (docs/ARCHITECTURE.md, \"The tree\"); no row changes, and a rath older than this one refuses the store",
 	checkpointsMigration: ": the store gets its id (the origin of its checkpoints) and the append-only checkpoints and checkpoint_cosignatures tables; nothing is signed until a process appends with RATH_SIGNING_KEY or runs rath checkpoint --sign (docs/EVIDENCE.md)",
 }
 
 // checkpointsMigration is the schema version that added signed
 // checkpoints.
 const checkpointsMigration = 10
+
+// packedTreeMigration is the schema version whose tree_hashes rows may
+// hold several hashes.
+const packedTreeMigration = 14
 
 // buildTree opens the store, which builds the Merkle tree over the events
 // already in the log, and says so.
