@@ -128,6 +128,7 @@ type result struct {
 	steps                int
 	wall                 time.Duration
 	gaps, lags           []time.Duration // lags: commit → delivery
+	workerLags           []time.Duration // of the events committed after the workers started
 	appendLags           []time.Duration // append timestamp → delivery
 	workerCPU, serverCPU time.Duration
 	// workerSelfCPU is the workers' own CPU (no child process), read from
@@ -252,6 +253,15 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		"--workspace", ws, "--backend", "local", "--tools", "run_shell_command", "--max-rounds", strconv.Itoa(c.rounds+5)); err != nil {
 		return res, nil, err
 	}
+	// The workers start once the subscriber has the submit's events, so
+	// that their processes' start does not compete with its reading them.
+	submitted, err := store.Head(ctx)
+	if err != nil {
+		return res, nil, err
+	}
+	if err := sub.reach(ctx, submitted.Seq, c.timeout); err != nil {
+		return res, nil, err
+	}
 
 	start := time.Now()
 	procs := make([]*exec.Cmd, w)
@@ -325,7 +335,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	}
 	rows := sub.stop()
 	res.rows, res.appendLags = len(rows), sub.lags
-	if res.lags, err = commitLags(ctx, conn, rows); err != nil {
+	if res.lags, res.workerLags, err = commitLags(ctx, conn, rows, start); err != nil {
 		return res, nil, err
 	}
 	res.gaps = roundGaps(rows)
@@ -391,6 +401,27 @@ func subscribe(ctx context.Context, store *events.Store, from int64, runs int) *
 		}
 	}()
 	return s
+}
+
+// reach waits until the subscriber has delivered seq.
+func (s *subscriber) reach(ctx context.Context, seq int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		s.mu.Lock()
+		n := len(s.rows)
+		last := int64(0)
+		if n > 0 {
+			last = s.rows[n-1].seq
+		}
+		s.mu.Unlock()
+		if last >= seq {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the subscriber did not reach seq %d (at %d)", seq, last)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (s *subscriber) stop() []row {

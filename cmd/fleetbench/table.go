@@ -81,6 +81,8 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	line("writer events/commit", writer(func(r result) float64 { return float64(r.writer.Events) / float64(max(r.writer.Commits, 1)) }))
 	line("seq lag p50 ms", func(r result) string { return pct(r.lags, 50, dash) })
 	line("seq lag p99 ms", func(r result) string { return pct(r.lags, 99, dash) })
+	line("of the workers' events p50 ms", func(r result) string { return pct(r.workerLags, 50, dash) })
+	line("of the workers' events p99 ms", func(r result) string { return pct(r.workerLags, 99, dash) })
 	line("append → delivery p50 ms", func(r result) string { return pct(r.appendLags, 50, dash) })
 	line("append → delivery p99 ms", func(r result) string { return pct(r.appendLags, 99, dash) })
 	line("batch submit CPU ms/run", func(r result) string {
