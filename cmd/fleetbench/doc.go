@@ -8,7 +8,9 @@
 // connections, one transaction per round.
 //
 // It reports, per phase: steps/s (a step is one round), the gap between
-// a run's consecutive rounds (p50, p99, from the events' timestamps), CPU
+// a run's consecutive rounds (p50, p99, from the events' timestamps) and
+// the time between steps (a round's tool.returned to the next round's
+// tool.called: the gap without the round's command), CPU
 // per step of the worker processes (their rusage), split into their own
 // (from /proc just before they stop) and their shell commands', and of
 // the server (the postmaster and its backends, from /proc), the cores

@@ -128,6 +128,7 @@ type result struct {
 	steps                int
 	wall                 time.Duration
 	gaps, lags           []time.Duration // lags: commit → delivery
+	between              []time.Duration // a round's tool.returned → the next round's tool.called
 	workerLags           []time.Duration // of the events committed after the workers started
 	appendLags           []time.Duration // append timestamp → delivery
 	workerCPU, serverCPU time.Duration
@@ -338,7 +339,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	if res.lags, res.workerLags, err = commitLags(ctx, conn, rows, start); err != nil {
 		return res, nil, err
 	}
-	res.gaps = roundGaps(rows)
+	res.gaps, res.between = roundGaps(rows), betweenSteps(rows)
 	if failed := sub.failed(); failed > 0 {
 		return res, nil, fmt.Errorf("%d of %d runs did not end done; the first: %s", failed, c.runs, sub.why)
 	}
@@ -455,6 +456,30 @@ func roundGaps(rows []row) []time.Duration {
 		last[r.run] = r.at
 	}
 	return gaps
+}
+
+// betweenSteps are, for each run, the times from a round's tool.returned
+// to the next round's tool.called: what the runtime adds between two
+// steps (the result's commit, the model's scripted reply, the reply's
+// commit, the scheduling), without the step's own command.
+func betweenSteps(rows []row) []time.Duration {
+	returned := map[string]time.Time{}
+	var out []time.Duration
+	for _, r := range rows {
+		if r.run == "" {
+			continue
+		}
+		switch r.typ {
+		case events.TypeToolReturned:
+			returned[r.run] = r.at
+		case events.TypeToolCalled:
+			if t, ok := returned[r.run]; ok {
+				out = append(out, r.at.Sub(t))
+				delete(returned, r.run)
+			}
+		}
+	}
+	return out
 }
 
 // pgState is what a phase is measured by: the database's size, the WAL

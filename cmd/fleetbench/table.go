@@ -33,6 +33,8 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	line("steps/s", func(r result) string { return fmt.Sprintf("%.1f", float64(r.steps)/r.wall.Seconds()) })
 	line("step gap p50 ms", func(r result) string { return pct(r.gaps, 50, dash) })
 	line("step gap p99 ms", func(r result) string { return pct(r.gaps, 99, dash) })
+	line("between steps p50 ms", func(r result) string { return pct(r.between, 50, dash) })
+	line("between steps p99 ms", func(r result) string { return pct(r.between, 99, dash) })
 	line("worker CPU ms/step", func(r result) string {
 		if !r.haveWorker {
 			return dash
