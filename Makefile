@@ -102,6 +102,7 @@ soak: deps
 # fuzz runs each fuzz target for a short while.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./events
+	$(GO) test -run '^$$' -fuzz FuzzTreeRow -fuzztime 30s ./events
 
 clean:
 	rm -rf bin .tools

@@ -58,11 +58,17 @@ type treeRow struct {
 	hashes []byte
 }
 
+// maxTreeIndex bounds the indexes a row may claim: tlog's index arithmetic
+// assumes non-negative indexes far from overflowing, and a row's id is
+// whatever the database holds.
+const maxTreeIndex = 1 << 60
+
 // ids lists the indexes the row holds, in order. A row that is not whole
-// hashes, or starts at an index the table does not keep, is malformed.
+// hashes, starts at an index the table does not keep, or claims indexes
+// out of range is malformed.
 func (r treeRow) ids(m storeMeta) ([]int64, bool) {
 	n := len(r.hashes) / tlog.HashSize
-	if n == 0 || len(r.hashes)%tlog.HashSize != 0 || !m.inTreeTable(r.first) {
+	if n == 0 || len(r.hashes)%tlog.HashSize != 0 || r.first < 0 || r.first > maxTreeIndex-3*int64(n) || !m.inTreeTable(r.first) {
 		return nil, false
 	}
 	out := make([]int64, n)

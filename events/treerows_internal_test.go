@@ -73,9 +73,31 @@ func TestTreeRows_MalformedRowsHoldNothing(t *testing.T) {
 		{first: id, hashes: make([]byte, 31)},
 		{first: id, hashes: nil},
 		{first: tlog.StoredHashIndex(0, 3), hashes: make([]byte, 32)}, // an event's own leaf
+		{first: -5, hashes: make([]byte, 32)},
+		{first: 1<<62 + 1, hashes: make([]byte, 32)},
 	} {
 		if ids, ok := r.ids(m); ok {
 			t.Errorf("row %d of %d bytes holds %v", r.first, len(r.hashes), ids)
 		}
 	}
+}
+
+// A tree_hashes row is whatever the database holds: no id or content
+// makes reading it panic, and what it yields stays in range.
+func FuzzTreeRow(f *testing.F) {
+	f.Add(int64(1), make([]byte, 64), int64(1), int64(3))
+	f.Add(int64(-5), make([]byte, 32), int64(0), int64(0))
+	f.Add(int64(1<<62), make([]byte, 96), int64(6), int64(1<<62+2))
+	f.Fuzz(func(t *testing.T, first int64, hashes []byte, merkleFrom, id int64) {
+		m := storeMeta{merkleFrom: merkleFrom}
+		r := treeRow{first: first, hashes: hashes}
+		if ids, ok := r.ids(m); ok {
+			if len(ids)*tlog.HashSize != len(hashes) || ids[0] != first {
+				t.Fatalf("row %d of %d bytes holds %d ids from %d", first, len(hashes), len(ids), ids[0])
+			}
+		}
+		if h, ok := lookupTreeHash(m, []treeRow{r}, id); ok && len(h) != tlog.HashSize {
+			t.Fatalf("a hash of %d bytes", len(h))
+		}
+	})
 }
