@@ -11,6 +11,8 @@ SELECT 1;
 -- +goose Down
 -- An older rath reads a row as one hash: refuse while rows hold several
 -- (the CHECK fails on a count above zero).
-CREATE TEMP TABLE rath_down_14 (packed INTEGER CHECK (packed = 0));
+CREATE TEMP TABLE rath_down_14 (
+    packed INTEGER CONSTRAINT "rath: tree_hashes rows hold several hashes; a schema before version 14 cannot read them" CHECK (packed = 0)
+);
 INSERT INTO rath_down_14 SELECT COUNT(*) FROM tree_hashes WHERE length(hash) > 32;
 DROP TABLE rath_down_14;
