@@ -42,8 +42,8 @@ func Migrate(ctx context.Context, target string) (int, error) {
 	if err := migrate(ctx, driver, db); err != nil {
 		return 0, err
 	}
-	var v int
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM river_migration WHERE line = '`+riverdriver.MigrationLineMain+`'`).Scan(&v); err != nil {
+	v, err := riverVersion(ctx, db)
+	if err != nil {
 		return 0, fmt.Errorf("fleet: river migrations: %w", err)
 	}
 	return v, nil

@@ -83,7 +83,13 @@ func newRunID() (string, error) {
 // query (no table yet, an older layout) means "not known": the caller
 // runs the migrator, which reports real errors.
 func migrated(ctx context.Context, db *sql.DB, latest int) bool {
+	v, err := riverVersion(ctx, db)
+	return err == nil && v >= latest
+}
+
+// riverVersion is the version of River's tables (its main migration line).
+func riverVersion(ctx context.Context, db *sql.DB) (int, error) {
 	var v int
 	err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM river_migration WHERE line = '`+riverdriver.MigrationLineMain+`'`).Scan(&v)
-	return err == nil && v >= latest
+	return v, err
 }
