@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -28,9 +29,34 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m, func(s *pgtest.Server) { server = s })
 }
 
+// migrated is a database at rath's latest schema that the conformance
+// suite's databases are copied from: its many cases each get a fresh
+// database without running every migration again.
+var migrated struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+func migratedTemplate(ctx context.Context) (string, error) {
+	migrated.once.Do(func() {
+		migrated.name = "conf_template"
+		dsn, err := server.CreateDatabase(ctx, migrated.name)
+		if err == nil {
+			err = rath.Migrate(ctx, dsn) // closes its connections: a template must have none
+		}
+		migrated.err = err
+	})
+	return migrated.name, migrated.err
+}
+
 func postgresTarget(t testing.TB) storetest.Target {
 	name := fmt.Sprintf("conf%d", dbs.Add(1))
-	dsn, err := server.CreateDatabase(t.Context(), name)
+	template, err := migratedTemplate(context.WithoutCancel(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn, err := server.CreateDatabaseFrom(t.Context(), name, template)
 	if err != nil {
 		t.Fatal(err)
 	}
