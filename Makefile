@@ -65,10 +65,15 @@ vet:
 # The packages whose tests run rath as a separate process use bin/rath,
 # built once here, instead of each linking its own (internal/rathbin).
 CLI_PKG := github.com/gorath/rath/cmd/rath/cli
+# Test binaries are linked without DWARF (-ldflags=-w): nothing reads it
+# (stack traces and race reports use the symbol table), and linking some
+# sixty race-instrumented binaries is a good part of the suite's CPU on a
+# 2-core machine.
+TEST_LDFLAGS := -ldflags=-w
 test: deps vet build
 	@export RATH_TEST_BINARY=$(CURDIR)/bin/rath; \
-	$(GO) test -tags $(TAGS) -timeout 20m $(CLI_PKG) > .test-cli.log 2>&1 & cli=$$!; \
-	$(GO) test -race -tags $(TAGS) -timeout 20m $$($(GO) list -tags $(TAGS) ./... | grep -vx '$(CLI_PKG)'); rc=$$?; \
+	$(GO) test $(TEST_LDFLAGS) -tags $(TAGS) -timeout 20m $(CLI_PKG) > .test-cli.log 2>&1 & cli=$$!; \
+	$(GO) test -race $(TEST_LDFLAGS) -tags $(TAGS) -timeout 20m $$($(GO) list -tags $(TAGS) ./... | grep -vx '$(CLI_PKG)'); rc=$$?; \
 	wait $$cli; crc=$$?; cat .test-cli.log; rm -f .test-cli.log; \
 	test $$rc -eq 0 && test $$crc -eq 0
 
