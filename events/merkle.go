@@ -215,15 +215,19 @@ func inList(query string, pg bool, keys []int64) (string, []any) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if pg {
-			b.WriteString("$" + strconv.Itoa(i+1))
-		} else {
-			b.WriteByte('?')
-		}
+		b.WriteString(placeholder(pg, i))
 		args[i] = k
 	}
 	b.WriteByte(')')
 	return b.String(), args
+}
+
+// placeholder is the i-th (from 0) parameter of a statement.
+func placeholder(pg bool, i int) string {
+	if pg {
+		return "$" + strconv.Itoa(i+1)
+	}
+	return "?"
 }
 
 // readByKey runs query (ending in "IN (") for keys, a page at a time, and

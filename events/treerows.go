@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"sort"
-	"strconv"
 	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -108,11 +107,7 @@ func readTreeRows(ctx context.Context, q queryer, pg bool, ids []int64) ([]treeR
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			p := "?"
-			if pg {
-				p = "$" + strconv.Itoa(i+1)
-			}
-			b.WriteString(`(SELECT MAX(id) FROM tree_hashes WHERE id <= ` + p + `)`)
+			b.WriteString(`(SELECT MAX(id) FROM tree_hashes WHERE id <= ` + placeholder(pg, i) + `)`)
 			args[i] = id
 		}
 		b.WriteByte(')')
@@ -151,9 +146,9 @@ func lookupTreeHash(m storeMeta, rows []treeRow, id int64) ([]byte, bool) {
 
 // treeEnd is one past the last index tree_hashes holds (0 when empty), or
 // -1 when its last row is malformed.
-func treeEnd(ctx context.Context, q queryer, m storeMeta, rebind func(string) string) (int64, error) {
+func treeEnd(ctx context.Context, q queryer, m storeMeta) (int64, error) {
 	var r treeRow
-	err := q.QueryRowContext(ctx, rebind(`SELECT id, hash FROM tree_hashes WHERE id = (SELECT MAX(id) FROM tree_hashes)`)).Scan(&r.first, &r.hashes)
+	err := q.QueryRowContext(ctx, `SELECT id, hash FROM tree_hashes WHERE id = (SELECT MAX(id) FROM tree_hashes)`).Scan(&r.first, &r.hashes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

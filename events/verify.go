@@ -258,7 +258,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	if opts.Tree != nil && !treeFound {
 		return v.fail(prevSeq+1, "", "the log ends at seq %d, before the recorded tree head's size %d: it was truncated", prevSeq, opts.Tree.Size)
 	}
-	treeStop, err := treeEnd(ctx, tx, meta, v.s.rebind)
+	treeStop, err := treeEnd(ctx, tx, meta)
 	if err != nil {
 		return nil, err
 	}

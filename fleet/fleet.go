@@ -193,7 +193,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		}
 		driver = riverdatabasesql.NewWithPgxListener(f.db, f.listener)
 	default:
-		db, err := sql.Open("sqlite", events.DSN(store.Target(), false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
+		db, err := openQueueSQLite(store.Target())
 		if err != nil {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}

@@ -32,7 +32,7 @@ func Migrate(ctx context.Context, target string) (int, error) {
 		driver = riverdatabasesql.New(db)
 	} else {
 		var err error
-		if db, err = sql.Open("sqlite", events.DSN(target, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate"); err != nil {
+		if db, err = openQueueSQLite(target); err != nil {
 			return 0, fmt.Errorf("fleet: %w", err)
 		}
 		driver = riversqlite.New(db)
@@ -47,4 +47,10 @@ func Migrate(ctx context.Context, target string) (int, error) {
 		return 0, fmt.Errorf("fleet: river migrations: %w", err)
 	}
 	return v, nil
+}
+
+// openQueueSQLite opens the SQLite file at path for River: writes take
+// the lock up front (IMMEDIATE), and a busy database is waited for.
+func openQueueSQLite(path string) (*sql.DB, error) {
+	return sql.Open("sqlite", events.DSN(path, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
 }

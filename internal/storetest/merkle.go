@@ -206,11 +206,7 @@ func testPackedTreeRows(t *testing.T, b Backend) {
 			if err := s.DB().QueryRowContext(t.Context(), `SELECT id, hash FROM tree_hashes`).Scan(&id, &row); err != nil || len(row) != 8*tlog.HashSize {
 				t.Fatalf("row of %d bytes (%v), want 8 hashes", len(row), err)
 			}
-			edited := tc.edit(row)
-			literal := fmt.Sprintf(`X'%x'`, edited)
-			if tg.DSN != "" {
-				literal = fmt.Sprintf(`'\x%x'::bytea`, edited)
-			}
+			literal := byteaLiteral(tg, tc.edit(row))
 			tg.DropGuards(t)
 			if err := tg.Exec(t, fmt.Sprintf(`UPDATE tree_hashes SET hash = %s WHERE id = %d`, literal, id)); err != nil {
 				t.Fatal(err)
@@ -254,10 +250,7 @@ func testOneHashRowsThenPacked(t *testing.T, b Backend) {
 	k := 0
 	for n := int64(0); n < 10; n++ {
 		for id := tlog.StoredHashIndex(0, n) + 1; id < tlog.StoredHashCount(n+1); id++ {
-			literal := fmt.Sprintf(`X'%x'`, row[k*tlog.HashSize:(k+1)*tlog.HashSize])
-			if tg.DSN != "" {
-				literal = fmt.Sprintf(`'\x%x'::bytea`, row[k*tlog.HashSize:(k+1)*tlog.HashSize])
-			}
+			literal := byteaLiteral(tg, row[k*tlog.HashSize:(k+1)*tlog.HashSize])
 			if err := tg.Exec(t, fmt.Sprintf(`INSERT INTO tree_hashes (id, hash) VALUES (%d, %s)`, id, literal)); err != nil {
 				t.Fatal(err)
 			}
@@ -296,4 +289,12 @@ func testOneHashRowsThenPacked(t *testing.T, b Backend) {
 	if err := tlog.CheckTree(p, last.Size, last.Root, ten.Size, ten.Root); err != nil {
 		t.Fatalf("consistency 10 -> %d: %v", last.Size, err)
 	}
+}
+
+// byteaLiteral is b as an SQL literal of tg's database.
+func byteaLiteral(tg Target, b []byte) string {
+	if tg.DSN != "" {
+		return fmt.Sprintf(`'\x%x'::bytea`, b)
+	}
+	return fmt.Sprintf(`X'%x'`, b)
 }
