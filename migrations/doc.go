@@ -11,6 +11,15 @@
 // projection_checkpoints) is a projection that package projections can drop and
 // rebuild from the log at any time.
 //
+// goose applies the migrations, records their versions and, on
+// PostgreSQL, holds its advisory lock while it does; the files are split
+// into statements here (split: goose's documented annotations, the ones
+// these files use) and handed to goose as one function per migration,
+// because goose's own reader was most of the CPU of migrating a fresh
+// store. TestSplit_BuildsTheSchemaGooseBuildsFromTheFiles checks, on both
+// stores, that every version up and down builds the schema goose builds
+// from the files themselves.
+//
 // Up refuses a database whose recorded version is newer than the highest
 // embedded migration (a *SchemaTooNewError): this binary does not know
 // that schema.

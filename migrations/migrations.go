@@ -67,7 +67,12 @@ type Migration struct {
 
 func provider(db *sql.DB) (*goose.Provider, error) {
 	d := DialectOf(db)
-	dialect, opts := database.DialectSQLite3, []goose.ProviderOption(nil)
+	ms, err := gooseMigrations(d)
+	if err != nil {
+		return nil, err
+	}
+	dialect := database.DialectSQLite3
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(ms...)}
 	if d == Postgres {
 		locker, err := lock.NewPostgresSessionLocker()
 		if err != nil {
@@ -75,11 +80,74 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 		}
 		dialect, opts = database.DialectPostgres, append(opts, goose.WithSessionLocker(locker))
 	}
-	p, err := goose.NewProvider(dialect, db, dialectFiles(d), opts...)
+	// No file system: every migration is one of ms (see split).
+	p, err := goose.NewProvider(dialect, db, nil, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: new provider: %w", err)
 	}
 	return p, nil
+}
+
+// migrationFile is one embedded migration file, split into statements.
+type migrationFile struct {
+	version  int64
+	name     string
+	up, down []string
+}
+
+// files of dialect d in version order.
+func migrationFiles(d Dialect) ([]migrationFile, error) {
+	fsys := dialectFiles(d)
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("migrations: embedded files: %w", err)
+	}
+	var out []migrationFile
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		src, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("migrations: embedded files: %w", err)
+		}
+		f := migrationFile{version: v, name: e.Name()}
+		if f.up, f.down, err = split(string(d)+"/"+e.Name(), string(src)); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// gooseMigrations are dialect d's files as goose migrations, each running
+// its statements in the transaction goose opens for it.
+func gooseMigrations(d Dialect) ([]*goose.Migration, error) {
+	files, err := migrationFiles(d)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]*goose.Migration, 0, len(files))
+	for _, f := range files {
+		ms = append(ms, goose.NewGoMigration(f.version,
+			&goose.GoFunc{RunTx: runStatements(f.name, f.up)},
+			&goose.GoFunc{RunTx: runStatements(f.name, f.down)}))
+	}
+	return ms, nil
+}
+
+func runStatements(name string, stmts []string) func(context.Context, *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		for i, s := range stmts {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("%s, statement %d: %w", name, i+1, err)
+			}
+		}
+		return nil
+	}
 }
 
 // ErrSchemaTooNew is matched by a *SchemaTooNewError.
@@ -193,9 +261,17 @@ func Status(ctx context.Context, db *sql.DB) ([]Migration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: status: %w", err)
 	}
+	files, err := migrationFiles(DialectOf(db))
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[int64]string, len(files))
+	for _, f := range files {
+		names[f.version] = f.name
+	}
 	out := make([]Migration, 0, len(st))
 	for _, s := range st {
-		m := Migration{Version: s.Source.Version, Source: s.Source.Path, Applied: s.State == goose.StateApplied}
+		m := Migration{Version: s.Source.Version, Source: names[s.Source.Version], Applied: s.State == goose.StateApplied}
 		if m.Applied && !s.AppliedAt.IsZero() {
 			m.AppliedAt = s.AppliedAt.UTC().Format("2006-01-02T15:04:05Z")
 		}
