@@ -211,6 +211,17 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	if opts.SubmitOnly {
 		queues = nil // River's insert-only client
 	}
+	// On SQLite a worker learns of new jobs only by polling River's
+	// table. On PostgreSQL every insert (rath submit's, POST /api/runs',
+	// the reaper's) sends River's NOTIFY and a worker's listener fetches
+	// at once, as it does when one of its jobs ends; polling is only the
+	// fallback for a lost notification, so it runs at River's default
+	// period. Each poll is a statement on the server: 5 a second made a
+	// quarter of an idle worker's.
+	fetchPoll := 200 * time.Millisecond
+	if f.listener != nil {
+		fetchPoll = time.Second
+	}
 	client, err := river.NewClient(driver, &river.Config{
 		ID:      opts.WorkerID,
 		Logger:  opts.Logger,
@@ -221,7 +232,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		JobTimeout:           -1,
 		RescueStuckJobsAfter: 4 * opts.LeaseTime,
 		MaxAttempts:          opts.MaxAttempts,
-		FetchPollInterval:    200 * time.Millisecond,
+		FetchPollInterval:    fetchPoll,
 		RetryPolicy:          backoff{first: opts.RetryBackoff, most: time.Minute},
 	})
 	if err != nil {
