@@ -95,7 +95,8 @@ type migrationFile struct {
 	up, down []string
 }
 
-// files of dialect d in version order.
+// migrationFiles returns dialect d's embedded files, split into
+// statements, in version order.
 func migrationFiles(d Dialect) ([]migrationFile, error) {
 	fsys := dialectFiles(d)
 	entries, err := fs.ReadDir(fsys, ".")

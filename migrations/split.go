@@ -22,8 +22,8 @@ var ErrMalformedMigration = errors.New("migrations: malformed migration file")
 // goose reads the files itself when given them, but its parser takes a
 // 4 MiB scan buffer from a sync.Pool for every line; under the race
 // detector the pool drops buffers at random, and migrating a fresh store
-// cost about 370 ms of CPU (75 ms without it), a fifth of the race-enabled
-// test suite's CPU. So rath splits its files here and hands goose each
+// cost about 370 ms of CPU (75 ms without it): a fifth to a quarter of
+// the CPU of the race-enabled test packages that open many stores. So rath splits its files here and hands goose each
 // migration as a function (provider), which keeps goose's versioning,
 // locking and one transaction per migration.
 func split(name, src string) (up, down []string, err error) {
