@@ -38,6 +38,10 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // have taken the run, so this one stops before it does anything more.
 var ErrLeaseLost = errors.New("fleet: the run's lease ran out before it was renewed")
 
+// dbClockMicros is PostgreSQL's clock in microseconds since the epoch:
+// the lease clock, read alone (now) or inside a statement (beat).
+const dbClockMicros = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
+
 // now is the lease clock: PostgreSQL's clock on PostgreSQL, so that
 // workers on machines whose clocks disagree still agree on when a lease
 // expires; the machine's clock (clock, nil for time.Now) on SQLite,
@@ -51,7 +55,7 @@ func now(ctx context.Context, rt *rath.Runtime, clock func() time.Time) (time.Ti
 		return time.Now(), nil
 	}
 	var us int64
-	if err := store.DB().QueryRowContext(ctx, `SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`).Scan(&us); err != nil {
+	if err := store.DB().QueryRowContext(ctx, `SELECT `+dbClockMicros).Scan(&us); err != nil {
 		return time.Time{}, fmt.Errorf("fleet: read the database's clock: %w", err)
 	}
 	return time.UnixMicro(us), nil

@@ -140,8 +140,8 @@ func (f *Fleet) beat(ctx context.Context, started time.Time) error {
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`
 	args := []any{f.opts.WorkerID, f.opts.Queue, f.opts.Concurrency, f.opts.LeaseTime.Milliseconds(), f.opts.DeadAfter.Milliseconds(), started.UnixNano()}
 	if f.rt.Store().Postgres() {
-		// now's microseconds, in the nanoseconds the column holds.
-		q = sqlx.Rebind(sqlx.DOLLAR, fmt.Sprintf(q, `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000`))
+		// The clock's microseconds, in the nanoseconds the column holds.
+		q = sqlx.Rebind(sqlx.DOLLAR, fmt.Sprintf(q, dbClockMicros+` * 1000`))
 	} else {
 		at, err := now(ctx, f.rt, f.opts.Clock)
 		if err != nil {

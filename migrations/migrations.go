@@ -65,27 +65,43 @@ type Migration struct {
 	AppliedAt string `json:"applied_at,omitempty"`
 }
 
-func provider(db *sql.DB) (*goose.Provider, error) {
+// provider is goose applying the embedded migrations of db's dialect,
+// and those files, split.
+func provider(db *sql.DB) (*goose.Provider, []migrationFile, error) {
 	d := DialectOf(db)
-	ms, err := gooseMigrations(d)
+	files, err := migrationFiles(d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	ms := make([]*goose.Migration, 0, len(files))
+	for _, f := range files {
+		ms = append(ms, goose.NewGoMigration(f.version,
+			&goose.GoFunc{RunTx: runStatements(f.name, f.up)},
+			&goose.GoFunc{RunTx: runStatements(f.name, f.down)}))
 	}
 	dialect := database.DialectSQLite3
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(ms...)}
 	if d == Postgres {
 		locker, err := lock.NewPostgresSessionLocker()
 		if err != nil {
-			return nil, fmt.Errorf("migrations: session locker: %w", err)
+			return nil, nil, fmt.Errorf("migrations: session locker: %w", err)
 		}
 		dialect, opts = database.DialectPostgres, append(opts, goose.WithSessionLocker(locker))
 	}
 	// No file system: every migration is one of ms (see split).
 	p, err := goose.NewProvider(dialect, db, nil, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("migrations: new provider: %w", err)
+		return nil, nil, fmt.Errorf("migrations: new provider: %w", err)
 	}
-	return p, nil
+	return p, files, nil
+}
+
+// fileVersion is the version a migration file's name starts with
+// ("00014_packed_tree_rows.sql" is 14); ok is false for any other file.
+func fileVersion(name string) (v int64, ok bool) {
+	num, _, cut := strings.Cut(name, "_")
+	v, err := strconv.ParseInt(num, 10, 64)
+	return v, cut && err == nil && strings.HasSuffix(name, ".sql")
 }
 
 // migrationFile is one embedded migration file, split into statements.
@@ -105,9 +121,8 @@ func migrationFiles(d Dialect) ([]migrationFile, error) {
 	}
 	var out []migrationFile
 	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+		v, ok := fileVersion(e.Name())
+		if !ok {
 			continue
 		}
 		src, err := fs.ReadFile(fsys, e.Name())
@@ -124,22 +139,8 @@ func migrationFiles(d Dialect) ([]migrationFile, error) {
 	return out, nil
 }
 
-// gooseMigrations are dialect d's files as goose migrations, each running
-// its statements in the transaction goose opens for it.
-func gooseMigrations(d Dialect) ([]*goose.Migration, error) {
-	files, err := migrationFiles(d)
-	if err != nil {
-		return nil, err
-	}
-	ms := make([]*goose.Migration, 0, len(files))
-	for _, f := range files {
-		ms = append(ms, goose.NewGoMigration(f.version,
-			&goose.GoFunc{RunTx: runStatements(f.name, f.up)},
-			&goose.GoFunc{RunTx: runStatements(f.name, f.down)}))
-	}
-	return ms, nil
-}
-
+// runStatements runs one section of a migration file, in the
+// transaction goose opens for the migration.
 func runStatements(name string, stmts []string) func(context.Context, *sql.Tx) error {
 	return func(ctx context.Context, tx *sql.Tx) error {
 		for i, s := range stmts {
@@ -178,8 +179,7 @@ func Latest() int64 {
 	}
 	var versions []int64
 	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		if v, err := strconv.ParseInt(num, 10, 64); ok && err == nil {
+		if v, ok := fileVersion(e.Name()); ok {
 			versions = append(versions, v)
 		}
 	}
@@ -226,7 +226,7 @@ func Up(ctx context.Context, db *sql.DB) (int, error) {
 	if err := Check(ctx, db); err != nil {
 		return 0, err
 	}
-	p, err := provider(db)
+	p, _, err := provider(db)
 	if err != nil {
 		return 0, err
 	}
@@ -242,7 +242,7 @@ func Up(ctx context.Context, db *sql.DB) (int, error) {
 func UpTo(ctx context.Context, db *sql.DB, version int64) error {
 	upMu.Lock()
 	defer upMu.Unlock()
-	p, err := provider(db)
+	p, _, err := provider(db)
 	if err != nil {
 		return err
 	}
@@ -254,17 +254,13 @@ func UpTo(ctx context.Context, db *sql.DB, version int64) error {
 
 // Status lists every embedded migration in version order.
 func Status(ctx context.Context, db *sql.DB) ([]Migration, error) {
-	p, err := provider(db)
+	p, files, err := provider(db)
 	if err != nil {
 		return nil, err
 	}
 	st, err := p.Status(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: status: %w", err)
-	}
-	files, err := migrationFiles(DialectOf(db))
-	if err != nil {
-		return nil, err
 	}
 	names := make(map[int64]string, len(files))
 	for _, f := range files {

@@ -85,7 +85,7 @@ func TestSplit_BuildsTheSchemaGooseBuildsFromTheFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours, err := provider(viaSplit)
+			ours, _, err := provider(viaSplit)
 			if err != nil {
 				t.Fatal(err)
 			}
