@@ -89,6 +89,11 @@ var (
 	ErrFull = errors.New("events: storage full")
 )
 
+// errGateTimeout is the cause of the ErrBusy a write fails with when no
+// other process's writer let go of the write gate (writegate_unix.go)
+// within the busy timeout.
+var errGateTimeout = errors.New("no other writer released the write gate")
+
 // StorageError is a write that SQLite refused for a reason outside rath:
 // the file system is full (Kind ErrFull) or the write lock stayed taken
 // (Kind ErrBusy). It matches its Kind with errors.Is and unwraps to the
@@ -128,6 +133,9 @@ func sqliteCode(err error) int {
 // storageErr wraps err in a *StorageError when it is a full disk or a
 // lock held too long, and otherwise wraps it with op for context.
 func storageErr(op string, err error) error {
+	if se := (*StorageError)(nil); errors.As(err, &se) {
+		return err // classified where it arose (the write gate)
+	}
 	switch sqliteCode(err) {
 	case sqliteBusy, sqliteLocked:
 		return &StorageError{Op: op, Kind: ErrBusy, Err: err}

@@ -3,7 +3,9 @@ package events_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +57,63 @@ func TestStore_BusyLockIsATypedErrorAndNothingIsHalfWritten(t *testing.T) {
 		}
 	}
 	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != 4 {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+// Another process holds the write gate (a lock on its own open file is
+// one the kernel treats as another process's): an append waits for it,
+// fails with ErrBusy past the busy timeout having written nothing, and
+// one waiting when the holder lets go is written at once.
+func TestStore_WriteGateQueuesTheWritersOfEveryProcess(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "rath.db")
+	s := MustOpenStore(t, events.Options{Path: path, BusyTimeout: 150 * time.Millisecond})
+	if _, err := s.Append(ctx, "s", events.NoStream, placed("s", "0")); err != nil {
+		t.Fatal(err)
+	}
+	gate, err := os.OpenFile(path+events.WriteGateSuffix, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("the first append left no gate file: %v", err)
+	}
+	defer gate.Close()
+	if err := syscall.Flock(int(gate.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(ctx, "s", 1, placed("s", "1"))
+	var se *events.StorageError
+	if !errors.Is(err, events.ErrBusy) || !errors.As(err, &se) || se.Op != "begin" {
+		t.Fatalf("append behind a held gate = %v, want a *StorageError matching ErrBusy", err)
+	}
+
+	patient := MustOpenStore(t, events.Options{Path: path})
+	type outcome struct {
+		at  time.Time
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		_, err := patient.Append(ctx, "s", 1, placed("s", "1"))
+		done <- outcome{time.Now(), err}
+	}()
+	select {
+	case o := <-done:
+		t.Fatalf("append went past a held gate: %v", o.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	released := time.Now()
+	if err := syscall.Flock(int(gate.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil || o.at.Before(released) {
+		t.Fatalf("append waiting at the gate = %v at %v, gate released at %v", o.err, o.at, released)
+	}
+	// The store whose wait gave up takes the gate again.
+	if _, err := s.Append(ctx, "s", 2, placed("s", "2")); err != nil {
+		t.Fatalf("append after the gate was released: %v", err)
+	}
+	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != 3 {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 }

@@ -29,6 +29,7 @@ type writerState struct {
 	// which share conn's session and so run inside it; tx is what
 	// commits, rolls back, and is handed to AppendTx's functions.
 	tx          *sql.Tx
+	gate        *writeGate // SQLite files only: queues the writers of every process (writegate_unix.go)
 	stmts       map[string]*sql.Stmt
 	hasher      *chainHasher
 	lastSeq     int64
@@ -141,6 +142,9 @@ func (w *writerState) init(ctx context.Context, s *Store) error {
 	w.s = s
 	w.stmts = map[string]*sql.Stmt{}
 	w.hasher = newChainHasher(s.opts.HMACKey)
+	if !s.pg && !s.opts.InMemory {
+		w.gate = newWriteGate(s.opts.Path)
+	}
 	if err := w.connect(ctx); err != nil {
 		return err
 	}
@@ -234,6 +238,7 @@ func (w *writerState) closeStmts() {
 	for _, st := range w.stmts {
 		st.Close()
 	}
+	w.gate.close()
 	if w.conn != nil {
 		w.conn.Close()
 		w.conn = nil
@@ -511,6 +516,7 @@ func (w *writerState) rollback() {
 	}
 	w.tx.Rollback()
 	w.tx = nil
+	w.gate.release()
 	clear(w.leases)
 	w.pend.reset()
 	w.notified = false
@@ -683,6 +689,7 @@ func (w *writerState) commitTx() error {
 	}
 	err := w.tx.Commit()
 	w.tx = nil
+	w.gate.release()
 	w.notified = false
 	w.pend.reset()
 	if err != nil {
@@ -695,8 +702,15 @@ func (w *writerState) commitTx() error {
 // context is the writer's lifetime, never a request's: database/sql rolls
 // a transaction back when its context ends.
 func (w *writerState) beginTx(ctx context.Context) error {
+	if err := w.gate.acquire(w.s.opts.BusyTimeout); err != nil {
+		if errors.Is(err, errGateTimeout) {
+			return &StorageError{Op: "begin", Kind: ErrBusy, Err: err}
+		}
+		return err
+	}
 	tx, err := w.conn.BeginTx(context.Background(), nil)
 	if err != nil {
+		w.gate.release()
 		return err
 	}
 	w.tx = tx

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -47,9 +48,10 @@ func appender(spec string) int {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 3
 	}
+	var slowest time.Duration // one append's wait, the writers' fairness
 	defer func() {
 		st := s.Stats()
-		fmt.Fprintf(os.Stderr, "staged %d written for staging processes %d\n", st.Staged, st.Combined)
+		fmt.Fprintf(os.Stderr, "staged %d written for staging processes %d slowest append %s\n", st.Staged, st.Combined, slowest)
 		s.Close()
 	}()
 	out := bufio.NewWriter(os.Stdout)
@@ -58,7 +60,9 @@ func appender(spec string) int {
 		if i%5 == 0 {
 			stream = "shared"
 		}
+		t0 := time.Now()
 		evs, err := s.Append(ctx, stream, events.AnyVersion, &events.SessionPlaced{Session: stream, Backend: "local", Spec: fmt.Sprintf("%s/%d", index, i)})
+		slowest = max(slowest, time.Since(t0))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "append:", err)
 			return 3
@@ -129,6 +133,7 @@ func multiProcess(t *testing.T, tg storetest.Target) {
 			if err != nil {
 				errs <- fmt.Errorf("process %d: %v\n%s", p, err, stderr.String())
 			}
+			t.Logf("process %d: %s", p, strings.TrimSpace(stderr.String()))
 			var st, cb int64
 			if _, err := fmt.Sscanf(stderr.String(), "staged %d written for staging processes %d", &st, &cb); err == nil {
 				staged.Add(st)
