@@ -23,10 +23,13 @@ import (
 // childEnv makes the test binary an appending process: "TARGET INDEX N".
 const childEnv = "RATH_STORETEST_APPENDER"
 
-// Bounds of the multi-process test.
+// Bounds of the multi-process test: enough appends that the SIGKILL
+// lands with the others' appends in flight (it comes after a quarter of
+// the killed process's), few enough that the test stays a fraction of
+// its package's time under -race.
 const (
 	mpProcs   = 8
-	mpAppends = 500
+	mpAppends = 250
 )
 
 // appender appends n events, every fifth on a stream all processes share,
