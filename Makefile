@@ -70,12 +70,6 @@ CLI_PKG := github.com/gorath/rath/cmd/rath/cli
 # sixty race-instrumented binaries is a good part of the suite's CPU on a
 # 2-core machine.
 TEST_LDFLAGS := -ldflags=-w
-# The race-instrumented packages are compiled without DWARF too: they
-# share no compiled package with bin/rath or the CLI package's test
-# (those are built without -race, and keep the default flags so that
-# they share the build cache), and not writing DWARF cut a cold compile
-# of the fleet package's test by 13% of its CPU.
-RACE_GCFLAGS := -gcflags=all=-dwarf=false
 # go vet's full set of analyzers runs in make lint; go test runs its
 # high-confidence subset on every package it tests. A separate vet here
 # type-checked and compiled every package once more: about 50 s of a
@@ -83,7 +77,7 @@ RACE_GCFLAGS := -gcflags=all=-dwarf=false
 test: deps build
 	@export RATH_TEST_BINARY=$(CURDIR)/bin/rath; \
 	$(GO) test $(TEST_LDFLAGS) -tags $(TAGS) -timeout 20m $(CLI_PKG) > .test-cli.log 2>&1 & cli=$$!; \
-	$(GO) test -race $(TEST_LDFLAGS) $(RACE_GCFLAGS) -tags $(TAGS) -timeout 20m $$($(GO) list -tags $(TAGS) ./... | grep -vx '$(CLI_PKG)'); rc=$$?; \
+	$(GO) test -race $(TEST_LDFLAGS) -tags $(TAGS) -timeout 20m $$($(GO) list -tags $(TAGS) ./... | grep -vx '$(CLI_PKG)'); rc=$$?; \
 	wait $$cli; crc=$$?; cat .test-cli.log; rm -f .test-cli.log; \
 	test $$rc -eq 0 && test $$crc -eq 0
 
