@@ -1,9 +1,11 @@
 package events_test
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -114,6 +116,65 @@ func TestStore_WriteGateQueuesTheWritersOfEveryProcess(t *testing.T) {
 		t.Fatalf("append after the gate was released: %v", err)
 	}
 	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != 3 {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+// helperHoldGateEnv makes the test binary a child process that takes the
+// write gate of the store at its path, says so, and waits to be killed.
+const helperHoldGateEnv = "RATH_EVENTS_TEST_HOLD_GATE"
+
+func helperHoldGate(path string) int {
+	f, err := os.OpenFile(path+events.WriteGateSuffix, os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("held")
+	select {}
+}
+
+// A process dies holding the write gate: the kernel releases its lock,
+// and the append that was waiting for it is written.
+func TestStore_WriteGateOfAKilledProcessIsReleased(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "rath.db")
+	s := MustOpenStore(t, events.Options{Path: path})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperHoldGateEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
+		t.Fatalf("the holder printed %q, %v", line, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Append(ctx, "s", events.NoStream, placed("s", "0"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("append went past the gate another process holds: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if err := <-done; err != nil {
+		t.Fatalf("append after the holder was killed: %v", err)
+	}
+	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != 1 {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 }
