@@ -29,13 +29,14 @@ const WriteGateSuffix = "-writegate"
 // kernel and wakes when the lock is released, so the next writer starts
 // at once and none sleeps through a whole run of commits.
 type writeGate struct {
+	db   string // the database file, whose permissions the gate's file takes
 	path string
 	f    *os.File // the file whose lock this store takes; nil until the first write
 	held bool
 }
 
 func newWriteGate(dbPath string) *writeGate {
-	return &writeGate{path: dbPath + WriteGateSuffix}
+	return &writeGate{db: dbPath, path: dbPath + WriteGateSuffix}
 }
 
 // acquire takes the gate, waiting at most timeout for the process that
@@ -45,7 +46,15 @@ func (g *writeGate) acquire(timeout time.Duration) error {
 		return nil
 	}
 	if g.f == nil {
-		f, err := os.OpenFile(g.path, os.O_RDWR|os.O_CREATE, 0o600)
+		// Whoever may write the database may take the gate: the file is
+		// created with the database's permissions (as SQLite creates its
+		// -wal and -shm files), and opened for reading only, which is all
+		// flock needs.
+		perm := os.FileMode(0o600)
+		if fi, err := os.Stat(g.db); err == nil {
+			perm = fi.Mode().Perm()
+		}
+		f, err := os.OpenFile(g.path, os.O_RDONLY|os.O_CREATE, perm)
 		if err != nil {
 			return fmt.Errorf("open the write gate: %w", err)
 		}
