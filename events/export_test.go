@@ -9,6 +9,13 @@ func WithAfterVersionRead(opts Options, f func()) Options {
 	return opts
 }
 
+// WithoutWriteGate returns opts with the write gate off, for the
+// benchmark that measures what it costs and buys.
+func WithoutWriteGate(opts Options) Options {
+	opts.withoutWriteGate = true
+	return opts
+}
+
 // EventHashForTest exposes the chain hasher to tests.
 func EventHashForTest(format int, runID string, hasRun bool) string {
 	return newChainHasher(nil).eventHash(format, "", 1, "s", 1, "t", 1, runID, hasRun, []byte(`{}`), 0)

@@ -127,6 +127,10 @@ type Options struct {
 	// Merkle log wrote: hash-chain rows without a salt, and no tree (the
 	// schema may be one without tree_hashes).
 	chainRows bool
+	// withoutWriteGate, for benchmarks, leaves SQLite's busy handler
+	// alone to order the writers of several processes, as before the
+	// write gate (writegate_unix.go).
+	withoutWriteGate bool
 }
 
 // Projector updates a read model from events. It runs on the writer

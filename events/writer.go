@@ -142,7 +142,7 @@ func (w *writerState) init(ctx context.Context, s *Store) error {
 	w.s = s
 	w.stmts = map[string]*sql.Stmt{}
 	w.hasher = newChainHasher(s.opts.HMACKey)
-	if !s.pg && !s.opts.InMemory {
+	if !s.pg && !s.opts.InMemory && !s.opts.withoutWriteGate {
 		w.gate = newWriteGate(s.opts.Path)
 	}
 	if err := w.connect(ctx); err != nil {

@@ -153,6 +153,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(helperAppendEnv); spec != "" {
 		os.Exit(helperAppend(spec))
 	}
+	if spec := os.Getenv(helperProcBenchEnv); spec != "" {
+		os.Exit(helperProcBench(spec))
+	}
 	if path := os.Getenv(helperHoldGateEnv); path != "" {
 		os.Exit(helperHoldGate(path))
 	}
