@@ -178,3 +178,66 @@ func TestStore_WriteGateOfAKilledProcessIsReleased(t *testing.T) {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 }
+
+// A writer kept waiting for SQLite's write lock closes the write gate
+// behind it, so writers arriving meanwhile wait at the gate, and opens it
+// again once it has the lock.
+func TestStore_AWriterKeptWaitingClosesTheGate(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "rath.db")
+	s := MustOpenStore(t, events.Options{Path: path})
+	if _, err := s.Append(ctx, "s", events.NoStream, placed("s", "0")); err != nil {
+		t.Fatal(err)
+	}
+	gate, err := os.Open(path + events.WriteGateSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Close()
+	gateClosed := func() bool {
+		err := syscall.Flock(int(gate.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			syscall.Flock(int(gate.Fd()), syscall.LOCK_UN)
+			return false
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if gateClosed() {
+		t.Fatal("the gate is closed with no writer waiting")
+	}
+	holder := rawDB(t, path)
+	holder.SetMaxOpenConns(1)
+	conn, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Append(ctx, "s", 1, placed("s", "1"))
+		done <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); !gateClosed(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting writer did not close the gate")
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("append once the lock was free: %v", err)
+	}
+	if gateClosed() {
+		t.Fatal("the gate stayed closed after the writer had the lock")
+	}
+	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != 2 {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}

@@ -13,21 +13,21 @@ import (
 )
 
 // WriteGateSuffix names the file, next to a SQLite store's database, whose
-// kernel lock the writers of every process take before SQLite's write lock.
+// kernel lock the writers of every process pass through before SQLite's
+// write lock, and which a writer kept waiting closes behind it.
 const WriteGateSuffix = "-writegate"
 
-// writeGate queues the writers of one SQLite database, across processes,
-// on a kernel lock (flock) of a file beside it.
+// writeGate is a kernel lock (flock) of a file beside one SQLite
+// database, shared by its writers in every process (gatedbegin.go says
+// how they use it).
 //
 // SQLite's own busy handler polls: a writer that finds the write lock
 // taken sleeps, up to 100 ms at a time, and takes the lock only if it is
 // free when it wakes. With several processes appending, the lock passes
-// among whoever polls at the right moment, sits idle while the others
-// sleep, and one writer can miss it for seconds at a stretch (eight
-// appending processes measured single appends waiting 2–6 s, and 10 s
-// under load, which is the busy timeout). A blocked flock sleeps in the
-// kernel and wakes when the lock is released, so the next writer starts
-// at once and none sleeps through a whole run of commits.
+// among whoever polls at the right moment, and one writer can miss it for
+// seconds at a stretch (eight appending processes measured single appends
+// waiting 2–6 s, and 10 s under load, which is the busy timeout). A
+// blocked flock sleeps in the kernel and wakes when the lock is released.
 type writeGate struct {
 	db   string // the database file, whose permissions the gate's file takes
 	path string
@@ -112,6 +112,16 @@ func (g *writeGate) acquire(timeout time.Duration) error {
 		return err
 	}
 	g.held = true
+	return nil
+}
+
+// pass waits at most timeout for the gate to be open, and goes through
+// it without holding it.
+func (g *writeGate) pass(timeout time.Duration) error {
+	if err := g.acquire(timeout); err != nil {
+		return err
+	}
+	g.release()
 	return nil
 }
 

@@ -29,7 +29,7 @@ type writerState struct {
 	// which share conn's session and so run inside it; tx is what
 	// commits, rolls back, and is handed to AppendTx's functions.
 	tx          *sql.Tx
-	gate        *writeGate // SQLite files only: queues the writers of every process (writegate_unix.go)
+	gate        *writeGate // SQLite files only: bounds the writers' wait for the lock (gatedbegin.go)
 	stmts       map[string]*sql.Stmt
 	hasher      *chainHasher
 	lastSeq     int64
@@ -516,7 +516,6 @@ func (w *writerState) rollback() {
 	}
 	w.tx.Rollback()
 	w.tx = nil
-	w.gate.release()
 	clear(w.leases)
 	w.pend.reset()
 	w.notified = false
@@ -689,7 +688,6 @@ func (w *writerState) commitTx() error {
 	}
 	err := w.tx.Commit()
 	w.tx = nil
-	w.gate.release()
 	w.notified = false
 	w.pend.reset()
 	if err != nil {
@@ -702,15 +700,14 @@ func (w *writerState) commitTx() error {
 // context is the writer's lifetime, never a request's: database/sql rolls
 // a transaction back when its context ends.
 func (w *writerState) beginTx(ctx context.Context) error {
-	if err := w.gate.acquire(w.s.opts.BusyTimeout); err != nil {
-		if errors.Is(err, errGateTimeout) {
-			return &StorageError{Op: "begin", Kind: ErrBusy, Err: err}
-		}
-		return err
+	var tx *sql.Tx
+	var err error
+	if w.gate != nil {
+		tx, err = w.beginGated()
+	} else {
+		tx, err = w.conn.BeginTx(context.Background(), nil)
 	}
-	tx, err := w.conn.BeginTx(context.Background(), nil)
 	if err != nil {
-		w.gate.release()
 		return err
 	}
 	w.tx = tx
