@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"bufio"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -24,19 +25,10 @@ func TestStore_BusyLockIsATypedErrorAndNothingIsHalfWritten(t *testing.T) {
 	if _, err := s.Append(ctx, "s", events.NoStream, placed("s", "0")); err != nil {
 		t.Fatal(err)
 	}
-	holder := rawDB(t, path)
-	holder.SetMaxOpenConns(1)
-	conn, err := holder.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdWriteLock(t, path)
 	start := time.Now()
 	big := make([]byte, 64<<10) // a blob too: nothing of it may stay
-	_, err = s.AppendWrites(ctx, events.Write{Stream: "s", Expected: 1, Events: []events.Payload{placed("s", "1"), placed("s", "2")}, Blobs: [][]byte{big}})
+	_, err := s.AppendWrites(ctx, events.Write{Stream: "s", Expected: 1, Events: []events.Payload{placed("s", "1"), placed("s", "2")}, Blobs: [][]byte{big}})
 	var se *events.StorageError
 	if !errors.Is(err, events.ErrBusy) || !errors.As(err, &se) {
 		t.Fatalf("append under a held lock = %v, want a *StorageError matching ErrBusy", err)
@@ -208,16 +200,7 @@ func TestStore_AWriterKeptWaitingClosesTheGate(t *testing.T) {
 	if gateClosed() {
 		t.Fatal("the gate is closed with no writer waiting")
 	}
-	holder := rawDB(t, path)
-	holder.SetMaxOpenConns(1)
-	conn, err := holder.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdWriteLock(t, path)
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Append(ctx, "s", 1, placed("s", "1"))
@@ -240,4 +223,22 @@ func TestStore_AWriterKeptWaitingClosesTheGate(t *testing.T) {
 	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != 2 {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
+}
+
+// holdWriteLock takes SQLite's write lock of the database at path on a
+// connection of its own, as another process would; ROLLBACK on the
+// returned connection lets go of it.
+func holdWriteLock(t *testing.T, path string) *sql.Conn {
+	t.Helper()
+	holder := rawDB(t, path)
+	holder.SetMaxOpenConns(1)
+	conn, err := holder.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(t.Context(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
