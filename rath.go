@@ -188,7 +188,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("rath: open: %w", err)
 	}
 	path := filepath.Join(opts.Dir, DBFile)
-	var keeper *sql.DB
+	var keeper, readPool *sql.DB
 	if opts.WithoutReadIndexes && !opts.InMemory {
 		return nil, errors.New("rath: open: WithoutReadIndexes is for InMemory stores only")
 	}
@@ -196,7 +196,14 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		if opts.InMemory {
 			return nil, errors.New("rath: open: InMemory and DSN exclude each other")
 		}
-		if err := Migrate(ctx, opts.DSN); err != nil {
+		// The schema is checked through the pool that then serves the
+		// store's reads: one connection, not one each.
+		var err error
+		if readPool, err = events.OpenPostgresReadPool(opts.DSN); err != nil {
+			return nil, fmt.Errorf("rath: open: %w", err)
+		}
+		if err := migrateDB(ctx, readPool, opts.DSN); err != nil {
+			readPool.Close()
 			return nil, err
 		}
 	} else if opts.InMemory {
@@ -232,20 +239,21 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		afterCommit = signer.Committed
 	}
 	store, err := events.Open(ctx, events.Options{
-		AfterCommit:   afterCommit,
-		Redactor:      secrets,
-		InMemory:      opts.InMemory,
-		DiscardBlobs:  opts.DiscardBlobs,
-		Path:          path,
-		DSN:           opts.DSN,
-		HMACKey:       opts.HMACKey,
-		Synchronous:   opts.Synchronous,
-		ReadMmapBytes: opts.ReadMmapBytes,
-		Clock:         opts.Clock,
-		BusyTimeout:   opts.BusyTimeout,
-		Projectors:    append([]events.Projector{projections.Projector{}}, opts.Projectors...),
-		StagingTag:    stagingTag(opts),
-		StagedErrors:  projections.StagedErrors,
+		AfterCommit:      afterCommit,
+		Redactor:         secrets,
+		InMemory:         opts.InMemory,
+		DiscardBlobs:     opts.DiscardBlobs,
+		Path:             path,
+		DSN:              opts.DSN,
+		PostgresReadPool: readPool,
+		HMACKey:          opts.HMACKey,
+		Synchronous:      opts.Synchronous,
+		ReadMmapBytes:    opts.ReadMmapBytes,
+		Clock:            opts.Clock,
+		BusyTimeout:      opts.BusyTimeout,
+		Projectors:       append([]events.Projector{projections.Projector{}}, opts.Projectors...),
+		StagingTag:       stagingTag(opts),
+		StagedErrors:     projections.StagedErrors,
 	})
 	if err != nil {
 		if keeper != nil {
@@ -321,6 +329,11 @@ func Migrate(ctx context.Context, target string) error {
 		return err
 	}
 	defer db.Close()
+	return migrateDB(ctx, db, target)
+}
+
+// migrateDB applies pending migrations through db, open on target.
+func migrateDB(ctx context.Context, db *sql.DB, target string) error {
 	if _, err := migrations.Up(ctx, db); err != nil {
 		return fmt.Errorf("rath: migrate %s: %w", describeTarget(target), err)
 	}

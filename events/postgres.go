@@ -113,6 +113,18 @@ func boundStalls(cfg *pgx.ConnConfig) {
 // must be found dead as fast there.
 func BoundStalls(cfg *pgx.ConnConfig) { boundStalls(cfg) }
 
+// OpenPostgresReadPool opens a pool on the database dsn names with the
+// stall bounds of the store's own connections, for
+// Options.PostgresReadPool. Like sql.Open, it connects on first use.
+func OpenPostgresReadPool(dsn string) (*sql.DB, error) {
+	cfg, err := ParsePostgresDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	boundStalls(cfg)
+	return stdlib.OpenDB(*cfg), nil
+}
+
 // openPostgres opens the writer's and the readers' pools on the server
 // the DSN names and checks it answers.
 func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (wdb *sql.DB, rdb *sqlx.DB, err error) {
@@ -132,7 +144,11 @@ func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (
 	wdb = stdlib.OpenDB(*wcfg)
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
-	rdb = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	if opts.PostgresReadPool != nil {
+		rdb = sqlx.NewDb(opts.PostgresReadPool, "pgx")
+	} else {
+		rdb = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	}
 	rdb.SetMaxOpenConns(opts.ReadConns)
 	rdb.SetMaxIdleConns(opts.ReadConns)
 	if err := wdb.PingContext(ctx); err != nil {

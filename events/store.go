@@ -73,6 +73,12 @@ type Options struct {
 	MaxBatch int
 	// ReadConns is the read pool size. Zero means DefaultReadConns.
 	ReadConns int
+	// PostgresReadPool, with DSN, is an open pool on the database the DSN
+	// names, from OpenPostgresReadPool, to serve the store's reads: a
+	// process that checked the schema through it reuses its connection
+	// instead of opening another one. The store takes it over: Close
+	// closes it, and so does an Open that fails.
+	PostgresReadPool *sql.DB
 	// ReadMmapBytes is how much of a SQLite database file each read
 	// connection maps into memory (SQLite's mmap_size): reads of pages in
 	// the map skip a system call and a copy each, which is most of the
@@ -286,7 +292,17 @@ func escapePath(path string) string {
 }
 
 // Open opens the log in an already migrated database and starts the writer.
-func Open(ctx context.Context, opts Options) (*Store, error) {
+func Open(ctx context.Context, opts Options) (_ *Store, err error) {
+	if pool := opts.PostgresReadPool; pool != nil {
+		defer func() {
+			if err != nil {
+				pool.Close() // taken over, even by a failed Open
+			}
+		}()
+		if opts.DSN == "" {
+			return nil, errors.New("events: open: Options.PostgresReadPool needs Options.DSN")
+		}
+	}
 	if opts.Path == "" && opts.DSN == "" {
 		return nil, errors.New("events: open: Options.Path or Options.DSN is required")
 	}
@@ -321,7 +337,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	var wdb *sql.DB
 	var rdb *sqlx.DB
-	var err error
 	roundTrips := new(atomic.Int64)
 	if opts.DSN != "" {
 		wdb, rdb, err = openPostgres(ctx, opts, roundTrips)

@@ -114,6 +114,7 @@ type Fleet struct {
 	rt       *rath.Runtime
 	opts     Options
 	db       *sql.DB
+	sharedDB bool // db is the event store's: not ours to close
 	listener *pgxpool.Pool
 	client   *river.Client[*sql.Tx]
 
@@ -173,13 +174,16 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		// timeout: a worker paused or cut off while River holds a job row
 		// locked is found dead in seconds, not when the kernel gives up.
 		events.BoundStalls(cfg)
-		f.db = stdlib.OpenDB(*cfg)
 		if opts.SubmitOnly {
-			// An insert-only client listens for nothing.
-			f.db.SetMaxOpenConns(1)
+			// An insert-only client listens for nothing, and inserts in
+			// the event store's transactions: it checks River's schema
+			// through the store's read pool, on a connection the store
+			// has open already, and does not close it.
+			f.db, f.sharedDB = store.DB().DB, true
 			driver = riverdatabasesql.New(f.db)
 			break
 		}
+		f.db = stdlib.OpenDB(*cfg)
 		pcfg, err := pgxpool.ParseConfig(store.Target())
 		if err != nil {
 			f.db.Close()
@@ -288,7 +292,7 @@ func (f *Fleet) close() {
 	if f.listener != nil {
 		f.listener.Close()
 	}
-	if f.db != nil {
+	if f.db != nil && !f.sharedDB {
 		f.db.Close()
 	}
 }

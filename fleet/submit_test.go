@@ -70,3 +70,55 @@ func TestFleet_SubmitBatchIsAllOrNothing(t *testing.T) {
 		})
 	}
 }
+
+// A submit-only fleet on PostgreSQL opens no connection of its own: it
+// checks River's schema through the event store's read pool, and closing
+// the fleet leaves that pool to the store. A lone "rath submit" so opens
+// two connections (the writer's and one reader's), where it opened four.
+func TestFleet_SubmitOnlySharesTheStoresConnections(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	name := fmt.Sprintf("fleet%d", dbs.Add(1))
+	dsn, err := server.CreateDatabase(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rath.Migrate(ctx, dsn); err != nil { // as "rath migrate up" left it
+		t.Fatal(err)
+	}
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	backends := func() int {
+		t.Helper()
+		var n int
+		// The store's read pool asks: its own connection is one of those counted.
+		if err := rt.Store().DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	fl, err := fleet.Open(ctx, rt, fleet.Options{SubmitOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := rt.PrepareUserSession(ctx, "one", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fl.SubmitBatch(ctx, []fleet.Submission{{Workflow: "wf", Input: in}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := backends(); n > 2 {
+		t.Errorf("a runtime and a submit-only fleet hold %d connections, want the writer's and one reader's", n)
+	}
+	if err := fl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var jobs int
+	if err := rt.Store().DB().QueryRowContext(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs); err != nil || jobs != 1 {
+		t.Fatalf("the store's reads after the fleet closed: %d jobs, %v", jobs, err)
+	}
+}

@@ -2,8 +2,10 @@ package storetest_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -171,6 +173,54 @@ func TestPostgres_SubscriberSurvivesDroppedConnections(t *testing.T) {
 		// Drop every connection to the database but psql's own.
 		if err := server.Exec(ctx, "postgres", fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%s' AND pid <> pg_backend_pid()`, name)); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A read pool handed to events.Open is the store's: its reads go through
+// it, and Close closes it, as does an Open that fails, whatever the reason.
+func TestPostgresReadPool_IsTakenOverByTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	target := postgresTarget(t)
+	open := func(opts events.Options) (*events.Store, *sql.DB, error) {
+		t.Helper()
+		pool, err := events.OpenPostgresReadPool(target.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.PostgresReadPool = pool
+		s, err := events.Open(ctx, opts)
+		return s, pool, err
+	}
+	s, pool, err := open(events.Options{DSN: target.DSN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.DB().DB != pool {
+		t.Error("the store reads through a pool of its own, not the one it was given")
+	}
+	if _, err := s.Append(ctx, "s1", events.NoStream, events.SessionCreated{Session: "s1", Origin: "user"}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := s.ReadStream(ctx, "s1", 0); err != nil || len(evs) != 1 {
+		t.Fatalf("read back through the pool: %d events, %v", len(evs), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("the pool after the store closed: %v, want it closed", err)
+	}
+	for name, opts := range map[string]events.Options{
+		"no DSN":           {Path: filepath.Join(t.TempDir(), "rath.db")},
+		"bad option":       {DSN: target.DSN, Synchronous: "SOMETIMES"},
+		"server not there": {DSN: "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"},
+	} {
+		if _, pool, err := open(opts); err == nil {
+			t.Errorf("%s: Open succeeded", name)
+		} else if perr := pool.PingContext(ctx); perr == nil || !strings.Contains(perr.Error(), "closed") {
+			t.Errorf("%s: Open failed (%v) and left the pool open (%v)", name, err, perr)
 		}
 	}
 }
