@@ -39,6 +39,15 @@ const (
 	DefaultDeadAfter   = 2 * time.Second
 )
 
+// fetchCooldown is the least time between two of a worker's fetches of
+// jobs. River's default, 100 ms, bounds a worker to Concurrency run
+// starts per 100 ms and makes a run submitted just after a fetch wait
+// that long: with short runs a worker of 4 slots started 40 runs a
+// second and no more (docs/PERFORMANCE.md). A fetch is only made while a
+// slot is free and a job was announced, a job ended or the poll fired,
+// so a short cooldown adds statements only while runs come and go.
+const fetchCooldown = 5 * time.Millisecond
+
 // Options configure a Fleet.
 type Options struct {
 	// Queue is the queue submitted runs go to and workers take them from.
@@ -237,6 +246,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		RescueStuckJobsAfter: 4 * opts.LeaseTime,
 		MaxAttempts:          opts.MaxAttempts,
 		FetchPollInterval:    fetchPoll,
+		FetchCooldown:        fetchCooldown,
 		RetryPolicy:          backoff{first: opts.RetryBackoff, most: time.Minute},
 	})
 	if err != nil {
