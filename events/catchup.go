@@ -80,13 +80,19 @@ type catchUpRow struct {
 // With nowait the lock is asked for without waiting (a lockErr with
 // PostgreSQL's lock_not_available when another process holds it), and
 // with cl.tag set the pipeline also claims staged appends (staged.go).
-func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64, nowait bool, cl claimArgs) (c caughtUp, lockErr, readErr error) {
+// With begin the pipeline opens the transaction too (a BEGIN in a
+// pipeline starts a transaction block that outlasts it); its failure is
+// beginErr, and nothing else was run.
+func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64, nowait bool, cl claimArgs) (c caughtUp, beginErr, lockErr, readErr error) {
 	err := conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
 		}
 		b := &pgx.Batch{}
+		if begin {
+			b.Queue(`BEGIN`)
+		}
 		lock := `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`
 		if nowait {
 			lock += ` NOWAIT`
@@ -105,10 +111,15 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64, nowait boo
 		}
 		br := sc.Conn().SendBatch(ctx, b)
 		defer func() {
-			if err := br.Close(); err != nil && lockErr == nil && readErr == nil {
+			if err := br.Close(); err != nil && beginErr == nil && lockErr == nil && readErr == nil {
 				readErr = err
 			}
 		}()
+		if begin {
+			if _, beginErr = br.Exec(); beginErr != nil {
+				return nil
+			}
+		}
 		var one int
 		if lockErr = br.QueryRow().Scan(&one); lockErr != nil {
 			return nil
@@ -149,10 +160,10 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, after int64, nowait boo
 		}
 		return nil
 	})
-	if err != nil && lockErr == nil {
+	if err != nil && beginErr == nil && lockErr == nil {
 		lockErr = err
 	}
-	return c, lockErr, readErr
+	return c, beginErr, lockErr, readErr
 }
 
 // catchUp folds what lockAndCatchUp read into the caches, and reports

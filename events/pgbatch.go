@@ -132,10 +132,18 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 	if treeHashes == nil {
 		treeHashes = [][]byte{}
 	}
-	err := w.exec(ctx, pgBatchInsert,
-		nonNil(p.blobHash), nonNil(p.blobSize), nonNil(p.blobBytes),
+	args := []any{nonNil(p.blobHash), nonNil(p.blobSize), nonNil(p.blobBytes),
 		nonNil(p.seq), nonNil(p.stream), nonNil(p.version), nonNil(p.typ), nonNil(p.typeVersion), nonNil(p.runID), nonNil(p.payload), nonNil(p.at), nonNil(p.hash), nonNil(p.salt),
-		treeIDs, treeHashes, metaMerkleHead, head)
+		treeIDs, treeHashes, metaMerkleHead, head}
+	var err error
+	if w.commitFlush {
+		var commitErr error
+		if err, commitErr = w.flushAndCommit(ctx, args...); err == nil && commitErr != nil {
+			return storageErr("commit", commitErr)
+		}
+	} else {
+		err = w.exec(ctx, pgBatchInsert, args...)
+	}
 	if err == nil {
 		w.notified = true
 		return nil

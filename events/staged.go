@@ -562,7 +562,7 @@ func (w *writerState) writeOutcomes(ctx context.Context, batch []*request, resul
 	if w.s.commits.Load()%1024 == 0 {
 		q = `WITH old AS (DELETE FROM append_outcomes WHERE decided_at < now() - make_interval(secs => ` + fmt.Sprint(int(outcomeTTL.Seconds())) + `)) ` + q
 	}
-	if _, err := w.tx.ExecContext(ctx, q, ids, outs); err != nil {
+	if _, err := w.conn.ExecContext(ctx, q, ids, outs); err != nil {
 		return storageErr("record staged outcomes", err)
 	}
 	w.s.combined.Add(int64(len(ids)))

@@ -24,11 +24,19 @@ const maxHeadCache = 1 << 16
 type writerState struct {
 	s    *Store
 	conn *sql.Conn
-	// tx is the open write transaction, begun on conn (nil between
-	// transactions). Statements run through conn's prepared statements,
-	// which share conn's session and so run inside it; tx is what
-	// commits, rolls back, and is handed to AppendTx's functions.
+	// tx is the open write transaction when it was begun through
+	// database/sql, on conn (nil between transactions). Statements run
+	// through conn's prepared statements, which share conn's session and
+	// so run inside it; tx is what commits, rolls back, and is handed to
+	// AppendTx's functions. On PostgreSQL a batch without AppendTx work
+	// sends its BEGIN in the lock's pipeline instead and its COMMIT in the
+	// flush's (pipelinedtx.go): inTx is set while either kind is open,
+	// and txEnded once the flush's pipeline ended it.
 	tx          *sql.Tx
+	inTx        bool
+	txEnded     bool
+	needSQLTx   bool       // the next begin goes through database/sql (AppendTx)
+	commitFlush bool       // the flush sends the COMMIT (a pipelined transaction, nothing after the flush)
 	gate        *writeGate // SQLite files only: bounds the writers' wait for the lock (gatedbegin.go)
 	stmts       map[string]*sql.Stmt
 	hasher      *chainHasher
@@ -391,7 +399,10 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 	// An idle connection the server dropped (a restart, a failover,
 	// pg_terminate_backend) fails its first statement: nothing has been
 	// done yet, so dial again and retry once.
-	for attempt := 0; ; attempt++ {
+	// A batch without AppendTx work sends its BEGIN with the lock and
+	// the reads (pipelinedtx.go); the fault hook takes the lock alone.
+	pipelined := !w.needSQLTx && !w.s.stopHoldingLock
+	for attempt := 0; !pipelined; attempt++ {
 		if err := w.connect(ctx); err != nil {
 			return err
 		}
@@ -431,7 +442,27 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 	// few milliseconds first, with a short lock_timeout, was tried: a
 	// timeout that fires as the lock is granted may surface as a cancel
 	// "due to user request", which fails the append like any error.)
-	c, lockErr, err := lockAndCatchUp(ctx, w.conn, after, w.nowait, cl)
+	var c caughtUp
+	var lockErr, err error
+	for attempt := 0; ; attempt++ {
+		if err := w.connect(ctx); err != nil {
+			return err
+		}
+		var beginErr error
+		c, beginErr, lockErr, err = lockAndCatchUp(ctx, w.conn, pipelined, after, w.nowait, cl)
+		if beginErr == nil {
+			break
+		}
+		w.disconnect()
+		if attempt == 1 {
+			return storageErr("begin", beginErr)
+		}
+		// The connection was replaced: every cache is to be read again.
+		after = -1
+	}
+	if pipelined {
+		w.inTx = true
+	}
 	if lockErr != nil {
 		w.rollback()
 		if pgCode(lockErr) == pgLockNotAvail {
@@ -511,11 +542,16 @@ func (w *writerState) recordOnce(ctx context.Context, key string, seq int64) (in
 func (w *writerState) rollback() {
 	// The writer's lifetime context: rollback must run even if the request
 	// context is done.
-	if w.conn == nil || w.tx == nil {
+	if w.conn == nil || !w.inTx {
 		return
 	}
-	w.tx.Rollback()
-	w.tx = nil
+	switch {
+	case w.tx != nil:
+		w.tx.Rollback()
+	case !w.txEnded:
+		w.conn.ExecContext(context.Background(), `ROLLBACK`)
+	}
+	w.tx, w.inTx, w.txEnded = nil, false, false
 	clear(w.leases)
 	w.pend.reset()
 	w.notified = false
@@ -570,7 +606,8 @@ func (w *writerState) commit(local []*request) {
 	var batch []*request
 	w.nowait = w.claimOnly || w.stageable(local)
 	w.claimIDs, w.badClaims = nil, nil
-	defer func() { w.nowait, w.claimIDs, w.badClaims = false, nil, nil }()
+	w.needSQLTx = needsSQLTx(local)
+	defer func() { w.nowait, w.claimIDs, w.badClaims, w.needSQLTx = false, nil, nil, false }()
 	for attempt := 0; ; attempt++ {
 		var dirty, stale, busy bool
 		batch, results, ok, dirty, stale, busy = w.run(local, false)
@@ -586,8 +623,13 @@ func (w *writerState) commit(local []*request) {
 		err = nil
 		if !stale && ok > 0 {
 			// On PostgreSQL the flush sends the batch's event rows, so
-			// a stale cache shows here.
-			if err = w.flushTree(context.Background()); errors.Is(err, errStaleTail) {
+			// a stale cache shows here. A pipelined transaction with
+			// nothing to write after the rows commits in the same
+			// round trip.
+			w.commitFlush = w.inTx && w.tx == nil && !w.hasRemote(batch)
+			err = w.flushTree(context.Background())
+			w.commitFlush = false
+			if errors.Is(err, errStaleTail) {
 				w.rollback()
 				stale = true
 			}
@@ -676,6 +718,13 @@ func (w *writerState) afterCommit(results []result) {
 // reporting success.
 func (w *writerState) commitTx() error {
 	ctx := context.Background()
+	if w.txEnded {
+		// The flush's pipeline committed (pipelinedtx.go).
+		w.tx, w.inTx, w.txEnded = nil, false, false
+		w.notified = false
+		w.pend.reset()
+		return nil
+	}
 	if w.s.pg {
 		if pgTxFailed(w.conn) {
 			return storageErr("commit", errors.New("a statement in the transaction failed; rolled back"))
@@ -686,8 +735,13 @@ func (w *writerState) commitTx() error {
 			}
 		}
 	}
-	err := w.tx.Commit()
-	w.tx = nil
+	var err error
+	if w.tx != nil {
+		err = w.tx.Commit()
+	} else {
+		_, err = w.conn.ExecContext(ctx, `COMMIT`)
+	}
+	w.tx, w.inTx = nil, false
 	w.notified = false
 	w.pend.reset()
 	if err != nil {
@@ -710,7 +764,7 @@ func (w *writerState) beginTx(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.tx = tx
+	w.tx, w.inTx = tx, true
 	return nil
 }
 

@@ -1,0 +1,71 @@
+package events
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// A PostgreSQL group commit's transaction costs two round trips of its
+// own when it is begun and committed through database/sql: the BEGIN and
+// the COMMIT, each waiting for its answer. A batch that hands no AppendTx
+// function a *sql.Tx needs neither: its BEGIN is the first statement of
+// the pipeline that takes the chain lock and reads the tail
+// (lockAndCatchUp; a BEGIN in a pipeline opens a transaction block that
+// outlasts the pipeline), and its COMMIT follows the statement that
+// writes the batch's rows (flushAndCommit), when nothing is to be
+// written after them (outcomes of staged appends are). A transaction
+// thus costs what its statements do: the lock's pipeline, the
+// projections' statements, and the rows with the commit.
+//
+// The server runs a pipeline's statements in order and skips the rest
+// after one fails, so a COMMIT queued behind a failed insert never runs:
+// the transaction is left aborted and open, and the writer rolls it back
+// as after any failed statement.
+
+// needsSQLTx reports whether a batch must begin its transaction through
+// database/sql: an AppendTx function is handed the *sql.Tx.
+func needsSQLTx(batch []*request) bool {
+	for _, r := range batch {
+		if r.txFn != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// flushAndCommit runs pgBatchInsert with args and COMMIT in one round
+// trip. The transaction has ended when the insert ran (txEnded): the
+// COMMIT ran after it, and committed or, failing, rolled back.
+func (w *writerState) flushAndCommit(ctx context.Context, args ...any) (insertErr, commitErr error) {
+	err := w.conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
+		}
+		b := &pgx.Batch{}
+		b.Queue(pgBatchInsert, args...)
+		b.Queue(`COMMIT`)
+		br := sc.Conn().SendBatch(ctx, b)
+		if _, insertErr = br.Exec(); insertErr == nil {
+			w.txEnded = true
+			var tag pgconn.CommandTag
+			if tag, commitErr = br.Exec(); commitErr == nil && tag.String() != "COMMIT" {
+				// A transaction already failed answers COMMIT with
+				// ROLLBACK: pgTxFailed's case, found afterwards.
+				commitErr = fmt.Errorf("the transaction was rolled back (%s)", tag)
+			}
+		}
+		if err := br.Close(); err != nil && insertErr == nil && commitErr == nil {
+			commitErr = err
+		}
+		return nil
+	})
+	if err != nil && insertErr == nil {
+		insertErr = err
+	}
+	return insertErr, commitErr
+}
