@@ -35,6 +35,110 @@ type caughtUp struct {
 	rows   []catchUpRow
 	head   string
 	claims []claimed // staged appends claimed, when asked
+	// The heads of the streams and the lease tokens of the runs the
+	// pipeline was asked for (prefetch), read under the lock.
+	heads  map[string]int64
+	tokens map[string]int64
+}
+
+// prefetch names what the batch about to be written will look up and the
+// writer has not cached: its streams' heads and its runs' lease tokens.
+// Read in the lock's pipeline, under the lock, they cost no round trip of
+// their own, where each was one when the batch came to it.
+type prefetch struct {
+	streams []string
+	runs    []string
+}
+
+// prefetchFor lists what batch will look up that the caches lack.
+func (w *writerState) prefetchFor(batch []*request) prefetch {
+	var p prefetch
+	streams, runs := map[string]bool{}, map[string]bool{}
+	for _, req := range batch {
+		for _, pw := range req.writes {
+			if _, ok := w.heads[pw.stream]; !ok && len(pw.items) > 0 && !streams[pw.stream] {
+				streams[pw.stream] = true
+				p.streams = append(p.streams, pw.stream)
+			}
+		}
+		if l := req.lease; l != nil {
+			if _, ok := w.leases[l.Run]; !ok && !runs[l.Run] {
+				runs[l.Run] = true
+				p.runs = append(p.runs, l.Run)
+			}
+		}
+	}
+	return p
+}
+
+// queue adds p's reads to the pipeline b.
+func (p prefetch) queue(b *pgx.Batch) {
+	if len(p.streams) > 0 {
+		// One index probe a stream (max of the stream's key range), as
+		// head reads it; a GROUP BY over ANY would read every row of them.
+		b.Queue(`SELECT s, (SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = s) FROM unnest($1::text[]) AS s`, p.streams)
+	}
+	if len(p.runs) > 0 {
+		b.Queue(`SELECT run, token FROM run_leases WHERE run = ANY($1)`, p.runs)
+	}
+}
+
+// read reads the answers to queue's reads: a stream without rows has
+// head 0; a run without a lease row is left out (checkLease asks again).
+func (p prefetch) read(br pgx.BatchResults, c *caughtUp) error {
+	readPairs := func(into map[string]int64) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			var v int64
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			into[k] = v
+		}
+		return rows.Err()
+	}
+	if len(p.streams) > 0 {
+		c.heads = make(map[string]int64, len(p.streams))
+		for _, s := range p.streams {
+			c.heads[s] = 0
+		}
+		if err := readPairs(c.heads); err != nil {
+			return err
+		}
+	}
+	if len(p.runs) > 0 {
+		c.tokens = make(map[string]int64, len(p.runs))
+		if err := readPairs(c.tokens); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usePrefetched puts what the pipeline prefetched into the caches, after
+// any catch-up or reload: read under the lock, it is current.
+func (w *writerState) usePrefetched(c caughtUp) {
+	if len(c.heads) > 0 {
+		if len(w.heads)+len(c.heads) >= maxHeadCache {
+			w.heads = map[string]int64{}
+		}
+		for s, v := range c.heads {
+			w.heads[s] = v
+		}
+	}
+	if len(c.tokens) > 0 {
+		if w.leases == nil || len(w.leases)+len(c.tokens) >= maxHeadCache {
+			w.leases = map[string]int64{}
+		}
+		for r, t := range c.tokens {
+			w.leases[r] = t
+		}
+	}
 }
 
 // claimArgs says what the pipeline claims of the staged appends: those of
@@ -83,7 +187,7 @@ type catchUpRow struct {
 // With begin the pipeline opens the transaction too (a BEGIN in a
 // pipeline starts a transaction block that outlasts it); its failure is
 // beginErr, and nothing else was run.
-func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64, nowait bool, cl claimArgs) (c caughtUp, beginErr, lockErr, readErr error) {
+func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64, nowait bool, cl claimArgs, pf prefetch) (c caughtUp, beginErr, lockErr, readErr error) {
 	err := conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
@@ -109,6 +213,7 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 		case cl.tag != "":
 			b.Queue(claimStatement, cl.tag, maxClaim)
 		}
+		pf.queue(b)
 		br := sc.Conn().SendBatch(ctx, b)
 		defer func() {
 			if err := br.Close(); err != nil && beginErr == nil && lockErr == nil && readErr == nil {
@@ -131,7 +236,9 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 			return nil
 		}
 		if after < 0 {
-			readErr = readClaims(br, cl, &c)
+			if readErr = readClaims(br, cl, &c); readErr == nil {
+				readErr = pf.read(br, &c)
+			}
 			return nil
 		}
 		rows, err := br.Query()
@@ -157,6 +264,9 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 		}
 		if readErr == nil {
 			readErr = readClaims(br, cl, &c)
+		}
+		if readErr == nil {
+			readErr = pf.read(br, &c)
 		}
 		return nil
 	})

@@ -36,6 +36,7 @@ type writerState struct {
 	inTx        bool
 	txEnded     bool
 	needSQLTx   bool       // the next begin goes through database/sql (AppendTx)
+	upcoming    []*request // the batch the next begin is for: what to prefetch with the lock (catchup.go)
 	commitFlush bool       // the flush sends the COMMIT (a pipelined transaction, nothing after the flush)
 	gate        *writeGate // SQLite files only: bounds the writers' wait for the lock (gatedbegin.go)
 	stmts       map[string]*sql.Stmt
@@ -444,12 +445,13 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 	// "due to user request", which fails the append like any error.)
 	var c caughtUp
 	var lockErr, err error
+	pf := w.prefetchFor(w.upcoming)
 	for attempt := 0; ; attempt++ {
 		if err := w.connect(ctx); err != nil {
 			return err
 		}
 		var beginErr error
-		c, beginErr, lockErr, err = lockAndCatchUp(ctx, w.conn, pipelined, after, w.nowait, cl)
+		c, beginErr, lockErr, err = lockAndCatchUp(ctx, w.conn, pipelined, after, w.nowait, cl, pf)
 		if beginErr == nil {
 			break
 		}
@@ -477,16 +479,14 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 		return storageErr("read chain tail", err)
 	}
 	w.claims = c.claims
-	if c.seq == w.lastSeq && hashText(c.hash) == w.lastHash && w.dataVersion >= 0 {
-		return nil
+	current := c.seq == w.lastSeq && hashText(c.hash) == w.lastHash && w.dataVersion >= 0
+	if !current && !(after >= 0 && w.catchUp(c)) {
+		if err := w.reload(ctx, true); err != nil {
+			w.rollback()
+			return err
+		}
 	}
-	if after >= 0 && w.catchUp(c) {
-		return nil
-	}
-	if err := w.reload(ctx, true); err != nil {
-		w.rollback()
-		return err
-	}
+	w.usePrefetched(c)
 	return nil
 }
 
@@ -794,7 +794,10 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 	ctx := context.Background()
 	batch = local
 	w.claims, w.badClaims = nil, nil
-	if err := w.begin(ctx, true); err != nil {
+	w.upcoming = local
+	err := w.begin(ctx, true)
+	w.upcoming = nil
+	if err != nil {
 		if errors.Is(err, errLockBusy) {
 			return batch, nil, 0, false, false, true
 		}

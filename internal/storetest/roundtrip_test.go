@@ -3,6 +3,7 @@ package storetest_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -84,6 +85,38 @@ func TestPostgres_AnAppendIsTwoRoundTrips(t *testing.T) {
 			t.Fatalf("append %d: %d commits, %d round trips; want 1 and 2", i+2, commits, trips)
 		}
 	}
+	// A stream the writer has not seen and a run's lease token it has not
+	// cached are read with the lock, in its pipeline: still two. A stale
+	// token is still refused, before anything is written.
+	if err := s.DB().QueryRowContext(ctx, `INSERT INTO run_leases (run, worker, token, expires_at, seq) VALUES ('r1', 'w', 7, 0, 0), ('r2', 'w', 3, 0, 0) RETURNING 1`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	leased := func(run string, token int64) context.Context {
+		return events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), events.Lease{Run: run, Token: token})
+	}
+	for i, c := range []struct {
+		ctx     context.Context
+		stream  string
+		counted bool
+	}{
+		{ctx, "new-1", true},
+		{leased("r1", 7), "new-2", false}, // prepares the read of the tokens
+		{leased("r2", 3), "new-3", true},  // a token not cached
+	} {
+		before := s.Stats()
+		if _, err := s.Append(c.ctx, c.stream, events.NoStream, &events.SessionPlaced{Session: c.stream, Backend: "local"}); err != nil {
+			t.Fatal(err)
+		}
+		after := s.Stats()
+		if commits, trips := after.Commits-before.Commits, after.RoundTrips-before.RoundTrips; c.counted && (commits != 1 || trips != 2) {
+			t.Fatalf("append %d to a new stream: %d commits, %d round trips; want 1 and 2", i, commits, trips)
+		}
+	}
+	var fenced *events.FencedError
+	if _, err := s.Append(leased("r1", 6), "new-4", events.NoStream, &events.SessionPlaced{Session: "new-4", Backend: "local"}); !errors.As(err, &fenced) || fenced.Current != 7 {
+		t.Fatalf("an append with a stale lease token: %v, want a FencedError naming token 7", err)
+	}
+
 	// The first AppendTx prepares the rows' statement for database/sql's
 	// path; the second is counted.
 	for i := range 2 {
