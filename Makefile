@@ -30,7 +30,13 @@ OSB_SDK := sandbox/opensandbox/testdata/sdk
 # the official OpenSandbox TypeScript SDK; openssl and Debian's Python
 # securesystemslib check attested run bundles the way an auditor would
 # (bundle/bundle_integration_test.go).
+#
+# go mod graph fetches the go.mod of every module version in rath's
+# requirement graph: a build reads only those it selects, but the README
+# quickstart's test builds a module of its own offline (GOPROXY=off),
+# which reads them all (cmd/rath/cli/readme_test.go).
 deps: $(MCP_FIXTURE)/node_modules/.package-lock.json $(OSB_SDK)/node_modules/.package-lock.json
+	@$(GO) mod graph >/dev/null
 	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
 	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1 && \
 	  /usr/bin/python3 -c 'import securesystemslib' >/dev/null 2>&1 || { \
