@@ -32,18 +32,31 @@ type pgPending struct {
 	stream, typ, payload, hash    []string
 	runID                         []*string
 	salt                          [][]byte
+
+	// deferred are the projectors' statements sent with the rows
+	// (Tx.ExecAtFlush), in the order they were queued.
+	deferred []deferredStmt
+}
+
+// deferredStmt is a statement of Tx.ExecAtFlush, its placeholders
+// PostgreSQL's.
+type deferredStmt struct {
+	query string
+	args  []any
 }
 
 // pgMark is how much was pending when a request began, so a request that
 // fails drops only its own rows.
-type pgMark struct{ blobs, events int }
+type pgMark struct{ blobs, events, deferred int }
 
 // batched reports whether the writer collects rows for pgBatchInsert:
 // PostgreSQL, in the Merkle format (a store told to write the old chain
 // rows writes them one by one, into a schema that may lack the salt).
 func (w *writerState) batched() bool { return w.s.pg && !w.s.opts.chainRows }
 
-func (p *pgPending) mark() pgMark { return pgMark{blobs: len(p.blobHash), events: len(p.seq)} }
+func (p *pgPending) mark() pgMark {
+	return pgMark{blobs: len(p.blobHash), events: len(p.seq), deferred: len(p.deferred)}
+}
 
 // truncate drops what was added after m.
 func (p *pgPending) truncate(m pgMark) {
@@ -59,11 +72,17 @@ func (p *pgPending) truncate(m pgMark) {
 		p.stream, p.typ, p.payload, p.hash = p.stream[:n], p.typ[:n], p.payload[:n], p.hash[:n]
 		p.runID, p.salt = p.runID[:n], p.salt[:n]
 	}
+	if m.deferred < len(p.deferred) {
+		clear(p.deferred[m.deferred:]) // their arguments
+		p.deferred = p.deferred[:m.deferred]
+	}
 }
 
 func (p *pgPending) reset() { p.truncate(pgMark{}) }
 
-func (p *pgPending) empty() bool { return len(p.blobHash) == 0 && len(p.seq) == 0 }
+func (p *pgPending) empty() bool {
+	return len(p.blobHash) == 0 && len(p.seq) == 0 && len(p.deferred) == 0
+}
 
 // addBlob queues a blob, once per batch.
 func (p *pgPending) addBlob(b []byte) {
@@ -136,9 +155,13 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 		nonNil(p.seq), nonNil(p.stream), nonNil(p.version), nonNil(p.typ), nonNil(p.typeVersion), nonNil(p.runID), nonNil(p.payload), nonNil(p.at), nonNil(p.hash), nonNil(p.salt),
 		treeIDs, treeHashes, metaMerkleHead, head}
 	var err error
-	if w.commitFlush {
-		var commitErr error
-		if err, commitErr = w.flushAndCommit(ctx, args...); err == nil && commitErr != nil {
+	if w.commitFlush || len(p.deferred) > 0 {
+		var deferredErr, commitErr error
+		deferredErr, err, commitErr = w.sendFlush(ctx, w.commitFlush, args...)
+		switch {
+		case deferredErr != nil:
+			return fmt.Errorf("%w: %w", errDeferredFailed, deferredErr)
+		case err == nil && commitErr != nil:
 			return storageErr("commit", commitErr)
 		}
 	} else {

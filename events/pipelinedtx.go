@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -37,20 +38,33 @@ func needsSQLTx(batch []*request) bool {
 	return false
 }
 
-// flushAndCommit runs pgBatchInsert with args and COMMIT in one round
-// trip. The transaction has ended when the insert ran (txEnded): the
-// COMMIT ran after it, and committed or, failing, rolled back.
-func (w *writerState) flushAndCommit(ctx context.Context, args ...any) (insertErr, commitErr error) {
+// sendFlush runs, in one round trip, the projectors' deferred statements
+// (Tx.ExecAtFlush), pgBatchInsert with args and, with commit, COMMIT. A
+// failed statement stops the rest. With commit the transaction has ended
+// when the insert ran (txEnded): the COMMIT ran after it, and committed
+// or, failing, rolled back.
+func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (deferredErr, insertErr, commitErr error) {
 	err := w.conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
 		}
 		b := &pgx.Batch{}
+		for _, d := range w.pend.deferred {
+			b.Queue(d.query, d.args...)
+		}
 		b.Queue(pgBatchInsert, args...)
-		b.Queue(`COMMIT`)
+		if commit {
+			b.Queue(`COMMIT`)
+		}
 		br := sc.Conn().SendBatch(ctx, b)
-		if _, insertErr = br.Exec(); insertErr == nil {
+		for range w.pend.deferred {
+			if _, deferredErr = br.Exec(); deferredErr != nil {
+				br.Close()
+				return nil
+			}
+		}
+		if _, insertErr = br.Exec(); insertErr == nil && commit {
 			w.txEnded = true
 			var tag pgconn.CommandTag
 			if tag, commitErr = br.Exec(); commitErr == nil && tag.String() != "COMMIT" {
@@ -60,12 +74,22 @@ func (w *writerState) flushAndCommit(ctx context.Context, args ...any) (insertEr
 			}
 		}
 		if err := br.Close(); err != nil && insertErr == nil && commitErr == nil {
-			commitErr = err
+			if commit {
+				commitErr = err
+			} else {
+				insertErr = err
+			}
 		}
 		return nil
 	})
-	if err != nil && insertErr == nil {
+	if err != nil && deferredErr == nil && insertErr == nil {
 		insertErr = err
 	}
-	return insertErr, commitErr
+	return deferredErr, insertErr, commitErr
 }
+
+// errDeferredFailed marks a flush whose deferred statements failed. Which
+// request queued the failing one is not known there, so the batch is
+// written again with every statement run at once (deferOff), where a
+// failure is its request's alone.
+var errDeferredFailed = errors.New("events: a projector's deferred statement failed")

@@ -32,19 +32,23 @@ type writerState struct {
 	// sends its BEGIN in the lock's pipeline instead and its COMMIT in the
 	// flush's (pipelinedtx.go): inTx is set while either kind is open,
 	// and txEnded once the flush's pipeline ended it.
-	tx          *sql.Tx
-	inTx        bool
-	txEnded     bool
-	needSQLTx   bool       // the next begin goes through database/sql (AppendTx)
-	upcoming    []*request // the batch the next begin is for: what to prefetch with the lock (catchup.go)
-	commitFlush bool       // the flush sends the COMMIT (a pipelined transaction, nothing after the flush)
-	gate        *writeGate // SQLite files only: bounds the writers' wait for the lock (gatedbegin.go)
-	stmts       map[string]*sql.Stmt
-	hasher      *chainHasher
-	lastSeq     int64
-	lastHash    string
-	heads       map[string]int64
-	dataVersion int64
+	tx        *sql.Tx
+	inTx      bool
+	txEnded   bool
+	needSQLTx bool       // the next begin goes through database/sql (AppendTx)
+	upcoming  []*request // the batch the next begin is for: what to prefetch with the lock (catchup.go)
+	// inBatch is set while a group commit applies its requests, whose
+	// flush sends what Tx.ExecAtFlush deferred; deferOff runs those
+	// statements at once instead (the redo of a batch one of them failed).
+	inBatch, deferOff bool
+	commitFlush       bool       // the flush sends the COMMIT (a pipelined transaction, nothing after the flush)
+	gate              *writeGate // SQLite files only: bounds the writers' wait for the lock (gatedbegin.go)
+	stmts             map[string]*sql.Stmt
+	hasher            *chainHasher
+	lastSeq           int64
+	lastHash          string
+	heads             map[string]int64
+	dataVersion       int64
 
 	// From store_meta, read with the tail.
 	fingerprint string // the chain's key fingerprint, "" if not recorded yet
@@ -126,6 +130,22 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 		return nil, err
 	}
 	return st.ExecContext(t.ctx, args...)
+}
+
+// ExecAtFlush runs a statement that writes rows nothing else in the
+// transaction reads or changes (an insert into a table only readers
+// read): on PostgreSQL it is sent with the batch's event rows, in their
+// round trip, where Exec is a round trip of its own; elsewhere, and in
+// Exclusive, it runs at once. Its error does not come back here: if it
+// fails, the whole batch is written again with every such statement run
+// at once, so that the failure is its own request's alone.
+func (t *Tx) ExecAtFlush(query string, args ...any) error {
+	if !t.w.deferring() {
+		_, err := t.Exec(query, args...)
+		return err
+	}
+	t.w.pend.deferred = append(t.w.pend.deferred, deferredStmt{query: t.w.s.rebind(query), args: args})
+	return nil
 }
 
 // QueryRow runs a query that returns at most one row.
@@ -607,7 +627,7 @@ func (w *writerState) commit(local []*request) {
 	w.nowait = w.claimOnly || w.stageable(local)
 	w.claimIDs, w.badClaims = nil, nil
 	w.needSQLTx = needsSQLTx(local)
-	defer func() { w.nowait, w.claimIDs, w.badClaims, w.needSQLTx = false, nil, nil, false }()
+	defer func() { w.nowait, w.claimIDs, w.badClaims, w.needSQLTx, w.deferOff = false, nil, nil, false, false }()
 	for attempt := 0; ; attempt++ {
 		var dirty, stale, busy bool
 		batch, results, ok, dirty, stale, busy = w.run(local, false)
@@ -629,9 +649,16 @@ func (w *writerState) commit(local []*request) {
 			w.commitFlush = w.inTx && w.tx == nil && !w.hasRemote(batch)
 			err = w.flushTree(context.Background())
 			w.commitFlush = false
-			if errors.Is(err, errStaleTail) {
+			switch {
+			case errors.Is(err, errStaleTail):
 				w.rollback()
 				stale = true
+			case errors.Is(err, errDeferredFailed) && !w.deferOff:
+				// Redone below with each statement run where it is
+				// queued: the request that queued the failing one fails
+				// alone, as it would have without deferring.
+				w.rollback()
+				w.deferOff, stale = true, true
 			}
 		}
 		if !stale {
@@ -813,6 +840,8 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 	results = make([]result, len(batch))
 	w.pend.reset()
 	w.notified = false
+	w.inBatch = true
+	defer func() { w.inBatch = false }()
 	start := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
 	for i, req := range batch {
 		if req.ctx.Err() != nil {
@@ -873,6 +902,10 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 
 // hasRemote reports whether the batch holds appends staged by others,
 // whose outcomes must be committed even when none of them succeeded.
+// deferring reports whether Tx.ExecAtFlush queues its statement for the
+// flush: on PostgreSQL, while a group commit applies its requests.
+func (w *writerState) deferring() bool { return w.inBatch && w.batched() && !w.deferOff }
+
 func (w *writerState) hasRemote(batch []*request) bool {
 	if len(w.badClaims) > 0 {
 		return true

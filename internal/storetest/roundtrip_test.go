@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gorath/rath/events"
@@ -136,5 +137,73 @@ func TestPostgres_AnAppendIsTwoRoundTrips(t *testing.T) {
 	// The log is whole: every append verifies.
 	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}
+
+// deferredInsert is a projector whose row goes with the batch's event
+// rows (Tx.ExecAtFlush); a placement on backend "bad" makes an insert the
+// table refuses, which the server reports only at the batch's flush.
+type deferredInsert struct{}
+
+func (deferredInsert) Project(_ context.Context, tx *events.Tx, ev *events.Event, p events.Payload) error {
+	sp, ok := p.(*events.SessionPlaced)
+	if !ok {
+		return nil
+	}
+	return tx.ExecAtFlush(`INSERT INTO placements_seen (seq, backend) VALUES (?, ?)`, ev.Seq, sp.Backend)
+}
+
+// A deferred statement that fails fails its own request only: the batch
+// is written again with every statement run where it was queued, and its
+// batch-mates land with their rows.
+func TestPostgres_AFailedDeferredStatementFailsItsRequestAlone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	if err := tg.Exec(t, `CREATE TABLE placements_seen (seq BIGINT PRIMARY KEY, backend TEXT NOT NULL CHECK (backend <> 'bad'))`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := events.Open(ctx, events.Options{DSN: tg.DSN, Projectors: []events.Projector{deferredInsert{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 120
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			stream, backend := fmt.Sprintf("s%d", i), "good"
+			if i%4 == 0 {
+				backend = "bad"
+			}
+			_, errs[i] = s.Append(ctx, stream, events.NoStream, &events.SessionPlaced{Session: stream, Backend: backend})
+		})
+	}
+	wg.Wait()
+	good := 0
+	for i, err := range errs {
+		if i%4 == 0 {
+			if err == nil || !strings.Contains(err.Error(), "placements_seen_backend_check") {
+				t.Fatalf("request %d: %v, want the table's check constraint", i, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("request %d failed with its batch-mate: %v", i, err)
+		}
+		good++
+	}
+	var rows int
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM placements_seen p JOIN events e ON e.seq = p.seq`).Scan(&rows); err != nil || rows != good {
+		t.Fatalf("%d rows of the deferred inserts match events (%v), want %d", rows, err, good)
+	}
+	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != int64(good) {
+		t.Fatalf("verify: %+v, %v; want %d events", rep, err, good)
+	}
+	// The failures and their batch-mates shared commits (120 appends at
+	// once make few batches), or the test showed nothing.
+	if st := s.Stats(); st.Commits >= n {
+		t.Fatalf("%d commits for %d appends: no two shared a batch", st.Commits, n)
 	}
 }
