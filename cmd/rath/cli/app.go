@@ -48,6 +48,10 @@ type app struct {
 	// sandboxes, if set, are the only backends the runtime can open (a
 	// worker's --backends); nil means rath's built-ins.
 	sandboxes *sandbox.Registry
+	// ownsProcess is set when the command is all the process does
+	// (Main, not Run inside another program): it may tune the process's
+	// runtime and leave it so.
+	ownsProcess bool
 }
 
 func newApp(cfg Config, stdin io.Reader, stdout, stderr io.Writer) *app {

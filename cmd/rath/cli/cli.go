@@ -35,7 +35,7 @@ type Config struct {
 func Main(cfg Config) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startCPUProfile(os.Getenv(CPUProfileEnv), os.Stderr)
-	code := Run(ctx, cfg, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := run(ctx, cfg, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, true)
 	stopProfile()
 	stop()
 	os.Exit(code)
@@ -89,7 +89,14 @@ const (
 // Run executes one rath invocation with args (without the program name)
 // and returns its exit code. Errors are printed on stderr.
 func Run(ctx context.Context, cfg Config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, cfg, args, stdin, stdout, stderr, false)
+}
+
+// run is Run; ownsProcess says the command is all the process does
+// (Main), so it may tune the process's runtime for itself.
+func run(ctx context.Context, cfg Config, args []string, stdin io.Reader, stdout, stderr io.Writer, ownsProcess bool) int {
 	a := newApp(cfg, stdin, stdout, stderr)
+	a.ownsProcess = ownsProcess
 	root := newRootCmd(a)
 	if args == nil {
 		args = []string{} // nil would make cobra read os.Args

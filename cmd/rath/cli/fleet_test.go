@@ -6,6 +6,7 @@ import (
 	"os"
 	execpkg "os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -146,5 +147,18 @@ func TestFleet_SubmitWorkerWait(t *testing.T) {
 				t.Fatalf("a tool ran and recreated the workspace: %v", err)
 			}
 		})
+	}
+}
+
+// A submit run inside another program (Run, not Main) leaves that
+// program's garbage collector as it found it: only a rath process of its
+// own tunes its collector for a submit (cli.go, ownsProcess).
+func TestSubmit_LeavesAnEmbeddersCollectorAlone(t *testing.T) {
+	// Not parallel: it reads the process's GC percent.
+	before := debug.SetGCPercent(-1)
+	debug.SetGCPercent(before)
+	mustRun(t, t.TempDir(), "submit", "--cassette", filepath.Join(t.TempDir(), "none.json"), "x")
+	if after := debug.SetGCPercent(before); after != before {
+		t.Fatalf("GC percent %d after an in-process submit, was %d", after, before)
 	}
 }
