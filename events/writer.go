@@ -41,14 +41,17 @@ type writerState struct {
 	// flush sends what Tx.ExecAtFlush deferred; deferOff runs those
 	// statements at once instead (the redo of a batch one of them failed).
 	inBatch, deferOff bool
-	commitFlush       bool       // the flush sends the COMMIT (a pipelined transaction, nothing after the flush)
-	gate              *writeGate // SQLite files only: bounds the writers' wait for the lock (gatedbegin.go)
-	stmts             map[string]*sql.Stmt
-	hasher            *chainHasher
-	lastSeq           int64
-	lastHash          string
-	heads             map[string]int64
-	dataVersion       int64
+	// absorbed are the appends the last run took off the queue once it
+	// held the chain lock (absorb); commit adds them to its batch.
+	absorbed    []*request
+	commitFlush bool       // the flush sends the COMMIT (a pipelined transaction, nothing after the flush)
+	gate        *writeGate // SQLite files only: bounds the writers' wait for the lock (gatedbegin.go)
+	stmts       map[string]*sql.Stmt
+	hasher      *chainHasher
+	lastSeq     int64
+	lastHash    string
+	heads       map[string]int64
+	dataVersion int64
 
 	// From store_meta, read with the tail.
 	fingerprint string // the chain's key fingerprint, "" if not recorded yet
@@ -631,6 +634,7 @@ func (w *writerState) commit(local []*request) {
 	for attempt := 0; ; attempt++ {
 		var dirty, stale, busy bool
 		batch, results, ok, dirty, stale, busy = w.run(local, false)
+		local = w.withAbsorbed(local)
 		if busy {
 			if !w.claimOnly {
 				w.stage(local)
@@ -639,6 +643,7 @@ func (w *writerState) commit(local []*request) {
 		}
 		if dirty {
 			batch, results, ok, _, stale, _ = w.run(local, true)
+			local = w.withAbsorbed(local)
 		}
 		err = nil
 		if !stale && ok > 0 {
@@ -834,6 +839,11 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		}
 		return batch, results, 0, false, false, false
 	}
+	if more := w.absorb(local); len(more) > 0 {
+		w.absorbed = append(w.absorbed, more...)
+		local = append(local[:len(local):len(local)], more...)
+		batch = local
+	}
 	if w.claims != nil || w.claimIDs != nil {
 		batch = w.withClaimed(local, w.claims)
 	}
@@ -902,6 +912,53 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 
 // hasRemote reports whether the batch holds appends staged by others,
 // whose outcomes must be committed even when none of them succeeded.
+// absorb takes off the queue the appends that came while this writer
+// waited for the chain lock, for the batch that now holds it: with other
+// processes taking the lock in turn, they would otherwise wait for a turn
+// of their own. One that must run alone (AppendTx, Exclusive) is held for
+// the loop, which runs it next; nothing is taken while the loop holds a
+// request already (mayTake) or the batch is one that runs alone.
+func (w *writerState) absorb(local []*request) []*request {
+	if !w.s.pg || !w.mayTake || w.held != nil || w.needSQLTx || w.claimOnly || len(local) == 0 {
+		return nil
+	}
+	n := 0
+	for _, r := range local {
+		n += r.n
+	}
+	var more []*request
+	for n < w.s.opts.MaxBatch {
+		select {
+		case r := <-w.s.reqs:
+			if r.fn != nil || r.txFn != nil {
+				// The loop's one slot: nothing else may take a request
+				// off the queue in this commit (stage neither).
+				w.held, w.mayTake = r, false
+				w.s.requests.Add(int64(len(more)))
+				return more
+			}
+			more = append(more, r)
+			n += r.n
+		default:
+			w.s.requests.Add(int64(len(more)))
+			return more
+		}
+	}
+	w.s.requests.Add(int64(len(more)))
+	return more
+}
+
+// withAbsorbed is local with what the last run absorbed, which a redo of
+// the batch must write and every reply must reach.
+func (w *writerState) withAbsorbed(local []*request) []*request {
+	if len(w.absorbed) == 0 {
+		return local
+	}
+	local = append(local[:len(local):len(local)], w.absorbed...)
+	w.absorbed = nil
+	return local
+}
+
 // deferring reports whether Tx.ExecAtFlush queues its statement for the
 // flush: on PostgreSQL, while a group commit applies its requests.
 func (w *writerState) deferring() bool { return w.inBatch && w.batched() && !w.deferOff }

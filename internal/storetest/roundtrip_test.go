@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
@@ -205,5 +206,71 @@ func TestPostgres_AFailedDeferredStatementFailsItsRequestAlone(t *testing.T) {
 	// once make few batches), or the test showed nothing.
 	if st := s.Stats(); st.Commits >= n {
 		t.Fatalf("%d commits for %d appends: no two shared a batch", st.Commits, n)
+	}
+}
+
+// Appends that come while the writer waits for the chain lock (another
+// process holds it) go into the batch that gets it, not into a second
+// turn of the lock: under contention each turn serves every append the
+// process has queued by then.
+func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := storetest.OpenStore(t, postgresTarget(t))
+	if _, err := s.Append(ctx, "warm", events.NoStream, &events.SessionPlaced{Session: "warm", Backend: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Stats()
+	const n = 16
+	var started, done sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		started.Add(1)
+		done.Go(func() {
+			stream := fmt.Sprintf("q%d", i)
+			started.Done()
+			_, errs[i] = s.Append(ctx, stream, events.NoStream, &events.SessionPlaced{Session: stream, Backend: "local"})
+		})
+	}
+	started.Wait()
+	// The writer took the first append and waits for the lock.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never waited for the chain lock")
+		}
+		var waiting int
+		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The other callers are past started.Done and into Append, a few
+	// microseconds from the queue; give them far more than that.
+	time.Sleep(100 * time.Millisecond)
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	done.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if commits := s.Stats().Commits - before.Commits; commits != 1 {
+		t.Fatalf("%d appends queued behind the lock took %d commits, want 1", n, commits)
+	}
+	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != n+1 {
+		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 }
