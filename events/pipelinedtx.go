@@ -93,3 +93,23 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 // written again with every statement run at once (deferOff), where a
 // failure is its request's alone.
 var errDeferredFailed = errors.New("events: a projector's deferred statement failed")
+
+// ExecAtFlush runs a statement that writes rows nothing else in the
+// transaction reads or changes (an insert into a table only readers
+// read): on PostgreSQL it is sent with the batch's event rows, in their
+// round trip, where Exec is a round trip of its own; elsewhere, and in
+// Exclusive, it runs at once. Its error does not come back here: if it
+// fails, the whole batch is written again with every such statement run
+// at once, so that the failure is its own request's alone.
+func (t *Tx) ExecAtFlush(query string, args ...any) error {
+	if !t.w.deferring() {
+		_, err := t.Exec(query, args...)
+		return err
+	}
+	t.w.pend.deferred = append(t.w.pend.deferred, deferredStmt{query: t.w.s.rebind(query), args: args})
+	return nil
+}
+
+// deferring reports whether Tx.ExecAtFlush queues its statement for the
+// flush: on PostgreSQL, while a group commit applies its requests.
+func (w *writerState) deferring() bool { return w.inBatch && w.batched() && !w.deferOff }

@@ -135,22 +135,6 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 	return st.ExecContext(t.ctx, args...)
 }
 
-// ExecAtFlush runs a statement that writes rows nothing else in the
-// transaction reads or changes (an insert into a table only readers
-// read): on PostgreSQL it is sent with the batch's event rows, in their
-// round trip, where Exec is a round trip of its own; elsewhere, and in
-// Exclusive, it runs at once. Its error does not come back here: if it
-// fails, the whole batch is written again with every such statement run
-// at once, so that the failure is its own request's alone.
-func (t *Tx) ExecAtFlush(query string, args ...any) error {
-	if !t.w.deferring() {
-		_, err := t.Exec(query, args...)
-		return err
-	}
-	t.w.pend.deferred = append(t.w.pend.deferred, deferredStmt{query: t.w.s.rebind(query), args: args})
-	return nil
-}
-
 // QueryRow runs a query that returns at most one row.
 func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
 	st, err := t.w.stmt(t.ctx, query)
@@ -912,57 +896,6 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 
 // hasRemote reports whether the batch holds appends staged by others,
 // whose outcomes must be committed even when none of them succeeded.
-// absorb takes off the queue the appends that came while this writer
-// waited for the chain lock, for the batch that now holds it: with other
-// processes taking the lock in turn, they would otherwise wait for a turn
-// of their own. One that must run alone (AppendTx, Exclusive) is held for
-// the loop, which runs it next; nothing is taken while the loop holds a
-// request already (mayTake) or the batch is one that runs alone.
-func (w *writerState) absorb(local []*request) []*request {
-	if !w.s.pg || !w.mayTake || w.held != nil || w.needSQLTx || w.claimOnly || len(local) == 0 {
-		return nil
-	}
-	n := 0
-	for _, r := range local {
-		n += r.n
-	}
-	var more []*request
-	for n < w.s.opts.MaxBatch {
-		select {
-		case r := <-w.s.reqs:
-			if r.fn != nil || r.txFn != nil {
-				// The loop's one slot: nothing else may take a request
-				// off the queue in this commit (stage neither).
-				w.held, w.mayTake = r, false
-				w.s.requests.Add(int64(len(more)))
-				return more
-			}
-			more = append(more, r)
-			n += r.n
-		default:
-			w.s.requests.Add(int64(len(more)))
-			return more
-		}
-	}
-	w.s.requests.Add(int64(len(more)))
-	return more
-}
-
-// withAbsorbed is local with what the last run absorbed, which a redo of
-// the batch must write and every reply must reach.
-func (w *writerState) withAbsorbed(local []*request) []*request {
-	if len(w.absorbed) == 0 {
-		return local
-	}
-	local = append(local[:len(local):len(local)], w.absorbed...)
-	w.absorbed = nil
-	return local
-}
-
-// deferring reports whether Tx.ExecAtFlush queues its statement for the
-// flush: on PostgreSQL, while a group commit applies its requests.
-func (w *writerState) deferring() bool { return w.inBatch && w.batched() && !w.deferOff }
-
 func (w *writerState) hasRemote(batch []*request) bool {
 	if len(w.badClaims) > 0 {
 		return true
