@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,10 +241,16 @@ func TestSigner_SignsEveryKAtRunEndAndClose(t *testing.T) {
 		if n.Text != origin+"\n16\n"+head.Root.String()+"\n" || !strings.HasPrefix(origin, checkpoint.OriginPrefix) {
 			t.Fatalf("checkpoint text %q (origin %q, head %v)", n.Text, origin, head)
 		}
-		// Covering finds the smallest checkpoint at or past a size.
+		// Covering finds the smallest checkpoint at or past a size: 14,
+		// the run's end, or 13 when the signer read the head just after
+		// the run's start (above).
+		wantSize := int64(14)
+		if slices.Contains(got, 13) {
+			wantSize = 13
+		}
 		c, err := checkpoint.Covering(t.Context(), s, 13)
-		if err != nil || c.Size != 14 {
-			t.Fatalf("Covering(13) = %v, %v; want size 14", c, err)
+		if err != nil || c.Size != wantSize {
+			t.Fatalf("Covering(13) = %v, %v; want size %d (checkpoints %v)", c, err, wantSize, got)
 		}
 		if _, err := checkpoint.Covering(t.Context(), s, 17); !errors.Is(err, checkpoint.ErrNone) {
 			t.Fatalf("Covering(17) = %v, want ErrNone", err)
