@@ -14,7 +14,7 @@ package events
 // the loop, which runs it next; nothing is taken while the loop holds a
 // request already (mayTake) or the batch is one that runs alone.
 func (w *writerState) absorb(local []*request) []*request {
-	if !w.s.pg || !w.mayTake || w.held != nil || w.needSQLTx || w.claimOnly || len(local) == 0 {
+	if !w.s.pg || !w.mayTake || w.held != nil || needsSQLTx(local) || w.claimOnly || len(local) == 0 {
 		return nil
 	}
 	n := 0

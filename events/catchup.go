@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -52,18 +53,17 @@ type prefetch struct {
 
 // prefetchFor lists what batch will look up that the caches lack.
 func (w *writerState) prefetchFor(batch []*request) prefetch {
+	// The lists hold only what is not cached, a few names: a scan of
+	// them costs less than maps made on every commit.
 	var p prefetch
-	streams, runs := map[string]bool{}, map[string]bool{}
 	for _, req := range batch {
 		for _, pw := range req.writes {
-			if _, ok := w.heads[pw.stream]; !ok && len(pw.items) > 0 && !streams[pw.stream] {
-				streams[pw.stream] = true
+			if _, ok := w.heads[pw.stream]; !ok && len(pw.items) > 0 && !slices.Contains(p.streams, pw.stream) {
 				p.streams = append(p.streams, pw.stream)
 			}
 		}
 		if l := req.lease; l != nil {
-			if _, ok := w.leases[l.Run]; !ok && !runs[l.Run] {
-				runs[l.Run] = true
+			if _, ok := w.leases[l.Run]; !ok && !slices.Contains(p.runs, l.Run) {
 				p.runs = append(p.runs, l.Run)
 			}
 		}

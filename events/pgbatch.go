@@ -140,10 +140,11 @@ SELECT pg_notify('` + notifyChannel + `', '')`
 
 // flushPostgres sends the batch's rows, tree hashes and head (treeIDs and
 // treeHashes, the tree_hashes rows, and head from the tree's flush; head "" when the batch has
-// no event) in one statement. A collision on the events table means the
+// no event) in one statement, after the projectors' deferred statements
+// and, with commit, before the COMMIT. A collision on the events table means the
 // cached tail or a stream head was stale: it is reported as errStaleTail,
 // and the batch is redone after a reload.
-func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHashes [][]byte, head string) error {
+func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHashes [][]byte, head string, commit bool) error {
 	p := &w.pend
 	if treeIDs == nil {
 		treeIDs = []int64{}
@@ -155,9 +156,9 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 		nonNil(p.seq), nonNil(p.stream), nonNil(p.version), nonNil(p.typ), nonNil(p.typeVersion), nonNil(p.runID), nonNil(p.payload), nonNil(p.at), nonNil(p.hash), nonNil(p.salt),
 		treeIDs, treeHashes, metaMerkleHead, head}
 	var err error
-	if w.commitFlush || len(p.deferred) > 0 {
+	if commit || len(p.deferred) > 0 {
 		var deferredErr, commitErr error
-		deferredErr, err, commitErr = w.sendFlush(ctx, w.commitFlush, args...)
+		deferredErr, err, commitErr = w.sendFlush(ctx, commit, args...)
 		switch {
 		case deferredErr != nil:
 			return fmt.Errorf("%w: %w", errDeferredFailed, deferredErr)

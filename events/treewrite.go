@@ -79,11 +79,12 @@ func treeAheadErr(leaves, lastSeq int64) error {
 
 // flushTree stores the tree hashes of the open transaction's leaves. On
 // PostgreSQL it also sends the batch's pending rows, in the same statement
-// (pgbatch.go).
-func (w *writerState) flushTree(ctx context.Context) error {
+// (pgbatch.go), and with commit, in a transaction begun in the lock's
+// pipeline, the COMMIT in the same round trip (pipelinedtx.go).
+func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 	if len(w.leaves) == 0 {
 		if w.batched() && !w.pend.empty() {
-			return w.flushPostgres(ctx, nil, nil, "")
+			return w.flushPostgres(ctx, nil, nil, "", commit)
 		}
 		return nil
 	}
@@ -150,7 +151,7 @@ func (w *writerState) flushTree(ctx context.Context) error {
 	}
 	rowIDs, rows := packTreeRows(meta, ids, hashes)
 	if w.batched() {
-		return w.flushPostgres(ctx, rowIDs, rows, head)
+		return w.flushPostgres(ctx, rowIDs, rows, head, commit)
 	}
 	// On PostgreSQL (the old chain rows) the last INSERT of tree hashes
 	// and the head's UPSERT are one statement (a data-modifying WITH).

@@ -32,11 +32,9 @@ type writerState struct {
 	// sends its BEGIN in the lock's pipeline instead and its COMMIT in the
 	// flush's (pipelinedtx.go): inTx is set while either kind is open,
 	// and txEnded once the flush's pipeline ended it.
-	tx        *sql.Tx
-	inTx      bool
-	txEnded   bool
-	needSQLTx bool       // the next begin goes through database/sql (AppendTx)
-	upcoming  []*request // the batch the next begin is for: what to prefetch with the lock (catchup.go)
+	tx      *sql.Tx
+	inTx    bool
+	txEnded bool
 	// inBatch is set while a group commit applies its requests, whose
 	// flush sends what Tx.ExecAtFlush deferred; deferOff runs those
 	// statements at once instead (the redo of a batch one of them failed).
@@ -44,7 +42,6 @@ type writerState struct {
 	// absorbed are the appends the last run took off the queue once it
 	// held the chain lock (absorb); commit adds them to its batch.
 	absorbed    []*request
-	commitFlush bool       // the flush sends the COMMIT (a pipelined transaction, nothing after the flush)
 	gate        *writeGate // SQLite files only: bounds the writers' wait for the lock (gatedbegin.go)
 	stmts       map[string]*sql.Stmt
 	hasher      *chainHasher
@@ -194,13 +191,13 @@ func (w *writerState) buildTree() error {
 		return nil
 	}
 	ctx := context.Background()
-	if err := w.begin(ctx, true); err != nil {
+	if err := w.begin(ctx, true, nil); err != nil {
 		if errors.Is(err, ErrKey) {
 			return nil
 		}
 		return err
 	}
-	err := w.flushTree(ctx)
+	err := w.flushTree(ctx, false)
 	if err == nil {
 		err = w.commitTx()
 	}
@@ -355,10 +352,13 @@ func (w *writerState) exec(ctx context.Context, query string, args ...any) error
 // For appends it refuses a key that does not match the
 // chain's, and records the chain's key fingerprint and hash format with
 // the first write; Exclusive's transactions (rebuilds) touch no event and
-// need neither.
-func (w *writerState) begin(ctx context.Context, appends bool) error {
+// need neither. batch is the group commit the transaction is for (nil for
+// Exclusive and the tree's build): on PostgreSQL what it will look up is
+// read with the lock, and its BEGIN goes in the lock's pipeline unless it
+// holds AppendTx work.
+func (w *writerState) begin(ctx context.Context, appends bool, batch []*request) error {
 	if w.s.pg {
-		if err := w.beginPostgres(ctx); err != nil {
+		if err := w.beginPostgres(ctx, batch); err != nil {
 			return err
 		}
 	} else if err := w.beginTx(ctx); err != nil { // IMMEDIATE: the DSN's _txlock
@@ -403,13 +403,13 @@ func (w *writerState) begin(ctx context.Context, appends bool) error {
 // process appends at a time and seqs are handed out in commit order. The
 // tail read after the lock sees the previous holder's commit; if it is not
 // the one cached, another process wrote and the caches are reloaded.
-func (w *writerState) beginPostgres(ctx context.Context) error {
+func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error {
 	// An idle connection the server dropped (a restart, a failover,
 	// pg_terminate_backend) fails its first statement: nothing has been
 	// done yet, so dial again and retry once.
 	// A batch without AppendTx work sends its BEGIN with the lock and
 	// the reads (pipelinedtx.go); the fault hook takes the lock alone.
-	pipelined := !w.needSQLTx && !w.s.stopHoldingLock
+	pipelined := !needsSQLTx(batch) && !w.s.stopHoldingLock
 	for attempt := 0; !pipelined; attempt++ {
 		if err := w.connect(ctx); err != nil {
 			return err
@@ -452,7 +452,7 @@ func (w *writerState) beginPostgres(ctx context.Context) error {
 	// "due to user request", which fails the append like any error.)
 	var c caughtUp
 	var lockErr, err error
-	pf := w.prefetchFor(w.upcoming)
+	pf := w.prefetchFor(batch)
 	for attempt := 0; ; attempt++ {
 		if err := w.connect(ctx); err != nil {
 			return err
@@ -613,8 +613,7 @@ func (w *writerState) commit(local []*request) {
 	var batch []*request
 	w.nowait = w.claimOnly || w.stageable(local)
 	w.claimIDs, w.badClaims = nil, nil
-	w.needSQLTx = needsSQLTx(local)
-	defer func() { w.nowait, w.claimIDs, w.badClaims, w.needSQLTx, w.deferOff = false, nil, nil, false, false }()
+	defer func() { w.nowait, w.claimIDs, w.badClaims, w.deferOff = false, nil, nil, false }()
 	for attempt := 0; ; attempt++ {
 		var dirty, stale, busy bool
 		batch, results, ok, dirty, stale, busy = w.run(local, false)
@@ -635,9 +634,7 @@ func (w *writerState) commit(local []*request) {
 			// a stale cache shows here. A pipelined transaction with
 			// nothing to write after the rows commits in the same
 			// round trip.
-			w.commitFlush = w.inTx && w.tx == nil && !w.hasRemote(batch)
-			err = w.flushTree(context.Background())
-			w.commitFlush = false
+			err = w.flushTree(context.Background(), w.inTx && w.tx == nil && !w.hasRemote(batch))
 			switch {
 			case errors.Is(err, errStaleTail):
 				w.rollback()
@@ -810,10 +807,7 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 	ctx := context.Background()
 	batch = local
 	w.claims, w.badClaims = nil, nil
-	w.upcoming = local
-	err := w.begin(ctx, true)
-	w.upcoming = nil
-	if err != nil {
+	if err := w.begin(ctx, true, local); err != nil {
 		if errors.Is(err, errLockBusy) {
 			return batch, nil, 0, false, false, true
 		}
@@ -1076,7 +1070,7 @@ func (w *writerState) putBlob(ctx context.Context, b []byte) error {
 func (w *writerState) exclusive(req *request) {
 	ctx := req.ctx
 	var res result
-	if err := w.begin(context.Background(), false); err != nil {
+	if err := w.begin(context.Background(), false, nil); err != nil {
 		res.err = err
 	} else if err := req.fn(ctx, &Tx{ctx: ctx, w: w}); err != nil {
 		w.rollback()
