@@ -117,12 +117,15 @@ func (p *pgPending) addEvent(seq int64, stream string, version int64, typ string
 // with ON CONFLICT DO NOTHING, which logs a second record per blob (the
 // speculative insertion's confirmation): writers insert blobs holding the
 // chain lock, and the rare collision with another inserter (rath copy) is
-// redone as a stale tail. A data-modifying WITH runs every part even
-// though none is referenced.
+// redone as a stale tail. The OFFSET 0 keeps the NOT EXISTS a per-blob
+// index probe: without it the planner may turn it into a hash anti join
+// that reads the whole blobs table on every commit, which it prefers while
+// the table is small and keeps in the writer's cached plan as it grows. A
+// data-modifying WITH runs every part even though none is referenced.
 const pgBatchInsert = `WITH b AS (
 	INSERT INTO blobs (hash, size, bytes)
 	SELECT u.* FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u(hash, size, bytes)
-	WHERE NOT EXISTS (SELECT 1 FROM blobs x WHERE x.hash = u.hash)
+	WHERE NOT EXISTS (SELECT 1 FROM blobs x WHERE x.hash = u.hash OFFSET 0)
 ), e AS (
 	INSERT INTO events (seq, stream, version, type, type_version, run_id, payload, at, hash, salt)
 	SELECT * FROM unnest($4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::bytea[])

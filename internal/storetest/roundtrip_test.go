@@ -274,3 +274,61 @@ func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 }
+
+// A commit looks each of its blobs up by key. Left to itself, the planner
+// turned the insert's NOT EXISTS into a hash anti join that read the whole
+// blobs table on every commit: it prefers that while the table is small or
+// not yet analyzed, and the writer's cached plan kept it as the table grew.
+// Counted by PostgreSQL's statistics of the writer's session, which it
+// reports when it ends.
+func TestPostgres_ACommitReadsNoWholeBlobsTable(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	// Hundreds of blobs the planner has no statistics of, as in a young
+	// store before autovacuum analyzed the table.
+	for _, q := range []string{
+		`ALTER TABLE blobs SET (autovacuum_enabled = off)`,
+		`INSERT INTO blobs (hash, size, bytes) SELECT 'old' || i, 1, '\x00' FROM generate_series(1, 600) AS i`,
+	} {
+		if err := tg.Exec(t, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := storetest.OpenStore(t, tg)
+	for i := range 12 { // past the five custom plans before a cached generic one
+		if _, err := s.PutBlob(ctx, fmt.Appendf(nil, "blob %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", tg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// A session's statistics are flushed before it leaves pg_stat_activity.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var others int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
+			t.Fatal(err)
+		}
+		if others == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions of the closed store still open", others)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var scans, read int64
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_scan, 0), COALESCE(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relname = 'blobs'`).Scan(&scans, &read); err != nil {
+		t.Fatal(err)
+	}
+	if scans != 0 {
+		t.Fatalf("the blobs table was read whole %d times (%d rows) by 12 commits of a blob each", scans, read)
+	}
+}
