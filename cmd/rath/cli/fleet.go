@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -49,14 +48,10 @@ rath wait $(rath submit --model gpt-4o-mini "Summarize README.md")
 rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if a.ownsProcess {
-				// A submit process lives for milliseconds: its one garbage
-				// collection, at 4 MB of heap, cost about 3 ms of a lone
-				// submit's 21-22 ms of CPU, collecting what the exit frees
-				// anyway. A batch still collects, at 8 times its live
-				// heap. Not restored: that would collect at once.
-				debug.SetGCPercent(800)
-			}
+			// Its one garbage collection, at 4 MB of heap, cost about 3
+			// ms of a lone submit's 21-22 ms of CPU. A batch still
+			// collects, at 9 times its live heap.
+			a.collectLess(submitGCPercent)
 			ctx := cmd.Context()
 			var runs []checkedRun
 			switch {
@@ -159,6 +154,7 @@ before anything of it runs.`,
 			if deadAfter <= 0 {
 				return usagef(cmd, "--dead-after: want a positive duration, got %s", deadAfter)
 			}
+			a.collectLess(workerGCPercent)
 			var err error
 			if policy.backends, err = parseBackends(backends); err != nil {
 				return usagef(cmd, "--backends: %v", err)

@@ -162,3 +162,29 @@ func TestSubmit_LeavesAnEmbeddersCollectorAlone(t *testing.T) {
 		t.Fatalf("GC percent %d after an in-process submit, was %d", after, before)
 	}
 }
+
+func TestCollectLess_OnlyInAProcessItOwnsAndWithoutGOGC(t *testing.T) {
+	// Not parallel: it sets the process's GC percent and environment.
+	before := debug.SetGCPercent(-1)
+	debug.SetGCPercent(before)
+	defer debug.SetGCPercent(before)
+	for _, c := range []struct {
+		name   string
+		owns   bool
+		gogc   string
+		wanted int
+	}{
+		{"the CLI is the process", true, "", workerGCPercent},
+		{"the operator set GOGC", true, "50", before},
+		{"a program runs the CLI", false, "", before},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			debug.SetGCPercent(before)
+			t.Setenv("GOGC", c.gogc)
+			(&app{ownsProcess: c.owns}).collectLess(workerGCPercent)
+			if got := debug.SetGCPercent(before); got != c.wanted {
+				t.Fatalf("GC percent %d, want %d", got, c.wanted)
+			}
+		})
+	}
+}
