@@ -79,7 +79,10 @@ func (p prefetch) queue(b *pgx.Batch) {
 		b.Queue(`SELECT s, (SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = s) FROM unnest($1::text[]) AS s`, p.streams)
 	}
 	if len(p.runs) > 0 {
-		b.Queue(`SELECT run, token FROM run_leases WHERE run = ANY($1)`, p.runs)
+		// One index probe a run too: the writer's generic plan of
+		// run = ANY($1) reads the whole table while it is small or not
+		// analyzed yet, and keeps doing so as it grows.
+		b.Queue(`SELECT r, t FROM (SELECT r, (SELECT token FROM run_leases WHERE run = r) AS t FROM unnest($1::text[]) AS r) AS x WHERE t IS NOT NULL`, p.runs)
 	}
 }
 

@@ -140,6 +140,16 @@ func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (
 	// A holder of the chain lock that stops sending is cut off.
 	wcfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(stalledTxTimeout.Milliseconds(), 10)
 	wcfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(writeStatementTimeout.Milliseconds(), 10)
+	// The server replanned the writer's statements that take arrays at
+	// every call (a custom plan for the arrays' length looked cheaper
+	// than the generic one): planning the batch's insert cost as much as
+	// running it. Its statements are written to need no custom plan (an
+	// array's elements are probed one by one, never joined), so the
+	// generic plan is made once per connection, and again when a table's
+	// statistics change. A DSN that sets plan_cache_mode keeps its own.
+	if _, set := wcfg.RuntimeParams["plan_cache_mode"]; !set {
+		wcfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	wcfg.DialFunc = countRoundTrips(wcfg.DialFunc, roundTrips)
 	wdb = stdlib.OpenDB(*wcfg)
 	wdb.SetMaxOpenConns(1)

@@ -88,6 +88,7 @@ func run(ctx context.Context, c config) error {
 	if c.statements > 0 {
 		settings["shared_preload_libraries"] = "pg_stat_statements"
 		settings["pg_stat_statements.track"] = "all"
+		settings["pg_stat_statements.track_planning"] = "on"
 	}
 	srv, err := pgtest.Start(ctx, pgtest.Options{Settings: settings})
 	if err != nil {
@@ -642,32 +643,37 @@ func redactDSN(argv []string) []string {
 }
 
 // printStatements prints the phase's most expensive statements by total
-// execution time (pg_stat_statements, reset when the phase began), per
-// step: where the server's share of a step goes.
+// planning and execution time (pg_stat_statements, reset when the phase
+// began), per step: where the server's share of a step goes. A statement
+// planned at about every call is one the server replans each time (a
+// custom plan it judged cheaper than the cached generic one).
 func printStatements(ctx context.Context, conn *pgx.Conn, phase string, n, steps int) error {
-	rows, err := conn.Query(ctx, `SELECT total_exec_time, calls, rows, regexp_replace(query, '\s+', ' ', 'g')
+	rows, err := conn.Query(ctx, `SELECT total_exec_time, total_plan_time, calls, plans, rows, regexp_replace(query, '\s+', ' ', 'g')
 		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		ORDER BY total_exec_time DESC LIMIT $1`, n)
+		ORDER BY total_exec_time + total_plan_time DESC LIMIT $1`, n)
 	if err != nil {
 		return fmt.Errorf("pg_stat_statements: %w", err)
 	}
 	defer rows.Close()
-	fmt.Fprintf(os.Stderr, "%s: top %d statements (exec ms/step, calls/step, rows/call, statement)\n", phase, n)
+	fmt.Fprintf(os.Stderr, "%s: top %d statements (exec ms/step, plan ms/step, calls/step, plans/call, rows/call, statement)\n", phase, n)
 	for rows.Next() {
-		var total float64
-		var calls, nrows int64
+		var exec, plan float64
+		var calls, plans, nrows int64
 		var query string
-		if err := rows.Scan(&total, &calls, &nrows, &query); err != nil {
+		if err := rows.Scan(&exec, &plan, &calls, &plans, &nrows, &query); err != nil {
 			return err
 		}
-		if len(query) > 110 {
-			query = query[:110] + "…"
+		if len(query) > 100 {
+			query = query[:100] + "…"
 		}
-		perCall := 0.0
-		if calls > 0 {
-			perCall = float64(nrows) / float64(calls)
+		perCall := func(n int64) float64 {
+			if calls == 0 {
+				return 0
+			}
+			return float64(n) / float64(calls)
 		}
-		fmt.Fprintf(os.Stderr, "  %8.3f %7.2f %7.1f  %s\n", total/float64(steps), float64(calls)/float64(steps), perCall, query)
+		fmt.Fprintf(os.Stderr, "  %8.3f %8.3f %7.2f %5.2f %7.1f  %s\n", exec/float64(steps), plan/float64(steps),
+			float64(calls)/float64(steps), perCall(plans), perCall(nrows), query)
 	}
 	return rows.Err()
 }

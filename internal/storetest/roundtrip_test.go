@@ -275,21 +275,24 @@ func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
 	}
 }
 
-// A commit looks each of its blobs up by key. Left to itself, the planner
-// turned the insert's NOT EXISTS into a hash anti join that read the whole
-// blobs table on every commit: it prefers that while the table is small or
-// not yet analyzed, and the writer's cached plan kept it as the table grew.
-// Counted by PostgreSQL's statistics of the writer's session, which it
-// reports when it ends.
-func TestPostgres_ACommitReadsNoWholeBlobsTable(t *testing.T) {
+// A commit looks its blobs and its runs' lease tokens up by key. Left to
+// itself, the planner turned the blob insert's NOT EXISTS into a hash anti
+// join that read the whole blobs table on every commit, and a generic plan
+// of the tokens' run = ANY($1) read all of run_leases: it prefers that
+// while a table is small or not yet analyzed, and the writer's cached plan
+// kept it as the table grew. Counted by PostgreSQL's statistics of the
+// writer's session, which it reports when it ends.
+func TestPostgres_ACommitReadsNoWholeTable(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	tg := postgresTarget(t)
-	// Hundreds of blobs the planner has no statistics of, as in a young
-	// store before autovacuum analyzed the table.
+	// Hundreds of rows the planner has no statistics of, as in a young
+	// store before autovacuum analyzed its tables.
 	for _, q := range []string{
 		`ALTER TABLE blobs SET (autovacuum_enabled = off)`,
+		`ALTER TABLE run_leases SET (autovacuum_enabled = off)`,
 		`INSERT INTO blobs (hash, size, bytes) SELECT 'old' || i, 1, '\x00' FROM generate_series(1, 600) AS i`,
+		`INSERT INTO run_leases (run, worker, token, expires_at, seq) SELECT 'r' || i, 'w', 1, 0, 0 FROM generate_series(1, 600) AS i`,
 	} {
 		if err := tg.Exec(t, q); err != nil {
 			t.Fatal(err)
@@ -297,7 +300,12 @@ func TestPostgres_ACommitReadsNoWholeBlobsTable(t *testing.T) {
 	}
 	s := storetest.OpenStore(t, tg)
 	for i := range 12 { // past the five custom plans before a cached generic one
-		if _, err := s.PutBlob(ctx, fmt.Appendf(nil, "blob %d", i)); err != nil {
+		run := fmt.Sprint("r", i+1)
+		lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), events.Lease{Run: run, Token: 1})
+		stream := fmt.Sprint("s", i)
+		if _, err := s.AppendWrites(lctx, events.Write{Stream: stream, Expected: events.NoStream,
+			Events: []events.Payload{&events.SessionPlaced{Session: stream, Backend: "local"}},
+			Blobs:  [][]byte{fmt.Appendf(nil, "blob %d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -324,11 +332,68 @@ func TestPostgres_ACommitReadsNoWholeBlobsTable(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var scans, read int64
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_scan, 0), COALESCE(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relname = 'blobs'`).Scan(&scans, &read); err != nil {
+	for _, table := range []string{"blobs", "run_leases"} {
+		var scans, read int64
+		if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_scan, 0), COALESCE(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relname = $1`, table).Scan(&scans, &read); err != nil {
+			t.Fatal(err)
+		}
+		if scans != 0 {
+			t.Errorf("table %s was read whole %d times (%d rows) by 12 commits", table, scans, read)
+		}
+	}
+}
+
+// The writer's statements are planned once per connection, not at every
+// call: the server had judged a custom plan for each call's arrays cheaper
+// than the generic one for the batch's insert and the lock's prefetch
+// reads, and planning the insert cost as much as running it. Read from the
+// writer's own session (pg_prepared_statements), inside an AppendTx.
+func TestPostgres_TheWritersStatementsAreNotReplanned(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := storetest.OpenStore(t, postgresTarget(t))
+	if err := s.DB().QueryRowContext(ctx, `INSERT INTO run_leases (run, worker, token, expires_at, seq) SELECT 'r' || i, 'w', 1, 0, 0 FROM generate_series(1, 12) AS i RETURNING 1`).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if scans != 0 {
-		t.Fatalf("the blobs table was read whole %d times (%d rows) by 12 commits of a blob each", scans, read)
+	for i := 1; i <= 12; i++ { // past the five custom plans the server tries first
+		run := fmt.Sprint("r", i)
+		lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), events.Lease{Run: run, Token: 1})
+		stream := fmt.Sprint("s", i) // a new stream and an uncached token: both prefetched
+		if _, err := s.AppendWrites(lctx, events.Write{Stream: stream, Expected: events.NoStream,
+			Events: []events.Payload{&events.SessionPlaced{Session: stream, Backend: "local"}},
+			Blobs:  [][]byte{fmt.Appendf(nil, "blob %d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type plans struct {
+		statement        string
+		generic, custom int64
+	}
+	var got []plans
+	if _, err := s.AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+			WHERE (statement LIKE '%INSERT INTO blobs%' OR statement LIKE '%FROM unnest($1::text[])%') AND statement NOT LIKE '%pg_prepared_statements%'`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p plans
+			if err := rows.Scan(&p.statement, &p.generic, &p.custom); err != nil {
+				return err
+			}
+			got = append(got, p)
+		}
+		return rows.Err()
+	}, events.Write{Stream: "tx", Expected: events.NoStream, Events: []events.Payload{&events.SessionPlaced{Session: "tx", Backend: "local"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 3 {
+		t.Fatalf("%d of the writer's array statements prepared, want the insert and the two prefetch reads: %+v", len(got), got)
+	}
+	for _, p := range got {
+		if p.custom != 0 || p.generic < 12 {
+			t.Errorf("%d custom and %d generic plans for %.60q, want none and one a call", p.custom, p.generic, p.statement)
+		}
 	}
 }
