@@ -176,6 +176,7 @@ type catchUpRow struct {
 	seq, version int64
 	stream, typ  string
 	hash         string
+	leased       []byte // a run.leased row's payload, to tell whose token it changed
 }
 
 // lockAndCatchUp takes the chain lock and reads, in one round trip, the
@@ -207,7 +208,7 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 		b.Queue(lock)
 		b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`)
 		if after >= 0 {
-			b.Queue(`SELECT seq, stream, version, type, hash FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, maxCatchUp+1)
+			b.Queue(`SELECT seq, stream, version, type, hash, CASE WHEN type = '`+TypeRunLeased+`' THEN payload END FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, maxCatchUp+1)
 			b.Queue(`SELECT value FROM store_meta WHERE key = $1`, metaMerkleHead)
 		}
 		switch {
@@ -251,7 +252,7 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 		}
 		for rows.Next() {
 			var r catchUpRow
-			if err := rows.Scan(&r.seq, &r.stream, &r.version, &r.typ, &r.hash); err != nil {
+			if err := rows.Scan(&r.seq, &r.stream, &r.version, &r.typ, &r.hash, &r.leased); err != nil {
 				rows.Close()
 				readErr = err
 				return nil
@@ -319,7 +320,7 @@ func (w *writerState) catchUp(c caughtUp) bool {
 	for _, r := range c.rows {
 		w.heads[r.stream] = r.version
 		if r.typ == TypeRunLeased {
-			clear(w.leases)
+			w.forgetLease(r.leased)
 		}
 	}
 	w.treeSize = head.Size

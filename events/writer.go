@@ -80,11 +80,11 @@ type writerState struct {
 	pend     pgPending
 	notified bool
 	// leases caches run_leases tokens (run → token) that checkLease read
-	// while this writer held the chain lock and nothing else had written
-	// since: only the writer of the chain writes run_leases (projecting
-	// run.leased), so the cache goes whenever another process wrote (a
-	// reload), a transaction or a request was rolled back, or a
-	// run.leased is written.
+	// while this writer held the chain lock: only the writer of the chain
+	// writes run_leases (projecting run.leased), so a run's token goes
+	// when a run.leased of that run is written here or seen written by
+	// another process (leasecache.go), and all of them on a reload or
+	// when a transaction or a request was rolled back.
 	leases map[string]int64
 
 	// Staged appends (staged.go). nowait asks for the chain lock without
@@ -1021,7 +1021,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 				return nil, wrote, storageErr(fmt.Sprintf("insert %s seq %d", it.typ, seq), err)
 			}
 			if it.typ == TypeRunLeased {
-				clear(w.leases) // the projection changes run_leases
+				w.forgetLease(it.payload) // the projection changes run_leases
 			}
 			ev := Event{Seq: seq, Stream: pw.stream, Version: head, Type: it.typ, TypeVersion: it.version,
 				RunID: req.runID, Payload: it.payload, At: at, Hash: hash}
@@ -1102,47 +1102,6 @@ func blobRef(payload []byte) []byte {
 	return []byte(`{"$blob":"` + BlobHash(payload) + `","size":` + strconv.Itoa(len(payload)) + `}`)
 }
 
-// checkLease refuses a fenced request whose token is no longer its run's
-// current one, before it writes anything. It applies when the request
-// writes the run's events (stamped with its id) or its lease stream.
-// run_leases is the projection of run.leased (package projections).
-func (w *writerState) checkLease(ctx context.Context, req *request) error {
-	l := req.lease
-	if l == nil {
-		return nil
-	}
-	touches := req.runID == l.Run
-	for _, pw := range req.writes {
-		touches = touches || (len(pw.items) > 0 && pw.stream == LeaseStream(l.Run))
-	}
-	if !touches {
-		return nil
-	}
-	current, cached := w.leases[l.Run]
-	var err error
-	if !cached {
-		err = w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT token FROM run_leases WHERE run = ?`), l.Run).Scan(&current)
-	}
-	if err == nil && !cached {
-		if w.leases == nil || len(w.leases) >= maxHeadCache {
-			w.leases = map[string]int64{}
-		}
-		w.leases[l.Run] = current
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		// No lease was ever recorded here (a replay's scratch store, which
-		// mirrors the run's events but not its leases): nobody else can
-		// hold the run.
-		return nil
-	}
-	if err != nil {
-		return storageErr("check lease", err)
-	}
-	if current != l.Token {
-		return &FencedError{Run: l.Run, Token: l.Token, Current: current}
-	}
-	return nil
-}
 
 // stopUntilContinued stops the process (SIGSTOP) and returns only after
 // SIGCONT. A stop sent to oneself lands when the kernel next schedules

@@ -397,3 +397,57 @@ func TestPostgres_TheWritersStatementsAreNotReplanned(t *testing.T) {
 		}
 	}
 }
+
+// A lease taken by another process drops the cached token of its run only:
+// dropping them all at every take anywhere in a fleet made a writer read
+// tokens again for most requests with several workers. The run whose lease
+// was taken is still fenced at once.
+func TestPostgres_ALeaseTakenElsewhereDropsOnlyItsRunsToken(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	a, b := storetest.OpenStore(t, tg), storetest.OpenStore(t, tg)
+	// No projector here: the test writes run_leases as the projection would.
+	if err := a.DB().QueryRowContext(ctx, `INSERT INTO run_leases (run, worker, token, expires_at, seq) VALUES ('r1', 'a', 7, 0, 0), ('r2', 'a', 7, 0, 0) RETURNING 1`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	leased := func(run string, token int64) context.Context {
+		return events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), events.Lease{Run: run, Token: token})
+	}
+	appendAs := func(run string, token int64) error {
+		_, err := a.Append(leased(run, token), "s-"+run, events.AnyVersion, &events.SessionPlaced{Session: "s-" + run, Backend: "local"})
+		return err
+	}
+	for _, run := range []string{"r1", "r2", "r1", "r2"} { // the tokens cached, the statements prepared
+		if err := appendAs(run, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := func(run string, token int64) {
+		t.Helper()
+		if _, err := b.Append(ctx, events.LeaseStream(run), events.AnyVersion, &events.RunLeased{Run: run, Worker: "b", Token: token, ExpiresAt: time.Now().Add(time.Minute).UnixNano()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take("r3", 1)
+	before := a.Stats()
+	if err := appendAs("r1", 7); err != nil {
+		t.Fatal(err)
+	}
+	if trips := a.Stats().RoundTrips - before.RoundTrips; trips != 2 {
+		t.Fatalf("an append of r1 after another process took r3's lease: %d round trips, want 2 (r1's token still cached)", trips)
+	}
+	// Another process takes r2 over: a's next append of r2 with its old
+	// token is refused, though a had it cached.
+	if err := a.DB().QueryRowContext(ctx, `UPDATE run_leases SET worker = 'b', token = 8 WHERE run = 'r2' RETURNING 1`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	take("r2", 8)
+	var fenced *events.FencedError
+	if err := appendAs("r2", 7); !errors.As(err, &fenced) || fenced.Current != 8 {
+		t.Fatalf("an append with r2's token after another process took it over: %v, want a FencedError naming token 8", err)
+	}
+	if err := appendAs("r1", 7); err != nil {
+		t.Fatalf("r1 is still a's: %v", err)
+	}
+}
