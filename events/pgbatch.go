@@ -33,12 +33,16 @@ type pgPending struct {
 	runID                         []*string
 	salt                          [][]byte
 
-	// deferred are the projectors' statements sent with the rows
-	// (Tx.ExecAtFlush), in the order they were queued.
+	// deferred are the projectors' queued statements (Tx.ExecPipelined),
+	// in the order they were queued: those before sent were sent with a
+	// later statement (pipelined.go), the rest go with the rows. failed is
+	// the error of one that failed when sent early.
 	deferred []deferredStmt
+	sent     int
+	failed   error
 }
 
-// deferredStmt is a statement of Tx.ExecAtFlush, its placeholders
+// deferredStmt is a statement of Tx.ExecPipelined, its placeholders
 // PostgreSQL's.
 type deferredStmt struct {
 	query string
@@ -76,9 +80,15 @@ func (p *pgPending) truncate(m pgMark) {
 		clear(p.deferred[m.deferred:]) // their arguments
 		p.deferred = p.deferred[:m.deferred]
 	}
+	// Those of them already sent ran inside the request's savepoint, and
+	// the rollback to it undid them.
+	p.sent = min(p.sent, m.deferred)
 }
 
-func (p *pgPending) reset() { p.truncate(pgMark{}) }
+func (p *pgPending) reset() {
+	p.truncate(pgMark{})
+	p.failed = nil
+}
 
 func (p *pgPending) empty() bool {
 	return len(p.blobHash) == 0 && len(p.seq) == 0 && len(p.deferred) == 0
@@ -159,7 +169,7 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 		nonNil(p.seq), nonNil(p.stream), nonNil(p.version), nonNil(p.typ), nonNil(p.typeVersion), nonNil(p.runID), nonNil(p.payload), nonNil(p.at), nonNil(p.hash), nonNil(p.salt),
 		treeIDs, treeHashes, metaMerkleHead, head}
 	var err error
-	if commit || len(p.deferred) > 0 {
+	if commit || p.unsent() > 0 {
 		var deferredErr, commitErr error
 		deferredErr, err, commitErr = w.sendFlush(ctx, commit, args...)
 		switch {

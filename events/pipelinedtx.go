@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -38,8 +37,8 @@ func needsSQLTx(batch []*request) bool {
 	return false
 }
 
-// sendFlush runs, in one round trip, the projectors' deferred statements
-// (Tx.ExecAtFlush), pgBatchInsert with args and, with commit, COMMIT. A
+// sendFlush runs, in one round trip, the projectors' queued statements
+// not sent yet (Tx.ExecPipelined), pgBatchInsert with args and, with commit, COMMIT. A
 // failed statement stops the rest. With commit the transaction has ended
 // when the insert ran (txEnded): the COMMIT ran after it, and committed
 // or, failing, rolled back.
@@ -50,7 +49,8 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
 		}
 		b := &pgx.Batch{}
-		for _, d := range w.pend.deferred {
+		queued := w.pend.deferred[w.pend.sent:]
+		for _, d := range queued {
 			b.Queue(d.query, d.args...)
 		}
 		b.Queue(pgBatchInsert, args...)
@@ -58,7 +58,7 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 			b.Queue(`COMMIT`)
 		}
 		br := sc.Conn().SendBatch(ctx, b)
-		for range w.pend.deferred {
+		for range queued {
 			if _, deferredErr = br.Exec(); deferredErr != nil {
 				br.Close()
 				return nil
@@ -88,28 +88,3 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 	return deferredErr, insertErr, commitErr
 }
 
-// errDeferredFailed marks a flush whose deferred statements failed. Which
-// request queued the failing one is not known there, so the batch is
-// written again with every statement run at once (deferOff), where a
-// failure is its request's alone.
-var errDeferredFailed = errors.New("events: a projector's deferred statement failed")
-
-// ExecAtFlush runs a statement that writes rows nothing else in the
-// transaction reads or changes (an insert into a table only readers
-// read): on PostgreSQL it is sent with the batch's event rows, in their
-// round trip, where Exec is a round trip of its own; elsewhere, and in
-// Exclusive, it runs at once. Its error does not come back here: if it
-// fails, the whole batch is written again with every such statement run
-// at once, so that the failure is its own request's alone.
-func (t *Tx) ExecAtFlush(query string, args ...any) error {
-	if !t.w.deferring() {
-		_, err := t.Exec(query, args...)
-		return err
-	}
-	t.w.pend.deferred = append(t.w.pend.deferred, deferredStmt{query: t.w.s.rebind(query), args: args})
-	return nil
-}
-
-// deferring reports whether Tx.ExecAtFlush queues its statement for the
-// flush: on PostgreSQL, while a group commit applies its requests.
-func (w *writerState) deferring() bool { return w.inBatch && w.batched() && !w.deferOff }

@@ -194,6 +194,7 @@ type Store struct {
 
 	commits, requests, evs atomic.Int64  // for Stats
 	staged, combined       atomic.Int64  // for Stats
+	redone                 atomic.Int64  // for Stats
 	roundTrips             *atomic.Int64 // the writer connection's, for Stats
 
 	// inflight counts callers inside send: the writer lingers for the ones
@@ -428,6 +429,10 @@ type Stats struct {
 	// store's writer claimed and wrote, any process's, its own included
 	// (PostgreSQL, staged.go).
 	Staged, Combined int64
+	// Redone counts the batches rolled back and written again: a cache
+	// another process made stale, or a projector's queued statement that
+	// failed (PostgreSQL).
+	Redone int64
 }
 
 // Stats returns the writer's counters: Requests/Commits is the mean group
@@ -435,7 +440,7 @@ type Stats struct {
 // server.
 func (s *Store) Stats() Stats {
 	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load(),
-		Staged: s.staged.Load(), Combined: s.combined.Load()}
+		Staged: s.staged.Load(), Combined: s.combined.Load(), Redone: s.redone.Load()}
 }
 
 // DB returns the read-only connection pool, for read models to query.

@@ -35,10 +35,12 @@ type writerState struct {
 	tx      *sql.Tx
 	inTx    bool
 	txEnded bool
-	// inBatch is set while a group commit applies its requests, whose
-	// flush sends what Tx.ExecAtFlush deferred; deferOff runs those
-	// statements at once instead (the redo of a batch one of them failed).
+	// inBatch is set while a group commit applies its requests, which
+	// queue what Tx.ExecPipelined is given; deferOff runs those statements
+	// at once instead (the redo of a batch one of them failed). pipelined
+	// holds their queued texts (pipelined.go).
 	inBatch, deferOff bool
+	pipelined         map[pipelinedKey]string
 	// absorbed are the appends the last run took off the queue once it
 	// held the chain lock (absorb); commit adds them to its batch.
 	absorbed    []*request
@@ -125,6 +127,9 @@ func (t *Tx) SetValue(key, v any) {
 
 // Exec runs a statement in the transaction.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	if t.w.pend.unsent() > 0 {
+		return t.w.execAfterQueued(t.ctx, query, args...)
+	}
 	st, err := t.w.stmt(t.ctx, query)
 	if err != nil {
 		return nil, err
@@ -134,6 +139,9 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 
 // QueryRow runs a query that returns at most one row.
 func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
+	// A queued statement that fails leaves the transaction aborted, so
+	// the query fails too; the writer then redoes the batch (pend.failed).
+	t.w.sendQueued(t.ctx)
 	st, err := t.w.stmt(t.ctx, query)
 	if err != nil {
 		// Surface the prepare error through Scan.
@@ -144,6 +152,9 @@ func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
 
 // Query runs a query in the transaction.
 func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	if err := t.w.sendQueued(t.ctx); err != nil {
+		return nil, err
+	}
 	st, err := t.w.stmt(t.ctx, query)
 	if err != nil {
 		return nil, err
@@ -338,6 +349,11 @@ func (w *writerState) stmt(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
 func (w *writerState) exec(ctx context.Context, query string, args ...any) error {
+	if w.pend.unsent() > 0 {
+		// After the projectors' queued statements, in their round trip.
+		_, err := w.execAfterQueued(ctx, query, args...)
+		return err
+	}
 	st, err := w.stmt(ctx, query)
 	if err != nil {
 		return err
@@ -650,6 +666,7 @@ func (w *writerState) commit(local []*request) {
 		if !stale {
 			break
 		}
+		w.s.redone.Add(1)
 		w.forceReload()
 		if attempt == maxStaleRetries {
 			if err == nil {
@@ -840,11 +857,17 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		u := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}, pend: w.pend.mark()}
 		if savepoints {
 			if err := w.exec(ctx, `SAVEPOINT req`); err != nil {
+				if w.pend.failed != nil {
+					return w.redoUnqueued(batch, start)
+				}
 				results[i].err = storageErr("savepoint", err)
 				continue
 			}
 		}
 		evs, wrote, err := w.apply(ctx, req, &u)
+		if w.pend.failed != nil {
+			return w.redoUnqueued(batch, start)
+		}
 		for k, v := range u.heads {
 			if _, seen := start.heads[k]; !seen {
 				start.heads[k] = v
@@ -886,6 +909,17 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		w.rollback()
 	}
 	return batch, results, ok, false, false, false
+}
+
+// redoUnqueued ends a run in which a projector's queued statement failed
+// when sent with a later one: which request it was is not known, so the
+// batch is rolled back and redone (as stale) with every statement run
+// where it is queued.
+func (w *writerState) redoUnqueued(batch []*request, start undo) ([]*request, []result, int, bool, bool, bool) {
+	w.rollback()
+	w.restore(start)
+	w.deferOff = true
+	return batch, nil, 0, false, true, false
 }
 
 // hasRemote reports whether the batch holds appends staged by others,
@@ -1047,6 +1081,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []E
 	}
 	if req.txFn != nil {
 		wrote = true
+		if err := w.sendQueued(ctx); err != nil {
+			return nil, wrote, err
+		}
 		// The request's rows may not be in the tables yet (a PostgreSQL
 		// batch sends them at its end): the function learns them here.
 		if err := req.txFn(contextWithAppended(ctx, out), w.tx); err != nil {

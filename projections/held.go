@@ -124,20 +124,28 @@ func (a *applier) flushHeld() error {
 	return nil
 }
 
+// writeDelta writes a session's held update. Its answer is needed only to
+// refuse a request whose session row is missing or holds another length,
+// so it is pipelined (events.Tx.ExecPipelined): on PostgreSQL it goes with
+// the transaction's next statement instead of waiting for its own round
+// trip, and a batch in which it changed no row is written again with it
+// run at once, where the refusal below is made.
 func (a *applier) writeDelta(d *sessionDelta) error {
 	if d.chunks == 0 && d.calls == 0 {
 		// Only a version moved; a stream that is no session's matches no row.
-		_, err := a.tx.Exec(`UPDATE sessions SET version = ?, updated_seq = ? WHERE id = ?`, d.version, d.updatedSeq, d.id)
-		return err
+		return a.tx.ExecPipelined(`UPDATE sessions SET version = ?, updated_seq = ? WHERE id = ?`, d.version, d.updatedSeq, d.id)
 	}
 	q, args := heldUpdate, []any{d.chunks, d.prompt, d.completion, d.total, d.calls, d.version, d.updatedSeq, d.id}
 	if d.chunks > 0 {
 		// The first held chunk's index must be the stored length.
 		q, args = q+` AND length = ?`, append(args, d.firstIndex)
 	}
-	res, err := a.tx.Exec(q, args...)
+	queued, res, err := a.tx.ExecPipelinedRequiringRow(q, args...)
 	if err != nil {
 		return fmt.Errorf("projections: update session %q: %w", d.id, err)
+	}
+	if queued {
+		return nil
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
 		return nil

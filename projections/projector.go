@@ -456,9 +456,9 @@ func (a *applier) sessionImported(ev *events.Event, e *events.SessionImported) e
 
 func (a *applier) insertUsage(ev *events.Event, e *events.ProviderCalled) error {
 	u := e.Usage
-	// Nothing in a writer's transaction reads usage: the row goes with
-	// the batch's event rows, in their round trip.
-	return a.tx.ExecAtFlush(`INSERT INTO usage (seq, session, run_id, agent, model, prompt_tokens, completion_tokens, total_tokens, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// Its answer is not needed: the row goes with a later statement, in
+	// its round trip.
+	return a.tx.ExecPipelined(`INSERT INTO usage (seq, session, run_id, agent, model, prompt_tokens, completion_tokens, total_tokens, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ev.Seq, e.Session, nullable(ev.RunID), e.Agent, e.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, e.LatencyMS)
 }
 

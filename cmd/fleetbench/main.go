@@ -151,7 +151,7 @@ type result struct {
 
 // writerLine is the line rath worker prints at exit about its event
 // writer.
-var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?`)
+var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?(?:, (\d+) batches redone)?`)
 
 // writerStats reads a worker's event writer counters from its stderr.
 func writerStats(stderr string) (events.Stats, bool) {
@@ -159,11 +159,11 @@ func writerStats(stderr string) (events.Stats, bool) {
 	if m == nil {
 		return events.Stats{}, false
 	}
-	var n [6]int64
+	var n [7]int64
 	for i := range n {
 		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
 	}
-	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Staged: n[4], Combined: n[5]}, true
+	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Staged: n[4], Combined: n[5], Redone: n[6]}, true
 }
 
 // singleSubmits times c.singles `rath submit` processes, each one run, on
@@ -311,6 +311,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 			res.writer.RoundTrips += st.RoundTrips
 			res.writer.Staged += st.Staged
 			res.writer.Combined += st.Combined
+			res.writer.Redone += st.Redone
 			res.haveWriter = true
 		}
 	}

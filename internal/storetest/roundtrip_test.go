@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 )
@@ -142,7 +143,7 @@ func TestPostgres_AnAppendIsTwoRoundTrips(t *testing.T) {
 }
 
 // deferredInsert is a projector whose row goes with the batch's event
-// rows (Tx.ExecAtFlush); a placement on backend "bad" makes an insert the
+// rows (Tx.ExecPipelined); a placement on backend "bad" makes an insert the
 // table refuses, which the server reports only at the batch's flush.
 type deferredInsert struct{}
 
@@ -151,7 +152,7 @@ func (deferredInsert) Project(_ context.Context, tx *events.Tx, ev *events.Event
 	if !ok {
 		return nil
 	}
-	return tx.ExecAtFlush(`INSERT INTO placements_seen (seq, backend) VALUES (?, ?)`, ev.Seq, sp.Backend)
+	return tx.ExecPipelined(`INSERT INTO placements_seen (seq, backend) VALUES (?, ?)`, ev.Seq, sp.Backend)
 }
 
 // A deferred statement that fails fails its own request only: the batch
@@ -449,5 +450,43 @@ func TestPostgres_ALeaseTakenElsewhereDropsOnlyItsRunsToken(t *testing.T) {
 	}
 	if err := appendAs("r1", 7); err != nil {
 		t.Fatalf("r1 is still a's: %v", err)
+	}
+}
+
+// A model call's events on a session cost a commit's two round trips with
+// the projections too: the session row's update (its length and token
+// totals), whose answer only a refusal needs, goes with the batch's rows
+// instead of waiting for a round trip of its own.
+func TestPostgres_ASessionsUpdateSharesTheRowsRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rt, err := rath.OpenWith(ctx, postgresTarget(t).Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	s, err := rt.NewUserSession(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := rt.Store()
+	for i := int64(1); i <= 6; i++ {
+		before := store.Stats()
+		if _, err := store.Append(ctx, s.ID(), events.AnyVersion,
+			events.ProviderCalled{Session: s.ID(), Model: "m", Agent: "a", Usage: events.Usage{PromptTokens: 2, CompletionTokens: 1, TotalTokens: 3}},
+			events.ChunkAppended{Session: s.ID(), Index: i, Chunk: events.Chunk{Role: "assistant", Content: fmt.Sprint("reply ", i)}}); err != nil {
+			t.Fatal(err)
+		}
+		after := store.Stats()
+		if commits, trips := after.Commits-before.Commits, after.RoundTrips-before.RoundTrips; i > 1 && (commits != 1 || trips != 2) {
+			t.Fatalf("append %d: %d commits, %d round trips; want 1 and 2", i, commits, trips)
+		}
+	}
+	var length, calls, total int64
+	if err := store.DB().QueryRowContext(ctx, `SELECT length, calls, total_tokens FROM sessions WHERE id = $1`, s.ID()).Scan(&length, &calls, &total); err != nil {
+		t.Fatal(err)
+	}
+	if length != 7 || calls != 6 || total != 18 {
+		t.Fatalf("session row: length %d, calls %d, tokens %d; want 7, 6, 18", length, calls, total)
 	}
 }

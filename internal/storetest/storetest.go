@@ -64,6 +64,7 @@ func Run(t *testing.T, b Backend) {
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
 		{"HeldSessionUpdates", testHeldUpdates},
+		{"HeldSessionUpdatesRefusedInABatch", testHeldUpdatesRefusedInABatch},
 		{"OutlineRun", testOutlineRun},
 		{"SubscribeAcrossStores", testSubscribe},
 		{"RecordAndReplay", testReplay},
@@ -536,6 +537,85 @@ func testHeldUpdates(t *testing.T, b Backend) {
 	}
 	rep, err := rt.Verify(ctx, events.VerifyOptions{})
 	if err != nil || !rep.OK() {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+// Appends that share a group commit are refused one by one: a chunk at a
+// taken index or for a session that does not exist fails its own Append
+// with ErrInconsistent, found only when the server updates the session
+// row (on PostgreSQL that update is pipelined with later statements, and
+// the batch is written again when it changes no row), and its
+// batch-mates land with rows equal to a rebuild's.
+func testHeldUpdatesRefusedInABatch(t *testing.T, b Backend) {
+	ctx := t.Context()
+	rt := open(t, b.New(t))
+	const n = 24
+	ids := make([]string, n)
+	for i := range ids {
+		s, err := rt.NewUserSession(ctx, fmt.Sprint("session ", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = s.ID()
+	}
+	chunk := func(id string, i int64) events.Payload {
+		return events.ChunkAppended{Session: id, Index: i, Chunk: events.Chunk{Role: "assistant", Content: fmt.Sprint("c", i)}}
+	}
+	for round := range 3 {
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Go(func() {
+				var evs []events.Payload
+				stream := id
+				switch i % 4 {
+				case 1: // index 0 is the user's message: taken
+					evs = []events.Payload{chunk(id, 0), chunk(id, 1)}
+				case 2: // a session nobody created
+					stream = fmt.Sprint("ghost-", round, "-", i)
+					evs = []events.Payload{chunk(stream, 0), events.ProviderCalled{Session: stream, Model: "m", Agent: "a"}}
+				case 3:
+					// Creating a session inserts its row at once: a
+					// statement after the queued ones, in their round trip.
+					if _, err := rt.NewUserSession(ctx, "another"); err != nil {
+						errs[i] = err
+						return
+					}
+					fallthrough
+				default:
+					evs = []events.Payload{events.ProviderCalled{Session: id, Model: "m", Agent: "a", Usage: events.Usage{TotalTokens: 3}},
+						chunk(id, int64(1+2*round)), chunk(id, int64(2+2*round))}
+				}
+				_, errs[i] = rt.Store().Append(ctx, stream, events.AnyVersion, evs...)
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if bad := i%4 == 1 || i%4 == 2; bad != errors.Is(err, projections.ErrInconsistent) || (!bad && err != nil) {
+				t.Fatalf("round %d, append %d: %v (refused: %v)", round, i, err, bad)
+			}
+		}
+	}
+	for i, id := range ids {
+		var length, calls, total int64
+		if err := rt.Store().DB().QueryRowContext(ctx, rt.Store().DB().Rebind(`SELECT length, calls, total_tokens FROM sessions WHERE id = ?`), id).
+			Scan(&length, &calls, &total); err != nil {
+			t.Fatal(err)
+		}
+		want := [3]int64{1, 0, 0}
+		if i%4 == 0 || i%4 == 3 {
+			want = [3]int64{7, 3, 9}
+		}
+		if got := [3]int64{length, calls, total}; got != want {
+			t.Errorf("session %d: length, calls, tokens %v, want %v", i, got, want)
+		}
+	}
+	rep, err := projections.Check(ctx, rt.Store(), projections.CheckOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("projections against a rebuild: %+v, %v", rep, err)
+	}
+	if rep, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 }
