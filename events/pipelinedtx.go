@@ -87,4 +87,3 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 	}
 	return deferredErr, insertErr, commitErr
 }
-

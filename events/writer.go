@@ -1139,7 +1139,6 @@ func blobRef(payload []byte) []byte {
 	return []byte(`{"$blob":"` + BlobHash(payload) + `","size":` + strconv.Itoa(len(payload)) + `}`)
 }
 
-
 // stopUntilContinued stops the process (SIGSTOP) and returns only after
 // SIGCONT. A stop sent to oneself lands when the kernel next schedules
 // the threads, not when kill returns: without the wait, the next

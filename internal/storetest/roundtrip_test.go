@@ -367,7 +367,7 @@ func TestPostgres_TheWritersStatementsAreNotReplanned(t *testing.T) {
 		}
 	}
 	type plans struct {
-		statement        string
+		statement       string
 		generic, custom int64
 	}
 	var got []plans
