@@ -44,6 +44,11 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 	current, cached := w.leases[l.Run]
 	var err error
 	if !cached {
+		// A lease this batch wrote is among the projectors' queued
+		// statements until they are sent.
+		if err = w.sendQueued(ctx); err != nil {
+			return storageErr("check lease", err)
+		}
 		err = w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT token FROM run_leases WHERE run = ?`), l.Run).Scan(&current)
 	}
 	if err == nil && !cached {

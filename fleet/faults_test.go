@@ -285,10 +285,16 @@ func TestFleet_TransientStoreFaultsSuspendRuns(t *testing.T) {
 		// Held a little past the busy timeout, again and again until a
 		// run met it (only a write that begins early in a hold waits past
 		// the timeout; with a fixed count, runs could finish before any
-		// did): the write that waited fails, and what the run writes
-		// next gets through.
+		// did, and so may all the runs: then more are submitted): the
+		// write that waited fails, and what the run writes next gets
+		// through.
 		holds := 0
-		for ; holds < 20 && !c.logged("handed back after attempt", "database is busy"); holds++ {
+		for ; holds < 30 && !c.logged("handed back after attempt", "database is busy"); holds++ {
+			if c.doneCount(ids) == len(ids) {
+				// Every run ended before one met a hold (a slow
+				// machine): give the holds more writes to meet.
+				ids = append(ids, c.submit(4)...)
+			}
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -301,6 +307,7 @@ func TestFleet_TransientStoreFaultsSuspendRuns(t *testing.T) {
 			tx.Rollback()
 			time.Sleep(300 * time.Millisecond)
 		}
+		t.Logf("%d holds of the write lock until a run met one", holds)
 		c.check(ids, 1+holds)
 		// The fault was met: a run was handed back on a busy store and
 		// retried (without the suspension, it would have ended failed,

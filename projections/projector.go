@@ -90,9 +90,9 @@ func (a *applier) snapshot(ev *events.Event) error {
 	var err error
 	if si, ok := a.cache[ev.Stream]; ok {
 		// The row's length is stale while a rebuild caches it.
-		_, err = a.tx.Exec(cols+`?`+from, ev.Seq, ev.Version, si.length, ev.Stream)
+		err = a.tx.ExecPipelined(cols+`?`+from, ev.Seq, ev.Version, si.length, ev.Stream)
 	} else {
-		_, err = a.tx.Exec(cols+`length`+from, ev.Seq, ev.Version, ev.Stream)
+		err = a.tx.ExecPipelined(cols+`length`+from, ev.Seq, ev.Version, ev.Stream)
 	}
 	if err != nil {
 		return fmt.Errorf("projections: snapshot %s v%d: %w", ev.Stream, ev.Version, err)
@@ -187,8 +187,7 @@ func (a *applier) touch(ev *events.Event) error {
 		d.version, d.updatedSeq = ev.Version, ev.Seq
 		return nil
 	}
-	_, err := a.tx.Exec(`UPDATE sessions SET version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, ev.Stream)
-	return err
+	return a.tx.ExecPipelined(`UPDATE sessions SET version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, ev.Stream)
 }
 
 // noteVersion records, in cache mode, a version that an UPDATE already
@@ -250,7 +249,7 @@ func (a *applier) insert(ev *events.Event, s newSession) error {
 	if s.incomplete {
 		inc = 1
 	}
-	_, err := a.tx.Exec(insertSession, s.id, ev.Version, s.kind, s.origin, nullable(s.source), nullable(s.base), s.baseLen, s.length,
+	err := a.tx.ExecPipelined(insertSession, s.id, ev.Version, s.kind, s.origin, nullable(s.source), nullable(s.base), s.baseLen, s.length,
 		s.placement.Backend, s.placement.Spec, s.usage.PromptTokens, s.usage.CompletionTokens, s.usage.TotalTokens, s.usage.Calls,
 		inc, nullable(ev.RunID), ev.Seq, ev.Seq)
 	if err != nil {
@@ -264,9 +263,8 @@ func (a *applier) insert(ev *events.Event, s newSession) error {
 
 // counted records that the id counter in d's scope was used.
 func counted(tx *events.Tx, d events.Derivation) error {
-	_, err := tx.Exec(`INSERT INTO id_counters (scope, n) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET n = CASE WHEN excluded.n > id_counters.n THEN excluded.n ELSE id_counters.n END`,
+	return tx.ExecPipelined(`INSERT INTO id_counters (scope, n) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET n = CASE WHEN excluded.n > id_counters.n THEN excluded.n ELSE id_counters.n END`,
 		CounterScope(d.Seed, d.Scope), d.Counter+1)
-	return err
 }
 
 // CounterScope is the id_counters key for ids derived from parent under seed.
@@ -363,14 +361,14 @@ func (a *applier) derive(ev *events.Event, id, kind, source string, baseLen int6
 	if err := a.insert(ev, newSession{id: id, kind: kind, source: source, base: base, baseLen: baseLen, length: baseLen, placement: pl, usage: u}); err != nil {
 		return err
 	}
-	if _, err := a.tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, source); err != nil {
+	if err := a.tx.ExecPipelined(`UPDATE sessions SET children = children + 1 WHERE id = ?`, source); err != nil {
 		return err
 	}
 	return counted(a.tx, d)
 }
 
 func edge(tx *events.Tx, child, parent, kind string, pos int, seq int64) error {
-	if _, err := tx.Exec(`INSERT INTO session_edges (child, parent, kind, position, seq) VALUES (?, ?, ?, ?, ?)`, child, parent, kind, pos, seq); err != nil {
+	if err := tx.ExecPipelined(`INSERT INTO session_edges (child, parent, kind, position, seq) VALUES (?, ?, ?, ?, ?)`, child, parent, kind, pos, seq); err != nil {
 		return fmt.Errorf("projections: edge %s -> %s: %w", child, parent, err)
 	}
 	return nil
@@ -407,7 +405,7 @@ func (a *applier) sessionMerged(ev *events.Event, e *events.SessionMerged) error
 			} else if !ok {
 				return inconsistent("merge of unknown session %q", p.ID)
 			}
-			if _, err := a.tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, p.ID); err != nil {
+			if err := a.tx.ExecPipelined(`UPDATE sessions SET children = children + 1 WHERE id = ?`, p.ID); err != nil {
 				return err
 			}
 		}
@@ -419,12 +417,9 @@ func (a *applier) sessionMerged(ev *events.Event, e *events.SessionMerged) error
 }
 
 func (a *applier) sessionPlaced(ev *events.Event, e *events.SessionPlaced) error {
-	res, err := a.tx.Exec(`UPDATE sessions SET backend = ?, spec = ?, version = ?, updated_seq = ? WHERE id = ?`, e.Backend, e.Spec, ev.Version, ev.Seq, e.Session)
-	if err != nil {
+	if err := requireRow(a.tx, func() error { return inconsistent("placement of unknown session %q", e.Session) },
+		`UPDATE sessions SET backend = ?, spec = ?, version = ?, updated_seq = ? WHERE id = ?`, e.Backend, e.Spec, ev.Version, ev.Seq, e.Session); err != nil {
 		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return inconsistent("placement of unknown session %q", e.Session)
 	}
 	a.noteVersion(e.Session, ev)
 	return nil
@@ -501,7 +496,7 @@ func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompresse
 	if err := a.insert(ev, newSession{id: e.Session, kind: "compress", source: e.Source, length: int64(len(e.Chunks)), placement: e.Placement, usage: e.Usage}); err != nil {
 		return err
 	}
-	if _, err := a.tx.Exec(`UPDATE sessions SET children = children + 1 WHERE id = ?`, e.Source); err != nil {
+	if err := a.tx.ExecPipelined(`UPDATE sessions SET children = children + 1 WHERE id = ?`, e.Source); err != nil {
 		return err
 	}
 	if err := edge(a.tx, e.Session, e.Source, "compress", 0, ev.Seq); err != nil {
@@ -512,7 +507,7 @@ func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompresse
 
 // runSubmitted lists a queued run; run.started fills in the rest.
 func runSubmitted(tx *events.Tx, ev *events.Event, e *events.RunSubmitted) error {
-	_, err := tx.Exec(`INSERT INTO runs (id, workflow, input_session, status, started_seq, started_at) VALUES (?, ?, ?, 'queued', ?, ?)`,
+	err := tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, status, started_seq, started_at) VALUES (?, ?, ?, 'queued', ?, ?)`,
 		e.Run, e.Workflow, e.InputSession, ev.Seq, ev.At.UnixNano())
 	if err != nil {
 		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
@@ -521,15 +516,14 @@ func runSubmitted(tx *events.Tx, ev *events.Event, e *events.RunSubmitted) error
 }
 
 func runLeased(tx *events.Tx, ev *events.Event, e *events.RunLeased) error {
-	_, err := tx.Exec(`INSERT INTO run_leases (run, worker, token, expires_at, seq) VALUES (?, ?, ?, ?, ?)
+	return tx.ExecPipelined(`INSERT INTO run_leases (run, worker, token, expires_at, seq) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (run) DO UPDATE SET worker = excluded.worker, token = excluded.token, expires_at = excluded.expires_at, seq = excluded.seq`,
 		e.Run, e.Worker, e.Token, e.ExpiresAt, ev.Seq)
-	return err
 }
 
 func runStarted(tx *events.Tx, ev *events.Event, e *events.RunStarted) error {
 	// A submitted run has its row already (status queued).
-	_, err := tx.Exec(`INSERT INTO runs (id, workflow, input_session, seed, code_version, status, parent_run, started_seq, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)
+	err := tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, seed, code_version, status, parent_run, started_seq, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET workflow = excluded.workflow, input_session = excluded.input_session, seed = excluded.seed,
 			code_version = excluded.code_version, status = 'running', parent_run = excluded.parent_run, started_seq = excluded.started_seq, started_at = excluded.started_at`,
 		e.Run, e.Workflow, e.InputSession, e.Seed, e.CodeVersion, e.ParentRun, ev.Seq, ev.At.UnixNano())
@@ -540,13 +534,26 @@ func runStarted(tx *events.Tx, ev *events.Event, e *events.RunStarted) error {
 }
 
 func runFinished(tx *events.Tx, ev *events.Event, e *events.RunFinished) error {
-	res, err := tx.Exec(`UPDATE runs SET status = ?, error = ?, output_session = ?, finished_seq = ?, finished_at = ? WHERE id = ?`,
-		e.Status, e.Error, e.OutputSession, ev.Seq, ev.At.UnixNano(), e.Run)
-	if err != nil {
+	if err := requireRow(tx, func() error { return inconsistent("run.finished for unknown run %q", e.Run) },
+		`UPDATE runs SET status = ?, error = ?, output_session = ?, finished_seq = ?, finished_at = ? WHERE id = ?`,
+		e.Status, e.Error, e.OutputSession, ev.Seq, ev.At.UnixNano(), e.Run); err != nil {
+		return err
+	}
+	return nil
+}
+
+// requireRow runs an UPDATE whose event is refused when it changes no row
+// (missing says why). Its answer is needed only for that, so it is
+// pipelined (events.Tx.ExecPipelinedRequiringRow): queued, a batch in
+// which it changes no row is written again with it run at once, and
+// missing is reported then.
+func requireRow(tx *events.Tx, missing func() error, query string, args ...any) error {
+	queued, res, err := tx.ExecPipelinedRequiringRow(query, args...)
+	if err != nil || queued {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return inconsistent("run.finished for unknown run %q", e.Run)
+		return missing()
 	}
 	return nil
 }
