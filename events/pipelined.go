@@ -47,10 +47,11 @@ func (t *Tx) ExecPipelined(query string, args ...any) error {
 	return nil
 }
 
-// ExecPipelinedRequiringRow is ExecPipelined for an UPDATE whose request
-// must fail if it changes no row. Queued, it reports queued, and a batch
-// in which it changed no row is written again with it run at once; run at
-// once, it returns its result for the caller to judge.
+// ExecPipelinedRequiringRow is ExecPipelined for an UPDATE (or INSERT,
+// without a RETURNING clause of its own) whose request must fail if it
+// changes no row. Queued, it reports queued, and a batch in which it
+// changed no row is written again with it run at once; run at once, it
+// returns its result for the caller to judge.
 func (t *Tx) ExecPipelinedRequiringRow(query string, args ...any) (queued bool, res sql.Result, err error) {
 	if !t.w.deferring() {
 		res, err = t.Exec(query, args...)
