@@ -99,20 +99,12 @@ func (p *pgPending) unsent() int { return len(p.deferred) - p.sent }
 func (w *writerState) execAfterQueued(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var tag pgconn.CommandTag
 	var queuedErr, err error
-	rerr := w.conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
-		}
-		b := &pgx.Batch{}
-		queued := w.pend.deferred[w.pend.sent:]
-		for _, d := range queued {
-			b.Queue(d.query, d.args...)
-		}
+	rerr := w.withPgx(func(conn *pgx.Conn) error {
+		b, queued := w.queuedBatch()
 		if query != "" {
 			b.Queue(w.s.rebind(query), args...)
 		}
-		br := sc.Conn().SendBatch(ctx, b)
+		br := conn.SendBatch(ctx, b)
 		for range queued {
 			if _, queuedErr = br.Exec(); queuedErr != nil {
 				br.Close()
@@ -149,6 +141,29 @@ func (w *writerState) sendQueued(ctx context.Context) error {
 	}
 	_, err := w.execAfterQueued(ctx, "")
 	return err
+}
+
+// queuedBatch starts a pipeline with the queued statements not sent yet,
+// and says how many there are.
+func (w *writerState) queuedBatch() (*pgx.Batch, int) {
+	b := &pgx.Batch{}
+	queued := w.pend.deferred[w.pend.sent:]
+	for _, d := range queued {
+		b.Queue(d.query, d.args...)
+	}
+	return b, len(queued)
+}
+
+// withPgx runs f on the pgx connection under the writer's database/sql
+// one, for a pipeline.
+func (w *writerState) withPgx(f func(*pgx.Conn) error) error {
+	return w.conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
+		}
+		return f(sc.Conn())
+	})
 }
 
 // tagResult is a pgx command tag as database/sql's result.

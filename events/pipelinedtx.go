@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // A PostgreSQL group commit's transaction costs two round trips of its
@@ -43,21 +42,13 @@ func needsSQLTx(batch []*request) bool {
 // when the insert ran (txEnded): the COMMIT ran after it, and committed
 // or, failing, rolled back.
 func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (deferredErr, insertErr, commitErr error) {
-	err := w.conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
-		}
-		b := &pgx.Batch{}
-		queued := w.pend.deferred[w.pend.sent:]
-		for _, d := range queued {
-			b.Queue(d.query, d.args...)
-		}
+	err := w.withPgx(func(conn *pgx.Conn) error {
+		b, queued := w.queuedBatch()
 		b.Queue(pgBatchInsert, args...)
 		if commit {
 			b.Queue(`COMMIT`)
 		}
-		br := sc.Conn().SendBatch(ctx, b)
+		br := conn.SendBatch(ctx, b)
 		for range queued {
 			if _, deferredErr = br.Exec(); deferredErr != nil {
 				br.Close()
