@@ -62,8 +62,12 @@ func (t *Tx) ExecPipelinedRequiringRow(query string, args ...any) (queued bool, 
 }
 
 // deferring reports whether Tx.ExecPipelined queues its statement: on
-// PostgreSQL, while a group commit applies its requests.
-func (w *writerState) deferring() bool { return w.inBatch && w.batched() && !w.deferOff }
+// PostgreSQL, while a group commit applies its requests (not in the redo
+// of a batch with a savepoint a request, nor of one whose queued
+// statement failed).
+func (w *writerState) deferring() bool {
+	return w.inBatch && w.batched() && !w.deferOff && !w.savepoints
+}
 
 // pipelinedText is query as queued: PostgreSQL's placeholders and, when a
 // row is required, wrapped so that changing none fails (a division by the

@@ -41,6 +41,11 @@ type writerState struct {
 	// holds their queued texts (pipelined.go).
 	inBatch, deferOff bool
 	pipelined         map[pipelinedKey]string
+	// savepoints is set while a batch is redone with a savepoint around
+	// each request, where nothing is queued: a queued statement that
+	// failed at the request's RELEASE would fail the request with the
+	// server's error instead of its projector's.
+	savepoints bool
 	// absorbed are the appends the last run took off the queue once it
 	// held the chain lock (absorb); commit adds them to its batch.
 	absorbed    []*request
@@ -845,8 +850,8 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 	results = make([]result, len(batch))
 	w.pend.reset()
 	w.notified = false
-	w.inBatch = true
-	defer func() { w.inBatch = false }()
+	w.inBatch, w.savepoints = true, savepoints
+	defer func() { w.inBatch, w.savepoints = false, false }()
 	start := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
 	for i, req := range batch {
 		if req.ctx.Err() != nil {

@@ -550,7 +550,7 @@ func testHeldUpdates(t *testing.T, b Backend) {
 func testHeldUpdatesRefusedInABatch(t *testing.T, b Backend) {
 	ctx := t.Context()
 	rt := open(t, b.New(t))
-	const n = 24
+	const n = 25
 	ids := make([]string, n)
 	for i := range ids {
 		s, err := rt.NewUserSession(ctx, fmt.Sprint("session ", i))
@@ -569,7 +569,11 @@ func testHeldUpdatesRefusedInABatch(t *testing.T, b Backend) {
 			wg.Go(func() {
 				var evs []events.Payload
 				stream := id
-				switch i % 4 {
+				switch i % 5 {
+				case 4: // a gap after held chunks, found as they are held:
+					// the batch is written again with a savepoint a
+					// request while its other requests queue statements
+					evs = []events.Payload{chunk(id, int64(1+2*round)), chunk(id, int64(3+2*round))}
 				case 1: // index 0 is the user's message: taken
 					evs = []events.Payload{chunk(id, 0), chunk(id, 1)}
 				case 2: // a session nobody created
@@ -592,7 +596,7 @@ func testHeldUpdatesRefusedInABatch(t *testing.T, b Backend) {
 		}
 		wg.Wait()
 		for i, err := range errs {
-			if bad := i%4 == 1 || i%4 == 2; bad != errors.Is(err, projections.ErrInconsistent) || (!bad && err != nil) {
+			if bad := i%5 == 1 || i%5 == 2 || i%5 == 4; bad != errors.Is(err, projections.ErrInconsistent) || (!bad && err != nil) {
 				t.Fatalf("round %d, append %d: %v (refused: %v)", round, i, err, bad)
 			}
 		}
@@ -604,7 +608,7 @@ func testHeldUpdatesRefusedInABatch(t *testing.T, b Backend) {
 			t.Fatal(err)
 		}
 		want := [3]int64{1, 0, 0}
-		if i%4 == 0 || i%4 == 3 {
+		if i%5 == 0 || i%5 == 3 {
 			want = [3]int64{7, 3, 9}
 		}
 		if got := [3]int64{length, calls, total}; got != want {
