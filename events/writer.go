@@ -862,9 +862,6 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		u := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}, pend: w.pend.mark()}
 		if savepoints {
 			if err := w.exec(ctx, `SAVEPOINT req`); err != nil {
-				if w.pend.failed != nil {
-					return w.redoUnqueued(batch, start)
-				}
 				results[i].err = storageErr("savepoint", err)
 				continue
 			}
