@@ -1,6 +1,9 @@
 package events
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+)
 
 // WithAfterVersionRead returns opts with a hook that runs when the writer
 // has read data_version and before it reads the chain tail.
@@ -71,4 +74,12 @@ func SetLegacyRows(s *Store, on bool) { s.legacyRows = on }
 // for payload (a chunk.appended loses its leading session field).
 func StoredPayloadForTest(stream, typ string, payload []byte) []byte {
 	return compactPayload(stream, typ, payload)
+}
+
+// LeaveATransactionOpen begins a transaction on the writer's connection
+// behind its back, as a BEGIN that a timeout cut short, and that ran all
+// the same, leaves one.
+func LeaveATransactionOpen(s *Store) error {
+	_, err := s.w.conn.ExecContext(context.Background(), `BEGIN`)
+	return err
 }

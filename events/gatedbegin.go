@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -70,11 +71,23 @@ func (w *writerState) beginWithin(d time.Duration) (*sql.Tx, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	timer := time.AfterFunc(max(d, time.Millisecond), cancel)
 	tx, err := w.conn.BeginTx(ctx, nil)
+	if err != nil && sqliteInTransaction(err) {
+		// A BEGIN that an earlier timeout cut short may have begun
+		// after all, its failure reported for the context instead:
+		// nothing of that transaction was written or acknowledged.
+		w.conn.ExecContext(context.Background(), `ROLLBACK`)
+		tx, err = w.conn.BeginTx(ctx, nil)
+	}
 	if !timer.Stop() {
 		// The wait outlasted d (the context ended, or is about to and
 		// would roll back the transaction begun just in time).
 		if err == nil {
 			tx.Rollback()
+		} else {
+			// The driver may report the context's end for a BEGIN
+			// that ran: end what it may have begun (a no-op error
+			// if it did not), or the next BEGIN finds it open.
+			w.conn.ExecContext(context.Background(), `ROLLBACK`)
 		}
 		if err == nil || ctx.Err() != nil || sqliteCode(err) == sqliteBusy {
 			return nil, &StorageError{Op: "begin", Kind: ErrBusy, Err: errLockWait}
@@ -93,4 +106,10 @@ func gateErr(err error) error {
 		return &StorageError{Op: "begin", Kind: ErrBusy, Err: err}
 	}
 	return err
+}
+
+// sqliteInTransaction reports SQLite's refusal to BEGIN on a connection
+// whose transaction is still open.
+func sqliteInTransaction(err error) bool {
+	return strings.Contains(err.Error(), "cannot start a transaction within a transaction")
 }

@@ -498,3 +498,24 @@ func TestStore_VerifyFindsAMissingReferencedBlob(t *testing.T) {
 		t.Fatalf("verify after deleting the output blob = %+v", rep.Failure)
 	}
 }
+
+// A transaction left open on the writer's SQLite connection (a BEGIN that
+// its timeout cut short reported failing, but ran) is rolled back at the
+// next begin, instead of failing that append and every later one with
+// "cannot start a transaction within a transaction".
+func TestStore_AppendAfterATransactionLeftOpen(t *testing.T) {
+	ctx := t.Context()
+	s := MustOpenStore(t, events.Options{})
+	if _, err := s.Append(ctx, "s1", events.NoStream, placed("s1", "local")); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.LeaveATransactionOpen(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s1", 1, placed("s1", "bwrap")); err != nil {
+		t.Fatalf("append after a transaction was left open: %v", err)
+	}
+	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != 2 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}
