@@ -18,6 +18,12 @@ import (
 // opens the log on it. Programs usually get a store from rath.Open, which
 // does both.
 func openExampleStore(ctx context.Context) (*events.Store, func()) {
+	return openExampleStoreWith(ctx, events.Options{}, "")
+}
+
+// openExampleStoreWith is openExampleStore with opts (its Path set here)
+// and a statement run on the migrated database before the log opens.
+func openExampleStoreWith(ctx context.Context, opts events.Options, setup string) (*events.Store, func()) {
 	dir, err := os.MkdirTemp("", "rath-events-example-")
 	if err != nil {
 		log.Fatal(err)
@@ -30,8 +36,14 @@ func openExampleStore(ctx context.Context) (*events.Store, func()) {
 	if _, err := migrations.Up(ctx, db); err != nil {
 		log.Fatal(err)
 	}
+	if setup != "" {
+		if _, err := db.ExecContext(ctx, setup); err != nil {
+			log.Fatal(err)
+		}
+	}
 	db.Close()
-	store, err := events.Open(ctx, events.Options{Path: path})
+	opts.Path = path
+	store, err := events.Open(ctx, opts)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,14 +2,10 @@ package events_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/migrations"
 )
 
 // chunkCounter keeps a count of each session's chunks in a table of its
@@ -40,28 +36,9 @@ func (chunkCounter) Project(_ context.Context, tx *events.Tx, ev *events.Event, 
 // A projector pipelines the statements whose answers it does not need.
 func ExampleTx_ExecPipelined() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "rath-events-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "rath.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if _, err := migrations.Up(ctx, db); err != nil {
-		log.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE chunk_counts (session TEXT PRIMARY KEY, n INTEGER NOT NULL)`); err != nil {
-		log.Fatal(err)
-	}
-	db.Close()
-	store, err := events.Open(ctx, events.Options{Path: path, Projectors: []events.Projector{chunkCounter{}}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer store.Close()
+	store, done := openExampleStoreWith(ctx, events.Options{Projectors: []events.Projector{chunkCounter{}}},
+		`CREATE TABLE chunk_counts (session TEXT PRIMARY KEY, n INTEGER NOT NULL)`)
+	defer done()
 
 	if _, err := store.Append(ctx, "s-1", events.NoStream,
 		events.SessionCreated{Session: "s-1", Origin: "user"},
@@ -72,7 +49,7 @@ func ExampleTx_ExecPipelined() {
 	}
 	// A chunk of a session the projector never saw is refused, and nothing
 	// of its append is stored.
-	_, err = store.Append(ctx, "s-2", events.NoStream, events.ChunkAppended{Session: "s-2", Index: 0, Chunk: events.Chunk{Role: events.RoleUser, Content: "?"}})
+	_, err := store.Append(ctx, "s-2", events.NoStream, events.ChunkAppended{Session: "s-2", Index: 0, Chunk: events.Chunk{Role: events.RoleUser, Content: "?"}})
 	fmt.Println("refused:", err != nil)
 
 	var n int
