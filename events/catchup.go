@@ -5,11 +5,9 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -192,11 +190,7 @@ type catchUpRow struct {
 // pipeline starts a transaction block that outlasts it); its failure is
 // beginErr, and nothing else was run.
 func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64, nowait bool, cl claimArgs, pf prefetch) (c caughtUp, beginErr, lockErr, readErr error) {
-	err := conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
-		}
+	err := withPgx(conn, func(pc *pgx.Conn) error {
 		b := &pgx.Batch{}
 		if begin {
 			b.Queue(`BEGIN`)
@@ -218,7 +212,7 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 			b.Queue(claimStatement, cl.tag, maxClaim)
 		}
 		pf.queue(b)
-		br := sc.Conn().SendBatch(ctx, b)
+		br := pc.SendBatch(ctx, b)
 		defer func() {
 			if err := br.Close(); err != nil && beginErr == nil && lockErr == nil && readErr == nil {
 				readErr = err

@@ -33,25 +33,25 @@ type pgPending struct {
 	runID                         []*string
 	salt                          [][]byte
 
-	// deferred are the projectors' queued statements (Tx.ExecPipelined),
+	// queued are the projectors' queued statements (Tx.ExecPipelined),
 	// in the order they were queued: those before sent were sent with a
 	// later statement (pipelined.go), the rest go with the rows. failed is
 	// the error of one that failed when sent early.
-	deferred []deferredStmt
-	sent     int
-	failed   error
+	queued []queuedStmt
+	sent   int
+	failed error
 }
 
-// deferredStmt is a statement of Tx.ExecPipelined, its placeholders
+// queuedStmt is a statement of Tx.ExecPipelined, its placeholders
 // PostgreSQL's.
-type deferredStmt struct {
+type queuedStmt struct {
 	query string
 	args  []any
 }
 
 // pgMark is how much was pending when a request began, so a request that
 // fails drops only its own rows.
-type pgMark struct{ blobs, events, deferred int }
+type pgMark struct{ blobs, events, queued int }
 
 // batched reports whether the writer collects rows for pgBatchInsert:
 // PostgreSQL, in the Merkle format (a store told to write the old chain
@@ -59,7 +59,7 @@ type pgMark struct{ blobs, events, deferred int }
 func (w *writerState) batched() bool { return w.s.pg && !w.s.opts.chainRows }
 
 func (p *pgPending) mark() pgMark {
-	return pgMark{blobs: len(p.blobHash), events: len(p.seq), deferred: len(p.deferred)}
+	return pgMark{blobs: len(p.blobHash), events: len(p.seq), queued: len(p.queued)}
 }
 
 // truncate drops what was added after m.
@@ -76,13 +76,13 @@ func (p *pgPending) truncate(m pgMark) {
 		p.stream, p.typ, p.payload, p.hash = p.stream[:n], p.typ[:n], p.payload[:n], p.hash[:n]
 		p.runID, p.salt = p.runID[:n], p.salt[:n]
 	}
-	if m.deferred < len(p.deferred) {
-		clear(p.deferred[m.deferred:]) // their arguments
-		p.deferred = p.deferred[:m.deferred]
+	if m.queued < len(p.queued) {
+		clear(p.queued[m.queued:]) // their arguments
+		p.queued = p.queued[:m.queued]
 	}
 	// Those of them already sent ran inside the request's savepoint, and
 	// the rollback to it undid them.
-	p.sent = min(p.sent, m.deferred)
+	p.sent = min(p.sent, m.queued)
 }
 
 func (p *pgPending) reset() {
@@ -91,7 +91,7 @@ func (p *pgPending) reset() {
 }
 
 func (p *pgPending) empty() bool {
-	return len(p.blobHash) == 0 && len(p.seq) == 0 && len(p.deferred) == 0
+	return len(p.blobHash) == 0 && len(p.seq) == 0 && len(p.queued) == 0
 }
 
 // addBlob queues a blob, once per batch.
@@ -153,7 +153,7 @@ SELECT pg_notify('` + notifyChannel + `', '')`
 
 // flushPostgres sends the batch's rows, tree hashes and head (treeIDs and
 // treeHashes, the tree_hashes rows, and head from the tree's flush; head "" when the batch has
-// no event) in one statement, after the projectors' deferred statements
+// no event) in one statement, after the projectors' queued statements
 // and, with commit, before the COMMIT. A collision on the events table means the
 // cached tail or a stream head was stale: it is reported as errStaleTail,
 // and the batch is redone after a reload.
@@ -170,11 +170,11 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 		treeIDs, treeHashes, metaMerkleHead, head}
 	var err error
 	if commit || p.unsent() > 0 {
-		var deferredErr, commitErr error
-		deferredErr, err, commitErr = w.sendFlush(ctx, commit, args...)
+		var queuedErr, commitErr error
+		queuedErr, err, commitErr = w.sendFlush(ctx, commit, args...)
 		switch {
-		case deferredErr != nil:
-			return fmt.Errorf("%w: %w", errDeferredFailed, deferredErr)
+		case queuedErr != nil:
+			return fmt.Errorf("%w: %w", errQueuedFailed, queuedErr)
 		case err == nil && commitErr != nil:
 			return storageErr("commit", commitErr)
 		}

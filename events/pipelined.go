@@ -24,13 +24,13 @@ import (
 // A queued statement that fails cannot be traced to its request where it
 // fails (it may be sent with another request's statement): the batch is
 // rolled back and written again with every statement run where it is
-// queued (deferOff), where a failure is its request's alone. A statement
+// queued (queueOff), where a failure is its request's alone. A statement
 // whose request must fail when it changes no row (a session row that is
 // not there, or holds another length) is queued so that the server fails
 // it then (ExecPipelinedRequiringRow).
 
-// errDeferredFailed marks a queued statement that failed.
-var errDeferredFailed = errors.New("events: a projector's queued statement failed")
+// errQueuedFailed marks a queued statement that failed.
+var errQueuedFailed = errors.New("events: a projector's queued statement failed")
 
 // ExecPipelined runs a statement whose answer the caller does not need:
 // on PostgreSQL, while a group commit applies its requests, it is queued
@@ -39,11 +39,11 @@ var errDeferredFailed = errors.New("events: a projector's queued statement faile
 // back here: if it fails, the whole batch is written again with every
 // such statement run at once, so that the failure is its own request's.
 func (t *Tx) ExecPipelined(query string, args ...any) error {
-	if !t.w.deferring() {
+	if !t.w.queueing() {
 		_, err := t.Exec(query, args...)
 		return err
 	}
-	t.w.pend.deferred = append(t.w.pend.deferred, deferredStmt{query: t.w.pipelinedText(query, false), args: args})
+	t.w.pend.queued = append(t.w.pend.queued, queuedStmt{query: t.w.pipelinedText(query, false), args: args})
 	return nil
 }
 
@@ -53,20 +53,20 @@ func (t *Tx) ExecPipelined(query string, args ...any) error {
 // changed no row is written again with it run at once; run at once, it
 // returns its result for the caller to judge.
 func (t *Tx) ExecPipelinedRequiringRow(query string, args ...any) (queued bool, res sql.Result, err error) {
-	if !t.w.deferring() {
+	if !t.w.queueing() {
 		res, err = t.Exec(query, args...)
 		return false, res, err
 	}
-	t.w.pend.deferred = append(t.w.pend.deferred, deferredStmt{query: t.w.pipelinedText(query, true), args: args})
+	t.w.pend.queued = append(t.w.pend.queued, queuedStmt{query: t.w.pipelinedText(query, true), args: args})
 	return true, nil, nil
 }
 
-// deferring reports whether Tx.ExecPipelined queues its statement: on
+// queueing reports whether Tx.ExecPipelined queues its statement: on
 // PostgreSQL, while a group commit applies its requests (not in the redo
 // of a batch with a savepoint a request, nor of one whose queued
 // statement failed).
-func (w *writerState) deferring() bool {
-	return w.inBatch && w.batched() && !w.deferOff && !w.savepoints
+func (w *writerState) queueing() bool {
+	return w.inBatch && w.batched() && !w.queueOff && !w.savepoints
 }
 
 // pipelinedText is query as queued: PostgreSQL's placeholders and, when a
@@ -95,15 +95,15 @@ type pipelinedKey struct {
 }
 
 // unsent reports how many queued statements have not been sent yet.
-func (p *pgPending) unsent() int { return len(p.deferred) - p.sent }
+func (p *pgPending) unsent() int { return len(p.queued) - p.sent }
 
 // execAfterQueued runs query after the queued statements, in one round
-// trip. A queued statement's failure is errDeferredFailed (and recorded in
+// trip. A queued statement's failure is errQueuedFailed (and recorded in
 // pend.failed, for run to redo the batch); query's own is its caller's.
 func (w *writerState) execAfterQueued(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var tag pgconn.CommandTag
 	var queuedErr, err error
-	rerr := w.withPgx(func(conn *pgx.Conn) error {
+	rerr := withPgx(w.conn, func(conn *pgx.Conn) error {
 		b, queued := w.queuedBatch()
 		if query != "" {
 			b.Queue(w.s.rebind(query), args...)
@@ -115,7 +115,7 @@ func (w *writerState) execAfterQueued(ctx context.Context, query string, args ..
 				return nil
 			}
 		}
-		w.pend.sent = len(w.pend.deferred)
+		w.pend.sent = len(w.pend.queued)
 		if query != "" {
 			tag, err = br.Exec()
 		}
@@ -129,7 +129,7 @@ func (w *writerState) execAfterQueued(ctx context.Context, query string, args ..
 	}
 	if queuedErr != nil {
 		w.pend.failed = queuedErr
-		return nil, fmt.Errorf("%w: %w", errDeferredFailed, queuedErr)
+		return nil, fmt.Errorf("%w: %w", errQueuedFailed, queuedErr)
 	}
 	if err != nil {
 		return nil, err
@@ -151,17 +151,17 @@ func (w *writerState) sendQueued(ctx context.Context) error {
 // and says how many there are.
 func (w *writerState) queuedBatch() (*pgx.Batch, int) {
 	b := &pgx.Batch{}
-	queued := w.pend.deferred[w.pend.sent:]
+	queued := w.pend.queued[w.pend.sent:]
 	for _, d := range queued {
 		b.Queue(d.query, d.args...)
 	}
 	return b, len(queued)
 }
 
-// withPgx runs f on the pgx connection under the writer's database/sql
-// one, for a pipeline.
-func (w *writerState) withPgx(f func(*pgx.Conn) error) error {
-	return w.conn.Raw(func(dc any) error {
+// withPgx runs f on the pgx connection under a database/sql one (the
+// writer's), for a pipeline.
+func withPgx(conn *sql.Conn, f func(*pgx.Conn) error) error {
+	return conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)

@@ -41,8 +41,8 @@ func needsSQLTx(batch []*request) bool {
 // failed statement stops the rest. With commit the transaction has ended
 // when the insert ran (txEnded): the COMMIT ran after it, and committed
 // or, failing, rolled back.
-func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (deferredErr, insertErr, commitErr error) {
-	err := w.withPgx(func(conn *pgx.Conn) error {
+func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (queuedErr, insertErr, commitErr error) {
+	err := withPgx(w.conn, func(conn *pgx.Conn) error {
 		b, queued := w.queuedBatch()
 		b.Queue(pgBatchInsert, args...)
 		if commit {
@@ -50,7 +50,7 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 		}
 		br := conn.SendBatch(ctx, b)
 		for range queued {
-			if _, deferredErr = br.Exec(); deferredErr != nil {
+			if _, queuedErr = br.Exec(); queuedErr != nil {
 				br.Close()
 				return nil
 			}
@@ -73,8 +73,8 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 		}
 		return nil
 	})
-	if err != nil && deferredErr == nil && insertErr == nil {
+	if err != nil && queuedErr == nil && insertErr == nil {
 		insertErr = err
 	}
-	return deferredErr, insertErr, commitErr
+	return queuedErr, insertErr, commitErr
 }

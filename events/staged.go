@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Staged appends (PostgreSQL). One row lock, chain_lock, orders every
@@ -368,16 +367,12 @@ func (w *writerState) insertIntents(ctx context.Context, batch []*request) ([]in
 		return nil, err
 	}
 	ids := make([]int64, len(batch))
-	err := w.conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
-		}
+	err := withPgx(w.conn, func(conn *pgx.Conn) error {
 		b := &pgx.Batch{}
 		for _, row := range rows {
 			b.Queue(`INSERT INTO append_intents (tag, request) VALUES ($1, $2) RETURNING id`, w.s.opts.StagingTag, row)
 		}
-		br := sc.Conn().SendBatch(ctx, b)
+		br := conn.SendBatch(ctx, b)
 		for i := range rows {
 			if err := br.QueryRow().Scan(&ids[i]); err != nil {
 				br.Close()

@@ -36,10 +36,10 @@ type writerState struct {
 	inTx    bool
 	txEnded bool
 	// inBatch is set while a group commit applies its requests, which
-	// queue what Tx.ExecPipelined is given; deferOff runs those statements
+	// queue what Tx.ExecPipelined is given; queueOff runs those statements
 	// at once instead (the redo of a batch one of them failed). pipelined
 	// holds their queued texts (pipelined.go).
-	inBatch, deferOff bool
+	inBatch, queueOff bool
 	pipelined         map[pipelinedKey]string
 	// savepoints is set while a batch is redone with a savepoint around
 	// each request, where nothing is queued: a queued statement that
@@ -634,7 +634,7 @@ func (w *writerState) commit(local []*request) {
 	var batch []*request
 	w.nowait = w.claimOnly || w.stageable(local)
 	w.claimIDs, w.badClaims = nil, nil
-	defer func() { w.nowait, w.claimIDs, w.badClaims, w.deferOff = false, nil, nil, false }()
+	defer func() { w.nowait, w.claimIDs, w.badClaims, w.queueOff = false, nil, nil, false }()
 	for attempt := 0; ; attempt++ {
 		var dirty, stale, busy bool
 		batch, results, ok, dirty, stale, busy = w.run(local, false)
@@ -660,12 +660,12 @@ func (w *writerState) commit(local []*request) {
 			case errors.Is(err, errStaleTail):
 				w.rollback()
 				stale = true
-			case errors.Is(err, errDeferredFailed) && !w.deferOff:
+			case errors.Is(err, errQueuedFailed) && !w.queueOff:
 				// Redone below with each statement run where it is
 				// queued: the request that queued the failing one fails
-				// alone, as it would have without deferring.
+				// alone, as it would have without queueing.
 				w.rollback()
-				w.deferOff, stale = true, true
+				w.queueOff, stale = true, true
 			}
 		}
 		if !stale {
@@ -920,7 +920,7 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 func (w *writerState) redoUnqueued(batch []*request, start undo) ([]*request, []result, int, bool, bool, bool) {
 	w.rollback()
 	w.restore(start)
-	w.deferOff = true
+	w.queueOff = true
 	return batch, nil, 0, false, true, false
 }
 
