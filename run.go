@@ -160,17 +160,38 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	run := &Run{ID: cfg.id, Seed: cfg.seed}
 	rctx := events.ContextWithRun(ctx, events.RunRef{ID: cfg.id, Seed: cfg.seed})
 	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: params}
-	if _, err := rt.store.Append(rctx, cfg.id, events.NoStream, started); err != nil {
+	// run.started is carried by the run's first append (its workflow's
+	// first event, or run.finished), in that append's commit: nothing
+	// waits for it on its own. A run already started elsewhere refuses
+	// that append, and every later one, with the conflict.
+	rctx, carried, err := events.ContextWithCarried(rctx, events.Write{Stream: cfg.id, Expected: events.NoStream, Events: []events.Payload{started}})
+	if err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)
 	}
 	out, err := flow.Forward(rctx, wf, input)
+	if rerr := carried.Refused(); rerr != nil {
+		return nil, fmt.Errorf("rath: start run: %w", rerr)
+	}
 	if errors.Is(err, flow.ErrWaiting) {
 		// Suspended for a person: no run.finished, the run stays open
 		// (status waiting) until replay.Resume continues it.
 		run.Output = out
+		if ferr := carried.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
+			return run, errors.Join(err, fmt.Errorf("rath: start run: %w", ferr))
+		}
 		return run, err
 	}
-	return run, rt.finish(rctx, run, out, err)
+	err = rt.finish(rctx, run, out, err)
+	if rerr := carried.Refused(); rerr != nil {
+		return nil, fmt.Errorf("rath: start run: %w", rerr)
+	}
+	if errors.Is(err, ErrRunLeftOpen) {
+		// Left open for a retry, which resumes a started run.
+		if ferr := carried.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
+			return run, errors.Join(err, fmt.Errorf("rath: start run: %w", ferr))
+		}
+	}
+	return run, err
 }
 
 // withSpec returns params with flow.SpecParam: the workflow as data

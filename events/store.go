@@ -514,6 +514,37 @@ func (s *Store) AppendWrites(ctx context.Context, writes ...Write) ([]Event, err
 }
 
 func (s *Store) appendWrites(ctx context.Context, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]Event, error) {
+	cs, done, err := carriedFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		if len(writes) == 0 && txFn == nil {
+			return nil, nil // a Flush that found its write written meanwhile
+		}
+		return s.appendNow(ctx, txFn, writes)
+	}
+	out, pos, ok := withCarried(cs, writes)
+	if !ok {
+		// The carried writes go first, on their own.
+		carried, _, _ := withCarried(cs, nil)
+		_, err := s.appendNow(ctx, nil, carried)
+		done(err)
+		if err != nil {
+			return nil, err
+		}
+		return s.appendNow(ctx, txFn, writes)
+	}
+	stored, err := s.appendNow(ctx, txFn, out)
+	done(err)
+	if err != nil {
+		return nil, err
+	}
+	return ownEvents(stored, pos)
+}
+
+// appendNow sends one request of writes to the writer and waits for it.
+func (s *Store) appendNow(ctx context.Context, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]Event, error) {
 	req := &request{ctx: ctx, reply: make(chan result, 1), txFn: txFn}
 	if r, ok := RunFromContext(ctx); ok {
 		req.runID = r.ID

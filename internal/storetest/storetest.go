@@ -70,6 +70,7 @@ func Run(t *testing.T, b Backend) {
 		{"RecordAndReplay", testReplay},
 		{"FencedAppends", testFenced},
 		{"FencedAcrossWriters", testFencedAcrossWriters},
+		{"CarriedWrites", testCarriedWrites},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
