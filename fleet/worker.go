@@ -116,7 +116,13 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	cancel(nil)
 	<-renewed
 	bg := context.WithoutCancel(ctx)
-	after, serr := runState(bg, store, run)
+	// Start returns nil only once it recorded run.finished, status ok,
+	// under this lease: the run is done and needs no read to say so.
+	doneByStart := !state.started && err == nil
+	after, serr := runStatus{started: true, finished: true}, error(nil)
+	if !doneByStart {
+		after, serr = runState(bg, store, run)
+	}
 	if serr == nil && after.finished {
 		if err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 			// This attempt lost the lease (stopped or cut off past it) and
@@ -126,9 +132,11 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		}
 		f.release(bg, lease)
 		// The log line names the outcome in the words rath runs uses.
-		status := "done"
-		if r, rerr := f.rt.Reader().Run(bg, run); rerr == nil {
-			status = jsonview.StatusWord(r.Status)
+		status := jsonview.StatusWord(rath.RunOK)
+		if !doneByStart {
+			if r, rerr := f.rt.Reader().Run(bg, run); rerr == nil {
+				status = jsonview.StatusWord(r.Status)
+			}
 		}
 		f.logf("run %s: finished: %s", run, status)
 		return nil // done, or failed in its workflow: either way, final
