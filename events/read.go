@@ -183,6 +183,30 @@ func (s *Store) ReadStream(ctx context.Context, stream string, fromVersion int64
 	return s.readStream(ctx, stream, ` WHERE stream = ? AND version >= ? ORDER BY version`, stream, fromVersion)
 }
 
+// ReadStreams returns the events of several streams in one read, each
+// stream's in version order; a stream without events has none in the
+// map. It costs one round trip where a ReadStream a stream costs one
+// each.
+func (s *Store) ReadStreams(ctx context.Context, streams ...string) (map[string][]Event, error) {
+	out := make(map[string][]Event, len(streams))
+	if len(streams) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(streams))
+	for i, st := range streams {
+		args[i] = st
+	}
+	evs, err := s.readStream(ctx, strings.Join(streams, ", "),
+		` WHERE stream IN (?`+strings.Repeat(", ?", len(streams)-1)+`) ORDER BY stream, version`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range evs {
+		out[ev.Stream] = append(out[ev.Stream], ev)
+	}
+	return out, nil
+}
+
 // ReadStreamUntil returns up to limit events of a stream with version >=
 // fromVersion and seq <= toSeq, in version order. It walks the stream's
 // (stream, version) index, so its cost is bounded by limit, not by the

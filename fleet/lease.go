@@ -73,11 +73,27 @@ func Now(ctx context.Context, rt *rath.Runtime) (time.Time, error) {
 // lease is live (another worker's, or this worker's own from an attempt
 // still going). A live lease is reported as a *HeldError.
 func (f *Fleet) take(ctx context.Context, run string) (events.Lease, error) {
-	l, err := f.takeOnce(ctx, run)
+	return f.takeSeen(ctx, run, nil)
+}
+
+// takeSeen is take with the lease stream's events as read a moment ago
+// (nil: read them now). Seen ones that are out of date cost nothing but
+// a second look: the lease is appended at the version they end at.
+func (f *Fleet) takeSeen(ctx context.Context, run string, seen []events.Event) (events.Lease, error) {
+	var err error
+	if seen == nil {
+		if seen, err = f.rt.Store().ReadStream(ctx, events.LeaseStream(run), 1); err != nil {
+			return events.Lease{}, err
+		}
+	}
+	l, err := f.takeOnce(ctx, run, seen)
 	if errors.Is(err, events.ErrConflict) {
 		// Another holder took it (or renewed it) just now: a second look
 		// names it, or takes the run if that lease is already over.
-		l, err = f.takeOnce(ctx, run)
+		var evs []events.Event
+		if evs, err = f.rt.Store().ReadStream(ctx, events.LeaseStream(run), 1); err == nil {
+			l, err = f.takeOnce(ctx, run, evs)
+		}
 	}
 	if errors.Is(err, events.ErrConflict) {
 		return events.Lease{}, &HeldError{Run: run, Holder: "another holder", Since: time.Now()}
@@ -85,12 +101,8 @@ func (f *Fleet) take(ctx context.Context, run string) (events.Lease, error) {
 	return l, err
 }
 
-func (f *Fleet) takeOnce(ctx context.Context, run string) (events.Lease, error) {
+func (f *Fleet) takeOnce(ctx context.Context, run string, evs []events.Event) (events.Lease, error) {
 	store := f.rt.Store()
-	evs, err := store.ReadStream(ctx, events.LeaseStream(run), 1)
-	if err != nil {
-		return events.Lease{}, err
-	}
 	var last *events.RunLeased
 	var since time.Time
 	for _, ev := range evs {
@@ -189,12 +201,21 @@ func (f *Fleet) renew(ctx context.Context, lease events.Lease, cancel context.Ca
 // continues it at the same time. The context carries the lease (its
 // appends to the run are fenced) and is canceled if the lease is lost. A
 // live lease of another holder is refused with a *HeldError before
-// anything runs. Zero leaseTime means DefaultLeaseTime.
+// anything runs. A finished run is not held: its context carries no
+// lease, and the resume it was for finds nothing to continue. Zero
+// leaseTime means DefaultLeaseTime.
 func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime time.Duration) (context.Context, func(), error) {
 	if leaseTime <= 0 {
 		leaseTime = DefaultLeaseTime
 	}
 	f := &Fleet{rt: rt, opts: Options{WorkerID: holder, LeaseTime: leaseTime, Logger: slog.New(slog.DiscardHandler)}}
+	// A finished run is continued by no one, and its last holder's lease
+	// is left to lapse rather than released: nothing to hold.
+	if st, err := runState(ctx, rt.Store(), run); err != nil {
+		return nil, nil, err
+	} else if st.finished {
+		return ctx, func() {}, nil
+	}
 	lease, err := f.take(ctx, run)
 	if err != nil {
 		return nil, nil, err

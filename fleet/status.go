@@ -19,6 +19,12 @@ func submitted(ctx context.Context, store *events.Store, run string) (*events.Ru
 	if err != nil {
 		return nil, err
 	}
+	return submittedIn(evs, run)
+}
+
+// submittedIn returns the run.submitted event among a submit stream's
+// events.
+func submittedIn(evs []events.Event, run string) (*events.RunSubmitted, error) {
 	if len(evs) == 0 {
 		return nil, fmt.Errorf("%w: %s", errNotSubmitted, run)
 	}
@@ -36,8 +42,33 @@ func runState(ctx context.Context, store *events.Store, run string) (runStatus, 
 	if err != nil {
 		return runStatus{}, err
 	}
-	// The run stream holds run.started, then run.finished.
-	return runStatus{started: v >= 1, finished: v >= 2}, nil
+	return statusAt(v), nil
+}
+
+// statusAt is the status of a run whose stream is at version v: the run
+// stream holds run.started, then run.finished.
+func statusAt(v int64) runStatus { return runStatus{started: v >= 1, finished: v >= 2} }
+
+// firstLook reads, in one round trip, what a worker checks before it
+// takes a run: its run.submitted, its status and its lease's events.
+func firstLook(ctx context.Context, store *events.Store, run string) (*events.RunSubmitted, runStatus, []events.Event, error) {
+	byStream, err := store.ReadStreams(ctx, events.SubmitStream(run), run, events.LeaseStream(run))
+	if err != nil {
+		return nil, runStatus{}, nil, err
+	}
+	sub, err := submittedIn(byStream[events.SubmitStream(run)], run)
+	if err != nil {
+		return nil, runStatus{}, nil, err
+	}
+	var v int64
+	if evs := byStream[run]; len(evs) > 0 {
+		v = evs[len(evs)-1].Version
+	}
+	lease := byStream[events.LeaseStream(run)]
+	if lease == nil {
+		lease = []events.Event{} // read, and empty: not to be read again
+	}
+	return sub, statusAt(v), lease, nil
 }
 
 // expiredRuns lists the runs whose last lease expired before now and that

@@ -40,14 +40,10 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	}
 	defer f.unhold(run)
 	store := f.rt.Store()
-	sub, err := submitted(ctx, store, run)
+	sub, state, seen, err := firstLook(ctx, store, run)
 	if errors.Is(err, errNotSubmitted) {
 		return river.JobCancel(err) // no such run: nothing to retry
 	}
-	if err != nil {
-		return err
-	}
-	state, err := runState(ctx, store, run)
 	if err != nil {
 		return err
 	}
@@ -57,7 +53,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if f.opts.beforeTake != nil {
 		f.opts.beforeTake()
 	}
-	lease, err := f.take(ctx, run)
+	lease, err := f.takeSeen(ctx, run, seen)
 	if held := (*HeldError)(nil); errors.As(err, &held) {
 		// Its holder continues it; if the holder dies, its lease lapses
 		// and a reaper enqueues the run again.
@@ -74,7 +70,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return err
 	}
 	if state.finished {
-		return f.release(context.WithoutCancel(ctx), lease)
+		return nil
 	}
 	f.logf("run %s: taken (lease token %d, attempt %d)", run, lease.Token, job.Attempt)
 	wf, err := f.resolve(ctx, sub)
@@ -130,7 +126,9 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			f.logf("run %s: lost: another holder took it and finished it (%v)", run, cause)
 			return nil
 		}
-		f.release(bg, lease)
+		// A finished run's lease is not released: no one takes a finished
+		// run (firstLook, Hold), so a release would be a commit that
+		// tells nobody anything.
 		// The log line names the outcome in the words rath runs uses.
 		status := jsonview.StatusWord(rath.RunOK)
 		if !doneByStart {
