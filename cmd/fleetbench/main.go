@@ -563,24 +563,39 @@ func serverCPU(pm int) (time.Duration, error) {
 	if pm == 0 {
 		return 0, errors.New("no postmaster")
 	}
-	_, total, err := statTicks(pm, true)
-	if err != nil {
-		return 0, fmt.Errorf("postmaster CPU: %w", err)
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	// A backend reaped while the children are scanned would be in
+	// neither count (gone from /proc, not yet in the postmaster's
+	// children's time when that was read): the sum is kept only when the
+	// postmaster's count did not move across the scan. Missing the
+	// writer's backend had made one phase's server CPU half the truth.
+	for try := 0; ; try++ {
+		_, before, err := statTicks(pm, true)
 		if err != nil {
-			continue
+			return 0, fmt.Errorf("postmaster CPU: %w", err)
 		}
-		if ppid, t, err := statTicks(pid, false); err == nil && ppid == pm {
-			total += t
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return 0, err
 		}
+		total := before
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if ppid, t, err := statTicks(pid, false); err == nil && ppid == pm {
+				total += t
+			}
+		}
+		_, after, err := statTicks(pm, true)
+		if err != nil {
+			return 0, fmt.Errorf("postmaster CPU: %w", err)
+		}
+		if after == before || try == 20 {
+			return time.Duration(total) * clockTick, nil
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return time.Duration(total) * clockTick, nil
 }
 
 // writeCassettes writes one scripted cassette per run (a worker keeps
