@@ -91,6 +91,11 @@ type Options struct {
 	// throwaway store that holds about one run, as a replay's scratch
 	// store does.
 	WithoutReadIndexes bool
+	// WithoutTree keeps no Merkle tree over an InMemory store's events
+	// (events.Options.WithoutTree): its log does not verify. For a
+	// throwaway store whose events are compared with another log's, as a
+	// replay's scratch store's are.
+	WithoutTree bool
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections.
 	Projectors []events.Projector
@@ -192,6 +197,9 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.WithoutReadIndexes && !opts.InMemory {
 		return nil, errors.New("rath: open: WithoutReadIndexes is for InMemory stores only")
 	}
+	if opts.WithoutTree && !opts.InMemory {
+		return nil, errors.New("rath: open: WithoutTree is for InMemory stores only")
+	}
 	if opts.DSN != "" {
 		if opts.InMemory {
 			return nil, errors.New("rath: open: InMemory and DSN exclude each other")
@@ -242,6 +250,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		AfterCommit:      afterCommit,
 		Redactor:         secrets,
 		InMemory:         opts.InMemory,
+		WithoutTree:      opts.WithoutTree,
 		DiscardBlobs:     opts.DiscardBlobs,
 		Path:             path,
 		DSN:              opts.DSN,

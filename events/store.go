@@ -63,6 +63,13 @@ type Options struct {
 	// for throwaway stores such as a replay's scratch store. The caller
 	// keeps a connection open for its whole life.
 	InMemory bool
+	// WithoutTree keeps no Merkle tree over an InMemory store's events (no
+	// tree hashes, no tree head): for a throwaway store whose events are
+	// compared with another log's and never verified, as a replay's
+	// scratch store's are. Each event still has its leaf hash; Verify of
+	// such a store fails at its first event, whose tree is missing.
+	// Hashing and storing the tree cost a replay a fifth of its time.
+	WithoutTree bool
 	// HMACKey, if set, keys the hash chain with HMAC-SHA256, so only holders
 	// of the key can produce a chain that verifies. Zero means plain SHA-256.
 	HMACKey []byte
@@ -309,6 +316,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	}
 	if opts.DSN != "" && !IsPostgresDSN(opts.DSN) {
 		return nil, fmt.Errorf("events: open: DSN must start with postgres:// or postgresql://")
+	}
+	if opts.WithoutTree && (!opts.InMemory || opts.DSN != "") {
+		return nil, errors.New("events: open: WithoutTree is for InMemory stores only")
 	}
 	if opts.BlobThreshold == 0 {
 		opts.BlobThreshold = DefaultBlobThreshold

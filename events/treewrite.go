@@ -82,6 +82,9 @@ func treeAheadErr(leaves, lastSeq int64) error {
 // (pgbatch.go), and with commit, in a transaction begun in the lock's
 // pipeline, the COMMIT in the same round trip (pipelinedtx.go).
 func (w *writerState) flushTree(ctx context.Context, commit bool) error {
+	if w.s.opts.WithoutTree {
+		return nil // treeCommitted still moves past the leaves
+	}
 	if len(w.leaves) == 0 {
 		if w.batched() && !w.pend.empty() {
 			return w.flushPostgres(ctx, nil, nil, "", commit)

@@ -25,8 +25,10 @@ func newScratchWith(ctx context.Context, discardBlobs bool, projectors ...events
 	// In memory: a scratch store is thrown away, it needs no durability.
 	// (A resume forwards its new events to the real store, which has it.)
 	// It holds one run, so reads by run or type may scan it, and the
-	// indexes for them would cost every event more than they save.
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, InMemory: true, WithoutReadIndexes: true, Synchronous: "OFF",
+	// indexes for them would cost every event more than they save. Its
+	// events are compared with the record's, never verified, so it keeps
+	// no Merkle tree.
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, InMemory: true, WithoutReadIndexes: true, WithoutTree: true, Synchronous: "OFF",
 		DiscardBlobs: discardBlobs, Projectors: projectors})
 	if err != nil {
 		os.RemoveAll(dir)
