@@ -1,31 +1,19 @@
 package events_test
 
 import (
-	"database/sql"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/migrations"
 )
 
 // A store without a tree appends and reads as any other, keeps no tree
 // hashes, and does not pass for a verified log.
 func TestStore_WithoutTree(t *testing.T) {
 	ctx := t.Context()
-	name := "notree-" + strconv.Itoa(os.Getpid()) + "-" + t.Name()
-	keeper, err := sql.Open("sqlite", events.DSN(name, true, "busy_timeout(10000)"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer keeper.Close()
-	keeper.SetMaxOpenConns(1)
-	if _, err := migrations.Up(ctx, keeper); err != nil {
-		t.Fatal(err)
-	}
+	name, keeper := inMemoryDatabase(t, "notree")
 	s, err := events.Open(ctx, events.Options{Path: name, InMemory: true, WithoutTree: true})
 	if err != nil {
 		t.Fatal(err)

@@ -61,16 +61,7 @@ func TestWriter_CommitDuringOpenIsNotMissed(t *testing.T) {
 // the second store's appends collide every time the first one wrote.
 func TestWriter_CollidingInsertReloadsAndRetries(t *testing.T) {
 	ctx := t.Context()
-	name := "retry-" + strconv.FormatInt(int64(os.Getpid()), 10) + "-" + t.Name()
-	keeper, err := sql.Open("sqlite", events.DSN(name, true, "busy_timeout(10000)"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer keeper.Close()
-	keeper.SetMaxOpenConns(1)
-	if _, err := migrations.Up(ctx, keeper); err != nil {
-		t.Fatal(err)
-	}
+	name, _ := inMemoryDatabase(t, "retry")
 	open := func() *events.Store {
 		s, err := events.Open(ctx, events.Options{Path: name, InMemory: true})
 		if err != nil {
@@ -339,3 +330,21 @@ func mustExec(t *testing.T, db *sql.DB, stmts ...string) {
 }
 
 var _ = errors.Is
+
+// inMemoryDatabase makes a migrated in-memory database named after the
+// test and returns its name and the connection that keeps it alive until
+// the test ends.
+func inMemoryDatabase(t *testing.T, prefix string) (string, *sql.DB) {
+	t.Helper()
+	name := prefix + "-" + strconv.Itoa(os.Getpid()) + "-" + t.Name()
+	keeper, err := sql.Open("sqlite", events.DSN(name, true, "busy_timeout(10000)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keeper.Close() })
+	keeper.SetMaxOpenConns(1)
+	if _, err := migrations.Up(t.Context(), keeper); err != nil {
+		t.Fatal(err)
+	}
+	return name, keeper
+}
