@@ -536,10 +536,17 @@ func (s *Store) appendWrites(ctx context.Context, txFn func(context.Context, *sq
 	}
 	out, pos, ok := withCarried(cs, writes)
 	if !ok {
-		// The carried writes go first, on their own.
-		carried, _, _ := withCarried(cs, nil)
-		_, err := s.appendNow(ctx, nil, carried)
-		done(err)
+		// The carried writes go first, each on its own (two of them may
+		// name one stream), and the caller's append after them.
+		var err error
+		for _, c := range cs {
+			if err != nil {
+				settle([]*Carried{c}, errNotSent)
+				continue
+			}
+			_, err = s.appendNow(ctx, nil, []Write{c.w})
+			settle([]*Carried{c}, err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -151,6 +151,25 @@ func testCarriedWrites(t *testing.T, b Backend) {
 		}
 	})
 
+	t.Run("NestedOnOneStream", func(t *testing.T) {
+		octx, outer, err := events.ContextWithCarried(ctx, events.Write{Stream: "c8", Expected: events.NoStream, Events: []events.Payload{placed("c8", 1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ictx, inner, err := events.ContextWithCarried(octx, events.Write{Stream: "c8", Expected: 1, Events: []events.Payload{placed("c8", 2)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.Append(ictx, "a8", events.NoStream, placed("a8", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		carried, _ := s.ReadStream(ctx, "c8", 1)
+		if !outer.Written() || !inner.Written() || len(carried) != 2 || carried[1].Seq >= evs[0].Seq {
+			t.Fatalf("written %v %v, carried stream %+v, the append at seq %d", outer.Written(), inner.Written(), carried, evs[0].Seq)
+		}
+	})
+
 	t.Run("InvalidIsRefusedAtOnce", func(t *testing.T) {
 		if _, _, err := events.ContextWithCarried(ctx, events.Write{Stream: "c7", Expected: events.NoStream}); !errors.Is(err, events.ErrInvalid) {
 			t.Fatalf("a write of no events: err = %v, want ErrInvalid", err)
