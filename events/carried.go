@@ -192,7 +192,9 @@ func withCarried(cs []*Carried, writes []Write) (out []Write, pos []int, ok bool
 				continue
 			}
 			after := c.w.Expected + int64(c.n)
-			if c.w.Expected != AnyVersion && w.Expected != AnyVersion && w.Expected != after {
+			if c.w.Expected != AnyVersion && w.Expected != AnyVersion && w.Expected != after || len(into[j]) > 0 {
+				// (Two writes of the caller's to one stream: its append
+				// is refused as such once the carried write went alone.)
 				return nil, nil, false
 			}
 			merged[i] = true

@@ -170,6 +170,18 @@ func testCarriedWrites(t *testing.T, b Backend) {
 		}
 	})
 
+	t.Run("AnAppendNamingItsStreamTwiceIsRefused", func(t *testing.T) {
+		cctx, c, err := events.ContextWithCarried(ctx, events.Write{Stream: "c9", Expected: events.NoStream, Events: []events.Payload{placed("c9", 1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.AppendWrites(cctx, events.Write{Stream: "c9", Expected: 1, Events: []events.Payload{placed("c9", 2)}},
+			events.Write{Stream: "c9", Expected: events.AnyVersion, Events: []events.Payload{placed("c9", 3)}})
+		if !errors.Is(err, events.ErrInvalid) || !c.Written() || version("c9") != 1 {
+			t.Fatalf("err = %v, written %v, stream at %d: want the append refused as invalid after the carried write", err, c.Written(), version("c9"))
+		}
+	})
+
 	t.Run("InvalidIsRefusedAtOnce", func(t *testing.T) {
 		if _, _, err := events.ContextWithCarried(ctx, events.Write{Stream: "c7", Expected: events.NoStream}); !errors.Is(err, events.ErrInvalid) {
 			t.Fatalf("a write of no events: err = %v, want ErrInvalid", err)
