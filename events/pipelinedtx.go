@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -75,6 +76,15 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 	})
 	if err != nil && queuedErr == nil && insertErr == nil {
 		insertErr = err
+	}
+	var pe *pgconn.PgError
+	if commit && queuedErr != nil && !errors.As(queuedErr, &pe) {
+		// Not a statement the server refused, which would have aborted
+		// the transaction, but an answer that did not come back: the
+		// COMMIT behind it may have run. Redoing the batch could write
+		// it twice, so the outcome is reported unknown, as for a lost
+		// COMMIT.
+		queuedErr, commitErr = nil, queuedErr
 	}
 	return queuedErr, insertErr, commitErr
 }

@@ -1,0 +1,146 @@
+package storetest_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gorath/rath/events"
+)
+
+// replyDropper is a TCP proxy in front of PostgreSQL that, once armed,
+// lets the server run a pipeline holding a COMMIT and then closes the
+// client's connection before the client reads any of the answers: the
+// commit happened, and the client cannot know it.
+type replyDropper struct {
+	ln      net.Listener
+	target  string
+	armed   atomic.Bool
+	dropped atomic.Int64
+	wg      sync.WaitGroup
+}
+
+func newReplyDropper(t *testing.T, target string) *replyDropper {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &replyDropper{ln: ln, target: target}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	return p
+}
+
+func (p *replyDropper) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.wg.Go(func() { io.Copy(s, c); s.Close() })
+		p.wg.Go(func() { p.answers(s, c); c.Close() })
+	}
+}
+
+// answers forwards the server's messages a reply at a time (up to each
+// ReadyForQuery) and drops the connection instead of a reply that holds
+// a COMMIT's completion while armed.
+func (p *replyDropper) answers(s, c net.Conn) {
+	defer s.Close()
+	var reply bytes.Buffer
+	head := make([]byte, 5)
+	for {
+		if _, err := io.ReadFull(s, head); err != nil {
+			return
+		}
+		body := make([]byte, int(binary.BigEndian.Uint32(head[1:]))-4)
+		if _, err := io.ReadFull(s, body); err != nil {
+			return
+		}
+		reply.Write(head)
+		reply.Write(body)
+		if head[0] != 'Z' {
+			continue
+		}
+		if p.armed.Load() && bytes.Contains(reply.Bytes(), []byte("C\x00\x00\x00\x0bCOMMIT\x00")) {
+			p.armed.Store(false)
+			p.dropped.Add(1)
+			return
+		}
+		if _, err := c.Write(reply.Bytes()); err != nil {
+			return
+		}
+		reply.Reset()
+	}
+}
+
+// A commit whose answer never comes back is reported as an error whose
+// outcome is unknown, and not written a second time: the writer's
+// pipeline holds the batch's rows, a projector's queued statement and the
+// COMMIT, and the lost answer of the queued statement once sent the batch
+// to be redone as if that statement had failed, appending its events
+// again.
+func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	if err := tg.Exec(t, `CREATE TABLE placements_seen (seq BIGINT PRIMARY KEY, backend TEXT NOT NULL CHECK (backend <> 'bad'))`); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(tg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newReplyDropper(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	s, err := events.Open(ctx, events.Options{DSN: u.String(), Projectors: []events.Projector{deferredInsert{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	placed := func(n int) *events.SessionPlaced {
+		return &events.SessionPlaced{Session: "s", Backend: "good", Spec: string(rune('a' + n))}
+	}
+	if _, err := s.Append(ctx, "s", events.AnyVersion, placed(0)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.armed.Store(true)
+	_, err = s.Append(ctx, "s", events.AnyVersion, placed(1))
+	if proxy.dropped.Load() != 1 {
+		t.Fatalf("the proxy dropped %d answers, want 1", proxy.dropped.Load())
+	}
+	if err == nil || !events.IsTransient(err) {
+		t.Fatalf("append whose commit answer was lost: err = %v, want a transient storage error", err)
+	}
+	// The store goes on, on a new connection.
+	if _, err := s.Append(ctx, "s", events.AnyVersion, placed(2)); err != nil {
+		t.Fatalf("the next append: %v", err)
+	}
+	evs, err := s.ReadStream(ctx, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 3 {
+		t.Fatalf("the stream holds %d events, want 3 (the lost answer's once)", len(evs))
+	}
+	mustVerifyStore(t, s)
+}
+
+func mustVerifyStore(t *testing.T, s *events.Store) {
+	t.Helper()
+	rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}
