@@ -42,7 +42,10 @@ type carriedKey struct{}
 // If w's stream is at another version than w expects, the carrying
 // append fails with the *ConflictError and so does every later append
 // under the context (Refused reports it): nothing written under it can
-// land without w. Until an append has carried w, Flush writes it alone.
+// land without w. An append that fails otherwise leaves w to the next
+// one; after a failure whose outcome is unknown (a lost connection) in
+// which w did land, that next append reports the conflict. Until an
+// append has carried w, Flush writes it alone.
 func ContextWithCarried(ctx context.Context, w Write) (context.Context, *Carried, error) {
 	if w.Stream == "" {
 		return nil, nil, invalid("carry: empty stream")
