@@ -20,6 +20,7 @@ import (
 type replyDropper struct {
 	ln      net.Listener
 	target  string
+	tag     atomic.Value // the command tag whose reply is dropped: COMMIT unless set
 	armed   atomic.Bool
 	dropped atomic.Int64
 	wg      sync.WaitGroup
@@ -53,6 +54,17 @@ func (p *replyDropper) accept() {
 	}
 }
 
+// completion is the CommandComplete message of the tag to drop.
+func (p *replyDropper) completion() []byte {
+	tag, _ := p.tag.Load().(string)
+	if tag == "" {
+		tag = "COMMIT"
+	}
+	msg := []byte{'C', 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(msg[1:], uint32(4+len(tag)+1))
+	return append(append(msg, tag...), 0)
+}
+
 // answers forwards the server's messages a reply at a time (up to each
 // ReadyForQuery) and drops the connection instead of a reply that holds
 // a COMMIT's completion while armed.
@@ -73,7 +85,7 @@ func (p *replyDropper) answers(s, c net.Conn) {
 		if head[0] != 'Z' {
 			continue
 		}
-		if p.armed.Load() && bytes.Contains(reply.Bytes(), []byte("C\x00\x00\x00\x0bCOMMIT\x00")) {
+		if p.armed.Load() && bytes.Contains(reply.Bytes(), p.completion()) {
 			p.armed.Store(false)
 			p.dropped.Add(1)
 			return
@@ -143,4 +155,50 @@ func mustVerifyStore(t *testing.T, s *events.Store) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
+}
+
+// A lost answer to the pipeline that begins the transaction and takes the
+// chain lock leaves nothing behind: the server rolls the transaction back
+// when the connection goes, and the writer begins again on a new one, so
+// the append either lands once or fails with nothing written.
+func TestPostgres_ALostAnswerToTheLockIsRetriedOrNothing(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	u, err := url.Parse(tg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newReplyDropper(t, u.Host)
+	proxy.tag.Store("BEGIN")
+	u.Host = proxy.ln.Addr().String()
+	s, err := events.Open(ctx, events.Options{DSN: u.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	placed := func(n int) *events.SessionPlaced {
+		return &events.SessionPlaced{Session: "s", Backend: "good", Spec: string(rune('a' + n))}
+	}
+	if _, err := s.Append(ctx, "s", events.AnyVersion, placed(0)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.armed.Store(true)
+	_, err = s.Append(ctx, "s", events.AnyVersion, placed(1))
+	if proxy.dropped.Load() != 1 {
+		t.Fatalf("the proxy dropped %d answers, want 1", proxy.dropped.Load())
+	}
+	t.Logf("the append after the lost answer: %v", err)
+	want := 2
+	if err != nil {
+		if !events.IsTransient(err) {
+			t.Fatalf("append whose lock answer was lost: err = %v, want success or a transient error", err)
+		}
+		want = 1
+	}
+	evs, rerr := s.ReadStream(ctx, "s", 1)
+	if rerr != nil || len(evs) != want {
+		t.Fatalf("the stream holds %d events (%v) after an append that returned %v, want %d", len(evs), rerr, err, want)
+	}
+	mustVerifyStore(t, s)
 }
