@@ -190,5 +190,5 @@ func testCarriedWrites(t *testing.T, b Backend) {
 			t.Fatalf("a payload of another stream: err = %v, want ErrInvalid", err)
 		}
 	})
-	mustVerify(t, s)
+	MustVerify(t, s)
 }

@@ -44,5 +44,5 @@ func testFencedAcrossWriters(t *testing.T, b Backend) {
 	if _, err := other.Append(bctx, "r1", 2, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
 		t.Fatalf("the new holder's append: %v", err)
 	}
-	mustVerify(t, a)
+	MustVerify(t, a)
 }

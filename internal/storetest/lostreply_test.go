@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/storetest"
 )
 
 // replyDropper is a TCP proxy in front of PostgreSQL that, once armed,
@@ -110,25 +111,9 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 	if err := tg.Exec(t, `CREATE TABLE placements_seen (seq BIGINT PRIMARY KEY, backend TEXT NOT NULL CHECK (backend <> 'bad'))`); err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(tg.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newReplyDropper(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
-	s, err := events.Open(ctx, events.Options{DSN: u.String(), Projectors: []events.Projector{deferredInsert{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	placed := func(n int) *events.SessionPlaced {
-		return &events.SessionPlaced{Session: "s", Backend: "good", Spec: string(rune('a' + n))}
-	}
-	if _, err := s.Append(ctx, "s", events.AnyVersion, placed(0)); err != nil {
-		t.Fatal(err)
-	}
+	s, proxy := behindDropper(t, tg, "COMMIT", deferredInsert{})
 	proxy.armed.Store(true)
-	_, err = s.Append(ctx, "s", events.AnyVersion, placed(1))
+	_, err := s.Append(ctx, "s", events.AnyVersion, placedS(1))
 	if proxy.dropped.Load() != 1 {
 		t.Fatalf("the proxy dropped %d answers, want 1", proxy.dropped.Load())
 	}
@@ -136,7 +121,7 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 		t.Fatalf("append whose commit answer was lost: err = %v, want a transient storage error", err)
 	}
 	// The store goes on, on a new connection.
-	if _, err := s.Append(ctx, "s", events.AnyVersion, placed(2)); err != nil {
+	if _, err := s.Append(ctx, "s", events.AnyVersion, placedS(2)); err != nil {
 		t.Fatalf("the next append: %v", err)
 	}
 	evs, err := s.ReadStream(ctx, "s", 1)
@@ -146,15 +131,35 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 	if len(evs) != 3 {
 		t.Fatalf("the stream holds %d events, want 3 (the lost answer's once)", len(evs))
 	}
-	mustVerifyStore(t, s)
+	storetest.MustVerify(t, s)
 }
 
-func mustVerifyStore(t *testing.T, s *events.Store) {
+// behindDropper opens the log of tg through a reply dropper that drops
+// the answer holding tag, with projectors, and appends a first event to
+// stream "s" so that every statement is prepared before the fault.
+func behindDropper(t *testing.T, tg storetest.Target, tag string, projectors ...events.Projector) (*events.Store, *replyDropper) {
 	t.Helper()
-	rep, err := s.Verify(t.Context(), events.VerifyOptions{})
-	if err != nil || !rep.OK() {
-		t.Fatalf("verify: %+v, %v", rep, err)
+	u, err := url.Parse(tg.DSN)
+	if err != nil {
+		t.Fatal(err)
 	}
+	proxy := newReplyDropper(t, u.Host)
+	proxy.tag.Store(tag)
+	u.Host = proxy.ln.Addr().String()
+	s, err := events.Open(t.Context(), events.Options{DSN: u.String(), Projectors: projectors})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Append(t.Context(), "s", events.AnyVersion, placedS(0)); err != nil {
+		t.Fatal(err)
+	}
+	return s, proxy
+}
+
+// placedS is the nth placement of session "s".
+func placedS(n int) *events.SessionPlaced {
+	return &events.SessionPlaced{Session: "s", Backend: "good", Spec: string(rune('a' + n))}
 }
 
 // A lost answer to the pipeline that begins the transaction and takes the
@@ -164,27 +169,9 @@ func mustVerifyStore(t *testing.T, s *events.Store) {
 func TestPostgres_ALostAnswerToTheLockIsRetriedOrNothing(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	tg := postgresTarget(t)
-	u, err := url.Parse(tg.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newReplyDropper(t, u.Host)
-	proxy.tag.Store("BEGIN")
-	u.Host = proxy.ln.Addr().String()
-	s, err := events.Open(ctx, events.Options{DSN: u.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	placed := func(n int) *events.SessionPlaced {
-		return &events.SessionPlaced{Session: "s", Backend: "good", Spec: string(rune('a' + n))}
-	}
-	if _, err := s.Append(ctx, "s", events.AnyVersion, placed(0)); err != nil {
-		t.Fatal(err)
-	}
+	s, proxy := behindDropper(t, postgresTarget(t), "BEGIN")
 	proxy.armed.Store(true)
-	_, err = s.Append(ctx, "s", events.AnyVersion, placed(1))
+	_, err := s.Append(ctx, "s", events.AnyVersion, placedS(1))
 	if proxy.dropped.Load() != 1 {
 		t.Fatalf("the proxy dropped %d answers, want 1", proxy.dropped.Load())
 	}
@@ -200,5 +187,5 @@ func TestPostgres_ALostAnswerToTheLockIsRetriedOrNothing(t *testing.T) {
 	if rerr != nil || len(evs) != want {
 		t.Fatalf("the stream holds %d events (%v) after an append that returned %v, want %d", len(evs), rerr, err, want)
 	}
-	mustVerifyStore(t, s)
+	storetest.MustVerify(t, s)
 }

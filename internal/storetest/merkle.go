@@ -57,7 +57,7 @@ func testMerkleTampering(t *testing.T, b Backend) {
 			tg := b.New(t)
 			s := OpenStore(t, tg)
 			appendTen(t, s)
-			mustVerify(t, s)
+			MustVerify(t, s)
 			tg.DropGuards(t)
 			for _, q := range tc.sql {
 				if err := tg.Exec(t, q); err != nil {
@@ -81,7 +81,7 @@ func testMerkleTampering(t *testing.T, b Backend) {
 		tg := b.New(t)
 		s := OpenStore(t, tg)
 		appendTen(t, s)
-		head := mustVerify(t, s).Tree
+		head := MustVerify(t, s).Tree
 		seven, err := s.TreeHeadAt(t.Context(), 7)
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +93,7 @@ func testMerkleTampering(t *testing.T, b Backend) {
 				t.Fatal(err)
 			}
 		}
-		mustVerify(t, s)
+		MustVerify(t, s)
 		rep, err := s.Verify(t.Context(), events.VerifyOptions{Tree: &head})
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +126,7 @@ func testMerkleProofs(t *testing.T, b Backend) {
 		heads = append(heads, h)
 	}
 	last := heads[len(heads)-1]
-	if got := mustVerify(t, s).Tree; got != last {
+	if got := MustVerify(t, s).Tree; got != last {
 		t.Fatalf("verify's tree head %v, TreeHead %v", got, last)
 	}
 	for seq := int64(1); seq <= last.Size; seq++ {
@@ -196,7 +196,7 @@ func testPackedTreeRows(t *testing.T, b Backend) {
 			if _, err := s.Append(t.Context(), "s", events.NoStream, ps...); err != nil {
 				t.Fatal(err)
 			}
-			mustVerify(t, s)
+			MustVerify(t, s)
 			var rows int
 			var id int64
 			var row []byte
@@ -260,12 +260,12 @@ func testOneHashRowsThenPacked(t *testing.T, b Backend) {
 	if k != 8 {
 		t.Fatalf("%d hashes unpacked, want 8", k)
 	}
-	ten := mustVerify(t, s).Tree
+	ten := MustVerify(t, s).Tree
 	appendN(13)
 	for range 3 {
 		appendN(1)
 	}
-	last := mustVerify(t, s).Tree
+	last := MustVerify(t, s).Tree
 	if last.Size != 26 {
 		t.Fatalf("tree of %d leaves, want 26", last.Size)
 	}

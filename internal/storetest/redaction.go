@@ -36,7 +36,7 @@ func newRedactedLog(t *testing.T, tg Target) *redactedLog {
 			t.Fatal(err)
 		}
 	}
-	l.before = mustVerify(t, s).Tree
+	l.before = MustVerify(t, s).Tree
 	return l
 }
 
@@ -77,7 +77,7 @@ func testRedaction(t *testing.T, b Backend) {
 		if strings.Contains(payload, "/w/4") || salt != nil {
 			t.Fatalf("seq 5's row still holds payload %q salt %x", payload, salt)
 		}
-		rep := mustVerify(t, s)
+		rep := MustVerify(t, s)
 		if len(rep.Redactions) != 3 || rep.Redactions[0].String() != "seq 5: redacted at seq 14 by alice: erasure request 7" {
 			t.Fatalf("verify lists %v", rep.Redactions)
 		}
@@ -111,7 +111,7 @@ func testRedaction(t *testing.T, b Backend) {
 				t.Errorf("%s: allowed, want the trigger to refuse it", q)
 			}
 		}
-		mustVerify(t, s)
+		MustVerify(t, s)
 	})
 	t.Run("refused", func(t *testing.T) {
 		l := newRedactedLog(t, b.New(t))
@@ -135,7 +135,7 @@ func testRedaction(t *testing.T, b Backend) {
 		if _, err := l.s.Redact(ctx, events.RedactRequest{Seqs: []int64{res.Record.Seq}, By: "a", Reason: "r"}); !errors.As(err, &re) {
 			t.Fatalf("redacting the record: %v, want a *RedactError", err)
 		}
-		mustVerify(t, l.s)
+		MustVerify(t, l.s)
 	})
 	cases := []struct {
 		name   string

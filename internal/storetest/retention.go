@@ -109,7 +109,7 @@ func testRetention(t *testing.T, b Backend) {
 			t.Fatalf("the store shrank by %d bytes, less than 90%% of the %d archived payload bytes", shrunk, rep.ArchivedBytes)
 		}
 	}
-	vr := mustVerify(t, rt.Store())
+	vr := MustVerify(t, rt.Store())
 	if len(vr.Redactions) == 0 || vr.Redactions[0].Reason != retention.ReasonRetention {
 		t.Fatalf("verify lists %v, want the retention's redactions", vr.Redactions)
 	}

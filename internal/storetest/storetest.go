@@ -121,7 +121,8 @@ func placed(session string, n int) events.Payload {
 	return &events.SessionPlaced{Session: session, Backend: "local", Spec: fmt.Sprintf("/w/%d", n)}
 }
 
-func mustVerify(t testing.TB, s *events.Store) *events.VerifyReport {
+// MustVerify verifies s and fails t unless its log verifies.
+func MustVerify(t testing.TB, s *events.Store) *events.VerifyReport {
 	t.Helper()
 	rep, err := s.Verify(t.Context(), events.VerifyOptions{})
 	if err != nil {
@@ -170,7 +171,7 @@ func testAppendAndRead(t *testing.T, b Backend) {
 	if _, err := s.Get(ctx, 99); !errors.Is(err, events.ErrNotFound) {
 		t.Fatalf("Get(99) = %v, want ErrNotFound", err)
 	}
-	rep := mustVerify(t, s)
+	rep := MustVerify(t, s)
 	if rep.Head.Seq != 4 {
 		t.Fatalf("verify head = %v", rep.Head)
 	}
@@ -223,7 +224,7 @@ func testConcurrentStores(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	check := OpenStore(t, tg)
-	rep := mustVerify(t, check)
+	rep := MustVerify(t, check)
 	if rep.Head.Seq != int64(len(acked)) {
 		t.Fatalf("head %d, %d appends acknowledged", rep.Head.Seq, len(acked))
 	}
@@ -295,7 +296,7 @@ func testConflicts(t *testing.T, b Backend) {
 			t.Fatalf("stream version %d at position %d", ev.Version, i)
 		}
 	}
-	mustVerify(t, s2)
+	MustVerify(t, s2)
 }
 
 func testTriggers(t *testing.T, b Backend) {
@@ -309,7 +310,7 @@ func testTriggers(t *testing.T, b Backend) {
 			t.Fatalf("%s: err = %v, want the append-only refusal", q, err)
 		}
 	}
-	mustVerify(t, s)
+	MustVerify(t, s)
 }
 
 func appendN(t testing.TB, s *events.Store, stream string, n int) {
@@ -337,7 +338,7 @@ func testTampering(t *testing.T, b Backend) {
 			tg := b.New(t)
 			s := OpenStore(t, tg)
 			appendN(t, s, "s", 10)
-			mustVerify(t, s)
+			MustVerify(t, s)
 			tg.DropGuards(t)
 			if err := tg.Exec(t, tc.sql); err != nil {
 				t.Fatal(err)
@@ -381,7 +382,7 @@ func testTruncation(t *testing.T, b Backend) {
 	tg := b.New(t)
 	s := OpenStore(t, tg)
 	appendN(t, s, "s", 10)
-	head := mustVerify(t, s).Head
+	head := MustVerify(t, s).Head
 	eight, err := s.TreeHeadAt(t.Context(), 8)
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +408,7 @@ func testTruncation(t *testing.T, b Backend) {
 			t.Fatal(err)
 		}
 	}
-	mustVerify(t, s)
+	MustVerify(t, s)
 	rep, err = s.Verify(t.Context(), events.VerifyOptions{Head: &head})
 	if err != nil {
 		t.Fatal(err)
@@ -424,7 +425,7 @@ func testKeyedChains(t *testing.T, b Backend) {
 	tg := b.New(t)
 	s := OpenStore(t, tg, []byte("k1")...)
 	appendN(t, s, "s", 3)
-	mustVerify(t, s)
+	MustVerify(t, s)
 	for _, k := range []string{"k2", ""} {
 		other := OpenStore(t, tg, []byte(k)...)
 		_, err := other.Append(ctx, "s", events.AnyVersion, placed("s", 9))
@@ -436,7 +437,7 @@ func testKeyedChains(t *testing.T, b Backend) {
 			t.Fatalf("verify with key %q: %+v, %v; want a failure", k, rep, err)
 		}
 	}
-	mustVerify(t, s)
+	MustVerify(t, s)
 }
 
 // Sessions, forks and merges project into the tables, a rebuild gives the
@@ -732,5 +733,5 @@ func testFenced(t *testing.T, b Backend) {
 	if _, err := s.Append(bctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
 		t.Fatalf("the new holder's append: %v", err)
 	}
-	mustVerify(t, s)
+	MustVerify(t, s)
 }
