@@ -13,7 +13,7 @@ import (
 // run.started, carried by the run's first append, still opens the run's
 // events, and a run started twice is refused before anything of the
 // second start is written.
-func TestStart_RunStartedRidesWithTheFirstEvent(t *testing.T) {
+func TestStart_RunStartedOpensTheRunAndASecondStartWritesNothing(t *testing.T) {
 	ctx := t.Context()
 	rt, err := rath.Open(ctx, t.TempDir())
 	if err != nil {
