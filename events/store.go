@@ -529,9 +529,6 @@ func (s *Store) appendWrites(ctx context.Context, txFn func(context.Context, *sq
 		return nil, err
 	}
 	if len(cs) == 0 {
-		if len(writes) == 0 && txFn == nil {
-			return nil, nil // a Flush that found its write written meanwhile
-		}
 		return s.appendNow(ctx, txFn, writes)
 	}
 	out, pos, ok := withCarried(cs, writes)
