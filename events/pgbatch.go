@@ -37,9 +37,10 @@ type pgPending struct {
 	// in the order they were queued: those before sent were sent with a
 	// later statement (pipelined.go), the rest go with the rows. failed is
 	// the error of one that failed when sent early.
-	queued []queuedStmt
-	sent   int
-	failed error
+	queued   []queuedStmt
+	sent     int
+	failed   error
+	failedAt int // the index in queued of the one that failed
 }
 
 // queuedStmt is a statement of Tx.ExecPipelined, its placeholders
@@ -171,8 +172,11 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 	var err error
 	if commit || p.unsent() > 0 {
 		var queuedErr, commitErr error
-		queuedErr, err, commitErr = w.sendFlush(ctx, commit, args...)
+		var missed bool
+		missed, queuedErr, err, commitErr = w.sendFlush(ctx, commit, args...)
 		switch {
+		case missed:
+			return &missError{cause: queuedErr}
 		case queuedErr != nil:
 			return fmt.Errorf("%w: %w", errQueuedFailed, queuedErr)
 		case err == nil && commitErr != nil:

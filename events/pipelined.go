@@ -109,13 +109,15 @@ func (w *writerState) execAfterQueued(ctx context.Context, query string, args ..
 			b.Queue(w.s.rebind(query), args...)
 		}
 		br := conn.SendBatch(ctx, b)
-		for range queued {
+		sent := w.pend.sent
+		w.pend.sent = len(w.pend.queued)
+		for i := range queued {
 			if _, queuedErr = br.Exec(); queuedErr != nil {
+				w.pend.failedAt = sent + i
 				br.Close()
 				return nil
 			}
 		}
-		w.pend.sent = len(w.pend.queued)
 		if query != "" {
 			tag, err = br.Exec()
 		}
@@ -125,7 +127,7 @@ func (w *writerState) execAfterQueued(ctx context.Context, query string, args ..
 		return nil
 	})
 	if queuedErr == nil && rerr != nil {
-		queuedErr = rerr
+		queuedErr, w.pend.failedAt = rerr, w.pend.sent
 	}
 	if queuedErr != nil {
 		w.pend.failed = queuedErr

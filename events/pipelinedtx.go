@@ -41,8 +41,11 @@ func needsSQLTx(batch []*request) bool {
 // not sent yet (Tx.ExecPipelined), pgBatchInsert with args and, with commit, COMMIT. A
 // failed statement stops the rest. With commit the transaction has ended
 // when the insert ran (txEnded): the COMMIT ran after it, and committed
-// or, failing, rolled back.
-func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (queuedErr, insertErr, commitErr error) {
+// or, failing, rolled back. missed reports a queued statement of an
+// optimistic transaction's own that failed (optimistic.go): nothing of the
+// batch ran, and queuedErr says why.
+func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (missed bool, queuedErr, insertErr, commitErr error) {
+	failedAt := -1
 	err := withPgx(w.conn, func(conn *pgx.Conn) error {
 		b, queued := w.queuedBatch()
 		b.Queue(pgBatchInsert, args...)
@@ -50,8 +53,11 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 			b.Queue(`COMMIT`)
 		}
 		br := conn.SendBatch(ctx, b)
-		for range queued {
+		sent := w.pend.sent
+		w.pend.sent = len(w.pend.queued)
+		for i := range queued {
 			if _, queuedErr = br.Exec(); queuedErr != nil {
+				failedAt = sent + i
 				br.Close()
 				return nil
 			}
@@ -75,7 +81,14 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 		return nil
 	})
 	if err != nil && queuedErr == nil && insertErr == nil {
+		if w.optimisticUnsent() {
+			// The connection could not be had: nothing was sent.
+			return true, err, nil, nil
+		}
 		insertErr = err
+	}
+	if queuedErr != nil && w.missedAt(failedAt, queuedErr, commit) {
+		return true, queuedErr, nil, nil
 	}
 	var pe *pgconn.PgError
 	if commit && queuedErr != nil && !errors.As(queuedErr, &pe) {
@@ -86,5 +99,5 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 		// COMMIT.
 		queuedErr, commitErr = nil, queuedErr
 	}
-	return queuedErr, insertErr, commitErr
+	return false, queuedErr, insertErr, commitErr
 }

@@ -202,6 +202,7 @@ type Store struct {
 	commits, requests, evs atomic.Int64  // for Stats
 	staged, combined       atomic.Int64  // for Stats
 	redone                 atomic.Int64  // for Stats
+	optimistic, missed     atomic.Int64  // for Stats
 	roundTrips             *atomic.Int64 // the writer connection's, for Stats
 
 	// inflight counts callers inside send: the writer lingers for the ones
@@ -443,6 +444,10 @@ type Stats struct {
 	// another process made stale, or a projector's queued statement that
 	// failed (PostgreSQL).
 	Redone int64
+	// Optimistic counts the commits begun without asking for the tail
+	// (optimistic.go), Missed those begun so that found another
+	// process's commit and were done again the usual way (PostgreSQL).
+	Optimistic, Missed int64
 }
 
 // Stats returns the writer's counters: Requests/Commits is the mean group
@@ -450,7 +455,8 @@ type Stats struct {
 // server.
 func (s *Store) Stats() Stats {
 	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load(),
-		Staged: s.staged.Load(), Combined: s.combined.Load(), Redone: s.redone.Load()}
+		Staged: s.staged.Load(), Combined: s.combined.Load(), Redone: s.redone.Load(),
+		Optimistic: s.optimistic.Load(), Missed: s.missed.Load()}
 }
 
 // DB returns the read-only connection pool, for read models to query.

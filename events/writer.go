@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -108,6 +109,12 @@ type writerState struct {
 	// could not stage (AppendTx, Exclusive): the loop runs it next.
 	held    *request
 	mayTake bool
+
+	// opt is the state of optimistic transactions (optimistic.go);
+	// batchStart the caches as they were before the open batch, for a
+	// missed one to put back.
+	opt        optimism
+	batchStart undo
 }
 
 // Tx is the writer's open transaction, handed to projectors. Statements
@@ -425,6 +432,12 @@ func (w *writerState) begin(ctx context.Context, appends bool, batch []*request)
 // tail read after the lock sees the previous holder's commit; if it is not
 // the one cached, another process wrote and the caches are reloaded.
 func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error {
+	if w.mayBeginOptimistically(batch) {
+		// Nothing is sent now: run queues BEGIN, the lock and the check
+		// ahead of the batch's statements (optimistic.go).
+		w.opt.open, w.inTx = true, true
+		return nil
+	}
 	// An idle connection the server dropped (a restart, a failover,
 	// pg_terminate_backend) fails its first statement: nothing has been
 	// done yet, so dial again and retry once.
@@ -508,6 +521,7 @@ func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error
 	}
 	w.claims = c.claims
 	current := c.seq == w.lastSeq && hashText(c.hash) == w.lastHash && w.dataVersion >= 0
+	w.beganUsually(current)
 	if !current && !(after >= 0 && w.catchUp(c)) {
 		if err := w.reload(ctx, true); err != nil {
 			w.rollback()
@@ -576,10 +590,10 @@ func (w *writerState) rollback() {
 	switch {
 	case w.tx != nil:
 		w.tx.Rollback()
-	case !w.txEnded:
+	case !w.txEnded && !w.optimisticUnsent():
 		w.conn.ExecContext(context.Background(), `ROLLBACK`)
 	}
-	w.tx, w.inTx, w.txEnded = nil, false, false
+	w.tx, w.inTx, w.txEnded, w.opt.open = nil, false, false, false
 	clear(w.leases)
 	w.pend.reset()
 	w.notified = false
@@ -589,13 +603,22 @@ func (w *writerState) rollback() {
 }
 
 // committed is called after a successful COMMIT.
-func (w *writerState) committed() { w.metaWritten = false }
+func (w *writerState) committed() {
+	w.metaWritten = false
+	w.opt.lastCommit = time.Now()
+}
 
 func (w *writerState) head(ctx context.Context, stream string) (int64, error) {
 	if v, ok := w.heads[stream]; ok {
 		return v, nil
 	}
 	var v int64
+	if w.optimisticUnsent() {
+		// The transaction's BEGIN and lock go first (optimistic.go).
+		if err := w.sendQueued(ctx); err != nil {
+			return 0, err
+		}
+	}
 	st, err := w.stmt(ctx, `SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = ?`)
 	if err != nil {
 		return 0, err
@@ -632,6 +655,7 @@ func (w *writerState) commit(local []*request) {
 	var ok int
 	var err error
 	var batch []*request
+	var miss *missError
 	w.nowait = w.claimOnly || w.stageable(local)
 	w.claimIDs, w.badClaims = nil, nil
 	defer func() { w.nowait, w.claimIDs, w.badClaims, w.queueOff = false, nil, nil, false }()
@@ -657,6 +681,9 @@ func (w *writerState) commit(local []*request) {
 			// round trip.
 			err = w.flushTree(context.Background(), w.inTx && w.tx == nil && !w.hasRemote(batch))
 			switch {
+			case errors.As(err, &miss):
+				w.missed(w.batchStart, connFailed(miss.cause))
+				stale = true
 			case errors.Is(err, errStaleTail):
 				w.rollback()
 				stale = true
@@ -670,6 +697,13 @@ func (w *writerState) commit(local []*request) {
 		}
 		if !stale {
 			break
+		}
+		if w.opt.missed {
+			// Done again the usual way, which catches up with the
+			// other commits; not a redo of a stale batch.
+			w.opt.missed = false
+			attempt--
+			continue
 		}
 		w.s.redone.Add(1)
 		w.forceReload()
@@ -755,7 +789,10 @@ func (w *writerState) commitTx() error {
 	ctx := context.Background()
 	if w.txEnded {
 		// The flush's pipeline committed (pipelinedtx.go).
-		w.tx, w.inTx, w.txEnded = nil, false, false
+		if w.opt.open {
+			w.committedOptimistically()
+		}
+		w.tx, w.inTx, w.txEnded, w.opt.open = nil, false, false, false
 		w.notified = false
 		w.pend.reset()
 		return nil
@@ -849,10 +886,14 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 	}
 	results = make([]result, len(batch))
 	w.pend.reset()
+	if w.opt.open {
+		w.queueOptimisticBegin()
+	}
 	w.notified = false
 	w.inBatch, w.savepoints = true, savepoints
 	defer func() { w.inBatch, w.savepoints = false, false }()
 	start := undo{lastSeq: w.lastSeq, lastHash: w.lastHash, heads: map[string]int64{}}
+	w.batchStart = start // its heads fill in as the requests are applied
 	for i, req := range batch {
 		if req.ctx.Err() != nil {
 			// The caller gave up before we started; do not write.
@@ -867,13 +908,17 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 			}
 		}
 		evs, wrote, err := w.apply(ctx, req, &u)
-		if w.pend.failed != nil {
-			return w.redoUnqueued(batch, start)
-		}
 		for k, v := range u.heads {
 			if _, seen := start.heads[k]; !seen {
 				start.heads[k] = v
 			}
+		}
+		if w.pend.failed != nil {
+			if w.missedAt(w.pend.failedAt, w.pend.failed, false) {
+				w.missed(start, connFailed(w.pend.failed))
+				return batch, nil, 0, false, true, false
+			}
+			return w.redoUnqueued(batch, start)
 		}
 		if errors.Is(err, errStaleTail) {
 			w.rollback()
@@ -906,6 +951,14 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		}
 		results[i].events = evs
 		ok++
+	}
+	if ok == 0 && w.optimisticUnsent() {
+		// Refusals decided from the caches stand only if they were
+		// current: the check goes to the server before they are returned.
+		if w.sendQueued(ctx); w.pend.failed != nil && w.missedAt(w.pend.failedAt, w.pend.failed, false) {
+			w.missed(start, connFailed(w.pend.failed))
+			return batch, nil, 0, false, true, false
+		}
 	}
 	if ok == 0 && !w.hasRemote(batch) && len(w.badClaims) == 0 {
 		w.rollback()

@@ -151,7 +151,7 @@ type result struct {
 
 // writerLine is the line rath worker prints at exit about its event
 // writer.
-var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?(?:, (\d+) batches redone)?`)
+var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?(?:, (\d+) batches redone)?(?:, (\d+) optimistic commits, (\d+) missed)?`)
 
 // writerStats reads a worker's event writer counters from its stderr.
 func writerStats(stderr string) (events.Stats, bool) {
@@ -159,11 +159,12 @@ func writerStats(stderr string) (events.Stats, bool) {
 	if m == nil {
 		return events.Stats{}, false
 	}
-	var n [7]int64
+	var n [9]int64
 	for i := range n {
 		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
 	}
-	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Staged: n[4], Combined: n[5], Redone: n[6]}, true
+	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Staged: n[4], Combined: n[5], Redone: n[6],
+		Optimistic: n[7], Missed: n[8]}, true
 }
 
 // singleSubmits times c.singles `rath submit` processes, each one run, on
@@ -312,6 +313,8 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 			res.writer.Staged += st.Staged
 			res.writer.Combined += st.Combined
 			res.writer.Redone += st.Redone
+			res.writer.Optimistic += st.Optimistic
+			res.writer.Missed += st.Missed
 			res.haveWriter = true
 		}
 	}

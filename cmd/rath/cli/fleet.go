@@ -196,8 +196,8 @@ before anything of it runs.`,
 			// What this process's event writer cost, for operators and
 			// cmd/fleetbench (round trips per step).
 			st := rt.Store().Stats()
-			fmt.Fprintf(a.stderr, "worker %s: event writer: %d commits, %d appends, %d events, %d round trips, %d appends staged, %d staged appends written, %d batches redone\n",
-				fl.WorkerID(), st.Commits, st.Requests, st.Events, st.RoundTrips, st.Staged, st.Combined, st.Redone)
+			fmt.Fprintf(a.stderr, "worker %s: event writer: %d commits, %d appends, %d events, %d round trips, %d appends staged, %d staged appends written, %d batches redone, %d optimistic commits, %d missed\n",
+				fl.WorkerID(), st.Commits, st.Requests, st.Events, st.RoundTrips, st.Staged, st.Combined, st.Redone, st.Optimistic, st.Missed)
 			return err
 		},
 	}
