@@ -42,8 +42,8 @@ import (
 // connection, an error before BEGIN's answer that the server sent
 // (PostgreSQL ends a session with a FATAL message) or that pgx reports
 // safe to retry (nothing was sent) is a miss too, on a new connection;
-// an answer that does not come back at all leaves the outcome unknown,
-// as a lost COMMIT's always was (pipelinedtx.go).
+// an answer that does not come back at all is a lost COMMIT, whose
+// outcome the writer learns (resolve.go).
 
 // optimisticStatements are the statements an optimistic transaction
 // queues ahead of its batch's own: BEGIN, the lock and the tail check.

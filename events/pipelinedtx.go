@@ -69,11 +69,16 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 				// A transaction already failed answers COMMIT with
 				// ROLLBACK: pgTxFailed's case, found afterwards.
 				commitErr = fmt.Errorf("the transaction was rolled back (%s)", tag)
+			} else if commit {
+				w.markLost(commitErr)
 			}
+		} else if commit {
+			w.markLost(insertErr)
 		}
 		if err := br.Close(); err != nil && insertErr == nil && commitErr == nil {
 			if commit {
 				commitErr = err
+				w.markLost(err)
 			} else {
 				insertErr = err
 			}
@@ -96,8 +101,9 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 		// the transaction, but an answer that did not come back: the
 		// COMMIT behind it may have run. Redoing the batch could write
 		// it twice, so the outcome is reported unknown, as for a lost
-		// COMMIT.
+		// COMMIT, until the writer learns it (resolve.go).
 		queuedErr, commitErr = nil, queuedErr
+		w.markLost(commitErr)
 	}
 	return false, queuedErr, insertErr, commitErr
 }

@@ -115,6 +115,14 @@ type writerState struct {
 	// missed one to put back.
 	opt        optimism
 	batchStart undo
+
+	// pid is the server process of conn (PostgreSQL); lost is set when
+	// the open batch's COMMIT was sent and its answer lost, and resolving
+	// while the batch is written again after the outcome was learned
+	// (resolve.go).
+	pid       uint32
+	lost      *lostCommit
+	resolving bool
 }
 
 // Tx is the writer's open transaction, handed to projectors. Statements
@@ -250,6 +258,9 @@ func (w *writerState) connect(ctx context.Context) error {
 		return fmt.Errorf("events: open writer connection: %w", err)
 	}
 	w.conn = conn
+	if w.s.pg {
+		w.rememberPID()
+	}
 	return nil
 }
 
@@ -731,20 +742,43 @@ func (w *writerState) commit(local []*request) {
 	if err == nil {
 		err = w.commitTx()
 	}
+	resolved := false
 	if err != nil {
+		lost, head := w.lost, w.nextHead
+		w.lost = nil
 		w.rollback()
+		w.forceReload()
+		w.disconnect()
+		if lost != nil && lost.seq > 0 && !remote && !w.resolving {
+			landed, rerr := w.resolveLost(lost)
+			switch {
+			case rerr == nil && !landed:
+				// Nothing of it committed: it is written again, once.
+				w.resolving = true
+				w.commit(local)
+				w.resolving = false
+				return
+			case rerr == nil:
+				err, resolved, w.nextHead = nil, true, head
+			default:
+				err = fmt.Errorf("%w; whether it committed could not be learned: %w", err, rerr)
+			}
+		}
+	}
+	if err != nil {
 		for i := range results {
 			if results[i].err == nil {
 				results[i] = result{err: err}
 			}
 		}
-		w.forceReload()
-		w.disconnect()
 		w.replyAll(batch, results)
 		return
 	}
 	w.committed()
-	w.treeCommitted()
+	if !resolved {
+		// (A resolved commit's caches are read again.)
+		w.treeCommitted()
+	}
 	for i := range results {
 		w.s.evs.Add(int64(len(results[i].events)))
 	}
@@ -812,6 +846,9 @@ func (w *writerState) commitTx() error {
 		err = w.tx.Commit()
 	} else {
 		_, err = w.conn.ExecContext(ctx, `COMMIT`)
+	}
+	if w.s.pg {
+		w.markLost(err)
 	}
 	w.tx, w.inTx = nil, false
 	w.notified = false

@@ -17,7 +17,10 @@ import (
 // replyDropper is a TCP proxy in front of PostgreSQL that, once armed,
 // lets the server run a pipeline holding a COMMIT and then closes the
 // client's connection before the client reads any of the answers: the
-// commit happened, and the client cannot know it.
+// commit happened, and the client cannot know it. Cut instead, it
+// swallows a pipeline the client sends and closes the client's
+// connection while keeping the server's open: the server never gets the
+// pipeline, and a transaction it had begun stays open, holding its locks.
 type replyDropper struct {
 	ln      net.Listener
 	target  string
@@ -25,8 +28,20 @@ type replyDropper struct {
 	armed   atomic.Bool
 	dropped atomic.Int64
 	reply   atomic.Value // the reply dropped last ([]byte)
+	// cut: cutNext swallows the client's next write; cutAfterBegin the
+	// next one after a reply holding BEGIN's completion.
+	cut     atomic.Int32
+	swallow atomic.Int64 // writes swallowed
 	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	servers []net.Conn // closed at the end: a cut one is left open
 }
+
+const (
+	cutNext = iota + 1
+	cutAfterBegin
+)
 
 func newReplyDropper(t *testing.T, target string) *replyDropper {
 	t.Helper()
@@ -36,7 +51,15 @@ func newReplyDropper(t *testing.T, target string) *replyDropper {
 	}
 	p := &replyDropper{ln: ln, target: target}
 	p.wg.Go(p.accept)
-	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, s := range p.servers {
+			s.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
 	return p
 }
 
@@ -51,8 +74,36 @@ func (p *replyDropper) accept() {
 			c.Close()
 			continue
 		}
-		p.wg.Go(func() { io.Copy(s, c); s.Close() })
+		p.mu.Lock()
+		p.servers = append(p.servers, s)
+		p.mu.Unlock()
+		p.wg.Go(func() { p.requests(c, s) })
 		p.wg.Go(func() { p.answers(s, c); c.Close() })
+	}
+}
+
+// requests forwards the client's writes to the server, and swallows one
+// when cut: the client's connection is closed and the server's left open
+// (it closes when the server ends its session).
+func (p *replyDropper) requests(c, s net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if p.cut.CompareAndSwap(cutNext, 0) {
+				p.swallow.Add(1)
+				c.Close()
+				return
+			}
+			if _, werr := s.Write(buf[:n]); werr != nil {
+				c.Close()
+				return
+			}
+		}
+		if err != nil {
+			s.Close()
+			return
+		}
 	}
 }
 
@@ -92,6 +143,9 @@ func (p *replyDropper) answers(s, c net.Conn) {
 		if head[0] != 'Z' {
 			continue
 		}
+		if p.cut.Load() == cutAfterBegin && bytes.Contains(reply.Bytes(), completionOf("BEGIN")) {
+			p.cut.Store(cutNext)
+		}
 		if p.armed.Load() && bytes.Contains(reply.Bytes(), p.completion()) {
 			p.armed.Store(false)
 			p.reply.Store(bytes.Clone(reply.Bytes()))
@@ -105,15 +159,18 @@ func (p *replyDropper) answers(s, c net.Conn) {
 	}
 }
 
-// A commit whose answer never comes back is reported as an error whose
-// outcome is unknown, and not written a second time: the writer's
-// pipeline holds the batch's rows, a projector's queued statement and the
-// COMMIT, and the lost answer of the queued statement once sent the batch
-// to be redone as if that statement had failed, appending its events
-// again. Both ways a transaction begins: optimistically, BEGIN and the
-// lock in the same pipeline (the writer made the last commit and knows
-// the stream), and the usual way (a stream it has not seen: its head is
-// read with the lock first).
+// A commit whose answer never comes back is not written a second time,
+// and its outcome is learned: the writer's pipeline holds the batch's
+// rows, a projector's queued statement and the COMMIT, and the lost
+// answer of the queued statement once sent the batch to be redone as if
+// that statement had failed, appending its events again; later the
+// append failed with an unknown outcome. Now the writer ends the old
+// connection's server process, finds the batch's first event at its seq
+// with its leaf hash, and answers the append as committed
+// (events/resolve.go). Both ways a transaction begins: optimistically,
+// BEGIN and the lock in the same pipeline (the writer made the last
+// commit and knows the stream), and the usual way (a stream it has not
+// seen: its head is read with the lock first).
 func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -132,12 +189,11 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 			}
 			s, proxy := behindDropper(t, tg, "COMMIT", deferredInsert{})
 			proxy.armed.Store(true)
-			_, err := s.Append(ctx, c.stream, events.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"})
+			if _, err := s.Append(ctx, c.stream, events.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"}); err != nil {
+				t.Fatalf("append whose commit answer was lost: %v, want its outcome learned: committed", err)
+			}
 			if proxy.dropped.Load() != 1 {
 				t.Fatalf("the proxy dropped %d answers, want 1", proxy.dropped.Load())
-			}
-			if err == nil || !events.IsTransient(err) {
-				t.Fatalf("append whose commit answer was lost: err = %v, want a transient storage error", err)
 			}
 			if began := bytes.Contains(proxy.reply.Load().([]byte), completionOf("BEGIN")); began != c.optimistic {
 				t.Fatalf("the lost answer held BEGIN's: %v, want %v", began, c.optimistic)
@@ -156,6 +212,50 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 			}
 			if len(evs) != want {
 				t.Fatalf("the stream holds %d events, want %d (the lost answer's once)", len(evs), want)
+			}
+			storetest.MustVerify(t, s)
+		})
+	}
+}
+
+// A COMMIT that never reaches the server, on a connection the client
+// lost and the server did not, leaves the transaction open on the server
+// holding the chain lock. The writer ends that process, finds the batch
+// not in the log, and writes it again: the append succeeds, once, without
+// waiting for the server to time the session out. Both ways a
+// transaction begins: optimistically the whole transaction is the
+// swallowed pipeline, so the server has no transaction at all.
+func TestPostgres_ACommitThatNeverArrivesIsWrittenAgainOnce(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, stream string
+		cut          int32
+	}{
+		{"optimistic", "s", cutNext},
+		{"usual", "t", cutAfterBegin},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			s, proxy := behindDropper(t, postgresTarget(t), "COMMIT")
+			proxy.cut.Store(c.cut)
+			evs, err := s.Append(ctx, c.stream, events.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"})
+			if err != nil {
+				t.Fatalf("append whose COMMIT never arrived: %v, want it written again", err)
+			}
+			if proxy.swallow.Load() != 1 {
+				t.Fatalf("the proxy swallowed %d pipelines, want 1", proxy.swallow.Load())
+			}
+			got, err := s.ReadStream(ctx, c.stream, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 1
+			if c.stream == "s" {
+				want = 2 // behindDropper's first append too
+			}
+			if len(got) != want || got[len(got)-1].Seq != evs[0].Seq {
+				t.Fatalf("the stream holds %d events (last %v), want %d ending with the append's, seq %d", len(got), got[len(got)-1].Seq, want, evs[0].Seq)
 			}
 			storetest.MustVerify(t, s)
 		})
