@@ -168,6 +168,9 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	if err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)
 	}
+	// The root workflow's exit record is written with run.finished, in
+	// one commit (finish).
+	rctx, exit := flow.ContextDeferringExit(rctx)
 	out, err := flow.Forward(rctx, wf, input)
 	if rerr := carried.Refused(); rerr != nil {
 		return nil, fmt.Errorf("rath: start run: %w", rerr)
@@ -181,7 +184,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 		}
 		return run, err
 	}
-	err = rt.finish(rctx, run, out, err)
+	err = rt.finish(rctx, run, out, err, exit)
 	if rerr := carried.Refused(); rerr != nil {
 		return nil, fmt.Errorf("rath: start run: %w", rerr)
 	}
@@ -214,23 +217,47 @@ func withSpec(params map[string]string, wf flow.Workflow) (map[string]string, er
 	return out, nil
 }
 
-// finish records run.finished and returns the workflow's error, or
-// leaves the run open if its context retries err.
-func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, err error) error {
+// finish records run.finished, with the root workflow's exit record
+// when exit holds it, and returns the workflow's error, or leaves the run
+// open if its context retries err.
+func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, err error, exit *flow.DeferredExit) error {
 	run.Output = out
 	if flow.Suspends(ctx, err) {
 		return fmt.Errorf("%w: %w", ErrRunLeftOpen, err)
 	}
-	fin := events.RunFinished{Run: run.ID, Status: RunOK}
+	// The run record must land even if the caller's context was canceled.
+	ctx = context.WithoutCancel(ctx)
+	if w, ok := exit.Write(); ok {
+		_, ferr := rt.store.AppendWrites(ctx, w, events.Write{Stream: run.ID, Expected: 1, Events: []events.Payload{finished(run.ID, out, err)}})
+		if ferr == nil {
+			return err
+		}
+		// Not written: the output is the handle without the exit
+		// record, and a refused record (a stale output handle) fails
+		// the run, as the record written on its own would have.
+		var conflict *events.ConflictError
+		if !errors.As(ferr, &conflict) || conflict.Stream != w.Stream {
+			run.Output, _ = exit.Refused(ferr)
+			return errors.Join(err, fmt.Errorf("rath: finish run %s: %w", run.ID, ferr))
+		}
+		out, err = exit.Refused(ferr)
+		run.Output = out
+	}
+	if _, ferr := rt.store.Append(ctx, run.ID, 1, finished(run.ID, out, err)); ferr != nil {
+		return errors.Join(err, fmt.Errorf("rath: finish run %s: %w", run.ID, ferr))
+	}
+	return err
+}
+
+// finished is the run.finished record of a run whose workflow returned
+// out and err.
+func finished(id string, out *session.Session, err error) events.RunFinished {
+	fin := events.RunFinished{Run: id, Status: RunOK}
 	if out != nil {
 		fin.OutputSession = out.ID()
 	}
 	if err != nil {
 		fin.Status, fin.Error = RunError, err.Error()
 	}
-	// The run record must land even if the caller's context was canceled.
-	if _, ferr := rt.store.Append(context.WithoutCancel(ctx), run.ID, 1, fin); ferr != nil {
-		return errors.Join(err, fmt.Errorf("rath: finish run %s: %w", run.ID, ferr))
-	}
-	return err
+	return fin
 }

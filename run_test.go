@@ -1,13 +1,17 @@
 package rath_test
 
 import (
+	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
+	"github.com/gorath/rath/session"
 )
 
 // run.started, carried by the run's first append, still opens the run's
@@ -89,4 +93,97 @@ func types(evs []events.Event) []string {
 		out[i] = ev.Type
 	}
 	return out
+}
+
+// The root workflow's exit record is written with run.finished, in one
+// commit: a workflow that appends one chunk costs three commits (the
+// entry with run.started, the chunk, the exit with run.finished), and the
+// log holds the same events in the same order as when the exit was a
+// commit of its own.
+func TestStart_TheRootsExitRidesWithRunFinished(t *testing.T) {
+	ctx := t.Context()
+	rt, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	in, err := rt.NewUserSession(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
+		return s.Append(ctx, session.Chunk{Role: "assistant", Content: "hi"})
+	})
+	before := rt.Store().Stats()
+	run, err := rt.Start(ctx, "greet", wf, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.Store().Stats().Commits - before.Commits; n != 3 {
+		t.Fatalf("%d commits, want 3", n)
+	}
+	evs, err := rt.Store().Read(ctx, events.Query{FromSeq: before.Events + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{events.TypeRunStarted, events.TypeWorkflowEntered, events.TypeChunkAppended, events.TypeWorkflowExited, events.TypeRunFinished}
+	if got := types(evs); !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	if run.Output.Version() != evs[3].Version {
+		t.Fatalf("the output handle is at version %d, the exit record at %d", run.Output.Version(), evs[3].Version)
+	}
+	// The output handle is current: it can be appended to.
+	if _, err := run.Output.Append(ctx, session.Chunk{Role: "user", Content: "thanks"}); err != nil {
+		t.Fatalf("append to the run's output: %v", err)
+	}
+}
+
+// A root workflow that returns a stale output handle fails its run, as
+// when the exit record was written on its own: the record is refused,
+// run.finished records the failure, and nothing of the exit lands.
+func TestStart_AStaleOutputFailsTheRun(t *testing.T) {
+	ctx := t.Context()
+	rt, err := rath.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	in, err := rt.NewUserSession(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
+		first, err := s.Append(ctx, session.Chunk{Role: "assistant", Content: "one"})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := first.Append(ctx, session.Chunk{Role: "assistant", Content: "two"}); err != nil {
+			return nil, err
+		}
+		return first, nil // no longer the head
+	})
+	run, err := rt.Start(ctx, "stale", wf, in)
+	var stale *session.StaleError
+	if !errors.As(err, &stale) || !strings.Contains(err.Error(), "flow: exit root") {
+		t.Fatalf("err = %v, want the exit record's stale handle", err)
+	}
+	evs, rerr := rt.Store().ReadRun(ctx, run.ID)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	last := evs[len(evs)-1]
+	p, derr := last.Decode()
+	fin, ok := p.(*events.RunFinished)
+	if derr != nil || !ok || fin.Status != rath.RunError || !strings.Contains(fin.Error, "stale") {
+		t.Fatalf("last run event %s %s (%v), want run.finished with the stale handle's error", last.Type, last.Payload, derr)
+	}
+	for _, ev := range evs {
+		if ev.Type == events.TypeWorkflowExited {
+			t.Fatalf("an exit record landed at seq %d", ev.Seq)
+		}
+	}
+	if run.Output == nil || run.Output.Version() != 3 {
+		t.Fatalf("output %v, want the handle the workflow returned (version 3)", run.Output)
+	}
 }

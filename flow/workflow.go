@@ -60,6 +60,9 @@ type frame struct {
 	path  string
 	wf    Workflow
 	store *events.Store
+	// exitTo takes this workflow's exit record (the run's root, under
+	// ContextDeferringExit).
+	exitTo *DeferredExit
 }
 
 func storeFrom(ctx context.Context) *events.Store {
@@ -196,7 +199,7 @@ func enter(ctx context.Context, s *session.Session, wf Workflow, hint string) (c
 		return ctx, nil, "", fmt.Errorf("flow: enter %s: %w", path, err)
 	}
 	ctx = context.WithValue(ctx, forcedKey{}, "")
-	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf, store: s.Manager().Store()}), s, path, nil
+	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf, store: s.Manager().Store(), exitTo: claimFor(ctx)}), s, path, nil
 }
 
 type suspendKey struct{}
@@ -237,6 +240,17 @@ func exit(ctx context.Context, path string, in, out *session.Session, err error)
 	ev := events.WorkflowExited{Session: target.ID(), Path: path, InputSession: in.ID()}
 	if err != nil {
 		ev.Error = err.Error()
+	}
+	if f, _ := ctx.Value(frameKey{}).(frame); f.exitTo != nil && f.path == path {
+		// The caller writes it with the run's end (deferredexit.go).
+		next, derr := f.exitTo.deferExit(path, target, out, ev, err)
+		if derr != nil {
+			if err != nil {
+				return out, err
+			}
+			return out, fmt.Errorf("flow: exit %s: %w", path, derr)
+		}
+		return next, err
 	}
 	recorded, rerr := target.Emit(ctx, nil, ev)
 	if rerr != nil {

@@ -257,6 +257,29 @@ func (s *Session) Record(ctx context.Context, r Record) (*Session, error) {
 	return &c, nil
 }
 
+// Pending returns the write Emit(ctx, nil, evs...) would make at this
+// handle's version, and the handle it would return once that write
+// landed, for a caller that makes the write itself, atomically with
+// others (a run's last record and its run.finished, in one commit).
+// Chunks are not accepted: they go through Record.
+func (s *Session) Pending(evs ...events.Payload) (events.Write, *Session, error) {
+	for _, p := range evs {
+		switch p.(type) {
+		case events.ChunkAppended, *events.ChunkAppended:
+			return events.Write{}, nil, invalidf("a pending write of chunks")
+		}
+	}
+	if len(evs) == 0 {
+		return events.Write{}, nil, invalidf("a pending write of no events")
+	}
+	c := *s
+	c.version = s.version + int64(len(evs))
+	for _, p := range evs {
+		applyEffect(&c, p)
+	}
+	return events.Write{Stream: s.id, Expected: s.version, Events: evs}, &c, nil
+}
+
 // applyEffect applies what an emitted event changes on the handle.
 func applyEffect(s *Session, p events.Payload) {
 	switch e := p.(type) {

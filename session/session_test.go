@@ -432,3 +432,38 @@ func TestSession_BadInput(t *testing.T) {
 		t.Fatal("bad input changed the session")
 	}
 }
+
+// Pending gives the write Emit would make and the handle it would return;
+// written by the caller, the write lands where Emit's would, and chunks
+// or nothing at all are refused.
+func TestSession_Pending(t *testing.T) {
+	ctx := t.Context()
+	rt := MustOpen(t)
+	s, err := rt.NewUserSession(ctx, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events.WorkflowExited{Session: s.ID(), Path: "root", InputSession: s.ID()}
+	w, next, err := s.Pending(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Stream != s.ID() || w.Expected != s.Version() || len(w.Events) != 1 || next.Version() != s.Version()+1 {
+		t.Fatalf("write %+v, next version %d; want one event on %s at %d, next %d", w, next.Version(), s.ID(), s.Version(), s.Version()+1)
+	}
+	stored, err := rt.Store().AppendWrites(ctx, w)
+	if err != nil || stored[0].Version != next.Version() {
+		t.Fatalf("stored %v, %v; want version %d", stored, err, next.Version())
+	}
+	if _, err := next.Append(ctx, user("more")); err != nil {
+		t.Fatalf("the pending handle after its write landed: %v", err)
+	}
+	for name, evs := range map[string][]events.Payload{
+		"chunk": {events.ChunkAppended{Session: s.ID(), Index: 1, Chunk: events.Chunk{Role: "user", Content: "x"}}},
+		"none":  nil,
+	} {
+		if _, _, err := s.Pending(evs...); !errors.Is(err, session.ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+}
