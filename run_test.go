@@ -95,47 +95,70 @@ func types(evs []events.Event) []string {
 	return out
 }
 
-// The root workflow's exit record is written with run.finished, in one
-// commit: a workflow that appends one chunk costs three commits (the
-// entry with run.started, the chunk, the exit with run.finished), and the
-// log holds the same events in the same order as when the exit was a
-// commit of its own.
-func TestStart_TheRootsExitRidesWithRunFinished(t *testing.T) {
-	ctx := t.Context()
-	rt, err := rath.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	in, err := rt.NewUserSession(ctx, "hello")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wf := flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
+// The root workflow's entry rides with its body's first append, and its
+// exit record with run.finished: a workflow that appends one chunk costs
+// two commits (the entry and run.started with the chunk, the exit with
+// run.finished), as does one that appends nothing (the entry with
+// run.started, then the exit with run.finished), and the log holds the
+// same events in the same order as when each was a commit of its own.
+func TestStart_TheRootsEntryAndExitRideWithTheRunsOtherRecords(t *testing.T) {
+	chunk := func(ctx context.Context, s *session.Session) (*session.Session, error) {
 		return s.Append(ctx, session.Chunk{Role: "assistant", Content: "hi"})
-	})
-	before := rt.Store().Stats()
-	run, err := rt.Start(ctx, "greet", wf, in)
-	if err != nil {
-		t.Fatal(err)
 	}
-	if n := rt.Store().Stats().Commits - before.Commits; n != 3 {
-		t.Fatalf("%d commits, want 3", n)
-	}
-	evs, err := rt.Store().Read(ctx, events.Query{FromSeq: before.Events + 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{events.TypeRunStarted, events.TypeWorkflowEntered, events.TypeChunkAppended, events.TypeWorkflowExited, events.TypeRunFinished}
-	if got := types(evs); !slices.Equal(got, want) {
-		t.Fatalf("events %v, want %v", got, want)
-	}
-	if run.Output.Version() != evs[3].Version {
-		t.Fatalf("the output handle is at version %d, the exit record at %d", run.Output.Version(), evs[3].Version)
-	}
-	// The output handle is current: it can be appended to.
-	if _, err := run.Output.Append(ctx, session.Chunk{Role: "user", Content: "thanks"}); err != nil {
-		t.Fatalf("append to the run's output: %v", err)
+	nothing := func(ctx context.Context, s *session.Session) (*session.Session, error) { return s, nil }
+	fails := func(ctx context.Context, s *session.Session) (*session.Session, error) { return nil, errors.New("no model") }
+	for _, c := range []struct {
+		name    string
+		body    flow.Func
+		commits int64
+		types   []string
+		failed  bool
+	}{
+		{"one chunk", chunk, 2, []string{events.TypeRunStarted, events.TypeWorkflowEntered, events.TypeChunkAppended, events.TypeWorkflowExited, events.TypeRunFinished}, false},
+		{"nothing", nothing, 2, []string{events.TypeRunStarted, events.TypeWorkflowEntered, events.TypeWorkflowExited, events.TypeRunFinished}, false},
+		// A body that fails with no output records no exit, as before
+		// (its record on the input handle is refused as stale): the entry
+		// with run.started, the refused record, run.finished.
+		{"fails", fails, 3, []string{events.TypeRunStarted, events.TypeWorkflowEntered, events.TypeRunFinished}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			rt, err := rath.Open(ctx, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			in, err := rt.NewUserSession(ctx, "hello")
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := rt.Store().Stats()
+			run, err := rt.Start(ctx, "greet", c.body, in)
+			if (err != nil) != c.failed {
+				t.Fatalf("err = %v, want failed %v", err, c.failed)
+			}
+			if n := rt.Store().Stats().Commits - before.Commits; n != c.commits {
+				t.Fatalf("%d commits, want %d", n, c.commits)
+			}
+			evs, err := rt.Store().Read(ctx, events.Query{FromSeq: before.Events + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := types(evs); !slices.Equal(got, c.types) {
+				t.Fatalf("events %v, want %v", got, c.types)
+			}
+			if c.failed {
+				return
+			}
+			exited := evs[len(evs)-2]
+			if run.Output.Version() != exited.Version {
+				t.Fatalf("the output handle is at version %d, the exit record at %d", run.Output.Version(), exited.Version)
+			}
+			// The output handle is current: it can be appended to.
+			if _, err := run.Output.Append(ctx, session.Chunk{Role: "user", Content: "thanks"}); err != nil {
+				t.Fatalf("append to the run's output: %v", err)
+			}
+		})
 	}
 }
 
