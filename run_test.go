@@ -106,7 +106,9 @@ func TestStart_TheRootsEntryAndExitRideWithTheRunsOtherRecords(t *testing.T) {
 		return s.Append(ctx, session.Chunk{Role: "assistant", Content: "hi"})
 	}
 	nothing := func(ctx context.Context, s *session.Session) (*session.Session, error) { return s, nil }
-	fails := func(ctx context.Context, s *session.Session) (*session.Session, error) { return nil, errors.New("no model") }
+	fails := func(ctx context.Context, s *session.Session) (*session.Session, error) {
+		return nil, errors.New("no model")
+	}
 	for _, c := range []struct {
 		name    string
 		body    flow.Func
