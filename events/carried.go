@@ -66,6 +66,12 @@ func ContextWithCarried(ctx context.Context, w Write) (context.Context, *Carried
 	return context.WithValue(ctx, carriedKey{}, c), c, nil
 }
 
+// withoutCarried returns ctx without its carried writes, for an append
+// of the store's own made while one carrying them is in flight.
+func withoutCarried(ctx context.Context) context.Context {
+	return context.WithValue(ctx, carriedKey{}, (*Carried)(nil))
+}
+
 // Written reports whether an append has written c.
 func (c *Carried) Written() bool {
 	c.mu.Lock()

@@ -195,7 +195,10 @@ func (s *Store) recordRedactions(ctx context.Context, req *request, stored []Eve
 		}
 		evs = append(evs, f)
 	}
-	ctx = ContextWithRun(context.WithoutCancel(ctx), RunRef{})
+	// Nothing carried: the append that found the secrets may be the one
+	// carrying writes, still in flight, and waiting for it would never
+	// end (carried.go).
+	ctx = withoutCarried(ContextWithRun(context.WithoutCancel(ctx), RunRef{}))
 	_, _ = s.AppendWrites(ctx, Write{Stream: StreamRedactions, Expected: AnyVersion, Events: evs})
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/secret"
@@ -108,5 +109,38 @@ func TestStore_RedactionKeepsBlobChains(t *testing.T) {
 	got1, err := s.GetBlob(ctx, seg.Prev)
 	if err != nil || !strings.Contains(string(got1), "[redacted:K]") {
 		t.Fatalf("following prev: %q, %v", got1, err)
+	}
+}
+
+// The append that carries a write and finds a secret records the
+// redaction once it is done, without waiting for itself: the record's own
+// append used to wait for the carried write the first one was sending.
+func TestStore_ACarryingAppendWithASecret(t *testing.T) {
+	const key = "sk-carried-0123456789"
+	s := MustOpenStore(t, events.Options{Redactor: secret.New(secret.Secret{Name: "TOKEN", Value: key})})
+	ctx := t.Context()
+	cctx, carried, err := events.ContextWithCarried(ctx, events.Write{Stream: "run-1", Expected: events.NoStream, Events: []events.Payload{events.RunStarted{Run: "run-1", Workflow: "w", InputSession: "s-1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Append(cctx, "s-1", events.AnyVersion, events.ToolReturned{Session: "s-1", Agent: "a", CallID: "c1", Tool: "sh", Error: "failed near " + key})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("append: %v", err)
+		}
+	case <-time.After(30 * time.Second): // an in-memory append takes microseconds
+		t.Fatal("the carrying append with a secret never returned")
+	}
+	if !carried.Written() {
+		t.Fatal("the carried write was not written")
+	}
+	recs, err := s.ReadStream(ctx, events.StreamRedactions, 1)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%d redaction records (%v), want 1", len(recs), err)
 	}
 }
