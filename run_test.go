@@ -61,15 +61,7 @@ func TestStart_RunStartedOpensTheRunAndASecondStartWritesNothing(t *testing.T) {
 // run.finished.
 func TestStart_AWorkflowThatAppendsNothing(t *testing.T) {
 	ctx := t.Context()
-	rt, err := rath.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	in, err := rt.NewUserSession(ctx, "hello")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, in := runtimeWithSession(t)
 	before := rt.Store().Stats()
 	run, err := rt.Start(ctx, "quiet", flow.Empty, in)
 	if err != nil {
@@ -85,6 +77,22 @@ func TestStart_AWorkflowThatAppendsNothing(t *testing.T) {
 	if n := rt.Store().Stats().Commits - before.Commits; n != 1 {
 		t.Fatalf("%d commits, want 1", n)
 	}
+}
+
+// runtimeWithSession opens a runtime in a temporary directory, closed
+// with the test, and a user session on it.
+func runtimeWithSession(t *testing.T) (*rath.Runtime, *session.Session) {
+	t.Helper()
+	rt, err := rath.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	in, err := rt.NewUserSession(t.Context(), "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, in
 }
 
 func types(evs []events.Event) []string {
@@ -125,15 +133,7 @@ func TestStart_TheRootsEntryAndExitRideWithTheRunsOtherRecords(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
-			rt, err := rath.Open(ctx, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
-			in, err := rt.NewUserSession(ctx, "hello")
-			if err != nil {
-				t.Fatal(err)
-			}
+			rt, in := runtimeWithSession(t)
 			before := rt.Store().Stats()
 			run, err := rt.Start(ctx, "greet", c.body, in)
 			if (err != nil) != c.failed {
@@ -169,15 +169,7 @@ func TestStart_TheRootsEntryAndExitRideWithTheRunsOtherRecords(t *testing.T) {
 // run.finished records the failure, and nothing of the exit lands.
 func TestStart_AStaleOutputFailsTheRun(t *testing.T) {
 	ctx := t.Context()
-	rt, err := rath.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	in, err := rt.NewUserSession(ctx, "hello")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, in := runtimeWithSession(t)
 	wf := flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
 		first, err := s.Append(ctx, session.Chunk{Role: "assistant", Content: "one"})
 		if err != nil {

@@ -135,3 +135,46 @@ func ExampleProvider_Recordable() {
 	// openai m https://llm.example/v1 true 4
 	// openai m
 }
+
+// A caller that records its own end takes the root workflow's exit record
+// and writes it with that end, in one commit; the root's entry rode with
+// the body's first append.
+func ExampleContextDeferringExit() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "rath-example")
+	defer os.RemoveAll(dir)
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+	s, _ := rt.NewUserSession(ctx, "hello")
+	before := rt.Store().Stats().Commits
+
+	dctx, exit := flow.ContextDeferringExit(ctx)
+	greet := flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
+		return s.Append(ctx, session.Chunk{Role: "assistant", Content: "hi"})
+	})
+	out, err := flow.Forward(dctx, greet, s)
+	if err != nil {
+		log.Fatal(err)
+	}
+	w, _ := exit.Write()
+	if err := exit.FlushEntry(ctx, rt.Store()); err != nil { // nothing left: the chunk carried it
+		log.Fatal(err)
+	}
+	if _, err := rt.Store().AppendWrites(ctx, w); err != nil {
+		log.Fatal(err)
+	}
+	evs, _ := rt.Store().ReadStream(ctx, out.ID(), 1)
+	for _, ev := range evs {
+		fmt.Println(ev.Type)
+	}
+	fmt.Println("commits:", rt.Store().Stats().Commits-before)
+	// Output:
+	// session.created
+	// workflow.entered
+	// chunk.appended
+	// workflow.exited
+	// commits: 2
+}
