@@ -213,9 +213,15 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 		ew.Flush()
 	}()
 	// Streamed text waits until the events before it are printed (tool
-	// results come before the answer that reads them).
+	// results come before the answer that reads them). A delta that
+	// follows a commit of this process's writer (the previous answer's
+	// record, the tools' results) starts a new answer: it waits for the
+	// follower to have printed the log up to its head. Whether the
+	// follower had printed the previous answer's record by then is a race,
+	// which a flag reset by that record lost when the tools were quick.
 	progress := newPrinted()
-	var answering atomic.Bool
+	var commitsSeen atomic.Int64
+	commitsSeen.Store(-1)
 	caughtUp := func() {
 		if h, err := rt.Store().Head(ctx); err == nil {
 			progress.wait(ctx, h.Seq, time.Second)
@@ -225,7 +231,7 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 		if d.Content == "" || a.json {
 			return
 		}
-		if !answering.Swap(true) {
+		if c := rt.Store().Stats().Commits; commitsSeen.Swap(c) != c {
 			caughtUp()
 		}
 		out("%s", d.Content)
@@ -258,6 +264,11 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 	// as they land: what you see is what was recorded.
 	var run *rath.Run
 	var runErr error
+	// What the log held before the run is not the run's to print: the
+	// first answer does not wait for it.
+	if h, err := rt.Store().Head(ctx); err == nil {
+		progress.done(h.Seq)
+	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
 	for ev, err := range rt.Stream(ctx, runWorkflow, agent, input, func(r *rath.Run) { run = r }, rath.WithParams(params)) {
@@ -270,9 +281,6 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 				return err
 			}
 		} else {
-			if ev.Type == events.TypeChunkAppended {
-				answering.Store(false) // the next delta starts a new answer
-			}
 			printEvent(ev, f.noStream, out, diag)
 		}
 		progress.done(ev.Seq)
