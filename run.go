@@ -179,7 +179,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 		// Suspended for a person: no run.finished, the run stays open
 		// (status waiting) until replay.Resume continues it.
 		run.Output = out
-		if ferr := flushStart(rctx, rt.store, carried, exit); ferr != nil {
+		if ferr := carried.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
 			return run, errors.Join(err, fmt.Errorf("rath: start run: %w", ferr))
 		}
 		return run, err
@@ -190,21 +190,11 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	}
 	if errors.Is(err, ErrRunLeftOpen) {
 		// Left open for a retry, which resumes a started run.
-		if ferr := flushStart(rctx, rt.store, carried, exit); ferr != nil {
+		if ferr := carried.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
 			return run, errors.Join(err, fmt.Errorf("rath: start run: %w", ferr))
 		}
 	}
 	return run, err
-}
-
-// flushStart writes run.started and the root workflow's entry on their
-// own unless an append carried them: the run stops without an end.
-func flushStart(ctx context.Context, store *events.Store, started *events.Carried, exit *flow.DeferredExit) error {
-	ctx = context.WithoutCancel(ctx)
-	if err := exit.FlushEntry(ctx, store); err != nil {
-		return err
-	}
-	return started.Flush(ctx, store)
 }
 
 // withSpec returns params with flow.SpecParam: the workflow as data
@@ -238,13 +228,7 @@ func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, e
 	// The run record must land even if the caller's context was canceled.
 	ctx = context.WithoutCancel(ctx)
 	if w, ok := exit.Write(); ok {
-		// A root that appended nothing has its entry written first, with
-		// run.started: carried into this append, they would take
-		// run.finished and the exit record in as theirs, out of order.
-		ferr := exit.FlushEntry(ctx, rt.store)
-		if ferr == nil {
-			_, ferr = rt.store.AppendWrites(ctx, w, events.Write{Stream: run.ID, Expected: 1, Events: []events.Payload{finished(run.ID, out, err)}})
-		}
+		_, ferr := rt.store.AppendWrites(ctx, w, events.Write{Stream: run.ID, Expected: 1, Events: []events.Payload{finished(run.ID, out, err)}})
 		if ferr == nil {
 			return err
 		}

@@ -103,13 +103,14 @@ func types(evs []events.Event) []string {
 	return out
 }
 
-// The root workflow's entry rides with its body's first append, and its
-// exit record with run.finished: a workflow that appends one chunk costs
-// two commits (the entry and run.started with the chunk, the exit with
-// run.finished), as does one that appends nothing (the entry with
-// run.started, then the exit with run.finished), and the log holds the
-// same events in the same order as when each was a commit of its own.
-func TestStart_TheRootsEntryAndExitRideWithTheRunsOtherRecords(t *testing.T) {
+// The root workflow's exit record rides with run.finished: a workflow
+// that appends one chunk costs three commits (the entry with run.started,
+// the chunk, the exit with run.finished), one that appends nothing two,
+// and the log holds the same events in the same order as when the exit
+// was a commit of its own. The entry is not carried further, to the
+// body's first event: a run would then be out of sight (no runs row, not
+// cancelable by id) for its whole first model call.
+func TestStart_TheRootsExitRidesWithRunFinished(t *testing.T) {
 	chunk := func(ctx context.Context, s *session.Session) (*session.Session, error) {
 		return s.Append(ctx, session.Chunk{Role: "assistant", Content: "hi"})
 	}
@@ -124,7 +125,7 @@ func TestStart_TheRootsEntryAndExitRideWithTheRunsOtherRecords(t *testing.T) {
 		types   []string
 		failed  bool
 	}{
-		{"one chunk", chunk, 2, []string{events.TypeRunStarted, events.TypeWorkflowEntered, events.TypeChunkAppended, events.TypeWorkflowExited, events.TypeRunFinished}, false},
+		{"one chunk", chunk, 3, []string{events.TypeRunStarted, events.TypeWorkflowEntered, events.TypeChunkAppended, events.TypeWorkflowExited, events.TypeRunFinished}, false},
 		{"nothing", nothing, 2, []string{events.TypeRunStarted, events.TypeWorkflowEntered, events.TypeWorkflowExited, events.TypeRunFinished}, false},
 		// A body that fails with no output records no exit, as before
 		// (its record on the input handle is refused as stale): the entry

@@ -194,20 +194,12 @@ func enter(ctx context.Context, s *session.Session, wf Workflow, hint string) (c
 	if n, ok := wf.(named); ok {
 		typ = reflect.TypeOf(n.wf).String()
 	}
-	ev := events.WorkflowEntered{Session: s.ID(), Path: path, Workflow: typ}
-	root := claimFor(ctx)
-	var err error
-	if root != nil {
-		// Carried by the body's first append (deferredexit.go).
-		ctx, s, err = root.carryEntry(ctx, s, ev)
-	} else {
-		s, err = s.Emit(ctx, nil, ev)
-	}
+	s, err := s.Emit(ctx, nil, events.WorkflowEntered{Session: s.ID(), Path: path, Workflow: typ})
 	if err != nil {
 		return ctx, nil, "", fmt.Errorf("flow: enter %s: %w", path, err)
 	}
 	ctx = context.WithValue(ctx, forcedKey{}, "")
-	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf, store: s.Manager().Store(), exitTo: root}), s, path, nil
+	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf, store: s.Manager().Store(), exitTo: claimFor(ctx)}), s, path, nil
 }
 
 type suspendKey struct{}
@@ -249,7 +241,7 @@ func exit(ctx context.Context, path string, in, out *session.Session, err error)
 	if err != nil {
 		ev.Error = err.Error()
 	}
-	if f, _ := ctx.Value(frameKey{}).(frame); f.exitTo != nil && f.path == path && out != nil {
+	if f, _ := ctx.Value(frameKey{}).(frame); f.exitTo != nil && f.path == path {
 		// The caller writes it with the run's end (deferredexit.go).
 		next, derr := f.exitTo.deferExit(path, target, out, ev, err)
 		if derr != nil {
@@ -259,11 +251,6 @@ func exit(ctx context.Context, path string, in, out *session.Session, err error)
 			return out, fmt.Errorf("flow: exit %s: %w", path, derr)
 		}
 		return next, err
-	}
-	if f, _ := ctx.Value(frameKey{}).(frame); f.exitTo != nil && f.path == path {
-		// A root with no output whose body appended nothing: its entry
-		// and what it nests in, written together, as before.
-		f.exitTo.FlushEntry(ctx, f.store)
 	}
 	recorded, rerr := target.Emit(ctx, nil, ev)
 	if rerr != nil {
