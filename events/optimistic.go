@@ -35,7 +35,9 @@ import (
 // the tail current in a row as many times as the last misses ask (once
 // to begin with, twice as often after each miss, half after each
 // optimistic commit), so writers that take turns, whose commits rarely
-// follow their own, do not keep wasting their batches. A connection idle for longer than optimisticIdle is not
+// follow their own, do not keep wasting their batches. (A miss also costs
+// a preparation of its statements again: pgx forgets those of a failed
+// pipeline.) A connection idle for longer than optimisticIdle is not
 // trusted with it either: a connection the server dropped (a restart)
 // fails its first statement, and the usual way retries that on a new
 // connection knowing nothing ran. On an optimistic transaction's

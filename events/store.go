@@ -444,9 +444,10 @@ type Stats struct {
 	// another process made stale, or a projector's queued statement that
 	// failed (PostgreSQL).
 	Redone int64
-	// Optimistic counts the commits begun without asking for the tail
-	// (optimistic.go), Missed those begun so that found another
-	// process's commit and were done again the usual way (PostgreSQL).
+	// Optimistic counts the commits made without asking for the tail
+	// first (optimistic.go), Missed the transactions begun so that found
+	// another process's commit and were done again the usual way
+	// (PostgreSQL).
 	Optimistic, Missed int64
 }
 
