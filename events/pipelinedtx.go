@@ -46,6 +46,7 @@ func needsSQLTx(batch []*request) bool {
 // batch ran, and queuedErr says why.
 func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (missed bool, queuedErr, insertErr, commitErr error) {
 	failedAt := -1
+	sent, rolledBack := false, false
 	err := withPgx(w.conn, func(conn *pgx.Conn) error {
 		b, queued := w.queuedBatch()
 		b.Queue(pgBatchInsert, args...)
@@ -53,11 +54,11 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 			b.Queue(`COMMIT`)
 		}
 		br := conn.SendBatch(ctx, b)
-		sent := w.pend.sent
-		w.pend.sent = len(w.pend.queued)
+		first := w.pend.sent
+		w.pend.sent, sent = len(w.pend.queued), true
 		for i := range queued {
 			if _, queuedErr = br.Exec(); queuedErr != nil {
-				failedAt = sent + i
+				failedAt = first + i
 				br.Close()
 				return nil
 			}
@@ -68,17 +69,12 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 			if tag, commitErr = br.Exec(); commitErr == nil && tag.String() != "COMMIT" {
 				// A transaction already failed answers COMMIT with
 				// ROLLBACK: pgTxFailed's case, found afterwards.
-				commitErr = fmt.Errorf("the transaction was rolled back (%s)", tag)
-			} else if commit {
-				w.markLost(commitErr)
+				commitErr, rolledBack = fmt.Errorf("the transaction was rolled back (%s)", tag), true
 			}
-		} else if commit {
-			w.markLost(insertErr)
 		}
 		if err := br.Close(); err != nil && insertErr == nil && commitErr == nil {
 			if commit {
 				commitErr = err
-				w.markLost(err)
 			} else {
 				insertErr = err
 			}
@@ -103,7 +99,15 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 		// it twice, so the outcome is reported unknown, as for a lost
 		// COMMIT, until the writer learns it (resolve.go).
 		queuedErr, commitErr = nil, queuedErr
-		w.markLost(commitErr)
+	}
+	if commit && sent && !rolledBack {
+		// An answer that did not come back after the COMMIT was sent
+		// (markLost ignores the server's own errors).
+		lost := insertErr
+		if lost == nil {
+			lost = commitErr
+		}
+		w.markLost(lost)
 	}
 	return false, queuedErr, insertErr, commitErr
 }

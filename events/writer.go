@@ -847,9 +847,7 @@ func (w *writerState) commitTx() error {
 	} else {
 		_, err = w.conn.ExecContext(ctx, `COMMIT`)
 	}
-	if w.s.pg {
-		w.markLost(err)
-	}
+	w.markLost(err) // (PostgreSQL's batched writer only)
 	w.tx, w.inTx = nil, false
 	w.notified = false
 	w.pend.reset()
