@@ -93,11 +93,11 @@ type optimism struct {
 }
 
 // mayBeginOptimistically reports whether batch may be written in an
-// optimistic transaction: the caches are trusted and complete for it (no
-// stream head nor lease token to read), nothing in it must run in a
+// optimistic transaction: the caches are trusted and complete for it (pf,
+// what it would read first, is empty), nothing in it must run in a
 // transaction begun through database/sql, and it is neither staged nor
 // redone one statement at a time.
-func (w *writerState) mayBeginOptimistically(batch []*request) bool {
+func (w *writerState) mayBeginOptimistically(batch []*request, pf prefetch) bool {
 	o := &w.opt
 	if o.streak < max(o.need, 1) || w.conn == nil || len(batch) == 0 || !w.batched() ||
 		w.queueOff || w.savepoints || w.nowait || w.claimOnly || w.claimIDs != nil ||
@@ -108,7 +108,6 @@ func (w *writerState) mayBeginOptimistically(batch []*request) bool {
 		time.Since(o.lastCommit) > optimisticIdle {
 		return false
 	}
-	pf := w.prefetchFor(batch)
 	return len(pf.streams) == 0 && len(pf.runs) == 0
 }
 

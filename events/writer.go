@@ -443,7 +443,8 @@ func (w *writerState) begin(ctx context.Context, appends bool, batch []*request)
 // tail read after the lock sees the previous holder's commit; if it is not
 // the one cached, another process wrote and the caches are reloaded.
 func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error {
-	if w.mayBeginOptimistically(batch) {
+	pf := w.prefetchFor(batch)
+	if w.mayBeginOptimistically(batch, pf) {
 		// Nothing is sent now: run queues BEGIN, the lock and the check
 		// ahead of the batch's statements (optimistic.go).
 		w.opt.open, w.inTx = true, true
@@ -497,7 +498,6 @@ func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error
 	// "due to user request", which fails the append like any error.)
 	var c caughtUp
 	var lockErr, err error
-	pf := w.prefetchFor(batch)
 	for attempt := 0; ; attempt++ {
 		if err := w.connect(ctx); err != nil {
 			return err
@@ -749,7 +749,7 @@ func (w *writerState) commit(local []*request) {
 		w.rollback()
 		w.forceReload()
 		w.disconnect()
-		if lost != nil && lost.seq > 0 && !remote && !w.resolving {
+		if lost != nil && !remote && !w.resolving {
 			landed, rerr := w.resolveLost(lost)
 			switch {
 			case rerr == nil && !landed:
