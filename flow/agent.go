@@ -31,6 +31,7 @@ type Agent struct {
 	onDelta   func(model.Delta)
 	memory    []*memoryConfig
 	approvals []toolPolicy
+	imposed   []toolPolicy // WithImposedApproval: consulted first, not loosened by approvals
 }
 
 // AgentOption configures NewAgent.

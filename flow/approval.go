@@ -171,24 +171,52 @@ type toolPolicy struct {
 // pattern that matches a tool decides for it.
 func WithApproval(pattern string, p Policy) AgentOption {
 	return func(a *Agent) error {
-		if _, err := path.Match(pattern, ""); err != nil || pattern == "" {
-			return fmt.Errorf("%w: approval pattern %q", ErrTool, pattern)
+		tp, err := newToolPolicy(pattern, p)
+		if err != nil {
+			return err
 		}
-		if p.needs == nil {
-			return fmt.Errorf("%w: approval policy for %q is empty (use Always, Never, When)", ErrTool, pattern)
-		}
-		switch p.fallback {
-		case "", events.DecisionApproved, events.DecisionRejected:
-		default:
-			return fmt.Errorf("%w: approval default %q is not approved or rejected", ErrTool, p.fallback)
-		}
-		a.approvals = append(a.approvals, toolPolicy{pattern, p})
+		a.approvals = append(a.approvals, tp)
 		return nil
 	}
 }
 
-func (a *Agent) policyFor(tool string) (Policy, bool) {
-	for _, tp := range a.approvals {
+// WithImposedApproval is WithApproval for a policy the agent's own cannot
+// loosen: the rules of whoever runs agents that someone else described,
+// such as a fleet worker's operator, for runs whose own rules a submitter
+// chose. Imposed policies are a first-match list of their own, consulted
+// first: a call one of them stops is asked whatever the agent's own
+// policies say (a Never among those exempts nothing), with the imposed
+// policy's reason, deadline and default; a call they let through, or that
+// none of them matches, is then judged by the agent's own policies.
+func WithImposedApproval(pattern string, p Policy) AgentOption {
+	return func(a *Agent) error {
+		tp, err := newToolPolicy(pattern, p)
+		if err != nil {
+			return err
+		}
+		a.imposed = append(a.imposed, tp)
+		return nil
+	}
+}
+
+func newToolPolicy(pattern string, p Policy) (toolPolicy, error) {
+	if _, err := path.Match(pattern, ""); err != nil || pattern == "" {
+		return toolPolicy{}, fmt.Errorf("%w: approval pattern %q", ErrTool, pattern)
+	}
+	if p.needs == nil {
+		return toolPolicy{}, fmt.Errorf("%w: approval policy for %q is empty (use Always, Never, When)", ErrTool, pattern)
+	}
+	switch p.fallback {
+	case "", events.DecisionApproved, events.DecisionRejected:
+	default:
+		return toolPolicy{}, fmt.Errorf("%w: approval default %q is not approved or rejected", ErrTool, p.fallback)
+	}
+	return toolPolicy{pattern, p}, nil
+}
+
+// firstMatch is the policy of policies that decides for tool.
+func firstMatch(policies []toolPolicy, tool string) (Policy, bool) {
+	for _, tp := range policies {
 		if ok, _ := path.Match(tp.pattern, tool); ok {
 			return tp.policy, true
 		}
@@ -196,23 +224,32 @@ func (a *Agent) policyFor(tool string) (Policy, bool) {
 	return Policy{}, false
 }
 
+// needsApproval says whether a call needs a person, and under which
+// policy: the imposed policies' verdict first, then the agent's own.
+func (a *Agent) needsApproval(tool string, args json.RawMessage) (p Policy, reason string, need bool) {
+	for _, list := range [][]toolPolicy{a.imposed, a.approvals} {
+		if p, ok := firstMatch(list, tool); ok {
+			if reason, need := p.needs(tool, args); need {
+				return p, reason, true
+			}
+		}
+	}
+	return Policy{}, "", false
+}
+
 // gate asks for the approvals the round's calls need, before any runs: it
 // returns the calls to run (edited arguments in place) and, per call, an
 // outcome already settled by a decision (a rejection). If any request is
 // undecided, nothing runs: a *WaitingError names them all.
 func (a *Agent) gate(ctx context.Context, s *session.Session, agent string, calls []events.ToolCall) ([]events.ToolCall, []*toolOutcome, error) {
-	if len(a.approvals) == 0 {
+	if len(a.approvals) == 0 && len(a.imposed) == 0 {
 		return calls, nil, nil
 	}
 	out := append([]events.ToolCall(nil), calls...)
 	settled := make([]*toolOutcome, len(calls))
 	var waiting []string
 	for i, c := range calls {
-		p, ok := a.policyFor(c.Name)
-		if !ok {
-			continue
-		}
-		reason, need := p.needs(c.Name, json.RawMessage(c.Arguments))
+		p, reason, need := a.needsApproval(c.Name, json.RawMessage(c.Arguments))
 		if !need {
 			continue
 		}

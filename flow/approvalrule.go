@@ -27,18 +27,36 @@ type ApprovalRule struct {
 
 // Option returns the agent option the rule stands for.
 func (r ApprovalRule) Option() (AgentOption, error) {
+	p, err := r.policy()
+	if err != nil {
+		return nil, err
+	}
+	return WithApproval(r.Tool, p), nil
+}
+
+// Imposed returns the rule as an imposed policy (WithImposedApproval):
+// one the agent's own rules cannot loosen.
+func (r ApprovalRule) Imposed() (AgentOption, error) {
+	p, err := r.policy()
+	if err != nil {
+		return nil, err
+	}
+	return WithImposedApproval(r.Tool, p), nil
+}
+
+func (r ApprovalRule) policy() (Policy, error) {
 	var p Policy
 	switch {
 	case r.Policy == "never":
 		p = Never()
 	case r.Policy != "" && r.Policy != "always":
-		return nil, fmt.Errorf("%w: approval rule for %q: policy %q is not always or never", ErrTool, r.Tool, r.Policy)
+		return Policy{}, fmt.Errorf("%w: approval rule for %q: policy %q is not always or never", ErrTool, r.Tool, r.Policy)
 	case r.CommandMatches != "" && r.WriteOutside != "":
-		return nil, fmt.Errorf("%w: approval rule for %q: command_matches and write_outside are two rules", ErrTool, r.Tool)
+		return Policy{}, fmt.Errorf("%w: approval rule for %q: command_matches and write_outside are two rules", ErrTool, r.Tool)
 	case r.CommandMatches != "":
 		var err error
 		if p, err = CommandMatches(r.CommandMatches); err != nil {
-			return nil, err
+			return Policy{}, err
 		}
 	case r.WriteOutside != "":
 		p = WriteOutside(r.WriteOutside)
@@ -48,21 +66,31 @@ func (r ApprovalRule) Option() (AgentOption, error) {
 	if r.Deadline != "" || r.Default != "" {
 		d, err := time.ParseDuration(r.Deadline)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%w: approval rule for %q: deadline %q is not a positive duration", ErrTool, r.Tool, r.Deadline)
+			return Policy{}, fmt.Errorf("%w: approval rule for %q: deadline %q is not a positive duration", ErrTool, r.Tool, r.Deadline)
 		}
 		if r.Default != events.DecisionApproved && r.Default != events.DecisionRejected {
-			return nil, fmt.Errorf("%w: approval rule for %q: a deadline needs a default, approved or rejected", ErrTool, r.Tool)
+			return Policy{}, fmt.Errorf("%w: approval rule for %q: a deadline needs a default, approved or rejected", ErrTool, r.Tool)
 		}
 		p = p.WithDeadline(d, r.Default)
 	}
-	return WithApproval(r.Tool, p), nil
+	return p, nil
 }
 
 // ApprovalOptions turns rules, in order, into agent options.
 func ApprovalOptions(rules []ApprovalRule) ([]AgentOption, error) {
+	return ruleOptions(rules, ApprovalRule.Option)
+}
+
+// ImposedApprovalOptions turns rules, in order, into imposed policies
+// (WithImposedApproval).
+func ImposedApprovalOptions(rules []ApprovalRule) ([]AgentOption, error) {
+	return ruleOptions(rules, ApprovalRule.Imposed)
+}
+
+func ruleOptions(rules []ApprovalRule, option func(ApprovalRule) (AgentOption, error)) ([]AgentOption, error) {
 	opts := make([]AgentOption, 0, len(rules))
 	for _, r := range rules {
-		o, err := r.Option()
+		o, err := option(r)
 		if err != nil {
 			return nil, err
 		}

@@ -54,7 +54,10 @@ type Spec struct {
 	MaxRounds int            `json:"max_rounds,omitempty"`
 	Stream    bool           `json:"stream,omitempty"`
 	Approvals []ApprovalRule `json:"approvals,omitempty"`
-	Memory    []MemorySpec   `json:"memory,omitempty"`
+	// Imposed are the agent's imposed approval rules
+	// (WithImposedApproval), consulted before Approvals.
+	Imposed []ApprovalRule `json:"imposed_approvals,omitempty"`
+	Memory  []MemorySpec   `json:"memory,omitempty"`
 
 	// Compressors (Provider too).
 	Prompt   string `json:"prompt,omitempty"`
@@ -158,19 +161,28 @@ func describeAgent(a *Agent) Spec {
 		s.Tools = append(s.Tools, ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema(),
 			ParallelSafe: ps != nil && ps.ParallelSafe(), Annotations: AnnotationsOf(t)})
 	}
-	for _, tp := range a.approvals {
+	s.Approvals = describeRules(&s, a.approvals)
+	s.Imposed = describeRules(&s, a.imposed)
+	for _, m := range a.memory {
+		s.Memory = append(s.Memory, MemorySpec{Namespace: m.opts.Namespace, TopK: m.opts.TopK, Commit: m.opts.Commit, Extract: recordable(m.opts.Extract)})
+	}
+	return s
+}
+
+// describeRules returns policies as rules; one that is a Go predicate
+// makes s opaque.
+func describeRules(s *Spec, policies []toolPolicy) []ApprovalRule {
+	var rules []ApprovalRule
+	for _, tp := range policies {
 		if tp.policy.rule == nil {
 			s.Opaque = fmt.Sprintf("an agent whose approval policy for %q is a Go predicate (flow.When)", tp.pattern)
 			continue
 		}
 		r := *tp.policy.rule
 		r.Tool = tp.pattern
-		s.Approvals = append(s.Approvals, r)
+		rules = append(rules, r)
 	}
-	for _, m := range a.memory {
-		s.Memory = append(s.Memory, MemorySpec{Namespace: m.opts.Namespace, TopK: m.opts.TopK, Commit: m.opts.Commit, Extract: recordable(m.opts.Extract)})
-	}
-	return s
+	return rules
 }
 
 // Check returns a *NotRebuildableError for the first layer of s that
@@ -312,7 +324,11 @@ func (s Spec) rebuild(opts RebuildOptions) (Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	agentOpts = append(agentOpts, gates...)
+	imposed, err := ImposedApprovalOptions(s.Imposed)
+	if err != nil {
+		return nil, err
+	}
+	agentOpts = append(append(agentOpts, gates...), imposed...)
 	for _, m := range s.Memory {
 		if opts.Memory == nil {
 			return nil, fmt.Errorf("%w: agent %q uses memory and RebuildOptions.Memory is nil", ErrNotRebuildable, s.Name)

@@ -55,7 +55,8 @@ func TestSpec_RebuiltWorkflowReplaysTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	clerk, err := flow.NewAgent("You look orders up.", p, flow.WithTools(lookup), flow.WithMaxRounds(3),
-		flow.WithApproval("write_*", flow.Always().WithDeadline(90e9, events.DecisionRejected)))
+		flow.WithApproval("write_*", flow.Always().WithDeadline(90e9, events.DecisionRejected)),
+		flow.WithImposedApproval("delete_*", flow.Always()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,4 +157,33 @@ func ExampleDescribe() {
 	// sequential parallel style scripted
 	// <nil>
 	// flow: the workflow cannot be rebuilt from its record: root.step1: a Go workflow (flow.Func), whose code is not in the log
+}
+
+// An operator's rules over a submitter's: a worker builds the agent a
+// submission describes with the submission's own rules, and imposes its
+// operator's, which the submission's cannot loosen (a "never" of the
+// submission exempts nothing the operator's stop).
+func ExampleImposedApprovalOptions() {
+	submitted, _ := flow.ParseApprovalRules(`[{"tool":"run_shell_command","policy":"never"}]`)
+	operator, _ := flow.ParseApprovalRules(`[{"tool":"run_shell_command","command_matches":"\\brm\\b"},{"tool":"github__*"}]`)
+	own, _ := flow.ApprovalOptions(submitted)
+	imposed, _ := flow.ImposedApprovalOptions(operator)
+	agent, err := flow.NewAgent("You code.", flow.Scripted(), append(own, imposed...)...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	spec := flow.Describe(agent)
+	fmt.Println("own:", spec.Approvals[0].Tool, spec.Approvals[0].Policy)
+	for _, r := range spec.Imposed {
+		when := "every call"
+		if r.CommandMatches != "" {
+			when = "a command matching " + r.CommandMatches
+		}
+		fmt.Println("imposed:", r.Tool, "-", when)
+	}
+	// Output:
+	// own: run_shell_command never
+	// imposed: run_shell_command - a command matching \brm\b
+	// imposed: github__* - every call
 }

@@ -199,14 +199,85 @@ func TestApproval_PolicyPredicates(t *testing.T) {
 	}
 }
 
+// Imposed policies (a worker operator's) are consulted first and cannot
+// be loosened by the agent's own (a submitter's): a call either list
+// stops is asked, with the imposed policy's reason and deadline when it
+// is the imposed one that stops it; the replay rebuilds the same gate.
+func TestApproval_ImposedPoliciesAreNotLoosened(t *testing.T) {
+	rm, err := flow.CommandMatches(`\brm\b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	push, err := flow.CommandMatches(`git push`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	never, always := flow.Never(), flow.Always()
+	for _, tc := range []struct {
+		name         string
+		own, imposed *flow.Policy
+		args         string
+		need         bool
+		reason       string // a substring of the request's reason
+		withDeadline bool
+	}{
+		{"own never, imposed always", &never, &always, `{"cmd":"ls"}`, true, "every call", false},
+		{"own always, imposed never", &always, &never, `{"cmd":"ls"}`, true, "every call", false},
+		{"imposed only, not matched", nil, &rm, `{"cmd":"ls"}`, false, "", false},
+		{"imposed only, matched", nil, &rm, `{"cmd":"rm -rf x"}`, true, `\brm\b`, false},
+		{"both, the own matches", &rm, &push, `{"cmd":"rm x"}`, true, `\brm\b`, false},
+		{"both, the imposed matches", &rm, &push, `{"cmd":"git push origin"}`, true, "git push", false},
+		{"both, neither matches", &rm, &push, `{"cmd":"ls"}`, false, "", false},
+		{"the imposed deadline decides", &always, ptr(always.WithDeadline(time.Hour, events.DecisionRejected)), `{"cmd":"ls"}`, true, "every call", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			rt := mustOpen(t)
+			var opts []flow.AgentOption
+			if tc.own != nil {
+				opts = append(opts, flow.WithApproval("a*", *tc.own))
+			}
+			if tc.imposed != nil {
+				opts = append(opts, flow.WithImposedApproval("act", *tc.imposed))
+			}
+			wf := gatedArgsWith(t, tc.args, opts...)
+			in, _ := rt.NewUserSession(ctx, "go")
+			run, err := rt.Start(ctx, "p", wf, in)
+			if got := errors.Is(err, flow.ErrWaiting); got != tc.need {
+				t.Fatalf("waiting = %v (%v), want %v", got, err, tc.need)
+			}
+			if !tc.need {
+				mustReplay(t, rt, run.ID, wf)
+				return
+			}
+			pending, err := rt.Reader().PendingApprovals(ctx)
+			if err != nil || len(pending) != 1 {
+				t.Fatalf("pending %+v %v", pending, err)
+			}
+			if p := pending[0]; !strings.Contains(p.Reason, tc.reason) || (p.Deadline != 0) != tc.withDeadline {
+				t.Fatalf("request %+v: want a reason saying %q, a deadline %v", p, tc.reason, tc.withDeadline)
+			}
+			mustReplay(t, rt, run.ID, wf)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 func gatedArgs(tb testing.TB, args string, p flow.Policy) *flow.Agent {
+	return gatedArgsWith(tb, args, flow.WithApproval("a*", p))
+}
+
+// gatedArgsWith is an agent whose one tool, "act", is called once with
+// args, under the approval options given.
+func gatedArgsWith(tb testing.TB, args string, gates ...flow.AgentOption) *flow.Agent {
 	act, err := flow.NewSchemaTool("act", "Act.", json.RawMessage(`{"type":"object"}`), func(context.Context, *session.Session, json.RawMessage) (flow.ToolResult, error) {
 		return flow.ToolResult{Content: "done"}, nil
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a, err := flow.NewAgent("", provider(tb, scriptedOnce(args)), flow.WithTools(act), flow.WithApproval("a*", p))
+	a, err := flow.NewAgent("", provider(tb, scriptedOnce(args)), append([]flow.AgentOption{flow.WithTools(act)}, gates...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
