@@ -120,7 +120,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var concurrency int
 	var queue string
 	var lease, grace, deadAfter time.Duration
-	var backends []string
+	var backends, approve []string
 	var policy workerPolicy
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -147,7 +147,10 @@ worker's user, unconfined), and the MCP servers of its own config file,
 which a run may name (--tools NAME.*). A run that brings its own --mcp
 server (a command to start here, or a URL) is refused unless the worker
 runs with --allow-submitted-mcp. A refused run fails with the reason
-before anything of it runs.`,
+before anything of it runs. The approval rules of --approve and of the
+worker's config file ("approvals") are imposed on every run: a call they
+stop waits for a person whatever the run's own rules say, and the run
+records them, so its replay asks the same.`,
 		Example: "rath worker --concurrency 8\nRATH_DSN=postgres://rath@db/rath rath worker --queue batch --backends bwrap",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -158,6 +161,9 @@ before anything of it runs.`,
 			var err error
 			if policy.backends, err = parseBackends(backends); err != nil {
 				return usagef(cmd, "--backends: %v", err)
+			}
+			if policy.approvals, err = approvalRules(cmd, approve); err != nil {
+				return err
 			}
 			// The runtime can open no other backend, whatever a session in
 			// the log claims.
@@ -192,6 +198,9 @@ before anything of it runs.`,
 			}
 			defer fl.Close()
 			fmt.Fprintf(a.stderr, "worker %s: queue %s, up to %d runs at a time; stop with SIGTERM\n", fl.WorkerID(), queue, concurrency)
+			if n := len(policy.approvals); n > 0 {
+				fmt.Fprintf(a.stderr, "worker %s: %d approval rules imposed on every run (--approve, the config file's approvals)\n", fl.WorkerID(), n)
+			}
 			err = fl.Run(ctx, grace)
 			// What this process's event writer cost, for operators and
 			// cmd/fleetbench (round trips per step).
@@ -207,6 +216,7 @@ before anything of it runs.`,
 	cmd.Flags().DurationVar(&deadAfter, "dead-after", fleet.DefaultDeadAfter, "how long a worker may miss heartbeats before its peers take its runs over")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "how long runs in flight may finish after SIGTERM")
 	cmd.Flags().StringSliceVar(&backends, "backends", defaultWorkerBackends, "sandbox backends submitted workspaces may use (local runs tools unconfined as this worker's user)")
+	cmd.Flags().StringSliceVar(&approve, "approve", nil, "tools whose every call waits for a person's approval in every run, whatever the run's own rules (names or patterns like github__*); more rules in the config file's \"approvals\"")
 	cmd.Flags().BoolVar(&policy.submittedMCP, "allow-submitted-mcp", false, "start MCP servers a submitted run brings (--mcp: a command on this host, or a URL); without it, only this worker's configured servers")
 	return cmd
 }
@@ -225,6 +235,9 @@ func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name s
 		// A config file with a bad entry still names its good servers.
 		configured, _ := mcptool.LoadServers("")
 		if err := policy.check(params, configured); err != nil {
+			return nil, err
+		}
+		if err := policy.impose(params); err != nil {
 			return nil, err
 		}
 		if ws := params["workspace"]; ws != "" && slices.Contains([]string{"local", "bwrap"}, params["backend"]) {

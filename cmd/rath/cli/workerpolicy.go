@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
 )
 
@@ -50,6 +51,32 @@ type workerPolicy struct {
 	// --allow-submitted-mcp). Without it a run may only name the servers
 	// of this worker's config file.
 	submittedMCP bool
+	// approvals are the operator's approval rules (rath worker --approve,
+	// then the worker's config file's "approvals"), imposed on every
+	// built-in agent run the worker executes: the run's own rules cannot
+	// loosen them (flow.WithImposedApproval).
+	approvals []flow.ApprovalRule
+}
+
+// workerApprovalsParam is the run parameter a worker records its imposed
+// approval rules in (JSON, as flow.ParseApprovalRules reads), so that a
+// replay and `rath resume` rebuild the same gate.
+const workerApprovalsParam = "worker_approvals"
+
+// impose writes the policy's approval rules into a submitted run's
+// parameters, over whatever the submission put there: only the worker
+// says what it imposes.
+func (p workerPolicy) impose(params map[string]string) error {
+	delete(params, workerApprovalsParam)
+	if len(p.approvals) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(p.approvals)
+	if err != nil {
+		return err
+	}
+	params[workerApprovalsParam] = string(b)
+	return nil
 }
 
 // parseBackends checks a --backends list against the CLI's backends.

@@ -208,6 +208,17 @@ func (a *app) agentFromParams(ctx context.Context, rt *rath.Runtime, params map[
 		return nil, err
 	}
 	opts = append(opts, gates...)
+	// The rules a fleet worker imposed when the run started (recorded
+	// with it): the run's own rules cannot loosen them.
+	imposedRules, err := flow.ParseApprovalRules(params[workerApprovalsParam])
+	if err != nil {
+		return nil, err
+	}
+	imposed, err := flow.ImposedApprovalOptions(imposedRules)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, imposed...)
 	memOpts, err := memoryOptions(ctx, rt, params)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	execpkg "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/modeltest"
+)
+
+// A worker's operator imposes approval rules (its config file's) on the
+// runs it executes, which the submitter's own rules cannot loosen: a run
+// whose submitter exempted the shell ("policy": "never") still waits
+// for a person before its command runs, the command runs once after the
+// approval (its effect, a line appended outside the workspace, is
+// counted), and the run replays in a bare environment, asking the same,
+// on both stores. A submission cannot pose as the worker's rules either.
+func TestWorker_ImposesItsApprovalRules(t *testing.T) {
+	for _, backend := range replayStores() {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			store := storeFor(t, backend)
+			effect := filepath.Join(t.TempDir(), "effect.log")
+			srv := modeltest.NewOpenAI(t)
+			cmdArgs, err := json.Marshal(map[string]string{"cmd": "echo ran >> " + effect})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{call("run_shell_command", string(cmdArgs))}},
+				modeltest.Reply{Content: "ran it once approved"})
+			ws := t.TempDir()
+			// The submitter's config exempts the shell from asking.
+			submitter := userEnv(t, `{"approvals":[{"tool":"run_shell_command","policy":"never"}]}`)
+			sub := rathEnv(t, submitter, append(append([]string(nil), store...), "submit", "--workspace", ws, "--backend", "local",
+				"--tools", "run_shell_command", "append a line")...)
+			if sub.code != 0 {
+				t.Fatalf("submit: exit %d\n%s", sub.code, sub.stderr)
+			}
+			run := strings.TrimSpace(sub.stdout)
+			operator := userEnv(t, `{"approvals":[{"tool":"run_shell_command","deadline":"1h","default":"rejected"}]}`,
+				"OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY=sk-operator-0123456789", "OPENAI_DEFAULT_MODEL=m-fleet")
+			rath := func(argv ...string) result {
+				return rathEnv(t, operator, append(append([]string(nil), store...), argv...)...)
+			}
+			w := execpkg.Command(stockRath(t), append(append([]string(nil), store...), "worker", "--lease", "2s", "--backends", "local")...)
+			w.Env = operator
+			var stderr lockedBuffer
+			w.Stderr = &stderr
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+			var pend []pendingView
+			for deadline := time.Now().Add(2 * time.Minute); len(pend) == 0; time.Sleep(100 * time.Millisecond) {
+				pend = decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout)
+				if time.Now().After(deadline) {
+					t.Fatalf("the worker's run never asked for the approval; worker:\n%s", stderr.String())
+				}
+			}
+			if len(pend) != 1 || pend[0].Tool != "run_shell_command" || pend[0].Deadline == nil {
+				t.Fatalf("pending %+v: want one request for the shell, with the operator's deadline", pend)
+			}
+			if !strings.Contains(stderr.String(), "1 approval rules imposed") {
+				t.Fatalf("the worker did not say it imposes its rules:\n%s", stderr.String())
+			}
+			if _, err := os.Stat(effect); !os.IsNotExist(err) {
+				t.Fatalf("the command ran before anyone approved it (%v)", err)
+			}
+			if rep := replayBare(t, store, run); rep.Finished || len(rep.Waiting) != 1 || rep.Waiting[0] != pend[0].ID {
+				t.Fatalf("replay of the run waiting on the worker: %+v", rep)
+			}
+			if r := rath("approve", pend[0].ID, "--as", "operator"); r.code != 0 {
+				t.Fatalf("approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if r := rath("wait", "--timeout", "2m", run); r.code != 0 || !strings.Contains(r.stdout, run+"\tdone") {
+				t.Fatalf("wait after the approval: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if b, err := os.ReadFile(effect); err != nil || string(b) != "ran\n" {
+				t.Fatalf("the command's effect: %q %v, want it once", b, err)
+			}
+			srv.Close()
+			if rep := replayBare(t, store, run); !rep.Finished || len(rep.Waiting) != 0 {
+				t.Fatalf("replay of the approved run: %+v", rep)
+			}
+		})
+	}
+}
+
+// A worker writes its own rules into a run's parameters, over any a
+// submission put under that name, and removes them when it has none:
+// a submitter cannot make a run look imposed upon.
+func TestWorkerPolicy_ImposeOverwritesTheSubmission(t *testing.T) {
+	forged := `[{"tool":"nothing"}]`
+	for _, tc := range []struct {
+		name   string
+		policy workerPolicy
+		want   string
+	}{
+		{"rules", workerPolicy{approvals: []flow.ApprovalRule{{Tool: "run_shell_command"}}}, `[{"tool":"run_shell_command"}]`},
+		{"none", workerPolicy{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params := map[string]string{workerApprovalsParam: forged, "prompt": "x"}
+			if err := tc.policy.impose(params); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := params[workerApprovalsParam]
+			if got != tc.want || ok != (tc.want != "") || params["prompt"] != "x" {
+				t.Fatalf("params %v, want %s = %q", params, workerApprovalsParam, tc.want)
+			}
+		})
+	}
+}
