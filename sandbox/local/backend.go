@@ -7,6 +7,7 @@ import (
 	"github.com/gorath/rath/sandbox"
 	"github.com/gorath/rath/sandbox/internal/host"
 	"github.com/gorath/rath/sandbox/internal/hostfs"
+	"github.com/gorath/rath/sandbox/internal/proc"
 )
 
 // Name is the backend's registry name.
@@ -43,6 +44,11 @@ type Backend struct {
 	// Env is added to every command's environment (after PassEnv; a
 	// request's Env wins over both).
 	Env map[string]string
+
+	// guard kills the process groups of the commands still running when
+	// this process dies: one guard process for every command of the
+	// backend's sandboxes, started with the first.
+	guard proc.SharedGuard
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -82,6 +88,6 @@ func (b *Backend) Open(ctx context.Context, spec string) (sandbox.Sandbox, error
 	if pass == nil {
 		pass = DefaultPassEnv()
 	}
-	l := launcher{dir: dir, shell: shell, pass: pass, env: b.Env}
+	l := launcher{dir: dir, shell: shell, pass: pass, env: b.Env, guard: &b.guard}
 	return host.New(Name+":"+dir, ws, l, host.Options{Timeout: b.Timeout, MaxOutput: b.MaxOutput}), nil
 }

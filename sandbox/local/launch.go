@@ -14,6 +14,7 @@ type launcher struct {
 	shell string
 	pass  []string
 	env   map[string]string
+	guard *proc.SharedGuard // the backend's: one guard process for all its commands
 }
 
 func (l launcher) Command(req sandbox.ExecRequest, rel string) (proc.Command, error) {
@@ -37,6 +38,7 @@ func (l launcher) Command(req sandbox.ExecRequest, rel string) (proc.Command, er
 		// itself is killed.
 		KillWithParent: true,
 		GuardInShell:   posixShell(l.shell),
+		SharedGuard:    l.guard,
 	}, nil
 }
 

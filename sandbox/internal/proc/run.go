@@ -93,6 +93,10 @@ type Command struct {
 	// script runs (see shellGuard), which saves starting a guard program
 	// of its own for each command.
 	GuardInShell bool
+	// SharedGuard, with KillWithParent and GuardInShell, holds the
+	// command's group instead of a guard the shell forks: the script
+	// waits until its group is held, and costs no fork of its own.
+	SharedGuard *SharedGuard
 }
 
 // Run starts c in a new process group and waits for it.
@@ -175,7 +179,20 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 		return res, err
 	}
 	var g *guard
-	if c.KillWithParent && c.GuardInShell && len(c.Args) == 3 && c.Args[1] == "-c" {
+	var shared *SharedGuard
+	var held *os.File // written once the shared guard holds the group
+	shellScript := c.GuardInShell && len(c.Args) == 3 && c.Args[1] == "-c"
+	if c.KillWithParent && shellScript && c.SharedGuard != nil {
+		r, w, err := sharedGuardWait(&cmd.Args, &cmd.ExtraFiles)
+		if err != nil {
+			outW.Close()
+			errW.Close()
+			return res, err
+		}
+		defer r.Close() // the child has its own copy
+		defer w.Close()
+		shared, held = c.SharedGuard, w
+	} else if c.KillWithParent && shellScript {
 		r, w, err := shellGuard(&cmd.Args, &cmd.ExtraFiles)
 		if err != nil {
 			outW.Close()
@@ -217,6 +234,23 @@ func Run(ctx context.Context, c Command) (sandbox.ExecResult, error) {
 	pgid := cmd.Process.Pid
 	if g != nil {
 		pgid = g.pid()
+	}
+	if shared != nil {
+		if err := shared.hold(pgid); err != nil {
+			// The script has not run a line: it waits for held.
+			killGroup(pgid)
+			cmd.Wait()
+			return res, err
+		}
+		// Dropped after the group's last kill (deferred calls run after
+		// the sweep below).
+		defer shared.drop(pgid)
+		if _, err := held.Write([]byte("\n")); err != nil {
+			killGroup(pgid)
+			cmd.Wait()
+			return res, fmt.Errorf("proc: let the command run: %w", err)
+		}
+		held.Close()
 	}
 
 	stdout := sandbox.NewCappedBuffer(c.MaxStdout)

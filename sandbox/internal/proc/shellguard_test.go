@@ -8,15 +8,17 @@ import (
 	"github.com/gorath/rath/sandbox/internal/proc"
 )
 
-// guarded is sh with its guard forked by the shell itself.
-func guarded(command string) proc.Command {
+// guarded is sh with its guard forked by the shell itself, or held by
+// shared.
+func guarded(command string, shared *proc.SharedGuard) proc.Command {
 	c := sh(command)
-	c.KillWithParent, c.GuardInShell = true, true
+	c.KillWithParent, c.GuardInShell, c.SharedGuard = true, true, shared
 	c.Timeout = 30 * time.Second
 	return c
 }
 
-// A shell that forks its own guard runs the script as if it had none:
+// A shell that forks its own guard, or waits for a shared one to hold its
+// group, runs the script as if it had none:
 // the same exit status, stdin, `$!` and `wait` of its own jobs, and no
 // file descriptor of the guard's left open for the script. (That the
 // guard kills the group when rath dies: sandbox/local
@@ -35,20 +37,27 @@ func TestRun_TheShellsOwnGuardIsInvisibleToTheScript(t *testing.T) {
 		{"the guard's fd is closed", `ls /proc/$$/fd`, "", "0\n1\n2\n", 0},
 		{"an empty script", "", "", "", 0},
 	}
+	shared := &proc.SharedGuard{}
+	t.Cleanup(func() { shared.Close() })
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := guarded(tt.script)
-			if tt.stdin != "" {
-				c.Stdin = []byte(tt.stdin)
-			}
-			res, err := proc.Run(t.Context(), c)
-			if err != nil || res.TimedOut {
-				t.Fatalf("err %v, timed out %v (a wait on the guard would time out)", err, res.TimedOut)
-			}
-			if res.ExitCode != tt.exit || string(res.Stdout) != tt.want {
-				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q", res.ExitCode, res.Stdout, res.Stderr, tt.exit, tt.want)
-			}
-		})
+		for _, mode := range []struct {
+			name  string
+			guard *proc.SharedGuard
+		}{{"forked", nil}, {"shared", shared}} {
+			t.Run(tt.name+"/"+mode.name, func(t *testing.T) {
+				c := guarded(tt.script, mode.guard)
+				if tt.stdin != "" {
+					c.Stdin = []byte(tt.stdin)
+				}
+				res, err := proc.Run(t.Context(), c)
+				if err != nil || res.TimedOut {
+					t.Fatalf("err %v, timed out %v (a wait on the guard would time out)", err, res.TimedOut)
+				}
+				if res.ExitCode != tt.exit || string(res.Stdout) != tt.want {
+					t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q", res.ExitCode, res.Stdout, res.Stderr, tt.exit, tt.want)
+				}
+			})
+		}
 	}
 }
 
