@@ -68,6 +68,10 @@ func (g *SharedGuard) start() error {
 		Path:  guardShell,
 		Args:  []string{guardShell, "-c", sharedGuardScript},
 		Stdin: r,
+		// Nothing of ours: no variable (rath's may hold keys), and no
+		// working directory kept busy.
+		Env: []string{},
+		Dir: "/",
 		// Its own group, out of reach of a terminal's ^C to ours and of
 		// the groups it kills; no parent-death signal: outliving this
 		// process is its job.

@@ -122,3 +122,25 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
 }
+
+// The guard gets none of this process's environment (which may hold
+// API keys) and keeps no directory of ours busy.
+func TestSharedGuard_HasNothingOfOurs(t *testing.T) {
+	t.Setenv("RATH_TEST_SECRET", "sk-guard-0123456789")
+	g := &SharedGuard{}
+	t.Cleanup(func() { g.Close() })
+	if _, err := Run(context.Background(), Command{Path: guardShell, Args: []string{guardShell, "-c", "true"}, Timeout: time.Minute,
+		KillWithParent: true, GuardInShell: true, SharedGuard: g}); err != nil {
+		t.Fatal(err)
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(g.pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), "sk-guard") {
+		t.Fatalf("the guard's environment holds ours: %q", env)
+	}
+	if cwd, err := os.Readlink("/proc/" + strconv.Itoa(g.pid) + "/cwd"); err != nil || cwd != "/" {
+		t.Fatalf("the guard works in %q (%v), want /", cwd, err)
+	}
+}
