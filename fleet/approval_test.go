@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/replay"
 )
 
@@ -173,5 +175,77 @@ func TestFleet_ApprovalDeadline(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, id+".log")); string(b) != "tally-0\ntally-2\n" {
 		t.Fatalf("the log holds %q: the rejected call ran, or the run stopped", b)
+	}
+}
+
+// A run that goes on after a decision is resolved from the parameters
+// its run.started recorded (fleet.Resuming says so), not from its
+// submission's: what Resolve added before the run started, recorded with
+// it, holds for the whole run.
+func TestFleet_AResumedRunIsResolvedFromItsRecordedParams(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	rt, err := openRuntime(ctx, t.TempDir(), "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	type call struct {
+		resuming bool
+		params   map[string]string
+	}
+	var mu sync.Mutex
+	var calls []call
+	resolve := func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
+		mu.Lock()
+		calls = append(calls, call{fleet.Resuming(ctx), maps.Clone(params)})
+		n := len(calls)
+		mu.Unlock()
+		if !fleet.Resuming(ctx) {
+			params["resolved"] = fmt.Sprint("attempt-", n)
+		}
+		return gatedTally(ctx, name, params)
+	}
+	f, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: resolve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ws := t.TempDir()
+	in, _ := rt.NewUserSession(ctx, "tally")
+	id, err := f.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(wctx, time.Second) }()
+	defer func() { stop(); <-done }()
+	var pending []projections.ApprovalRow
+	for len(pending) == 0 {
+		if pending, err = rt.Reader().PendingApprovals(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no request came")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := approval.Decide(ctx, rt.Store(), pending[0].ID, approval.Decision{Decision: events.DecisionApproved, By: "ann"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := fleet.Wait(ctx, rt, id); err != nil || status[id] != rath.RunOK {
+		t.Fatalf("wait: %v %v", status, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) < 2 || calls[0].resuming || len(calls[0].params) != 1 {
+		t.Fatalf("resolve calls %+v: want a first one with the submission's params", calls)
+	}
+	for _, c := range calls[1:] {
+		if !c.resuming || c.params["resolved"] != "attempt-1" || c.params["workspace"] != ws {
+			t.Fatalf("resolve calls %+v: want the later ones resuming, with the recorded params", calls)
+		}
 	}
 }

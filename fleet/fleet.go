@@ -83,8 +83,14 @@ type Options struct {
 	// WorkerID names this worker in leases and listings. Empty means
 	// host-pid-random.
 	WorkerID string
-	// Resolve returns the workflow a submitted run names. Nil means the
-	// workflows registered on the runtime (rath.Runtime.Register).
+	// Resolve returns the workflow a submitted run names, from the
+	// parameters of its submission; for a run that started before
+	// (Resuming(ctx) is true), from those its run.started recorded, so
+	// what the first attempt resolved and recorded (a provider, rules
+	// a worker imposed) holds for the whole run. A Resolve that adds to
+	// params before a run starts has its additions recorded with it. Nil
+	// means the workflows registered on the runtime
+	// (rath.Runtime.Register).
 	Resolve func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error)
 	// Logger receives River's and the workers' logs. Nil discards them.
 	Logger *slog.Logger

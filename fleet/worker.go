@@ -73,7 +73,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return nil
 	}
 	f.logf("run %s: taken (lease token %d, attempt %d)", run, lease.Token, job.Attempt)
-	wf, err := f.resolve(ctx, sub)
+	wf, err := f.resolve(ctx, store, sub, state.started)
 	if err != nil {
 		// Record the run as failed: no worker of this fleet can run it.
 		f.logf("run %s: finished: failed: %v", run, err)
@@ -203,11 +203,54 @@ func (f *Fleet) logf(format string, args ...any) {
 	fmt.Fprintf(f.opts.Log, "worker %s: "+format+"\n", append([]any{f.opts.WorkerID}, args...)...)
 }
 
-func (f *Fleet) resolve(ctx context.Context, sub *events.RunSubmitted) (flow.Workflow, error) {
-	if f.opts.Resolve != nil {
-		return f.opts.Resolve(ctx, sub.Workflow, sub.Params)
+// resolve builds the workflow of a submitted run: for a run that started
+// before, from the parameters its run.started recorded (Options.Resolve).
+func (f *Fleet) resolve(ctx context.Context, store *events.Store, sub *events.RunSubmitted, started bool) (flow.Workflow, error) {
+	if f.opts.Resolve == nil {
+		return f.rt.Workflow(sub.Workflow)
 	}
-	return f.rt.Workflow(sub.Workflow)
+	params := sub.Params
+	if started {
+		recorded, err := startedParams(ctx, store, sub.Run)
+		if err != nil {
+			return nil, err
+		}
+		params, ctx = recorded, context.WithValue(ctx, resumingKey{}, true)
+	}
+	return f.opts.Resolve(ctx, sub.Workflow, params)
+}
+
+type resumingKey struct{}
+
+// Resuming reports whether Options.Resolve was called for a run that
+// started before (a worker takes it over, or goes on once a person
+// decided): its params are then the ones its run.started recorded.
+func Resuming(ctx context.Context) bool {
+	v, _ := ctx.Value(resumingKey{}).(bool)
+	return v
+}
+
+// startedParams returns the parameters run's run.started recorded.
+func startedParams(ctx context.Context, store *events.Store, run string) (map[string]string, error) {
+	evs, err := store.ReadStream(ctx, run, 1)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: run %s: read its start: %w", run, err)
+	}
+	if len(evs) == 0 || evs[0].Type != events.TypeRunStarted {
+		return nil, fmt.Errorf("fleet: run %s: its stream does not begin with run.started", run)
+	}
+	p, err := evs[0].Decode()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: run %s: decode its start: %w", run, err)
+	}
+	started, ok := p.(*events.RunStarted)
+	if !ok {
+		return nil, fmt.Errorf("fleet: run %s: its start decodes as %T", run, p)
+	}
+	if started.Params == nil {
+		return map[string]string{}, nil
+	}
+	return started.Params, nil
 }
 
 // failUnresolvable records a run whose workflow this worker cannot build

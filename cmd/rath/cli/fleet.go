@@ -237,8 +237,12 @@ func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name s
 		if err := policy.check(params, configured); err != nil {
 			return nil, err
 		}
-		if err := policy.impose(params); err != nil {
-			return nil, err
+		// A run keeps the rules it started under: a resumed one's params
+		// are its run.started's, with the rules recorded then.
+		if !fleet.Resuming(ctx) {
+			if err := policy.impose(params); err != nil {
+				return nil, err
+			}
 		}
 		if ws := params["workspace"]; ws != "" && slices.Contains([]string{"local", "bwrap"}, params["backend"]) {
 			if st, err := os.Stat(ws); err != nil || !st.IsDir() {

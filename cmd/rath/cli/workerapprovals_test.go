@@ -6,6 +6,7 @@ import (
 	execpkg "os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,6 +88,90 @@ func TestWorker_ImposesItsApprovalRules(t *testing.T) {
 			srv.Close()
 			if rep := replayBare(t, store, run); !rep.Finished || len(rep.Waiting) != 0 {
 				t.Fatalf("replay of the approved run: %+v", rep)
+			}
+		})
+	}
+}
+
+// A run keeps the approval rules it started under: a worker without
+// rules that goes on with a run a strict worker started (here once a
+// person decided its first call) asks for the run's second call as the
+// first worker would have, instead of running it unasked; the run
+// replays in a bare environment, on both stores.
+func TestWorker_ARunKeepsTheRulesItStartedUnder(t *testing.T) {
+	for _, backend := range replayStores() {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			store := storeFor(t, backend)
+			effect := filepath.Join(t.TempDir(), "effect.log")
+			srv := modeltest.NewOpenAI(t)
+			shell := func(word string) events.ToolCall {
+				b, err := json.Marshal(map[string]string{"cmd": "echo " + word + " >> " + effect})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return call("run_shell_command", string(b))
+			}
+			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{shell("one")}},
+				modeltest.Reply{ToolCalls: []events.ToolCall{shell("two")}},
+				modeltest.Reply{Content: "both ran"})
+			ws := t.TempDir()
+			sub := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "submit", "--workspace", ws, "--backend", "local",
+				"--tools", "run_shell_command", "append two lines")...)
+			if sub.code != 0 {
+				t.Fatalf("submit: exit %d\n%s", sub.code, sub.stderr)
+			}
+			run := strings.TrimSpace(sub.stdout)
+			provider := []string{"OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=sk-operator-0123456789", "OPENAI_DEFAULT_MODEL=m-fleet"}
+			strict := userEnv(t, `{"approvals":[{"tool":"run_shell_command"}]}`, provider...)
+			lax := userEnv(t, "", provider...)
+			rath := func(argv ...string) result {
+				return rathEnv(t, lax, append(append([]string(nil), store...), argv...)...)
+			}
+			worker := func(env []string) *execpkg.Cmd {
+				w := execpkg.Command(stockRath(t), append(append([]string(nil), store...), "worker", "--lease", "2s", "--backends", "local")...)
+				w.Env = env
+				if err := w.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+				return w
+			}
+			pendingOther := func(than string) pendingView {
+				t.Helper()
+				for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+					if pend := decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout); len(pend) == 1 && pend[0].ID != than {
+						return pend[0]
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the run never asked for the approval")
+					}
+				}
+			}
+			first := worker(strict)
+			p1 := pendingOther("")
+			first.Process.Signal(syscall.SIGTERM)
+			first.Wait()
+			if r := rath("approve", p1.ID, "--as", "operator"); r.code != 0 {
+				t.Fatalf("approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			worker(lax)
+			p2 := pendingOther(p1.ID)
+			if b, _ := os.ReadFile(effect); string(b) != "one\n" {
+				t.Fatalf("before the second approval the commands appended %q, want the first line only", b)
+			}
+			if r := rath("approve", p2.ID, "--as", "operator"); r.code != 0 {
+				t.Fatalf("approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if r := rath("wait", "--timeout", "2m", run); r.code != 0 || !strings.Contains(r.stdout, run+"\tdone") {
+				t.Fatalf("wait after the approvals: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if b, err := os.ReadFile(effect); err != nil || string(b) != "one\ntwo\n" {
+				t.Fatalf("the commands' effect: %q %v, want each line once", b, err)
+			}
+			srv.Close()
+			if rep := replayBare(t, store, run); !rep.Finished || len(rep.Waiting) != 0 {
+				t.Fatalf("replay of the run: %+v", rep)
 			}
 		})
 	}
