@@ -76,15 +76,7 @@ func TestWorker_ImposesItsApprovalRules(t *testing.T) {
 			if rep := replayBare(t, store, run); rep.Finished || len(rep.Waiting) != 1 || rep.Waiting[0] != pend[0].ID {
 				t.Fatalf("replay of the run waiting on the worker: %+v", rep)
 			}
-			if r := rath("approve", pend[0].ID, "--as", "operator"); r.code != 0 {
-				t.Fatalf("approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			if r := rath("wait", "--timeout", "2m", run); r.code != 0 || !strings.Contains(r.stdout, run+"\tdone") {
-				t.Fatalf("wait after the approval: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			if b, err := os.ReadFile(effect); err != nil || string(b) != "ran\n" {
-				t.Fatalf("the command's effect: %q %v, want it once", b, err)
-			}
+			approveLast(t, rath, pend[0].ID, run, effect, "ran\n")
 			srv.Close()
 			if rep := replayBare(t, store, run); !rep.Finished || len(rep.Waiting) != 0 {
 				t.Fatalf("replay of the approved run: %+v", rep)
@@ -160,20 +152,28 @@ func TestWorker_ARunKeepsTheRulesItStartedUnder(t *testing.T) {
 			if b, _ := os.ReadFile(effect); string(b) != "one\n" {
 				t.Fatalf("before the second approval the commands appended %q, want the first line only", b)
 			}
-			if r := rath("approve", p2.ID, "--as", "operator"); r.code != 0 {
-				t.Fatalf("approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			if r := rath("wait", "--timeout", "2m", run); r.code != 0 || !strings.Contains(r.stdout, run+"\tdone") {
-				t.Fatalf("wait after the approvals: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			if b, err := os.ReadFile(effect); err != nil || string(b) != "one\ntwo\n" {
-				t.Fatalf("the commands' effect: %q %v, want each line once", b, err)
-			}
+			approveLast(t, rath, p2.ID, run, effect, "one\ntwo\n")
 			srv.Close()
 			if rep := replayBare(t, store, run); !rep.Finished || len(rep.Waiting) != 0 {
 				t.Fatalf("replay of the run: %+v", rep)
 			}
 		})
+	}
+}
+
+// approveLast approves request id, the last one run waits for, waits for
+// the run to finish, and checks that its commands appended want to
+// effect (each line once).
+func approveLast(t *testing.T, rath func(...string) result, id, run, effect, want string) {
+	t.Helper()
+	if r := rath("approve", id, "--as", "operator"); r.code != 0 {
+		t.Fatalf("approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := rath("wait", "--timeout", "2m", run); r.code != 0 || !strings.Contains(r.stdout, run+"\tdone") {
+		t.Fatalf("wait after the approval: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if b, err := os.ReadFile(effect); err != nil || string(b) != want {
+		t.Fatalf("the commands' effect: %q %v, want %q", b, err, want)
 	}
 }
 
