@@ -15,6 +15,20 @@ import (
 // placement a session in the log claims: a worker that takes runs from
 // others lists only the backends its operator allows.
 func BuiltinSandboxes(names ...string) (*sandbox.Registry, error) {
+	return BuiltinSandboxesWith(SandboxOptions{}, names...)
+}
+
+// SandboxOptions configure the built-in backends of BuiltinSandboxesWith.
+type SandboxOptions struct {
+	// WorkspaceRoot confines the workspaces of the local and bwrap
+	// backends to the tree under it (local.Backend.WorkspaceRoot): a
+	// placement elsewhere fails. Empty confines nothing.
+	WorkspaceRoot string
+}
+
+// BuiltinSandboxesWith is BuiltinSandboxes with the backends configured
+// by opts.
+func BuiltinSandboxesWith(opts SandboxOptions, names ...string) (*sandbox.Registry, error) {
 	if len(names) == 0 {
 		names = []string{"local", "bwrap", "opensandbox"}
 	}
@@ -23,9 +37,9 @@ func BuiltinSandboxes(names ...string) (*sandbox.Registry, error) {
 		var b sandbox.Backend
 		switch n {
 		case "local":
-			b = &local.Backend{}
+			b = &local.Backend{WorkspaceRoot: opts.WorkspaceRoot}
 		case "bwrap":
-			b = &bwrap.Backend{}
+			b = &bwrap.Backend{WorkspaceRoot: opts.WorkspaceRoot}
 		case "opensandbox":
 			b = &opensandbox.Backend{}
 		default:

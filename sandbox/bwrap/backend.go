@@ -87,6 +87,13 @@ type Backend struct {
 	// MaxReadBytes is the largest file ReadFile returns. Zero means
 	// sandbox.DefaultMaxReadBytes.
 	MaxReadBytes int64
+	// WorkspaceRoot, when set, confines workspaces to the tree under it:
+	// Open refuses (sandbox.ErrInvalidSpec) a spec that, once its
+	// symlinks are resolved, is not WorkspaceRoot or a directory below
+	// it, creates a missing workspace only inside it, and checks where
+	// the directory it opened really is. For a fleet worker, whose
+	// submitters choose workspace paths.
+	WorkspaceRoot string
 	// PassEnv names host variables copied into commands' environment when
 	// set. Nil means DefaultPassEnv().
 	PassEnv []string
@@ -153,7 +160,7 @@ func (b *Backend) Open(ctx context.Context, spec string) (sandbox.Sandbox, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap binary %q not found (install the Debian package bubblewrap: apt-get install bubblewrap): %v", sandbox.ErrUnavailable, name, err)
 	}
-	dir, err := hostfs.ResolveDir(spec)
+	dir, err := hostfs.ResolveDirIn(spec, b.WorkspaceRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +197,10 @@ func (b *Backend) Open(ctx context.Context, spec string) (sandbox.Sandbox, error
 	}
 	ws, err := hostfs.Open(dir, Workdir, b.MaxReadBytes)
 	if err != nil {
+		return nil, err
+	}
+	if err := ws.CheckUnder(b.WorkspaceRoot); err != nil {
+		ws.Close()
 		return nil, err
 	}
 	if os.Geteuid() == 0 {

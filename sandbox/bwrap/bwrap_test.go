@@ -3,11 +3,13 @@
 package bwrap_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gorath/rath/sandbox"
@@ -156,4 +158,34 @@ func TestBackend_ExtraReadOnly(t *testing.T) {
 
 func TestSandbox_BackgroundJobsEndWithTheCall(t *testing.T) {
 	sandboxtest.AssertBackgroundJobsEnd(t, MustOpen(t, &bwrap.Backend{}))
+}
+
+// Confined to a workspace root, the backend opens a workspace below it
+// and refuses one elsewhere before it touches it (as root it would hand
+// the directory to the sandbox user).
+func TestBackend_WorkspaceRoot(t *testing.T) {
+	root := t.TempDir()
+	b := &bwrap.Backend{WorkspaceRoot: root}
+	sb, err := b.Open(t.Context(), filepath.Join(root, "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if res, err := sb.Exec(t.Context(), sandbox.ExecRequest{Command: "pwd"}); err != nil || strings.TrimSpace(string(res.Stdout)) != bwrap.Workdir {
+		t.Fatalf("pwd: %q %v", res.Stdout, err)
+	}
+	elsewhere := t.TempDir()
+	before, err := os.Stat(elsewhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb, err := b.Open(t.Context(), elsewhere); !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), "outside the workspace root") {
+		if sb != nil {
+			sb.Close()
+		}
+		t.Fatalf("open %s: %v, want outside the workspace root", elsewhere, err)
+	}
+	if after, err := os.Stat(elsewhere); err != nil || !os.SameFile(before, after) || after.Sys().(*syscall.Stat_t).Uid != before.Sys().(*syscall.Stat_t).Uid {
+		t.Fatalf("the refused directory changed: %v", err)
+	}
 }

@@ -37,6 +37,13 @@ type Backend struct {
 	// MaxReadBytes is the largest file ReadFile returns. Zero means
 	// sandbox.DefaultMaxReadBytes.
 	MaxReadBytes int64
+	// WorkspaceRoot, when set, confines workspaces to the tree under it:
+	// Open refuses (sandbox.ErrInvalidSpec) a spec that, once its
+	// symlinks are resolved, is not WorkspaceRoot or a directory below
+	// it, creates a missing workspace only inside it, and checks where
+	// the directory it opened really is. For a fleet worker, whose
+	// submitters choose workspace paths.
+	WorkspaceRoot string
 	// PassEnv names host variables copied into every command's
 	// environment when set. Nil means DefaultPassEnv(); an empty non-nil
 	// slice passes none.
@@ -72,12 +79,16 @@ func (b *Backend) Open(ctx context.Context, spec string) (sandbox.Sandbox, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	dir, err := hostfs.ResolveDir(spec)
+	dir, err := hostfs.ResolveDirIn(spec, b.WorkspaceRoot)
 	if err != nil {
 		return nil, err
 	}
 	ws, err := hostfs.Open(dir, dir, b.MaxReadBytes)
 	if err != nil {
+		return nil, err
+	}
+	if err := ws.CheckUnder(b.WorkspaceRoot); err != nil {
+		ws.Close()
 		return nil, err
 	}
 	shell := b.Shell

@@ -142,3 +142,28 @@ func TestBackend_Defaults(t *testing.T) {
 func TestSandbox_BackgroundJobsEndWithTheCall(t *testing.T) {
 	sandboxtest.AssertBackgroundJobsEnd(t, MustOpen(t, &local.Backend{}))
 }
+
+// The conformance suite holds with the backend confined to a workspace
+// root, and a workspace outside it does not open.
+func TestBackend_WorkspaceRoot(t *testing.T) {
+	root := t.TempDir()
+	b := &local.Backend{WorkspaceRoot: root}
+	sandboxtest.Run(t, b, sandboxtest.Options{
+		Caps: b.Capabilities(),
+		Spec: func(tb testing.TB) string {
+			dir, err := os.MkdirTemp(root, "ws")
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return dir
+		},
+	})
+	for _, spec := range []string{t.TempDir(), filepath.Join(root, "..")} {
+		if sb, err := b.Open(t.Context(), spec); !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), "outside the workspace root") {
+			if sb != nil {
+				sb.Close()
+			}
+			t.Errorf("open %s: %v, want outside the workspace root", spec, err)
+		}
+	}
+}

@@ -121,6 +121,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var queue string
 	var lease, grace, deadAfter time.Duration
 	var backends, approve []string
+	var workspaceRoot string
 	var policy workerPolicy
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -147,7 +148,9 @@ worker's user, unconfined), and the MCP servers of its own config file,
 which a run may name (--tools NAME.*). A run that brings its own --mcp
 server (a command to start here, or a URL) is refused unless the worker
 runs with --allow-submitted-mcp. A refused run fails with the reason
-before anything of it runs. The approval rules of --approve and of the
+before anything of it runs. With --workspace-root, a local or bwrap
+workspace must lie under that directory (symlinks resolved); without it,
+a run may name any directory this worker's user can write. The approval rules of --approve and of the
 worker's config file ("approvals") are imposed on every run: a call they
 stop waits for a person whatever the run's own rules say, and the run
 records them, so its replay asks the same.`,
@@ -165,9 +168,15 @@ records them, so its replay asks the same.`,
 			if policy.approvals, err = approvalRules(cmd, approve); err != nil {
 				return err
 			}
+			if workspaceRoot != "" {
+				if st, err := os.Stat(workspaceRoot); err != nil || !st.IsDir() {
+					return usagef(cmd, "--workspace-root: %s is not a directory", workspaceRoot)
+				}
+				policy.workspaceRoot = workspaceRoot
+			}
 			// The runtime can open no other backend, whatever a session in
-			// the log claims.
-			if a.sandboxes, err = rath.BuiltinSandboxes(policy.backends...); err != nil {
+			// the log claims, nor a workspace outside the root.
+			if a.sandboxes, err = rath.BuiltinSandboxesWith(rath.SandboxOptions{WorkspaceRoot: workspaceRoot}, policy.backends...); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
@@ -198,6 +207,9 @@ records them, so its replay asks the same.`,
 			}
 			defer fl.Close()
 			fmt.Fprintf(a.stderr, "worker %s: queue %s, up to %d runs at a time; stop with SIGTERM\n", fl.WorkerID(), queue, concurrency)
+			if workspaceRoot == "" && (slices.Contains(policy.backends, "local") || slices.Contains(policy.backends, "bwrap")) {
+				fmt.Fprintf(a.stderr, "worker %s: submitted runs may name any workspace this user can write; --workspace-root confines them\n", fl.WorkerID())
+			}
 			if n := len(policy.approvals); n > 0 {
 				fmt.Fprintf(a.stderr, "worker %s: %d approval rules imposed on every run (--approve, the config file's approvals)\n", fl.WorkerID(), n)
 			}
@@ -216,6 +228,7 @@ records them, so its replay asks the same.`,
 	cmd.Flags().DurationVar(&deadAfter, "dead-after", fleet.DefaultDeadAfter, "how long a worker may miss heartbeats before its peers take its runs over")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "how long runs in flight may finish after SIGTERM")
 	cmd.Flags().StringSliceVar(&backends, "backends", defaultWorkerBackends, "sandbox backends submitted workspaces may use (local runs tools unconfined as this worker's user)")
+	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "the directory under which submitted runs' local and bwrap workspaces must lie (a run naming another fails before it runs)")
 	cmd.Flags().StringSliceVar(&approve, "approve", nil, "tools whose every call waits for a person's approval in every run, whatever the run's own rules (names or patterns like github__*); more rules in the config file's \"approvals\"")
 	cmd.Flags().BoolVar(&policy.submittedMCP, "allow-submitted-mcp", false, "start MCP servers a submitted run brings (--mcp: a command on this host, or a URL); without it, only this worker's configured servers")
 	return cmd

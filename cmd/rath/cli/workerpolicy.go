@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -56,6 +57,10 @@ type workerPolicy struct {
 	// built-in agent run the worker executes: the run's own rules cannot
 	// loosen them (flow.WithImposedApproval).
 	approvals []flow.ApprovalRule
+	// workspaceRoot, when set, is the directory under which a run's
+	// local or bwrap workspace must lie (rath worker --workspace-root);
+	// the backends enforce it too, at every placement.
+	workspaceRoot string
 }
 
 // workerApprovalsParam is the run parameter a worker records its imposed
@@ -109,6 +114,10 @@ func (p workerPolicy) check(params map[string]string, configured map[string]mcpt
 			Allow: fmt.Sprintf("it runs workspaces on %s only (submit with --backend %s, or start the worker with --backends %s)",
 				strings.Join(p.backends, ", "), p.backends[0], strings.Join(append(slices.Clone(p.backends), params["backend"]), ","))}
 	}
+	if ws := params["workspace"]; ws != "" && p.workspaceRoot != "" && (params["backend"] == "local" || params["backend"] == "bwrap") && !within(p.workspaceRoot, ws) {
+		return &RefusedError{What: fmt.Sprintf("workspace %q", ws),
+			Allow: fmt.Sprintf("it runs workspaces under %s only (submit with a --workspace there, or start the worker with another --workspace-root)", p.workspaceRoot)}
+	}
 	raw := params[paramMCP]
 	if raw == "" || p.submittedMCP {
 		return nil
@@ -132,6 +141,18 @@ func (p workerPolicy) check(params map[string]string, configured map[string]mcpt
 			Allow: "it starts only the MCP servers of its own config file, which a run names with --tools NAME.* and no --mcp (or start the worker with --allow-submitted-mcp)"}
 	}
 	return nil
+}
+
+// within reports whether dir, with its symlinks resolved, is root or
+// lies below it (also resolved). A path that does not resolve is not.
+func within(root, dir string) bool {
+	r, err1 := filepath.EvalSymlinks(root)
+	d, err2 := filepath.EvalSymlinks(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(r, d)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // sameServer reports whether two server entries start the same thing.

@@ -151,6 +151,56 @@ func TestWorker_RunsOnlyWhatItsOperatorAllows(t *testing.T) {
 	mustRun(t, dir, "verify")
 }
 
+// A worker started with --workspace-root runs a local workspace only under
+// that directory: a run naming a directory elsewhere, or one under the
+// root that is a symlink leading out of it, fails with the reason and
+// runs nothing (the marker files stay absent); one inside runs. A root
+// that is not a directory is a usage error.
+func TestWorker_KeepsWorkspacesUnderItsRoot(t *testing.T) {
+	dir, root, marks := t.TempDir(), t.TempDir(), t.TempDir()
+	inside, elsewhere := filepath.Join(root, "ws"), filepath.Join(t.TempDir(), "ws")
+	for _, d := range []string{inside, elsewhere} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(ws, mark string) string {
+		t.Helper()
+		cas := writeCassette(t, "done", `c1:run_shell_command:{"cmd":"touch '`+filepath.Join(marks, mark)+`'"}`)
+		return strings.TrimSpace(mustRun(t, dir, "submit", "--cassette", cas, "--workspace", ws, "--backend", "local", "--tools", "run_shell_command", "go"))
+	}
+	in, out, through := submit(inside, "inside"), submit(elsewhere, "elsewhere"), submit(link, "through-a-link")
+	startWorker(t, dir, "--backends", "local", "--workspace-root", root)
+	if r := rathCLI(t, dir, "wait", "--timeout", "2m", in, out, through); r.code != ExitFailure {
+		t.Fatalf("wait: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if status, reason := runReason(t, dir, in); status != "done" {
+		t.Fatalf("the run inside the root: %s %q", status, reason)
+	}
+	for _, id := range []string{out, through} {
+		status, reason := runReason(t, dir, id)
+		if status != "failed" || !strings.Contains(reason, "this worker refuses the run's workspace") {
+			t.Errorf("run %s: %s %q, want refused for its workspace", id, status, reason)
+		}
+		if evs := mustRun(t, dir, "events", "--run", id, "--json"); strings.Contains(evs, "tool.called") {
+			t.Errorf("a refused run called a tool:\n%s", evs)
+		}
+	}
+	for mark, want := range map[string]bool{"inside": true, "elsewhere": false, "through-a-link": false} {
+		if _, err := os.Stat(filepath.Join(marks, mark)); (err == nil) != want {
+			t.Errorf("%s: ran %v, want %v", mark, err == nil, want)
+		}
+	}
+	mustRun(t, dir, "verify")
+	if r := rathCLI(t, t.TempDir(), "worker", "--workspace-root", filepath.Join(root, "missing")); r.code != ExitUsage || !strings.Contains(r.stderr, "--workspace-root") {
+		t.Errorf("a missing root: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
 // A worker's --dead-after is a positive duration.
 func TestWorker_DeadAfterFlag(t *testing.T) {
 	for _, bad := range []string{"0s", "-2s", "soon"} {
