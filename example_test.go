@@ -2,12 +2,15 @@ package rath_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/sandbox"
 )
 
 func ExampleOpen() {
@@ -55,4 +58,28 @@ func ExampleBuiltinSandboxes() {
 	fmt.Println(reg.Names(), err != nil)
 	// Output:
 	// [bwrap] true
+}
+
+// Workspaces confined to one directory tree: a workspace under it opens,
+// one elsewhere does not.
+func ExampleBuiltinSandboxesWith() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "rath-example")
+	defer os.RemoveAll(dir)
+	root := filepath.Join(dir, "workspaces")
+	os.MkdirAll(root, 0o755)
+
+	reg, err := rath.BuiltinSandboxesWith(rath.SandboxOptions{WorkspaceRoot: root}, "local")
+	if err != nil {
+		log.Fatal(err)
+	}
+	local, _ := reg.Lookup("local")
+	sb, err := local.Open(ctx, filepath.Join(root, "run-1"))
+	fmt.Println(err)
+	sb.Close()
+	_, err = local.Open(ctx, filepath.Join(dir, "elsewhere"))
+	fmt.Println(errors.Is(err, sandbox.ErrInvalidSpec))
+	// Output:
+	// <nil>
+	// true
 }

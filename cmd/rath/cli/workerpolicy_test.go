@@ -223,6 +223,12 @@ func TestWorkerPolicy_Check(t *testing.T) {
 	cfg := map[string]mcptool.Server{"gh": {Command: "gh-mcp", Args: []string{"serve"}}}
 	strict := workerPolicy{backends: defaultWorkerBackends}
 	open := workerPolicy{backends: []string{"local"}, submittedMCP: true}
+	root := t.TempDir()
+	inside := filepath.Join(root, "ws")
+	if err := os.Mkdir(inside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rooted := workerPolicy{backends: []string{"local", "bwrap", "opensandbox"}, workspaceRoot: root}
 	for _, tc := range []struct {
 		name   string
 		policy workerPolicy
@@ -239,6 +245,10 @@ func TestWorkerPolicy_Check(t *testing.T) {
 		{"the configured server itself", strict, map[string]string{paramMCP: `{"gh":{"command":"gh-mcp","args":["serve"]}}`}, ""},
 		{"allowed", open, map[string]string{paramMCP: `{"x":{"command":"sh"}}`}, ""},
 		{"garbage", strict, map[string]string{paramMCP: `{`}, "does not parse"},
+		{"a workspace under the root", rooted, map[string]string{"backend": "local", "workspace": inside}, ""},
+		{"a workspace elsewhere", rooted, map[string]string{"backend": "bwrap", "workspace": t.TempDir()}, "workspace"},
+		{"a workspace that does not resolve", rooted, map[string]string{"backend": "local", "workspace": filepath.Join(root, "missing")}, "workspace"},
+		{"an opensandbox spec is not a path", rooted, map[string]string{"backend": "opensandbox", "workspace": "python:3.12"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.policy.check(tc.params, cfg)
