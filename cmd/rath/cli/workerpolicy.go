@@ -144,14 +144,28 @@ func (p workerPolicy) check(params map[string]string, configured map[string]mcpt
 }
 
 // within reports whether dir, with its symlinks resolved, is root or
-// lies below it (also resolved). A path that does not resolve is not.
+// lies below it (also resolved). A dir that does not exist is judged as
+// written (the worker then finds it unreachable; the backends would
+// create it only inside the root).
 func within(root, dir string) bool {
-	r, err1 := filepath.EvalSymlinks(root)
-	d, err2 := filepath.EvalSymlinks(dir)
-	if err1 != nil || err2 != nil {
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil {
 		return false
 	}
-	rel, err := filepath.Rel(r, d)
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		if d, err = filepath.Abs(dir); err != nil {
+			return false
+		}
+		if rabs, err := filepath.Abs(root); err == nil && below(rabs, d) {
+			return true
+		}
+	}
+	return below(r, d)
+}
+
+func below(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 

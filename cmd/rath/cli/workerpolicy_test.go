@@ -247,7 +247,8 @@ func TestWorkerPolicy_Check(t *testing.T) {
 		{"garbage", strict, map[string]string{paramMCP: `{`}, "does not parse"},
 		{"a workspace under the root", rooted, map[string]string{"backend": "local", "workspace": inside}, ""},
 		{"a workspace elsewhere", rooted, map[string]string{"backend": "bwrap", "workspace": t.TempDir()}, "workspace"},
-		{"a workspace that does not resolve", rooted, map[string]string{"backend": "local", "workspace": filepath.Join(root, "missing")}, "workspace"},
+		{"a missing workspace under the root", rooted, map[string]string{"backend": "local", "workspace": filepath.Join(root, "missing")}, ""},
+		{"a missing workspace elsewhere", rooted, map[string]string{"backend": "local", "workspace": filepath.Join(root, "..", "missing")}, "workspace"},
 		{"an opensandbox spec is not a path", rooted, map[string]string{"backend": "opensandbox", "workspace": "python:3.12"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
