@@ -25,12 +25,8 @@ func ResolveDir(spec string) (string, error) {
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
 		return "", fmt.Errorf("%w: %v", sandbox.ErrInvalidSpec, err)
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", sandbox.ErrInvalidSpec, err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%w: %s is not a directory", sandbox.ErrInvalidSpec, dir)
+	if err := isDir(dir); err != nil {
+		return "", err
 	}
 	return dir, nil
 }
@@ -72,14 +68,22 @@ func ResolveDirIn(spec, root string) (string, error) {
 	if _, ok := under(rootDir, dir); !ok {
 		return "", outside(dir, rootDir)
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", sandbox.ErrInvalidSpec, err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%w: %s is not a directory", sandbox.ErrInvalidSpec, dir)
+	if err := isDir(dir); err != nil {
+		return "", err
 	}
 	return dir, nil
+}
+
+// isDir says why dir is not a directory, if it is not.
+func isDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", sandbox.ErrInvalidSpec, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", sandbox.ErrInvalidSpec, dir)
+	}
+	return nil
 }
 
 // mkdirIn makes rel under root through an os.Root, which follows no
