@@ -149,8 +149,9 @@ which a run may name (--tools NAME.*). A run that brings its own --mcp
 server (a command to start here, or a URL) is refused unless the worker
 runs with --allow-submitted-mcp. A refused run fails with the reason
 before anything of it runs. With --workspace-root, a local or bwrap
-workspace must lie under that directory (symlinks resolved); without it,
-a run may name any directory this worker's user can write. The approval rules of --approve and of the
+workspace, and a cassette, must lie under that directory (symlinks
+resolved); without it, a run may name any directory this worker's user
+can write, and any file it can read as its cassette. The approval rules of --approve and of the
 worker's config file ("approvals") are imposed on every run: a call they
 stop waits for a person whatever the run's own rules say, and the run
 records them, so its replay asks the same.`,
@@ -228,7 +229,7 @@ records them, so its replay asks the same.`,
 	cmd.Flags().DurationVar(&deadAfter, "dead-after", fleet.DefaultDeadAfter, "how long a worker may miss heartbeats before its peers take its runs over")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "how long runs in flight may finish after SIGTERM")
 	cmd.Flags().StringSliceVar(&backends, "backends", defaultWorkerBackends, "sandbox backends submitted workspaces may use (local runs tools unconfined as this worker's user)")
-	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "the directory under which submitted runs' local and bwrap workspaces must lie (a run naming another fails before it runs)")
+	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "the directory under which submitted runs' local and bwrap workspaces and cassettes must lie (a run naming another fails before it runs)")
 	cmd.Flags().StringSliceVar(&approve, "approve", nil, "tools whose every call waits for a person's approval in every run, whatever the run's own rules (names or patterns like github__*); more rules in the config file's \"approvals\"")
 	cmd.Flags().BoolVar(&policy.submittedMCP, "allow-submitted-mcp", false, "start MCP servers a submitted run brings (--mcp: a command on this host, or a URL); without it, only this worker's configured servers")
 	return cmd

@@ -58,8 +58,8 @@ type workerPolicy struct {
 	// loosen them (flow.WithImposedApproval).
 	approvals []flow.ApprovalRule
 	// workspaceRoot, when set, is the directory under which a run's
-	// local or bwrap workspace must lie (rath worker --workspace-root);
-	// the backends enforce it too, at every placement.
+	// local or bwrap workspace and its cassette must lie (rath worker
+	// --workspace-root); the backends enforce it too, at every placement.
 	workspaceRoot string
 }
 
@@ -117,6 +117,12 @@ func (p workerPolicy) check(params map[string]string, configured map[string]mcpt
 	if ws := params["workspace"]; ws != "" && p.workspaceRoot != "" && (params["backend"] == "local" || params["backend"] == "bwrap") && !within(p.workspaceRoot, ws) {
 		return &RefusedError{What: fmt.Sprintf("workspace %q", ws),
 			Allow: fmt.Sprintf("it runs workspaces under %s only (submit with a --workspace there, or start the worker with another --workspace-root)", p.workspaceRoot)}
+	}
+	if c := params["cassette"]; c != "" && p.workspaceRoot != "" && !within(p.workspaceRoot, c) {
+		// A cassette's replies become the run's model output, which the
+		// submitter reads: a file elsewhere on the worker could leak.
+		return &RefusedError{What: fmt.Sprintf("cassette %q", c),
+			Allow: fmt.Sprintf("it reads the files a run names under %s only (--workspace-root)", p.workspaceRoot)}
 	}
 	raw := params[paramMCP]
 	if raw == "" || p.submittedMCP {

@@ -151,10 +151,11 @@ func TestWorker_RunsOnlyWhatItsOperatorAllows(t *testing.T) {
 	mustRun(t, dir, "verify")
 }
 
-// A worker started with --workspace-root runs a local workspace only under
-// that directory: a run naming a directory elsewhere, or one under the
-// root that is a symlink leading out of it, fails with the reason and
-// runs nothing (the marker files stay absent); one inside runs. A root
+// A worker started with --workspace-root runs a local workspace and reads
+// a cassette only under that directory: a run naming a directory
+// elsewhere, one under the root that is a symlink leading out of it, or a
+// cassette elsewhere, fails with the reason and runs nothing (the marker
+// files stay absent); one inside runs. A root
 // that is not a directory is a usage error.
 func TestWorker_KeepsWorkspacesUnderItsRoot(t *testing.T) {
 	dir, root, marks := t.TempDir(), t.TempDir(), t.TempDir()
@@ -168,29 +169,38 @@ func TestWorker_KeepsWorkspacesUnderItsRoot(t *testing.T) {
 	if err := os.Symlink(elsewhere, link); err != nil {
 		t.Fatal(err)
 	}
-	submit := func(ws, mark string) string {
+	// Each run's cassette is under the root, but for the last run's.
+	submit := func(ws, mark string, cassetteInRoot bool) string {
 		t.Helper()
 		cas := writeCassette(t, "done", `c1:run_shell_command:{"cmd":"touch '`+filepath.Join(marks, mark)+`'"}`)
+		if cassetteInRoot {
+			moved := filepath.Join(root, mark+".json")
+			if err := os.Rename(cas, moved); err != nil {
+				t.Fatal(err)
+			}
+			cas = moved
+		}
 		return strings.TrimSpace(mustRun(t, dir, "submit", "--cassette", cas, "--workspace", ws, "--backend", "local", "--tools", "run_shell_command", "go"))
 	}
-	in, out, through := submit(inside, "inside"), submit(elsewhere, "elsewhere"), submit(link, "through-a-link")
+	in, out, through, cassette := submit(inside, "inside", true), submit(elsewhere, "elsewhere", true), submit(link, "through-a-link", true),
+		submit(inside, "a-cassette-elsewhere", false)
 	startWorker(t, dir, "--backends", "local", "--workspace-root", root)
-	if r := rathCLI(t, dir, "wait", "--timeout", "2m", in, out, through); r.code != ExitFailure {
+	if r := rathCLI(t, dir, "wait", "--timeout", "2m", in, out, through, cassette); r.code != ExitFailure {
 		t.Fatalf("wait: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if status, reason := runReason(t, dir, in); status != "done" {
 		t.Fatalf("the run inside the root: %s %q", status, reason)
 	}
-	for _, id := range []string{out, through} {
+	for id, want := range map[string]string{out: "workspace", through: "workspace", cassette: "cassette"} {
 		status, reason := runReason(t, dir, id)
-		if status != "failed" || !strings.Contains(reason, "this worker refuses the run's workspace") {
-			t.Errorf("run %s: %s %q, want refused for its workspace", id, status, reason)
+		if status != "failed" || !strings.Contains(reason, "this worker refuses the run's "+want) {
+			t.Errorf("run %s: %s %q, want refused for its %s", id, status, reason, want)
 		}
 		if evs := mustRun(t, dir, "events", "--run", id, "--json"); strings.Contains(evs, "tool.called") {
 			t.Errorf("a refused run called a tool:\n%s", evs)
 		}
 	}
-	for mark, want := range map[string]bool{"inside": true, "elsewhere": false, "through-a-link": false} {
+	for mark, want := range map[string]bool{"inside": true, "elsewhere": false, "through-a-link": false, "a-cassette-elsewhere": false} {
 		if _, err := os.Stat(filepath.Join(marks, mark)); (err == nil) != want {
 			t.Errorf("%s: ran %v, want %v", mark, err == nil, want)
 		}
@@ -250,6 +260,9 @@ func TestWorkerPolicy_Check(t *testing.T) {
 		{"a missing workspace under the root", rooted, map[string]string{"backend": "local", "workspace": filepath.Join(root, "missing")}, ""},
 		{"a missing workspace elsewhere", rooted, map[string]string{"backend": "local", "workspace": filepath.Join(root, "..", "missing")}, "workspace"},
 		{"an opensandbox spec is not a path", rooted, map[string]string{"backend": "opensandbox", "workspace": "python:3.12"}, ""},
+		{"a cassette under the root", rooted, map[string]string{"kind": "scripted", "cassette": filepath.Join(inside, "c.json")}, ""},
+		{"a cassette elsewhere", rooted, map[string]string{"kind": "scripted", "cassette": "/etc/passwd"}, `cassette "/etc/passwd"`},
+		{"a cassette elsewhere, no root", strict, map[string]string{"kind": "scripted", "cassette": "/etc/passwd"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.policy.check(tc.params, cfg)
