@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -76,6 +77,17 @@ func TestReadme_ShellBlocks(t *testing.T) {
 	cmd.Dir = work
 	cmd.Env = append(cleanEnv(), mainEnv+"=1", "PATH="+bin+":"+os.Getenv("PATH"),
 		"RATH_DIR="+filepath.Join(t.TempDir(), "store"), "RATH_HOME="+t.TempDir())
+	// A block that fails after it started a worker in the background
+	// leaves the worker holding the output pipe: the shell's whole group
+	// is killed when the test ends, and the wait for the pipe is bounded.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	defer func() {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the README's shell blocks failed: %v\n%s", err, out)

@@ -35,6 +35,10 @@ func startGuard() (*guard, error) {
 		Path:  guardShell,
 		Args:  []string{guardShell, "-c", "read x; kill -9 0"},
 		Stdin: r,
+		// Nothing of ours: no variable (rath's may hold keys), and no
+		// working directory kept busy.
+		Env: []string{},
+		Dir: "/",
 		// No parent-death signal: outliving us is the guard's job.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
