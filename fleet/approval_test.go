@@ -29,6 +29,31 @@ func gatedTally(_ context.Context, _ string, params map[string]string) (flow.Wor
 	})))
 }
 
+// runTally opens a fleet on rt with opts, submits one "tally" run on a
+// fresh workspace, and runs the fleet until stop, which the caller defers
+// (before the runtime closes).
+func runTally(t *testing.T, ctx context.Context, rt *rath.Runtime, opts fleet.Options) (id, ws string, stop func()) {
+	t.Helper()
+	f, err := fleet.Open(ctx, rt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws = t.TempDir()
+	in, _ := rt.NewUserSession(ctx, "tally")
+	if id, err = f.Submit(ctx, "tally", in, map[string]string{"workspace": ws}); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(wctx, time.Second) }()
+	return id, ws, func() {
+		cancel()
+		<-done
+		f.Close()
+	}
+}
+
 // A run on a fleet that waits for a person ends its job without
 // finishing (status waiting, no run.finished, no failure); once approved,
 // a worker takes it up again by itself and finishes it; it replays.
@@ -40,21 +65,8 @@ func testFleetApproval(t *testing.T, dir, dsn string) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	f, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: gatedTally})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ws := t.TempDir()
-	in, _ := rt.NewUserSession(ctx, "tally")
-	id, err := f.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.Run(wctx, time.Second) }()
-	defer func() { stop(); <-done }()
+	id, ws, stopFleet := runTally(t, ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: gatedTally})
+	defer stopFleet()
 	var pending []string
 	for pending == nil {
 		rows, err := rt.Reader().PendingApprovals(ctx)
@@ -207,21 +219,8 @@ func TestFleet_AResumedRunIsResolvedFromItsRecordedParams(t *testing.T) {
 		}
 		return gatedTally(ctx, name, params)
 	}
-	f, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: resolve})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ws := t.TempDir()
-	in, _ := rt.NewUserSession(ctx, "tally")
-	id, err := f.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.Run(wctx, time.Second) }()
-	defer func() { stop(); <-done }()
+	id, ws, stopFleet := runTally(t, ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: resolve})
+	defer stopFleet()
 	var pending []projections.ApprovalRow
 	for len(pending) == 0 {
 		if pending, err = rt.Reader().PendingApprovals(ctx); err != nil {

@@ -38,21 +38,8 @@ func TestFleet_ApprovalDeadlineOnTheLeaseClock(t *testing.T) {
 				}).WithDeadline(time.Second, events.DecisionRejected)))
 			}
 			ahead := func() time.Time { return time.Now().Add(time.Hour) }
-			f, err := fleet.Open(ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: resolve, Clock: ahead})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			ws := t.TempDir()
-			in, _ := rt.NewUserSession(ctx, "tally")
-			id, err := f.Submit(ctx, "tally", in, map[string]string{"workspace": ws})
-			if err != nil {
-				t.Fatal(err)
-			}
-			wctx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- f.Run(wctx, time.Second) }()
-			defer func() { stop(); <-done }()
+			id, ws, stopFleet := runTally(t, ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: resolve, Clock: ahead})
+			defer stopFleet()
 			status, err := fleet.Wait(ctx, rt, id)
 			if err != nil || status[id] != rath.RunOK {
 				t.Fatalf("wait: %v %v", status, err)
