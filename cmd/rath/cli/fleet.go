@@ -151,10 +151,10 @@ runs with --allow-submitted-mcp. A refused run fails with the reason
 before anything of it runs. With --workspace-root, a local or bwrap
 workspace, and a cassette, must lie under that directory (symlinks
 resolved); without it, a run may name any directory this worker's user
-can write, and any file it can read as its cassette. The approval rules of --approve and of the
-worker's config file ("approvals") are imposed on every run: a call they
-stop waits for a person whatever the run's own rules say, and the run
-records them, so its replay asks the same.`,
+can write, and any file it can read as its cassette. The approval rules
+of --approve and of the worker's config file ("approvals") are imposed
+on every run: a call they stop waits for a person whatever the run's
+own rules say, and the run records them, so its replay asks the same.`,
 		Example: "rath worker --concurrency 8\nRATH_DSN=postgres://rath@db/rath rath worker --queue batch --backends bwrap",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -22,8 +22,9 @@ var defaultWorkerBackends = []string{"bwrap", "opensandbox"}
 var ErrRefusedByWorker = errors.New("refused by this worker")
 
 // RefusedError is a submitted run that asks a worker for something its
-// operator did not allow: a sandbox backend outside --backends, or an MCP
-// server the submission brings itself. The run fails with it as its
+// operator did not allow: a sandbox backend outside --backends, an MCP
+// server the submission brings itself, a workspace or cassette outside
+// --workspace-root. The run fails with it as its
 // reason before anything of it runs.
 type RefusedError struct {
 	// What names what was refused ("backend local", "MCP server x (command …)").
