@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	execpkg "os/exec"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 // for a person before its command runs, the command runs once after the
 // approval (its effect, a line appended outside the workspace, is
 // counted), and the run replays in a bare environment, asking the same,
-// on both stores. A submission cannot pose as the worker's rules either.
+// on both stores.
 func TestWorker_ImposesItsApprovalRules(t *testing.T) {
 	for _, backend := range replayStores() {
 		t.Run(backend, func(t *testing.T) {
@@ -29,34 +30,17 @@ func TestWorker_ImposesItsApprovalRules(t *testing.T) {
 			store := storeFor(t, backend)
 			effect := filepath.Join(t.TempDir(), "effect.log")
 			srv := modeltest.NewOpenAI(t)
-			cmdArgs, err := json.Marshal(map[string]string{"cmd": "echo ran >> " + effect})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{call("run_shell_command", string(cmdArgs))}},
+			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{appendLine(t, effect, "ran")}},
 				modeltest.Reply{Content: "ran it once approved"})
-			ws := t.TempDir()
 			// The submitter's config exempts the shell from asking.
-			submitter := userEnv(t, `{"approvals":[{"tool":"run_shell_command","policy":"never"}]}`)
-			sub := rathEnv(t, submitter, append(append([]string(nil), store...), "submit", "--workspace", ws, "--backend", "local",
-				"--tools", "run_shell_command", "append a line")...)
-			if sub.code != 0 {
-				t.Fatalf("submit: exit %d\n%s", sub.code, sub.stderr)
-			}
-			run := strings.TrimSpace(sub.stdout)
+			run := submitShell(t, store, userEnv(t, `{"approvals":[{"tool":"run_shell_command","policy":"never"}]}`))
 			operator := userEnv(t, `{"approvals":[{"tool":"run_shell_command","deadline":"1h","default":"rejected"}]}`,
 				"OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY=sk-operator-0123456789", "OPENAI_DEFAULT_MODEL=m-fleet")
 			rath := func(argv ...string) result {
 				return rathEnv(t, operator, append(append([]string(nil), store...), argv...)...)
 			}
-			w := execpkg.Command(stockRath(t), append(append([]string(nil), store...), "worker", "--lease", "2s", "--backends", "local")...)
-			w.Env = operator
 			var stderr lockedBuffer
-			w.Stderr = &stderr
-			if err := w.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+			startLocalWorker(t, store, operator, &stderr)
 			var pend []pendingView
 			for deadline := time.Now().Add(2 * time.Minute); len(pend) == 0; time.Sleep(100 * time.Millisecond) {
 				pend = decodeJSON[[]pendingView](t, rath("approvals", "--json").stdout)
@@ -97,37 +81,15 @@ func TestWorker_ARunKeepsTheRulesItStartedUnder(t *testing.T) {
 			store := storeFor(t, backend)
 			effect := filepath.Join(t.TempDir(), "effect.log")
 			srv := modeltest.NewOpenAI(t)
-			shell := func(word string) events.ToolCall {
-				b, err := json.Marshal(map[string]string{"cmd": "echo " + word + " >> " + effect})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return call("run_shell_command", string(b))
-			}
-			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{shell("one")}},
-				modeltest.Reply{ToolCalls: []events.ToolCall{shell("two")}},
+			srv.Push(modeltest.Reply{ToolCalls: []events.ToolCall{appendLine(t, effect, "one")}},
+				modeltest.Reply{ToolCalls: []events.ToolCall{appendLine(t, effect, "two")}},
 				modeltest.Reply{Content: "both ran"})
-			ws := t.TempDir()
-			sub := rathEnv(t, bareEnv(t), append(append([]string(nil), store...), "submit", "--workspace", ws, "--backend", "local",
-				"--tools", "run_shell_command", "append two lines")...)
-			if sub.code != 0 {
-				t.Fatalf("submit: exit %d\n%s", sub.code, sub.stderr)
-			}
-			run := strings.TrimSpace(sub.stdout)
+			run := submitShell(t, store, bareEnv(t))
 			provider := []string{"OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=sk-operator-0123456789", "OPENAI_DEFAULT_MODEL=m-fleet"}
 			strict := userEnv(t, `{"approvals":[{"tool":"run_shell_command"}]}`, provider...)
 			lax := userEnv(t, "", provider...)
 			rath := func(argv ...string) result {
 				return rathEnv(t, lax, append(append([]string(nil), store...), argv...)...)
-			}
-			worker := func(env []string) *execpkg.Cmd {
-				w := execpkg.Command(stockRath(t), append(append([]string(nil), store...), "worker", "--lease", "2s", "--backends", "local")...)
-				w.Env = env
-				if err := w.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { w.Process.Kill(); w.Wait() })
-				return w
 			}
 			pendingOther := func(than string) pendingView {
 				t.Helper()
@@ -140,14 +102,14 @@ func TestWorker_ARunKeepsTheRulesItStartedUnder(t *testing.T) {
 					}
 				}
 			}
-			first := worker(strict)
+			first := startLocalWorker(t, store, strict, nil)
 			p1 := pendingOther("")
 			first.Process.Signal(syscall.SIGTERM)
 			first.Wait()
 			if r := rath("approve", p1.ID, "--as", "operator"); r.code != 0 {
 				t.Fatalf("approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
-			worker(lax)
+			startLocalWorker(t, store, lax, nil)
 			p2 := pendingOther(p1.ID)
 			if b, _ := os.ReadFile(effect); string(b) != "one\n" {
 				t.Fatalf("before the second approval the commands appended %q, want the first line only", b)
@@ -159,6 +121,42 @@ func TestWorker_ARunKeepsTheRulesItStartedUnder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// appendLine is a run_shell_command call that appends word to effect, a
+// file outside the workspace: what ran, and how often, is counted there.
+func appendLine(t *testing.T, effect, word string) events.ToolCall {
+	t.Helper()
+	b, err := json.Marshal(map[string]string{"cmd": "echo " + word + " >> " + effect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return call("run_shell_command", string(b))
+}
+
+// submitShell submits, as a user with env, a run of the shell tool on a
+// fresh local workspace, and returns its id.
+func submitShell(t *testing.T, store, env []string) string {
+	t.Helper()
+	sub := rathEnv(t, env, append(append([]string(nil), store...), "submit", "--workspace", t.TempDir(), "--backend", "local",
+		"--tools", "run_shell_command", "append lines")...)
+	if sub.code != 0 {
+		t.Fatalf("submit: exit %d\n%s", sub.code, sub.stderr)
+	}
+	return strings.TrimSpace(sub.stdout)
+}
+
+// startLocalWorker starts the stock rath as a worker on store that allows
+// the local backend, with exactly env; it is killed at cleanup.
+func startLocalWorker(t *testing.T, store, env []string, stderr io.Writer) *execpkg.Cmd {
+	t.Helper()
+	w := execpkg.Command(stockRath(t), append(append([]string(nil), store...), "worker", "--lease", "2s", "--backends", "local")...)
+	w.Env, w.Stderr = env, stderr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	return w
 }
 
 // approveLast approves request id, the last one run waits for, waits for
