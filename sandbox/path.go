@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -46,4 +47,15 @@ func CleanPath(workdir, p string) (string, error) {
 		return "", ErrPathEscape
 	}
 	return p, nil
+}
+
+// RelUnder returns p relative to root when p is root or lies below it,
+// as written: both are compared lexically, absolute or both relative,
+// with no symlink resolved (resolve them first where links matter).
+func RelUnder(root, p string) (string, bool) {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
 }

@@ -69,3 +69,24 @@ func FuzzCleanPath(f *testing.F) {
 		}
 	})
 }
+
+func TestRelUnder(t *testing.T) {
+	for _, tc := range []struct {
+		root, p, rel string
+		ok           bool
+	}{
+		{"/srv/ws", "/srv/ws", ".", true},
+		{"/srv/ws", "/srv/ws/a/b", "a/b", true},
+		{"/srv/ws", "/srv/ws/../x", "", false},
+		{"/srv/ws", "/srv/wsx", "", false},
+		{"/srv/ws", "/srv", "", false},
+		{"/srv/ws", "/etc", "", false},
+		{"/srv/ws", "/srv/ws/..foo", "..foo", true},
+		{"/srv/ws", "rel", "", false},
+	} {
+		rel, ok := sandbox.RelUnder(tc.root, tc.p)
+		if rel != tc.rel || ok != tc.ok {
+			t.Errorf("RelUnder(%q, %q) = %q, %v; want %q, %v", tc.root, tc.p, rel, ok, tc.rel, tc.ok)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
+	"github.com/gorath/rath/sandbox"
 )
 
 // defaultWorkerBackends are the backends a worker runs submitted
@@ -164,16 +165,14 @@ func within(root, dir string) bool {
 		if d, err = filepath.Abs(dir); err != nil {
 			return false
 		}
-		if rabs, err := filepath.Abs(root); err == nil && below(rabs, d) {
-			return true
+		if rabs, err := filepath.Abs(root); err == nil {
+			if _, ok := sandbox.RelUnder(rabs, d); ok {
+				return true
+			}
 		}
 	}
-	return below(r, d)
-}
-
-func below(root, p string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+	_, ok := sandbox.RelUnder(r, d)
+	return ok
 }
 
 // sameServer reports whether two server entries start the same thing.

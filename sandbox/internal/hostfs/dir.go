@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/gorath/rath/sandbox"
 )
@@ -54,9 +53,9 @@ func ResolveDirIn(spec, root string) (string, error) {
 	dir, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		// Missing: made through root, from the path as written.
-		rel, ok := under(rootDir, abs)
+		rel, ok := sandbox.RelUnder(rootDir, abs)
 		if !ok {
-			rel, ok = under(rootAbs, abs) // through the root's own symlinks
+			rel, ok = sandbox.RelUnder(rootAbs, abs) // through the root's own symlinks
 		}
 		if !ok {
 			return "", outside(abs, rootDir)
@@ -65,7 +64,7 @@ func ResolveDirIn(spec, root string) (string, error) {
 			return "", fmt.Errorf("%w: workspace %s under the workspace root %s: %v", sandbox.ErrInvalidSpec, abs, rootDir, err)
 		}
 	}
-	if _, ok := under(rootDir, dir); !ok {
+	if _, ok := sandbox.RelUnder(rootDir, dir); !ok {
 		return "", outside(dir, rootDir)
 	}
 	if err := isDir(dir); err != nil {
@@ -112,15 +111,6 @@ func resolveRoot(root string) (abs, dir string, err error) {
 	return abs, dir, nil
 }
 
-// under returns p relative to root if p is root or lies below it.
-func under(root, p string) (string, bool) {
-	rel, err := filepath.Rel(root, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return rel, true
-}
-
 func outside(dir, root string) error {
 	return fmt.Errorf("%w: workspace %s is outside the workspace root %s", sandbox.ErrInvalidSpec, dir, root)
 }
@@ -145,7 +135,7 @@ func (w *Workspace) CheckUnder(root string) error {
 	if err != nil {
 		return fmt.Errorf("%w: where the workspace is: %v", sandbox.ErrInvalidSpec, err)
 	}
-	if _, ok := under(rootDir, at); !ok {
+	if _, ok := sandbox.RelUnder(rootDir, at); !ok {
 		return outside(at, rootDir)
 	}
 	return nil
