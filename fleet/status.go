@@ -50,25 +50,26 @@ func runState(ctx context.Context, store *events.Store, run string) (runStatus, 
 func statusAt(v int64) runStatus { return runStatus{started: v >= 1, finished: v >= 2} }
 
 // firstLook reads, in one round trip, what a worker checks before it
-// takes a run: its run.submitted, its status and its lease's events.
-func firstLook(ctx context.Context, store *events.Store, run string) (*events.RunSubmitted, runStatus, []events.Event, error) {
+// takes a run: its run.submitted, its status and its lease's events, and
+// the run stream's events (run.started first, once it started).
+func firstLook(ctx context.Context, store *events.Store, run string) (sub *events.RunSubmitted, state runStatus, lease, runEvents []events.Event, err error) {
 	byStream, err := store.ReadStreams(ctx, events.SubmitStream(run), run, events.LeaseStream(run))
 	if err != nil {
-		return nil, runStatus{}, nil, err
+		return nil, runStatus{}, nil, nil, err
 	}
-	sub, err := submittedIn(byStream[events.SubmitStream(run)], run)
-	if err != nil {
-		return nil, runStatus{}, nil, err
+	if sub, err = submittedIn(byStream[events.SubmitStream(run)], run); err != nil {
+		return nil, runStatus{}, nil, nil, err
 	}
+	runEvents = byStream[run]
 	var v int64
-	if evs := byStream[run]; len(evs) > 0 {
-		v = evs[len(evs)-1].Version
+	if len(runEvents) > 0 {
+		v = runEvents[len(runEvents)-1].Version
 	}
-	lease := byStream[events.LeaseStream(run)]
+	lease = byStream[events.LeaseStream(run)]
 	if lease == nil {
 		lease = []events.Event{} // read, and empty: not to be read again
 	}
-	return sub, statusAt(v), lease, nil
+	return sub, statusAt(v), lease, runEvents, nil
 }
 
 // expiredRuns lists the runs whose last lease expired before now and that

@@ -40,7 +40,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	}
 	defer f.unhold(run)
 	store := f.rt.Store()
-	sub, state, seen, err := firstLook(ctx, store, run)
+	sub, state, seen, runEvents, err := firstLook(ctx, store, run)
 	if errors.Is(err, errNotSubmitted) {
 		return river.JobCancel(err) // no such run: nothing to retry
 	}
@@ -73,7 +73,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return nil
 	}
 	f.logf("run %s: taken (lease token %d, attempt %d)", run, lease.Token, job.Attempt)
-	wf, err := f.resolve(ctx, store, sub, state.started)
+	wf, err := f.resolve(ctx, store, sub, state.started, runEvents)
 	if err != nil {
 		// Record the run as failed: no worker of this fleet can run it.
 		f.logf("run %s: finished: failed: %v", run, err)
@@ -205,13 +205,14 @@ func (f *Fleet) logf(format string, args ...any) {
 
 // resolve builds the workflow of a submitted run: for a run that started
 // before, from the parameters its run.started recorded (Options.Resolve).
-func (f *Fleet) resolve(ctx context.Context, store *events.Store, sub *events.RunSubmitted, started bool) (flow.Workflow, error) {
+// runEvents are the run stream's events as the first look read them.
+func (f *Fleet) resolve(ctx context.Context, store *events.Store, sub *events.RunSubmitted, started bool, runEvents []events.Event) (flow.Workflow, error) {
 	if f.opts.Resolve == nil {
 		return f.rt.Workflow(sub.Workflow)
 	}
 	params := sub.Params
 	if started {
-		recorded, err := startedParams(ctx, store, sub.Run)
+		recorded, err := startedParams(ctx, store, sub.Run, runEvents)
 		if err != nil {
 			return nil, err
 		}
@@ -230,11 +231,15 @@ func Resuming(ctx context.Context) bool {
 	return v
 }
 
-// startedParams returns the parameters run's run.started recorded.
-func startedParams(ctx context.Context, store *events.Store, run string) (map[string]string, error) {
-	evs, err := store.ReadStream(ctx, run, 1)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: run %s: read its start: %w", run, err)
+// startedParams returns the parameters run's run.started recorded: from
+// evs, the run stream as read before, or read now if the run started
+// since.
+func startedParams(ctx context.Context, store *events.Store, run string, evs []events.Event) (map[string]string, error) {
+	if len(evs) == 0 {
+		var err error
+		if evs, err = store.ReadStream(ctx, run, 1); err != nil {
+			return nil, fmt.Errorf("fleet: run %s: read its start: %w", run, err)
+		}
 	}
 	if len(evs) == 0 || evs[0].Type != events.TypeRunStarted {
 		return nil, fmt.Errorf("fleet: run %s: its stream does not begin with run.started", run)
