@@ -19,7 +19,7 @@ type RedactOptions struct {
 	Event   int64  // one event, by seq
 	Session string // every event of the session's stream and its selector decisions
 	Memory  string // every event of the memory namespace
-	Run     string // every event the run wrote
+	Run     string // every event the run wrote, and the decisions on its approval requests
 	By      string
 	Reason  string
 }
@@ -51,7 +51,10 @@ func (rt *Runtime) Redact(ctx context.Context, opts RedactOptions) (events.Redac
 		req.Seqs, err = rt.seqsWhere(ctx, `stream = ?`, events.MemoryStream(opts.Memory))
 	default:
 		req.Scope, req.Target = "run", opts.Run
-		req.Seqs, err = rt.seqsWhere(ctx, `run_id = ?`, opts.Run)
+		// The decisions on its approval requests are written without its
+		// id; a request deleted without its decision would leave a
+		// decision of nothing.
+		req.Seqs, err = rt.seqsWhere(ctx, `run_id = ? OR stream IN (SELECT stream FROM events WHERE run_id = ? AND type = ?)`, opts.Run, opts.Run, events.TypeApprovalRequested)
 	}
 	if err != nil {
 		return events.RedactResult{}, err

@@ -8,8 +8,8 @@
 //     strict decoder ([Decode]). A type whose struct changes gets a new
 //     version and an upcaster from the old one, declared with it in the
 //     catalogue; Decode upcasts stored old versions step by step, and the
-//     catalogue refuses a type missing one. Every type is at version 1 so
-//     far, so no upcaster is declared yet.
+//     catalogue refuses a type missing one (evidence.redacted is at version
+//     2, which added the shapes a redaction keeps).
 //   - [Store]: Append with optimistic concurrency per stream (a typed
 //     [*ConflictError]), one writer goroutine with group commit (many
 //     concurrent appenders share a transaction, and Append returns only after

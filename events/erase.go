@@ -71,10 +71,17 @@ type EvidenceRedacted struct {
 	// the runs.
 	Scope  string `json:"scope,omitempty"`
 	Target string `json:"target,omitempty"`
+	// Shapes keep the structure of the redacted events that start a
+	// session (shape.go), so the log still rebuilds every session that
+	// shares theirs. Version 1 records have none.
+	Shapes []Shape `json:"shapes,omitempty"`
 }
 
 func (EvidenceRedacted) EventType() string { return TypeEvidenceRedacted }
-func (EvidenceRedacted) EventVersion() int { return 1 }
+
+// EventVersion is 2: version 2 added Shapes, so a build that does not
+// know them refuses the record rather than dropping them unseen.
+func (EvidenceRedacted) EventVersion() int { return 2 }
 func (EvidenceRedacted) StreamID() string  { return StreamEvidence }
 func (e EvidenceRedacted) Validate() error {
 	if len(e.Ranges) == 0 || e.By == "" || e.Reason == "" {
@@ -125,6 +132,13 @@ type RedactRequest struct {
 	Reason string
 	Scope  string // as in EvidenceRedacted; optional
 	Target string // as in EvidenceRedacted; optional
+	// Guard, if set, runs in the redaction's transaction, under the write
+	// lock, before any payload is cleared: no event can be appended
+	// between what it reads and the commit. Its error aborts the
+	// redaction, changing nothing, and is returned as is (wrapped). A
+	// caller that chose the events from what the log said earlier (a
+	// retention) checks there that the choice still holds.
+	Guard func(ctx context.Context, tx *sql.Tx) error
 }
 
 // maxRedactText bounds By, Reason, Scope and Target.
@@ -203,7 +217,7 @@ func (s *Store) Redact(ctx context.Context, req RedactRequest) (RedactResult, er
 	seqs = slices.Compact(seqs)
 	var res RedactResult
 	for attempt := 0; ; attempt++ {
-		todo, already, err := s.redactable(ctx, seqs)
+		todo, already, shapes, err := s.redactable(ctx, seqs)
 		if err != nil {
 			return RedactResult{}, err
 		}
@@ -215,11 +229,16 @@ func (s *Store) Redact(ctx context.Context, req RedactRequest) (RedactResult, er
 		if err != nil {
 			return RedactResult{}, err
 		}
-		rec := EvidenceRedacted{Ranges: seqRanges(todo), By: req.By, Reason: req.Reason, Scope: req.Scope, Target: req.Target}
+		rec := EvidenceRedacted{Ranges: seqRanges(todo), By: req.By, Reason: req.Reason, Scope: req.Scope, Target: req.Target, Shapes: shapes}
 		// The blobs to delete are only known inside the transaction, after
 		// the event is written; they are reported in the result and the
 		// event names the events, which is what verify checks.
 		fn := func(ctx context.Context, tx *sql.Tx) error {
+			if req.Guard != nil {
+				if err := req.Guard(ctx, tx); err != nil {
+					return err
+				}
+			}
 			return s.redactInTx(ctx, tx, version+1, todo, &res)
 		}
 		stored, err := s.AppendTx(ctx, fn, Write{Stream: StreamEvidence, Expected: version, Events: []Payload{rec}})
@@ -236,33 +255,50 @@ func (s *Store) Redact(ctx context.Context, req RedactRequest) (RedactResult, er
 }
 
 // redactable checks seqs before the transaction: which can be redacted,
-// which already are. redactInTx checks again under the write lock.
-func (s *Store) redactable(ctx context.Context, seqs []int64) (todo, already []int64, err error) {
+// which already are, and the shapes to keep of the former (shape.go).
+// redactInTx checks again under the write lock; a payload read here is
+// the one it clears, as a payload only ever changes to the marker.
+func (s *Store) redactable(ctx context.Context, seqs []int64) (todo, already []int64, shapes []Shape, err error) {
 	meta, err := readMeta(ctx, s.rdb)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rows, err := readLeafRowsBySeq(ctx, s.rdb, s.pg, seqs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, seq := range seqs {
 		r, ok := rows[seq]
 		if !ok {
-			return nil, nil, &RedactError{Seq: seq, Reason: "no such event"}
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: "no such event"}
 		}
 		switch {
 		case r.Type == TypeEvidenceRedacted:
-			return nil, nil, &RedactError{Seq: seq, Reason: "it is the record of a redaction"}
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: "it is the record of a redaction"}
 		case !meta.merkleFormat(seq):
-			return nil, nil, &RedactError{Seq: seq, Reason: "it was written before the Merkle log: its leaf is its hash-chain record, which needs the payload"}
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: "it was written before the Merkle log: its leaf is its hash-chain record, which needs the payload"}
 		case isRedacted(r.Payload):
 			already = append(already, seq)
-		default:
-			todo = append(todo, seq)
+			continue
 		}
+		todo = append(todo, seq)
+		if !shapedTypes[r.Type] {
+			continue
+		}
+		payload, fail, err := s.fullPayload(ctx, s.rdb, r.row)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if fail != "" {
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: "its row does not match its leaf (" + fail + "); run verify"}
+		}
+		sh, _, err := shapeOf(seq, r.Type, r.TypeVersion, payload)
+		if err != nil {
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: err.Error()}
+		}
+		shapes = append(shapes, sh)
 	}
-	return todo, already, nil
+	return todo, already, shapes, nil
 }
 
 // redactInTx clears the payloads of seqs on the writer's transaction, just
@@ -490,35 +526,62 @@ func (s *Store) Redactions(ctx context.Context) ([]RedactionInfo, error) {
 
 // redactionsWhere reads redactions rows with what their records say.
 func (s *Store) redactionsWhere(ctx context.Context, q queryer, where string, args ...any) ([]RedactionInfo, error) {
-	rs, err := q.QueryContext(ctx, s.rebind(`SELECT r.seq, r.record_seq, r.commitment, e.type, e.payload, e.at
+	rs, err := q.QueryContext(ctx, s.rebind(`SELECT r.seq, r.record_seq, r.commitment, e.seq, e.stream, e.type, e.type_version, e.payload, e.at
 		FROM redactions r LEFT JOIN events e ON e.seq = r.record_seq `+where+` ORDER BY r.seq`), args...)
 	if err != nil {
 		return nil, storageErr("read redactions", err)
 	}
-	defer rs.Close()
 	var out []RedactionInfo
-	records := map[int64]*EvidenceRedacted{}
+	recRows := map[int64]row{}
 	for rs.Next() {
 		var ri RedactionInfo
-		var typ, payload sql.NullString
-		var at sql.NullInt64
-		if err := rs.Scan(&ri.Seq, &ri.RecordSeq, &ri.Commitment, &typ, &payload, &at); err != nil {
+		var seq, at, version sql.NullInt64
+		var stream, typ, payload sql.NullString
+		if err := rs.Scan(&ri.Seq, &ri.RecordSeq, &ri.Commitment, &seq, &stream, &typ, &version, &payload, &at); err != nil {
+			rs.Close()
 			return nil, storageErr("read redactions", err)
 		}
 		ri.At = time.Unix(0, at.Int64).UTC()
-		rec, ok := records[ri.RecordSeq]
-		if !ok && typ.String == TypeEvidenceRedacted {
-			if p, err := Decode(typ.String, 1, []byte(payload.String)); err == nil {
-				rec = p.(*EvidenceRedacted)
-			}
-			records[ri.RecordSeq] = rec
-		}
-		if rec != nil {
-			ri.By, ri.Reason = rec.By, rec.Reason
+		if typ.String == TypeEvidenceRedacted {
+			recRows[ri.RecordSeq] = row{Seq: seq.Int64, Stream: stream.String, Type: typ.String, TypeVersion: int(version.Int64), Payload: payload.String}
 		}
 		out = append(out, ri)
 	}
-	return out, storageErrOrNil("read redactions", rs.Err())
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, storageErr("read redactions", err)
+	}
+	// The records are decoded with the cursor closed: one kept in blobs
+	// (a large retention's) is read with another query.
+	records := map[int64]*EvidenceRedacted{}
+	for seq, r := range recRows {
+		rec, err := s.decodeRecord(ctx, q, r)
+		if err != nil {
+			return nil, err
+		}
+		records[seq] = rec
+	}
+	for i := range out {
+		if rec := records[out[i].RecordSeq]; rec != nil {
+			out[i].By, out[i].Reason = rec.By, rec.Reason
+		}
+	}
+	return out, nil
+}
+
+// decodeRecord decodes an evidence.redacted row, its payload read from
+// blobs if kept there; nil for one that does not decode.
+func (s *Store) decodeRecord(ctx context.Context, q queryer, r row) (*EvidenceRedacted, error) {
+	payload, fail, err := s.fullPayload(ctx, q, r)
+	if err != nil || fail != "" {
+		return nil, err
+	}
+	p, err := Decode(r.Type, r.TypeVersion, payload)
+	if err != nil {
+		return nil, nil
+	}
+	rec, _ := p.(*EvidenceRedacted)
+	return rec, nil
 }
 
 func storageErrOrNil(op string, err error) error {
@@ -552,15 +615,16 @@ func redactedCommitment(ctx context.Context, q queryer, pg bool, seq int64) (com
 }
 
 // noteRecord keeps an evidence.redacted event for checkRedactions.
-func (v *verifier) noteRecord(r row) {
+func (v *verifier) noteRecord(ctx context.Context, r row) error {
 	if v.records == nil {
 		v.records, v.atOf = map[int64]*EvidenceRedacted{}, map[int64]int64{}
 	}
-	var rec *EvidenceRedacted
-	if p, err := Decode(r.Type, r.TypeVersion, []byte(r.Payload)); err == nil {
-		rec = p.(*EvidenceRedacted)
+	rec, err := v.s.decodeRecord(ctx, v.tx, r)
+	if err != nil {
+		return err
 	}
 	v.records[r.Seq], v.atOf[r.Seq] = rec, r.At
+	return nil
 }
 
 // checkRedactions checks every redacted event against its redactions row:

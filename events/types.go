@@ -1,6 +1,9 @@
 package events
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Event type names. The names are part of the stored format: never rename one.
 const (
@@ -363,7 +366,7 @@ func validateDerived(session, source string, baseLen int64) error {
 // version v to v+1. When a type's struct changes incompatibly, bump its
 // EventVersion and declare the upcaster from the old version next to it
 // in buildCatalogue; Decode then reads events stored at any older version
-// as the current struct. Every type is at version 1 so far.
+// as the current struct.
 type upcasts map[int]upcaster
 
 func buildCatalogue() map[string]*typeInfo {
@@ -410,7 +413,8 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &SecretRedacted{} })
 	add(func() Payload { return &ApprovalRequested{} })
 	add(func() Payload { return &ApprovalDecided{} })
-	add(func() Payload { return &EvidenceRedacted{} })
+	// Version 2 added shapes; a version 1 record has none.
+	add(func() Payload { return &EvidenceRedacted{} }, upcasts{1: func(raw json.RawMessage) (json.RawMessage, error) { return raw, nil }})
 	return c
 }
 

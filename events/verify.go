@@ -200,7 +200,9 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 					return rep, err
 				}
 				if r.Type == TypeEvidenceRedacted {
-					v.noteRecord(r)
+					if err := v.noteRecord(ctx, r); err != nil {
+						return rep, err
+					}
 				}
 				if v.checkHeads(opts, r, &tree, &headFound, &treeFound) {
 					return rep, nil

@@ -31,13 +31,17 @@ func approvalRequested(tx *events.Tx, ev *events.Event, e *events.ApprovalReques
 // approvalDecided records the decision; a run with nothing left pending
 // can go on, so it is running again (a fleet worker takes it; or rath
 // resume).
-func approvalDecided(tx *events.Tx, ev *events.Event, e *events.ApprovalDecided) error {
+func (a *applier) approvalDecided(ev *events.Event, e *events.ApprovalDecided) error {
+	tx := a.tx
 	res, err := tx.Exec(`UPDATE approvals SET status = ?, decided_by = ?, decided_seq = ?, decided_at = ? WHERE id = ? AND status = ?`,
 		e.Decision, e.By, ev.Seq, ev.At.UnixNano(), e.ID, ApprovalPending)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
+		if a.redactedRequests[ev.Stream] {
+			return nil // its request was redacted: there is no row to decide
+		}
 		return inconsistent("approval.decided for %q, which is not pending", e.ID)
 	}
 	var run string

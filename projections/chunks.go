@@ -119,13 +119,24 @@ const (
 // a range near the end reads few events.
 func (r *Reader) ownChunks(ctx context.Context, out []StoredChunk, session string, baseLen, lo, hi int64) ([]StoredChunk, error) {
 	var after int64 // the stream version after which the next chunk lies
+	pos := baseLen  // the index of the next chunk the stream's events hold
 	if lo > baseLen {
-		err := r.q.QueryRowContext(ctx, r.db.Rebind(`SELECT version FROM session_snapshots WHERE session = ? AND length <= ? ORDER BY seq DESC LIMIT 1`), session, lo).Scan(&after)
+		err := r.q.QueryRowContext(ctx, r.db.Rebind(`SELECT version, length FROM session_snapshots WHERE session = ? AND length <= ? ORDER BY seq DESC LIMIT 1`), session, lo).Scan(&after, &pos)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return out, err
 		}
 	}
-	cr := chunkReader{session: session, lo: lo, hi: hi, next: lo, out: out}
+	cr := chunkReader{session: session, lo: lo, hi: hi, next: lo, pos: pos, out: out}
+	cr.ownCreated = func() (int64, error) {
+		// The event that started the session was redacted: it held the
+		// chunks that the chunk.appended events on its stream do not.
+		var length, appended int64
+		if err := r.q.QueryRowContext(ctx, r.db.Rebind(`SELECT length FROM sessions WHERE id = ?`), session).Scan(&length); err != nil {
+			return 0, err
+		}
+		err := r.q.QueryRowContext(ctx, r.db.Rebind(`SELECT COUNT(*) FROM events WHERE stream = ? AND type = ?`), session, events.TypeChunkAppended).Scan(&appended)
+		return length - baseLen - appended, err
+	}
 	for cr.next < hi {
 		// At most SnapshotEvery events lie between the snapshot and chunk
 		// lo; past it, each chunk.appended carries one chunk.
@@ -210,12 +221,41 @@ var holdsChunks = map[string]bool{events.TypeChunkAppended: true, events.TypeSes
 type chunkReader struct {
 	session      string
 	lo, hi, next int64 // next: the index of the next chunk to collect
+	pos          int64 // the index of the next chunk in the stream's events
 	out          []StoredChunk
+	// ownCreated counts the chunks of the session's first event when it
+	// was redacted (a query, made only then).
+	ownCreated func() (int64, error)
 }
 
 // event takes the chunks of one event: its payload as its row stores it,
-// or (stored false) as kept in blobs.
+// or (stored false) as kept in blobs. A redacted event's chunks are
+// events.RedactedChunk: the session keeps its length and every session
+// sharing the prefix reads the same stand-ins (events/shape.go).
 func (cr *chunkReader) event(seq int64, typ string, typeVersion int, payload []byte, stored bool) error {
+	if events.IsRedactedPayload(payload) {
+		var n int64
+		switch typ {
+		case events.TypeChunkAppended:
+			n = 1
+		case events.TypeSessionCreated, events.TypeSessionMerged, events.TypeSessionCompressed:
+			var err error
+			if n, err = cr.ownCreated(); err != nil {
+				return fmt.Errorf("event seq %d: %w", seq, err)
+			}
+		}
+		first := cr.pos
+		for i := range n {
+			if cr.next >= cr.hi {
+				break
+			}
+			if err := cr.put(seq, first+i, events.RedactedChunk(seq)); err != nil {
+				return err
+			}
+		}
+		cr.pos = first + n
+		return nil
+	}
 	if typ == events.TypeChunkAppended {
 		var ca events.ChunkAppended
 		var err error
@@ -261,6 +301,7 @@ func (cr *chunkReader) event(seq int64, typ string, typeVersion int, payload []b
 }
 
 func (cr *chunkReader) put(seq, idx int64, c events.Chunk) error {
+	cr.pos = idx + 1
 	switch {
 	case idx < cr.next:
 		if idx >= cr.lo {

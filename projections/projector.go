@@ -56,6 +56,9 @@ type applier struct {
 	tx    *events.Tx
 	cache map[string]*sessionInfo // nil: read and write the table directly
 	held  *heldUpdates            // nil: write each update as it comes
+	// redactedRequests are the approval streams whose request a rebuild
+	// met redacted (nil outside rebuilds).
+	redactedRequests map[string]bool
 }
 
 // SnapshotEvery is how many events of a session's stream lie between two
@@ -148,9 +151,33 @@ func (a *applier) apply(ev *events.Event, p events.Payload) error {
 	case *events.ApprovalRequested:
 		return approvalRequested(tx, ev, e)
 	case *events.ApprovalDecided:
-		return approvalDecided(tx, ev, e)
+		return a.approvalDecided(ev, e)
 	}
 	// Any other event on a session stream still moves its version.
+	return a.touch(ev)
+}
+
+// redacted applies a redacted event that kept no shape (events/shape.go)
+// from what its leaf still says: a chunk.appended added one chunk at the
+// end of the session its stream is; an approval.requested opened its
+// stream, whose decision, if it was not redacted too, then decides
+// nothing the projections hold. Any other still moves its stream's
+// version.
+func (a *applier) redacted(ev *events.Event) error {
+	switch ev.Type {
+	case events.TypeChunkAppended:
+		if si, ok := a.cache[ev.Stream]; ok {
+			si.length, si.version, si.updatedSeq, si.dirty = si.length+1, ev.Version, ev.Seq, true
+			return nil
+		}
+		if a.cache == nil {
+			return a.tx.ExecPipelined(`UPDATE sessions SET length = length + 1, version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, ev.Stream)
+		}
+	case events.TypeApprovalRequested:
+		if a.redactedRequests != nil {
+			a.redactedRequests[ev.Stream] = true
+		}
+	}
 	return a.touch(ev)
 }
 

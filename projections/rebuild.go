@@ -82,22 +82,32 @@ func replayLog(ctx context.Context, tx *events.Tx, store *events.Store, to int64
 	if to == 0 {
 		return 0, nil // an empty log (and ToSeq 0 would mean "to the head")
 	}
-	a := &applier{tx: tx, cache: map[string]*sessionInfo{}}
+	// The shapes kept of redacted events stand in for their payloads
+	// (events/shape.go). All of them, past `to` too: a redaction clears
+	// payloads up to the head in the transaction of its record.
+	shapes, err := store.Shapes(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("projections: rebuild: %w", err)
+	}
+	a := &applier{tx: tx, cache: map[string]*sessionInfo{}, redactedRequests: map[string]bool{}}
 	// Read and decode on another goroutine while this one writes: the two
 	// halves cost about the same.
 	readCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	decoded := make(chan decodedEvent, 1024)
-	go decodeLog(readCtx, store, to, decoded)
+	go decodeLog(readCtx, store, to, shapes, decoded)
 	for d := range decoded {
 		if d.err != nil {
 			return n, fmt.Errorf("projections: rebuild: %w", d.err)
 		}
 		var err error
-		if d.payload == nil {
+		switch {
+		case d.payload == nil && d.ev.Redacted:
+			err = a.redacted(&d.ev)
+		case d.payload == nil:
 			// A type this build does not know: it still moves its stream's version.
 			err = a.touch(&d.ev)
-		} else {
+		default:
 			err = a.project(&d.ev, d.payload)
 		}
 		if err != nil {
@@ -116,13 +126,14 @@ func replayLog(ctx context.Context, tx *events.Tx, store *events.Store, to int64
 
 type decodedEvent struct {
 	ev      events.Event
-	payload events.Payload // nil for a type this build does not know
+	payload events.Payload // nil for a type this build does not know, or a redacted event without a shape
 	err     error
 }
 
-// decodeLog sends the log up to seq `to`, decoded, and closes out. It
-// stops at the first error, which it sends.
-func decodeLog(ctx context.Context, store *events.Store, to int64, out chan<- decodedEvent) {
+// decodeLog sends the log up to seq `to`, decoded, and closes out; a
+// redacted event with a kept shape is sent as its shape. It stops at the
+// first error, which it sends.
+func decodeLog(ctx context.Context, store *events.Store, to int64, shapes map[int64]events.Shape, out chan<- decodedEvent) {
 	defer close(out)
 	send := func(d decodedEvent) bool {
 		select {
@@ -149,9 +160,13 @@ func decodeLog(ctx context.Context, store *events.Store, to int64, out chan<- de
 		} else {
 			p, err = ev.Decode()
 		}
+		if sh, ok := shapes[ev.Seq]; ok && errors.Is(err, events.ErrRedacted) {
+			p, err = sh.Decode(ev.Type)
+		}
 		if errors.Is(err, events.ErrUnknownType) || errors.Is(err, events.ErrRedacted) {
 			// A redacted event, like one of a type this build does not
-			// know, still moves its stream's version.
+			// know, still moves its stream's version (and keeps what its
+			// leaf says of its shape: applier.redacted).
 			p, err = nil, nil
 		}
 		if err != nil {

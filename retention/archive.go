@@ -307,3 +307,57 @@ func readLines(path string) ([][]byte, error) {
 	}
 	return out, sc.Err()
 }
+
+// archiveRun writes run's archive with arch and installs it as root/RUN.
+// It is written under root/.RUN.partial (a directory only Retain makes,
+// so one found there was left by a retain that was stopped, and is
+// removed first) and renamed into place once written and, for a
+// LogArchiver, verified. An archive already at root/RUN is of a run that
+// is not retained (Retain never selects one that is), left by a retain
+// stopped between writing it and the redaction: the new one replaces it.
+// A stop at any point leaves root/RUN whole or absent, and the payloads
+// in the store until the redaction commits.
+func archiveRun(ctx context.Context, rt *rath.Runtime, arch Archiver, run, root string) (int64, error) {
+	final := filepath.Join(root, run)
+	stage := filepath.Join(root, "."+run+".partial")
+	if err := os.RemoveAll(stage); err != nil {
+		return 0, fmt.Errorf("retention: archive %s: clear what a stopped retain left: %w", run, err)
+	}
+	if err := os.MkdirAll(stage, 0o755); err != nil {
+		return 0, fmt.Errorf("retention: archive %s: %w", run, err)
+	}
+	defer os.RemoveAll(stage)
+	dir := filepath.Join(stage, run)
+	n, err := arch.Archive(ctx, rt, run, dir)
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := arch.(LogArchiver); ok {
+		// Redact only what verifiably left the store.
+		if _, err := VerifyArchive(dir); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := os.Lstat(final); err == nil {
+		if err := os.Rename(final, filepath.Join(stage, "replaced")); err != nil {
+			return 0, fmt.Errorf("retention: archive %s: move the earlier archive aside: %w", run, err)
+		}
+	}
+	if err := os.Rename(dir, final); err != nil {
+		return 0, fmt.Errorf("retention: archive %s: %w", run, err)
+	}
+	return n, syncDir(root)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -19,12 +19,6 @@ import (
 // built is the rath binary, built once for the package's tests.
 var built rathbin.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	built.Remove()
-	os.Exit(code)
-}
-
 func rathBin(t *testing.T) string {
 	t.Helper()
 	return built.Path(t)
@@ -40,6 +34,13 @@ func rath(t *testing.T, dir string, argv ...string) result {
 	cmd := exec.Command(rathBin(t), append([]string{"--dir", dir}, argv...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	return runCmd(t, cmd)
+}
+
+// runCmd runs a rath process to its end and returns its exit code and
+// output.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

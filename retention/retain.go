@@ -2,9 +2,10 @@ package retention
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
-
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -65,7 +66,15 @@ const ReasonRetention = "retention"
 // reason "retention", and rebuilds the projections. A run that is not
 // finished (queued, running, waiting) is never selected; a run whose
 // sessions a live session descends from (one that is not itself being
-// retained) is skipped, as is a run already retained.
+// retained) is skipped, as is a run already retained. The descendants are
+// looked for again inside the redaction's transaction, under the write
+// lock: a fork made while the runs were archived skips its run (whose
+// archive is then removed) instead of losing its prefix's content.
+//
+// Each archive is written under ArchiveTo/.RUN.partial and renamed to
+// ArchiveTo/RUN once it verifies (archive.go, install), so a retain
+// stopped at any point leaves either no archive of a run or a whole one,
+// and the next retain starts that run over.
 func Retain(ctx context.Context, rt *rath.Runtime, opts Options) (*Report, error) {
 	if opts.CompletedBefore.IsZero() {
 		return nil, fmt.Errorf("retention: a completion cutoff is required: %w", events.ErrInvalid)
@@ -82,7 +91,8 @@ func Retain(ctx context.Context, rt *rath.Runtime, opts Options) (*Report, error
 	if err != nil {
 		return nil, err
 	}
-	runs, err = dropDescended(ctx, rt, runs, rep)
+	db := rt.Store().DB()
+	runs, err = dropDescended(ctx, db, db.Rebind, runs, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +100,11 @@ func Retain(ctx context.Context, rt *rath.Runtime, opts Options) (*Report, error
 		rep.Runs = append(rep.Runs, runs...)
 		return rep, nil
 	}
-	var seqs []int64
+	var retained []string
+	sizes := map[string]int64{}
 	for _, run := range runs {
 		if opts.ArchiveTo != "" {
-			dir := filepath.Join(opts.ArchiveTo, run)
-			n, err := arch.Archive(ctx, rt, run, dir)
+			n, err := archiveRun(ctx, rt, arch, run, opts.ArchiveTo)
 			if errors.Is(err, events.ErrNotRedactable) {
 				rep.Skipped = append(rep.Skipped, Skipped{run, err.Error()})
 				continue
@@ -102,35 +112,96 @@ func Retain(ctx context.Context, rt *rath.Runtime, opts Options) (*Report, error
 			if err != nil {
 				return nil, err
 			}
-			if _, ok := arch.(LogArchiver); ok {
-				// Redact only what verifiably left the store.
-				if _, err := VerifyArchive(dir); err != nil {
-					return nil, err
-				}
-			}
-			rep.ArchivedBytes += n
+			sizes[run] = n
 		}
-		s, err := runSeqs(ctx, rt, run)
-		if err != nil {
-			return nil, err
-		}
-		seqs = append(seqs, s...)
-		rep.Runs = append(rep.Runs, run)
-	}
-	if len(seqs) == 0 {
-		return rep, nil
+		retained = append(retained, run)
 	}
 	by := opts.By
 	if by == "" {
 		by = "rath retain"
 	}
-	res, err := rt.RedactEvents(ctx, events.RedactRequest{Seqs: seqs, By: by, Reason: ReasonRetention, Scope: "retention",
-		Target: fmt.Sprintf("%d runs finished before %s", len(rep.Runs), opts.CompletedBefore.UTC().Format(time.RFC3339))})
+	for len(retained) > 0 {
+		var seqs []int64
+		for _, run := range retained {
+			s, err := runSeqs(ctx, db, db.Rebind, run)
+			if err != nil {
+				return nil, err
+			}
+			seqs = append(seqs, s...)
+		}
+		if len(seqs) == 0 {
+			break
+		}
+		var late []Skipped
+		guard := func(ctx context.Context, tx *sql.Tx) error {
+			late = nil
+			var sk Report
+			left, err := dropDescended(ctx, tx, db.Rebind, slices.Clone(retained), &sk)
+			if err != nil {
+				return err
+			}
+			if len(left) < len(retained) {
+				late = sk.Skipped
+				return errDescended
+			}
+			return nil
+		}
+		res, err := rt.RedactEvents(ctx, events.RedactRequest{Seqs: seqs, By: by, Reason: ReasonRetention, Scope: "retention",
+			Target: fmt.Sprintf("%d runs finished before %s", len(retained), opts.CompletedBefore.UTC().Format(time.RFC3339)), Guard: guard})
+		if errors.Is(err, errDescended) {
+			// A session of these runs was forked (or continued) since they
+			// were chosen: leave them, and their archives, alone.
+			for _, sk := range late {
+				retained = slices.DeleteFunc(retained, func(r string) bool { return r == sk.Run })
+				if opts.ArchiveTo != "" {
+					if err := os.RemoveAll(filepath.Join(opts.ArchiveTo, sk.Run)); err != nil {
+						return nil, fmt.Errorf("retention: remove the archive of %s, which is not retained: %w", sk.Run, err)
+					}
+				}
+				delete(sizes, sk.Run)
+			}
+			rep.Skipped = append(rep.Skipped, late...)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rep.RecordSeq, rep.PayloadBytes, rep.Blobs, rep.BlobBytes = res.Record.Seq, res.PayloadBytes, res.Blobs, res.BlobBytes
+		break
+	}
+	rep.Runs = append(rep.Runs, retained...)
+	for _, n := range sizes {
+		rep.ArchivedBytes += n
+	}
+	return rep, nil
+}
+
+// errDescended aborts a retention's redaction whose runs a session now
+// descends from (Retain's guard); Retain drops them and tries again.
+var errDescended = errors.New("retention: a live session descends from a run being retained")
+
+// querier reads through a database handle or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// selectStrings runs a query of one text column (written with ?, rebound
+// for the store's dialect).
+func selectStrings(ctx context.Context, q querier, rebind func(string) string, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, rebind(query), args...)
 	if err != nil {
 		return nil, err
 	}
-	rep.RecordSeq, rep.PayloadBytes, rep.Blobs, rep.BlobBytes = res.Record.Seq, res.PayloadBytes, res.Blobs, res.BlobBytes
-	return rep, nil
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
 
 // candidates lists the finished runs before the cutoff, newest first,
@@ -151,15 +222,11 @@ func candidates(ctx context.Context, rt *rath.Runtime, opts Options, rep *Report
 		if i < opts.KeepLast || r.FinishedAt >= cutoff {
 			continue
 		}
-		red, err := rt.Store().RedactedInRun(ctx, r.ID, 0)
+		seqs, err := runSeqs(ctx, db, db.Rebind, r.ID)
 		if err != nil {
 			return nil, err
 		}
-		seqs, err := runSeqs(ctx, rt, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		if len(red) >= len(seqs) {
+		if len(seqs) == 0 {
 			continue // retained before: nothing left to delete
 		}
 		out = append(out, r.ID)
@@ -170,13 +237,12 @@ func candidates(ctx context.Context, rt *rath.Runtime, opts Options, rep *Report
 // dropDescended removes the runs whose sessions (those the run appended
 // to, its input included) a live session descends from: one that is not
 // among the retained runs' sessions.
-func dropDescended(ctx context.Context, rt *rath.Runtime, runs []string, rep *Report) ([]string, error) {
-	db := rt.Store().DB()
+func dropDescended(ctx context.Context, q querier, rebind func(string) string, runs []string, rep *Report) ([]string, error) {
 	for {
 		owned := map[string]string{} // session -> retained run
 		for _, run := range runs {
-			var ids []string
-			if err := db.SelectContext(ctx, &ids, db.Rebind(`SELECT id FROM sessions WHERE id IN (SELECT stream FROM events WHERE run_id = ?)`), run); err != nil {
+			ids, err := selectStrings(ctx, q, rebind, `SELECT id FROM sessions WHERE id IN (SELECT stream FROM events WHERE run_id = ?)`, run)
+			if err != nil {
 				return nil, fmt.Errorf("retention: the sessions of %s: %w", run, err)
 			}
 			for _, id := range ids {
@@ -188,7 +254,7 @@ func dropDescended(ctx context.Context, rt *rath.Runtime, runs []string, rep *Re
 			if _, done := blocked[run]; done {
 				continue
 			}
-			live, err := liveDescendant(ctx, rt, session, owned)
+			live, err := liveDescendant(ctx, q, rebind, session, owned)
 			if err != nil {
 				return nil, err
 			}
@@ -211,13 +277,12 @@ func dropDescended(ctx context.Context, rt *rath.Runtime, runs []string, rep *Re
 
 // liveDescendant returns a descendant of session that owned does not
 // hold, or "".
-func liveDescendant(ctx context.Context, rt *rath.Runtime, session string, owned map[string]string) (string, error) {
-	db := rt.Store().DB()
+func liveDescendant(ctx context.Context, q querier, rebind func(string) string, session string, owned map[string]string) (string, error) {
 	seen := map[string]bool{session: true}
 	queue := []string{session}
 	for len(queue) > 0 {
-		var children []string
-		if err := db.SelectContext(ctx, &children, db.Rebind(`SELECT child FROM session_edges WHERE parent = ? ORDER BY child`), queue[0]); err != nil {
+		children, err := selectStrings(ctx, q, rebind, `SELECT child FROM session_edges WHERE parent = ? ORDER BY child`, queue[0])
+		if err != nil {
 			return "", fmt.Errorf("retention: the session graph: %w", err)
 		}
 		queue = queue[1:]
@@ -235,21 +300,35 @@ func liveDescendant(ctx context.Context, rt *rath.Runtime, session string, owned
 	return "", nil
 }
 
-// runSeqs lists the seqs of a run's events retention deletes.
-func runSeqs(ctx context.Context, rt *rath.Runtime, run string) ([]int64, error) {
-	db := rt.Store().DB()
-	var rows []struct {
-		Seq  int64  `db:"seq"`
-		Type string `db:"type"`
+// runSeqs lists the seqs of a run's events retention deletes and that are
+// not redacted yet: its own, but for those that keep it listed, and the
+// decisions on its approval requests, which are written without its id
+// (a request deleted without its decision would leave a decision of
+// nothing).
+func runSeqs(ctx context.Context, q querier, rebind func(string) string, run string) ([]int64, error) {
+	if run == "" {
+		return nil, fmt.Errorf("retention: a run without an id: %w", events.ErrInvalid)
 	}
-	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT seq, type FROM events WHERE run_id = ? ORDER BY seq`), run); err != nil {
+	rows, err := q.QueryContext(ctx, rebind(`SELECT e.seq, e.type FROM events e
+		WHERE (e.run_id = ? OR e.stream IN (SELECT stream FROM events WHERE run_id = ? AND type = ?))
+		AND NOT EXISTS (SELECT 1 FROM redactions r WHERE r.seq = e.seq) ORDER BY e.seq`), run, run, events.TypeApprovalRequested)
+	if err != nil {
 		return nil, fmt.Errorf("retention: the events of %s: %w", run, err)
 	}
+	defer rows.Close()
 	var out []int64
-	for _, r := range rows {
-		if !kept[r.Type] && r.Type != events.TypeEvidenceRedacted {
-			out = append(out, r.Seq)
+	for rows.Next() {
+		var seq int64
+		var typ string
+		if err := rows.Scan(&seq, &typ); err != nil {
+			return nil, fmt.Errorf("retention: the events of %s: %w", run, err)
 		}
+		if !kept[typ] && typ != events.TypeEvidenceRedacted {
+			out = append(out, seq)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("retention: the events of %s: %w", run, err)
 	}
 	return out, nil
 }

@@ -278,6 +278,13 @@ func (m *Manager) loadAt(ctx context.Context, id string, seq int64, fromSnapshot
 		return nil, fmt.Errorf("%w: %s did not exist yet at seq %d", ErrNotFound, id, seq)
 	}
 	for _, ev := range evs {
+		if ev.Type == events.TypeChunkAppended && ev.Redacted {
+			// Its content was deleted; its place in the session stays
+			// (events/shape.go).
+			st.length++
+			st.version = ev.Version
+			continue
+		}
 		if ev.Type == events.TypeChunkAppended {
 			// The common case, decoded by the fast path.
 			ca, err := events.DecodeChunkAppended(ev.Payload, ev.TypeVersion)
