@@ -32,7 +32,10 @@ proof and every checkpoint verify as before. Who asked (--as, default the
 OS user) and why (--reason) are recorded as an evidence.redacted event,
 which "rath verify" lists ("seq N: redacted at seq M by WHO: reason").
 The projections (and for --memory the memory index) are rebuilt so no
-copy of a deleted payload stays in a read model. A replay of a run with
+copy of a deleted payload stays in a read model. --run also redacts the
+decisions on the run's approval requests. The structure stays: sessions
+keep their length and lineage, and the deleted chunks read as [redacted]
+in every session that shares them (forks and merges of the run's). A replay of a run with
 redacted events exits 6 and says which answers it could not check.
 
 Events written before the Merkle log, and the records of redactions,

@@ -35,7 +35,13 @@ the payloads of those runs' events, all but run.started and run.finished
 (so rath runs still lists them), in one redaction with reason
 "retention" that rath verify lists, and rebuilds the projections. On
 SQLite, VACUUM (sqlite3 rath.db 'VACUUM') returns the space to the file
-system. --dry-run prints the runs and changes nothing.`,
+system. --dry-run prints the runs and changes nothing.
+
+Descendants are looked for again when the redaction commits: a run
+forked from meanwhile is skipped and its archive removed. Archives are
+written under DIR/.RUN.partial and renamed into place, so a retain
+stopped at any point leaves no partial archive, and the next one starts
+that run over.`,
 		Example: "rath retain --completed-before 30d --keep-last 100 --archive-to /backup/rath",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
