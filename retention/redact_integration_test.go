@@ -141,7 +141,8 @@ func (c *cli) shapes() []sessionShape {
 	return out
 }
 
-// A console user forks and merges sessions of a run; an erasure of the
+// A console user forks and merges sessions of a run (and a program
+// detaches one); an erasure of the
 // run then redacts it. The store must stay whole: redact exits 0, verify
 // passes and lists the redaction, rebuild succeeds and every session keeps
 // its kind, length, version and lineage; the descendants read the run's
@@ -159,6 +160,18 @@ func TestRedact_RunWithForksAndMergesKeepsTheStoreWhole(t *testing.T) {
 		c.must("append", fork, "--role", "user", "a follow-up of my own")
 		rootFork := strings.TrimSpace(c.must("fork", input))
 		merged := strings.TrimSpace(c.must("merge", fork, output))
+		// A program using rath detaches one (no CLI does).
+		rt := c.open()
+		src, err := rt.Session(t.Context(), output)
+		if err != nil {
+			t.Fatal(err)
+		}
+		det, err := src.Detach(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		detached := det.ID()
+		rt.Close()
 		before := c.shapes()
 		if !strings.Contains(c.must("show", fork), "The reviewer rejected") {
 			t.Fatal("the fork does not show the run's content before the redaction")
@@ -177,7 +190,7 @@ func TestRedact_RunWithForksAndMergesKeepsTheStoreWhole(t *testing.T) {
 		}) {
 			t.Fatalf("the sessions' structure changed:\nbefore %+v\nafter  %+v", before, after)
 		}
-		for _, id := range []string{fork, merged, output} {
+		for _, id := range []string{fork, merged, detached, output} {
 			shown := c.must("show", id)
 			if strings.Contains(shown, "The reviewer rejected") || !strings.Contains(shown, "[redacted]") {
 				t.Fatalf("show %s after the redaction:\n%s", id, shown)
