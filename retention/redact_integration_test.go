@@ -142,11 +142,11 @@ func (c *cli) shapes() []sessionShape {
 }
 
 // A console user forks and merges sessions of a run (and a program
-// detaches one); an erasure of the
-// run then redacts it. The store must stay whole: redact exits 0, verify
-// passes and lists the redaction, rebuild succeeds and every session keeps
-// its kind, length, version and lineage; the descendants read the run's
-// content as redacted and their own as written.
+// detaches one); an erasure of the run then redacts it. The store must
+// stay whole: redact exits 0, verify passes and lists the redaction,
+// rebuild succeeds and every session keeps its kind, length, version and
+// lineage; the descendants read the run's content as redacted and their
+// own as written.
 func TestRedact_RunWithForksAndMergesKeepsTheStoreWhole(t *testing.T) {
 	eachStore(t, func(t *testing.T, c *cli) {
 		run, output := c.demoRun()
