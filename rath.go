@@ -147,6 +147,10 @@ type Options struct {
 	// Empty means each checkpoint is checked against the key recorded
 	// with it, which shows the store consistent with itself only.
 	TrustedKeys []string
+	// TrustedWitnesses are the note verifier keys of the witnesses the
+	// auditor trusts: Verify fails unless one of them cosigned a
+	// checkpoint. Empty pins none, and the summary says so.
+	TrustedWitnesses []string
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -176,6 +180,7 @@ type Runtime struct {
 
 	signer      *checkpoint.Signer // nil without Options.SigningKey
 	trustedKeys []string
+	witnesses   []string // Options.TrustedWitnesses
 }
 
 // Open opens (creating if needed) the runtime in dir, applying any pending
@@ -318,7 +323,8 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
 		entropy: entropy, models: models, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
 		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory,
-		memCfg: opts.MemoryBackend, memBackends: opts.MemoryBackends, signer: signer, trustedKeys: opts.TrustedKeys}
+		memCfg: opts.MemoryBackend, memBackends: opts.MemoryBackends, signer: signer, trustedKeys: opts.TrustedKeys,
+		witnesses: opts.TrustedWitnesses}
 	if rt.memBackends == nil {
 		rt.memBackends = MemoryBackends()
 	}
@@ -556,13 +562,16 @@ func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*Veri
 	}
 	// The checkpoints last: they are checked against the tree the log
 	// has just been proved to be.
-	att, err := checkpoint.Verify(ctx, rt.store, checkpoint.VerifyOptions{Keys: rt.trustedKeys})
+	att, err := checkpoint.Verify(ctx, rt.store, checkpoint.VerifyOptions{Keys: rt.trustedKeys, Witnesses: rt.witnesses})
 	if err != nil {
 		return nil, fmt.Errorf("rath: verify checkpoints: %w", err)
 	}
 	rep.Attestation = att
-	if f := att.Failure; f != nil {
-		rep.Failure = &events.VerifyError{Seq: f.Size, Reason: f.Error()}
+	switch {
+	case att.Failure != nil:
+		rep.Failure = &events.VerifyError{Seq: att.Failure.Size, Reason: att.Failure.Error()}
+	case att.Unwitnessed != nil:
+		rep.Failure = &events.VerifyError{Reason: att.Unwitnessed.Error()}
 	}
 	return rep, nil
 }

@@ -59,7 +59,7 @@ var allowedImports = map[string][]string{
 	"migrations":         {},
 	"signkey":            {},
 	"bundle":             {"events", "signkey"},
-	"bundle/verify":      {},
+	"cmd/rathverify":     {},
 	"secret":             {"events"},
 	"checkpoint":         {"events", "signkey"},
 

@@ -29,7 +29,6 @@ const (
 	VerifyMDFile    = "VERIFY.md"
 	PayloadsDir     = "payloads"
 	BlobsDir        = "blobs"
-	VerifierDir     = "verify"
 )
 
 // Store is what Write reads of the log; *events.Store implements it.

@@ -21,14 +21,16 @@ import (
 
 // The path an auditor takes: a real run made with the rath CLI (the
 // offline demo, in a separate process, on each store), exported with
-// `rath export RUN --bundle`, then checked in a directory where rath is
-// not on PATH with the commands of the bundle's own VERIFY.md: the Go
-// verifier (go run, offline against the module cache), sha256sum and
-// openssl, Python with securesystemslib.
+// `rath export RUN --bundle`, then checked where rath is not on PATH with
+// the verifiers of cmd/rathverify, the rath module's, never the bundle's:
+// the Go verifier, verify.sh (sha256sum and openssl) and verify.py
+// (Debian's python3 with securesystemslib).
 
 var (
-	pg      *pgtest.Server
-	rathBin string // built once by TestMain, without the race detector
+	pg          *pgtest.Server
+	rathBin     string // built once by TestMain, without the race detector
+	verifierBin string // cmd/rathverify, built once by TestMain
+	scriptDir   string // cmd/rathverify, for verify.sh and verify.py
 )
 
 func TestMain(m *testing.M) {
@@ -40,6 +42,14 @@ func TestMain(m *testing.M) {
 	if rathBin, out, err = rathbin.Build(dir); err != nil {
 		os.RemoveAll(dir)
 		panic("build cmd/rath: " + err.Error() + "\n" + string(out))
+	}
+	verifierBin = filepath.Join(dir, "rathverify")
+	if out, err := exec.Command("go", "build", "-o", verifierBin, "github.com/gorath/rath/cmd/rathverify").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic("build cmd/rathverify: " + err.Error() + "\n" + string(out))
+	}
+	if scriptDir, err = filepath.Abs(filepath.Join("..", "cmd", "rathverify")); err != nil {
+		panic(err)
 	}
 	pgtest.Main(m, func(s *pgtest.Server) { pg = s }, func() { os.RemoveAll(dir) })
 }
@@ -89,12 +99,13 @@ func runRath(t *testing.T, dir string, env []string, argv ...string) string {
 
 // demoRun runs the offline demo in a fresh store (dsn "" for SQLite in
 // dir/store) and returns the CLI's environment and the run's id.
-func demoRun(t *testing.T, dir, dsn string) ([]string, string) {
+func demoRun(t *testing.T, dir, dsn string, extra ...string) ([]string, string) {
 	t.Helper()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "RATH_HOME=" + t.TempDir(), "RATH_DIR=" + filepath.Join(dir, "store")}
 	if dsn != "" {
 		env = append(env, "RATH_DSN="+dsn)
 	}
+	env = append(env, extra...)
 	var sum struct {
 		Run string `json:"run"`
 	}
@@ -104,61 +115,48 @@ func demoRun(t *testing.T, dir, dsn string) ([]string, string) {
 	return env, sum.Run
 }
 
-// verifyBlocks are the sh blocks of VERIFY.md, by section number.
-func verifyBlocks(t *testing.T, md []byte) []string {
-	t.Helper()
-	var blocks []string
-	for _, part := range strings.Split(string(md), "```sh\n")[1:] {
-		body, _, ok := strings.Cut(part, "\n```\n")
-		if !ok {
-			t.Fatalf("VERIFY.md: an sh block does not end")
-		}
-		blocks = append(blocks, body+"\n")
-	}
-	if len(blocks) != 3 {
-		t.Fatalf("VERIFY.md has %d sh blocks, want 3 (Go, sha256sum+openssl, Python)", len(blocks))
-	}
-	return blocks
+// pins are the keys an auditor got from their holders: the log's note
+// verifier key file and the witnesses'.
+type pins struct {
+	log       string
+	witnesses []string
 }
 
-// check runs one way of verifying in dir: its exit status and output.
+// check runs one way of verifying on dir with pins: its exit status and
+// output.
 type check struct {
 	name string
-	run  func(dir string) (ok bool, out string)
+	run  func(dir string, p pins) (ok bool, out string)
 }
 
-func checks(t *testing.T, env []string, pristine string) []check {
-	t.Helper()
-	md, err := os.ReadFile(filepath.Join(pristine, "VERIFY.md"))
-	if err != nil {
-		t.Fatal(err)
+// checks are the three verifiers of cmd/rathverify, run with env.
+func checks(env []string) []check {
+	run := func(name string, argv ...string) (bool, string) {
+		cmd := exec.Command(name, argv...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return err == nil, string(out)
 	}
-	blocks := verifyBlocks(t, md)
-	sh := func(script string) func(string) (bool, string) {
-		return func(dir string) (bool, string) {
-			cmd := exec.Command("bash", "-c", script)
-			cmd.Dir, cmd.Env = dir, env
-			out, err := cmd.CombinedOutput()
-			return err == nil, string(out)
+	flags := func(p pins, logFlag, witnessFlag string) []string {
+		var argv []string
+		if p.log != "" {
+			argv = append(argv, logFlag, p.log)
 		}
-	}
-	// The Go verifier is built once (go build, offline) and run on each
-	// copy; the pristine bundle runs VERIFY.md's own `go run` too.
-	verifier := filepath.Join(t.TempDir(), "verify")
-	build := exec.Command("go", "build", "-o", verifier, ".")
-	build.Dir, build.Env = filepath.Join(pristine, "verify"), env
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the bundle's verifier offline: %v\n%s", err, out)
+		for _, w := range p.witnesses {
+			argv = append(argv, witnessFlag, w)
+		}
+		return argv
 	}
 	return []check{
-		{"go verifier", func(dir string) (bool, string) {
-			cmd := exec.Command(verifier, dir)
-			cmd.Env = env
-			out, err := cmd.CombinedOutput()
-			return err == nil, string(out)
+		{"go verifier", func(dir string, p pins) (bool, string) {
+			return run(verifierBin, append(flags(p, "-log-key", "-witness"), dir)...)
 		}},
-		{"sha256sum+openssl", sh(blocks[1])},
-		{"python securesystemslib", sh(blocks[2])},
+		{"sha256sum+openssl", func(dir string, p pins) (bool, string) {
+			return run("bash", append(append([]string{filepath.Join(scriptDir, "verify.sh")}, flags(p, "-l", "-w")...), dir)...)
+		}},
+		{"python securesystemslib", func(dir string, p pins) (bool, string) {
+			return run("/usr/bin/python3", append(append([]string{filepath.Join(scriptDir, "verify.py")}, flags(p, "--log-key", "--witness")...), dir)...)
+		}},
 	}
 }
 
@@ -224,17 +222,9 @@ func exportAndVerify(t *testing.T, dsn string) (string, []check, string, []strin
 	env, run := demoRun(t, dir, dsn)
 	out := filepath.Join(t.TempDir(), "bundle")
 	runRath(t, dir, append(env, "RATH_SIGNING_KEY="+keys.Signer), "export", run, "--bundle", out)
-	aud := auditorEnv(t)
-	// VERIFY.md's first block: `go run` of the shipped verifier, offline.
-	md, _ := os.ReadFile(filepath.Join(out, "VERIFY.md"))
-	goRun := exec.Command("bash", "-c", verifyBlocks(t, md)[0])
-	goRun.Dir, goRun.Env = out, aud
-	if b, err := goRun.CombinedOutput(); err != nil || !strings.Contains(string(b), "ok: run "+run) {
-		t.Fatalf("go run verify: %v\n%s", err, b)
-	}
-	cs := checks(t, aud, out)
+	cs := checks(auditorEnv(t))
 	for _, c := range cs {
-		if ok, msg := c.run(out); !ok || !strings.Contains(msg, "ok: run "+run) && !strings.Contains(msg, "Verified Successfully") {
+		if ok, msg := c.run(out, pins{log: keys.Verifier}); !ok || !strings.Contains(msg, "ok: ") {
 			t.Fatalf("%s on the pristine bundle: ok=%v\n%s", c.name, ok, msg)
 		}
 	}
@@ -278,8 +268,6 @@ func TestBundle_VerifiesWithoutRathAndCatchesTampering(t *testing.T) {
 			[]string{"public.pem: missing, or its SHA-256 is not the attested one"}, false},
 		{"flip a byte of VERIFY.md", func(d string) { flipByte(t, filepath.Join(d, "VERIFY.md")) },
 			[]string{"VERIFY.md: missing, or its SHA-256 is not the attested one"}, false},
-		{"flip a byte of the verifier", func(d string) { flipByte(t, filepath.Join(d, "verify", "main.go")) },
-			[]string{"verify/main.go: missing, or its SHA-256 is not the attested one"}, false},
 		{"drop the last event", func(d string) {
 			p := filepath.Join(d, "events.jsonl")
 			b, _ := os.ReadFile(p)
@@ -301,7 +289,7 @@ func TestBundle_VerifiesWithoutRathAndCatchesTampering(t *testing.T) {
 				if c.name != "go verifier" && !tc.all {
 					continue
 				}
-				ok, out := c.run(dir)
+				ok, out := c.run(dir, pins{})
 				if ok || !strings.Contains(out, "FAIL") && !strings.Contains(out, "Failure") {
 					t.Errorf("%s passed a bundle after %q:\n%s", c.name, tc.name, out)
 					continue
@@ -328,7 +316,7 @@ func TestBundle_Postgres(t *testing.T) {
 	dir := copyDir(t, pristine)
 	flipByte(t, filepath.Join(dir, firstFile(t, dir, "payloads", ".json")))
 	for _, c := range cs {
-		if ok, out := c.run(dir); ok {
+		if ok, out := c.run(dir, pins{}); ok {
 			t.Errorf("%s passed a bundle with a flipped payload byte:\n%s", c.name, out)
 		}
 	}

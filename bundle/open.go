@@ -33,6 +33,29 @@ type Attestation struct {
 	KeyID       string `json:"keyId"`
 	VerifierKey string `json:"verifierKey"`
 	Files       int    `json:"files"`
+	// LogKeyPinned is true when VerifierKey was the caller's
+	// (OpenOptions.LogKey), false when it was the bundle's own.
+	LogKeyPinned bool `json:"logKeyPinned"`
+	// Witnesses are the witness keys whose cosignatures of the checkpoint
+	// verified: those the bundle lists and the pinned ones that cosigned.
+	// WitnessesPinned is true when the caller pinned witnesses (then at
+	// least one of them cosigned).
+	Witnesses       []Witness `json:"witnesses"`
+	WitnessesPinned bool      `json:"witnessesPinned"`
+}
+
+// OpenOptions say which keys the caller trusts, got from somewhere other
+// than the bundle.
+type OpenOptions struct {
+	// LogKey is the signer's note verifier key as its owner published it.
+	// Empty trusts the bundle's own verifier.vkey, which proves only that
+	// the bundle is consistent.
+	LogKey string
+	// Witnesses are the note verifier keys of the witnesses the caller
+	// trusts: at least one must have cosigned the checkpoint, or Open
+	// fails with a *WitnessError. Empty pins none: the witnesses the
+	// bundle lists are checked, but anyone can make such a key.
+	Witnesses []string
 }
 
 // Open verifies the bundle in dir as the standalone verifier does and
@@ -43,8 +66,17 @@ type Attestation struct {
 // witnesses.vkey), each line's inclusion proof against the checkpoint's
 // root, each payload and salt against its line's commitment, and each
 // blob against its name. A failure is an error matching ErrInvalid that
-// names the file or seq.
+// names the file or seq. It is OpenWith with only the log key.
 func Open(dir, vkey string) (*Attestation, error) {
+	return OpenWith(dir, OpenOptions{LogKey: vkey})
+}
+
+// OpenWith verifies the bundle in dir as Open does, trusting the keys of
+// opts; a checkpoint no pinned witness cosigned is a *WitnessError, which
+// also matches ErrInvalid. A symbolic link anywhere in the bundle fails:
+// a bundle is written without any.
+func OpenWith(dir string, opts OpenOptions) (*Attestation, error) {
+	vkey := opts.LogKey
 	// Names come from the bundle: none may read outside it.
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -105,7 +137,10 @@ func Open(dir, vkey string) (*Attestation, error) {
 	}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		rel, _ := filepath.Rel(dir, p)
-		if rel = filepath.ToSlash(rel); err == nil && !d.IsDir() && listed[rel] == nil && rel != AttestationFile {
+		if rel = filepath.ToSlash(rel); err == nil && d.Type()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%w: %s: a symbolic link", ErrInvalid, rel)
+		}
+		if err == nil && !d.IsDir() && listed[rel] == nil && rel != AttestationFile {
 			return fmt.Errorf("%w: %s: not attested", ErrInvalid, rel)
 		}
 		return err
@@ -113,14 +148,20 @@ func Open(dir, vkey string) (*Attestation, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, err := ParseCheckpoint(listed[CheckpointFile], vkey, strings.Fields(string(listed[WitnessesFile])))
+	witnesses := strings.Fields(string(listed[WitnessesFile]))
+	ck, err := ParseCheckpoint(listed[CheckpointFile], vkey, witnesses)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	seen, err := checkWitnesses(listed[CheckpointFile], vkey, witnesses, opts.Witnesses)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkLines(listed, st.Predicate, ck); err != nil {
 		return nil, err
 	}
-	return &Attestation{Predicate: st.Predicate, KeyID: keyID, VerifierKey: vkey, Files: len(listed) + 1}, nil
+	return &Attestation{Predicate: st.Predicate, KeyID: keyID, VerifierKey: vkey, Files: len(listed) + 1,
+		LogKeyPinned: opts.LogKey != "", Witnesses: seen, WitnessesPinned: len(opts.Witnesses) > 0}, nil
 }
 
 // checkLines checks each line's proof against the checkpoint, each

@@ -9,35 +9,18 @@ import (
 	"github.com/gorath/rath/signkey"
 )
 
-// The standalone verifier shipped in every bundle (verify/main.go there),
-// and its module: golang.org/x/mod at the version rath itself builds with
-// (a test keeps them equal), so `go run` finds it in a module cache that
-// built rath.
-var (
-	//go:embed verify/main.go
-	verifierSource []byte
-	//go:embed verify_tmpl.md
-	verifyMD string
-)
+// VERIFY.md's text. A bundle ships no code: the verifier is the auditor's
+// (cmd/rathverify, from the rath module at a version they choose).
+//
+//go:embed verify_tmpl.md
+var verifyMD string
 
-const (
-	verifierGoMod = `module rath.bundle/verify
-
-go 1.26.0
-
-require golang.org/x/mod v0.42.0
-`
-	verifierGoSum = `golang.org/x/mod v0.42.0 h1:ICeL3t2L30ljSPHHxDnR4fqVcBt/zR2zJAb9juavmQg=
-golang.org/x/mod v0.42.0/go.mod h1:u5fzIrRInkL8MaO1cbRkUHT64v303YIT5KEqpNr7jRs=
-`
-)
-
-// addVerifier adds VERIFY.md and the Go verifier. The key's name goes
-// into a shell command there, so it must be plain; names in prose have
-// anything else replaced.
+// addVerifier adds VERIFY.md, which says where to get a verifier and the
+// keys to trust. The key's name must be plain (it is also a note key
+// name); names from the log have anything else replaced.
 func addVerifier(f *files, p Predicate, key *signkey.Key) error {
 	if plain(key.Name()) != key.Name() {
-		return fmt.Errorf("bundle: key name %q: VERIFY.md's commands need letters, digits and ._:/@- only", key.Name())
+		return fmt.Errorf("bundle: key name %q: VERIFY.md shows it as is, so letters, digits and ._:/@- only", key.Name())
 	}
 	md := strings.NewReplacer(
 		"{{RUN}}", plain(p.Run),
@@ -51,9 +34,6 @@ func addVerifier(f *files, p Predicate, key *signkey.Key) error {
 		"{{PREDICATE_TYPE}}", PredicateType,
 	).Replace(verifyMD)
 	f.add(VerifyMDFile, []byte(md))
-	f.add(VerifierDir+"/main.go", verifierSource)
-	f.add(VerifierDir+"/go.mod", []byte(verifierGoMod))
-	f.add(VerifierDir+"/go.sum", []byte(verifierGoSum))
 	return nil
 }
 

@@ -222,7 +222,7 @@ func TestSigner_SignsEveryKAtRunEndAndClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("attested: %d checkpoints signed by log.example, latest size 16, witnessed by no witness", len(got))
+		want := fmt.Sprintf("attested: %d checkpoints signed by log.example, latest size 16, witnessed by no witness; no witness pinned (--witness-key): the witness keys are the store's own word", len(got))
 		if rep.Summary() != want {
 			t.Fatalf("summary %q, want %q", rep.Summary(), want)
 		}
@@ -366,8 +366,22 @@ func TestWitness_CatchesRewrittenHistorySignedWithTheLogKey(t *testing.T) {
 			t.Fatalf("a step with nothing new: %+v %v", res, err)
 		}
 		rep, err := checkpoint.Verify(t.Context(), honest, checkpoint.VerifyOptions{})
-		if err != nil || !rep.OK() || rep.Summary() != "attested: 2 checkpoints signed by log.example, latest size 15, witnessed by witness.example (up to size 15)" {
+		wid := w.Key.KeyID()
+		if err != nil || !rep.OK() || rep.Summary() != "attested: 2 checkpoints signed by log.example, latest size 15, witnessed by witness.example (key "+wid+
+			", up to size 15, NOT pinned); no witness pinned (--witness-key): the witness keys are the store's own word" {
 			t.Fatalf("verify: %v %v", rep.Summary(), err)
+		}
+		// Pinned, the witness's key counts; another key of the same name
+		// does not, and the summary names the key ids it saw.
+		rep, err = checkpoint.Verify(t.Context(), honest, checkpoint.VerifyOptions{Witnesses: []string{w.Key.VerifierKey()}})
+		if err != nil || !rep.OK() || rep.PinnedSize != 15 || !strings.HasSuffix(rep.Summary(), "(key "+wid+", up to size 15, pinned); pinned witnesses cosigned up to size 15 of 15") {
+			t.Fatalf("verify with the witness pinned: %v %v", rep.Summary(), err)
+		}
+		impostor := newKey(t, "witness.example")
+		rep, err = checkpoint.Verify(t.Context(), honest, checkpoint.VerifyOptions{Witnesses: []string{impostor.VerifierKey()}})
+		if err != nil || rep.OK() || !errors.Is(rep.Unwitnessed, checkpoint.ErrUnwitnessed) ||
+			rep.Summary() != "NOT witnessed: checkpoint: no pinned witness cosigned a checkpoint of 2; cosigned by: witness.example (key "+wid+", up to size 15, NOT pinned)" {
+			t.Fatalf("verify with another key pinned: %v %v", rep.Summary(), err)
 		}
 		cp, _ := checkpoint.Latest(t.Context(), honest)
 		wv, _, _ := signkey.ParseVerifierKey(w.Key.VerifierKey())

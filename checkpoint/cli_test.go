@@ -105,7 +105,8 @@ func TestCLI_SignWitnessVerifyAndARewrittenHistory(t *testing.T) {
 			t.Fatalf("witness: %s", out)
 		}
 		out = mustCLI(t, work, env, "verify", "--log-key", filepath.Join(work, "log", signkey.VerifierFile))
-		if !strings.Contains(out, "attested: 3 checkpoints signed by log.example, latest size 3, witnessed by witness.example (up to size 3)") {
+		if !strings.Contains(out, "attested: 3 checkpoints signed by log.example, latest size 3, witnessed by witness.example (key ") ||
+			!strings.Contains(out, "up to size 3, NOT pinned); no witness pinned") {
 			t.Fatalf("verify:\n%s", out)
 		}
 		// Unsigned, a store says so.

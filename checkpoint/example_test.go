@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -57,12 +58,14 @@ func Example() {
 	n, err := note.Open(cp.Signed(), note.VerifierList(lv, wv))
 	fmt.Println(len(n.Sigs), "signatures", err)
 
-	rep, _ := checkpoint.Verify(ctx, store, checkpoint.VerifyOptions{Keys: []string{logKey.VerifierKey()}})
-	fmt.Println(rep.Summary())
+	// The auditor pins the log's key and the witness's, as their holders
+	// published them; the summary names each witness key by its key id.
+	rep, _ := checkpoint.Verify(ctx, store, checkpoint.VerifyOptions{Keys: []string{logKey.VerifierKey()}, Witnesses: []string{witnessKey.VerifierKey()}})
+	fmt.Println(strings.ReplaceAll(rep.Summary(), witnessKey.KeyID(), "KEYID"))
 	// Output:
 	// cosigned size 2
 	// 2 signatures <nil>
-	// attested: 1 checkpoints signed by example-log, latest size 2, witnessed by example-witness (up to size 2)
+	// attested: 1 checkpoints signed by example-log, latest size 2, witnessed by example-witness (key KEYID, up to size 2, pinned); pinned witnesses cosigned up to size 2 of 2
 }
 
 func newExampleKey(dir, name string) (*signkey.Key, error) {

@@ -39,6 +39,11 @@ type VerifyOptions struct {
 	// Empty means each checkpoint is checked against the key recorded
 	// with it, which proves the store consistent with itself only.
 	Keys []string
+	// Witnesses, if set, are the note verifier keys of the witnesses the
+	// caller trusts: unless one of them cosigned a checkpoint, the Report
+	// is Unwitnessed. Empty pins none: cosignatures are checked against
+	// the keys the store records, which anyone writing the store chooses.
+	Witnesses []string
 }
 
 // Report is what Verify found.
@@ -52,12 +57,72 @@ type Report struct {
 	Witnesses     []string `json:"witnesses,omitempty"`
 	WitnessedSize int64    `json:"witnessed_size,omitempty"`
 	Cosignatures  int      `json:"cosignatures"`
+	// WitnessKeys are the witness keys that cosigned, by key id, in order
+	// of first use. Pinned says whether VerifyOptions.Witnesses were
+	// given, PinnedSize the largest size a pinned witness cosigned.
+	WitnessKeys []WitnessKey `json:"witness_keys,omitempty"`
+	Pinned      bool         `json:"pinned"`
+	PinnedSize  int64        `json:"pinned_size,omitempty"`
 	// Failure is the first checkpoint found wrong (nil: all good).
 	Failure *TamperError `json:"failure,omitempty"`
+	// Unwitnessed is set when witnesses were pinned and none of them
+	// cosigned a checkpoint.
+	Unwitnessed *WitnessError `json:"unwitnessed,omitempty"`
 }
 
-// OK reports whether every checkpoint checked out.
-func (r *Report) OK() bool { return r.Failure == nil }
+// WitnessKey is a witness key that cosigned some checkpoint.
+type WitnessKey struct {
+	Name string `json:"name"`
+	// KeyID is the hex SHA-256 of its PKIX DER public key: the name is
+	// the key holder's choice, the key id is not.
+	KeyID  string `json:"key_id"`
+	Pinned bool   `json:"pinned"`
+	Size   int64  `json:"size"` // the largest size it cosigned
+}
+
+func (w WitnessKey) String() string {
+	p := "pinned"
+	if !w.Pinned {
+		p = "NOT pinned"
+	}
+	return fmt.Sprintf("%s (key %s, up to size %d, %s)", w.Name, w.KeyID, w.Size, p)
+}
+
+// ErrUnwitnessed is matched by a *WitnessError.
+var ErrUnwitnessed = errors.New("checkpoint: no pinned witness cosigned a checkpoint")
+
+// WitnessError reports a log no pinned witness cosigned: its
+// cosignatures, if any, are by keys the caller does not trust.
+type WitnessError struct {
+	Checkpoints int          `json:"checkpoints"`
+	Seen        []WitnessKey `json:"seen"`
+}
+
+func (e *WitnessError) Error() string {
+	if e.Checkpoints == 0 {
+		return ErrUnwitnessed.Error() + ": the store has no checkpoint"
+	}
+	return fmt.Sprintf("%s of %d; cosigned by: %s", ErrUnwitnessed.Error(), e.Checkpoints, listKeys(e.Seen, "none"))
+}
+
+// listKeys lists ws for a message, or says none.
+func listKeys(ws []WitnessKey, none string) string {
+	if len(ws) == 0 {
+		return none
+	}
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = w.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Is makes errors.Is(err, ErrUnwitnessed) true.
+func (e *WitnessError) Is(target error) bool { return target == ErrUnwitnessed }
+
+// OK reports whether every checkpoint checked out and, with pinned
+// witnesses, one of them cosigned.
+func (r *Report) OK() bool { return r.Failure == nil && r.Unwitnessed == nil }
 
 // Attested reports whether at least one checkpoint was checked.
 func (r *Report) Attested() bool { return r.Checkpoints > 0 }
@@ -67,14 +132,17 @@ func (r *Report) Summary() string {
 	switch {
 	case r.Failure != nil:
 		return "NOT attested: " + r.Failure.Error()
+	case r.Unwitnessed != nil:
+		return "NOT witnessed: " + r.Unwitnessed.Error()
 	case r.Checkpoints == 0:
 		return "locally consistent, not attested"
 	}
-	w := "no witness"
-	if len(r.Witnesses) > 0 {
-		w = fmt.Sprintf("%s (up to size %d)", strings.Join(r.Witnesses, ", "), r.WitnessedSize)
+	w := listKeys(r.WitnessKeys, "no witness")
+	pins := "no witness pinned (--witness-key): the witness keys are the store's own word"
+	if r.Pinned {
+		pins = fmt.Sprintf("pinned witnesses cosigned up to size %d of %d", r.PinnedSize, r.LatestSize)
 	}
-	return fmt.Sprintf("attested: %d checkpoints signed by %s, latest size %d, witnessed by %s", r.Checkpoints, strings.Join(r.Keys, ", "), r.LatestSize, w)
+	return fmt.Sprintf("attested: %d checkpoints signed by %s, latest size %d, witnessed by %s; %s", r.Checkpoints, strings.Join(r.Keys, ", "), r.LatestSize, w, pins)
 }
 
 // Verify checks every stored checkpoint: its signature (by the key
@@ -89,8 +157,15 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions) (*Repo
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{}
+	rep := &Report{Pinned: len(opts.Witnesses) > 0}
+	pinned, err := keyIDs(opts.Witnesses)
+	if err != nil {
+		return nil, err
+	}
 	if len(cps) == 0 {
+		if rep.Pinned {
+			rep.Unwitnessed = &WitnessError{}
+		}
 		return rep, nil
 	}
 	origin, err := Origin(ctx, store)
@@ -127,9 +202,42 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions) (*Repo
 				rep.Witnesses = append(rep.Witnesses, co.Name())
 			}
 			rep.WitnessedSize = max(rep.WitnessedSize, cp.Size)
+			rep.addWitness(co, cp.Size, pinned)
 		}
 	}
+	if rep.Pinned && rep.PinnedSize == 0 {
+		rep.Unwitnessed = &WitnessError{Checkpoints: rep.Checkpoints, Seen: rep.WitnessKeys}
+	}
 	return rep, nil
+}
+
+// addWitness counts co, which checkOne verified, under its key id.
+func (r *Report) addWitness(co Cosignature, size int64, pinned map[string]bool) {
+	_, pub, _ := signkey.ParseVerifierKey(co.WitnessKey) // checkOne parsed it
+	id := signkey.PublicKeyID(pub)
+	if pinned[id] {
+		r.PinnedSize = max(r.PinnedSize, size)
+	}
+	for i := range r.WitnessKeys {
+		if r.WitnessKeys[i].KeyID == id {
+			r.WitnessKeys[i].Size = max(r.WitnessKeys[i].Size, size)
+			return
+		}
+	}
+	r.WitnessKeys = append(r.WitnessKeys, WitnessKey{Name: co.Name(), KeyID: id, Pinned: pinned[id], Size: size})
+}
+
+// keyIDs parses note verifier keys into a set of their key ids.
+func keyIDs(keys []string) (map[string]bool, error) {
+	ids := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		_, pub, err := signkey.ParseVerifierKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: pinned witness key: %w", err)
+		}
+		ids[signkey.PublicKeyID(pub)] = true
+	}
+	return ids, nil
 }
 
 // checkOne returns why cp is wrong, or "".

@@ -148,14 +148,53 @@ type Attestation struct {
 	FirstSeq    int64    `json:"first_seq"`
 	LastSeq     int64    `json:"last_seq"`
 	Replay      string   `json:"replay"`
+	// LogKeyPinned is true when the bundle was verified with the log key
+	// the auditor gave (--log-key), false with the bundle's own.
+	LogKeyPinned bool `json:"log_key_pinned"`
+	// WitnessKeys are the witness keys whose cosignatures verified, by
+	// key id; WitnessesPinned is true when the auditor pinned witnesses
+	// (--witness-key), one of which cosigned.
+	WitnessKeys     []Witness `json:"witness_keys,omitempty"`
+	WitnessesPinned bool      `json:"witnesses_pinned"`
 }
 
-// Witnesses names the witnesses, or says there were none.
+// Witness is a witness key that cosigned a bundle's checkpoint.
+type Witness struct {
+	Name   string `json:"name"`
+	KeyID  string `json:"key_id"` // hex SHA-256 of its PKIX DER public key
+	Pinned bool   `json:"pinned"`
+}
+
+// Witnesses names the witnesses with their key ids and whether the
+// auditor pinned them, or says there were none.
 func (a *Attestation) Witnesses() string {
-	if len(a.WitnessedBy) == 0 {
-		return "no witness"
+	var parts []string
+	for _, w := range a.WitnessKeys {
+		p := "pinned"
+		if !w.Pinned {
+			p = "NOT pinned"
+		}
+		parts = append(parts, fmt.Sprintf("%s (key %s, %s)", w.Name, w.KeyID, p))
 	}
-	return strings.Join(a.WitnessedBy, ", ")
+	if len(parts) == 0 {
+		parts = a.WitnessedBy
+	}
+	s := "no witness"
+	if len(parts) > 0 {
+		s = strings.Join(parts, ", ")
+	}
+	if !a.WitnessesPinned {
+		s += "; no witness pinned (--witness-key): the bundle names its witnesses itself"
+	}
+	return s
+}
+
+// LogKey says whether the signer's key was the auditor's or the bundle's.
+func (a *Attestation) LogKey() string {
+	if a.LogKeyPinned {
+		return "pinned"
+	}
+	return "NOT pinned: the bundle's own key (--log-key)"
 }
 
 // Verified says exactly what a passed verification proved, or "" when it

@@ -178,8 +178,8 @@ func (m *mdWriter) verdict() {
 	m.p("- **Chain head:** `%d:%s`\n", d.Chain.Head.Seq, d.Chain.Head.Hash)
 	m.p("- **Run events:** first `%d:%s`, last `%d:%s`\n", d.Chain.First.Seq, d.Chain.First.Hash, d.Chain.Last.Seq, d.Chain.Last.Hash)
 	if at := d.Attestation; at != nil {
-		m.p("- **Attested:** signed by %s (key `%s`), witnessed by %s; checkpoint %s size %d; replay: %s\n",
-			inline(at.SignedBy), at.KeyID, inline(at.Witnesses()), inline(at.Origin), at.Size, inline(at.Replay))
+		m.p("- **Attested:** signed by %s (key `%s`, %s), witnessed by %s; checkpoint %s size %d; replay: %s\n",
+			inline(at.SignedBy), at.KeyID, at.LogKey(), inline(at.Witnesses()), inline(at.Origin), at.Size, inline(at.Replay))
 	}
 	m.p("\n")
 	if rep := d.Replay; rep != nil && rep.Divergence != nil && rep.Divergence.Diff != "" {

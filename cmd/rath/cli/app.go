@@ -43,6 +43,10 @@ type app struct {
 	stdout      io.Writer
 	stderr      io.Writer
 	rt          *rath.Runtime
+
+	// trustedWitnesses are the note verifier keys of the witnesses verify
+	// and dossier trust (--witness-key).
+	trustedWitnesses []string
 	// setup is Config.Setup: it runs once on the runtime, when opened.
 	setup func(context.Context, *rath.Runtime) error
 	// sandboxes, if set, are the only backends the runtime can open (a
@@ -128,7 +132,8 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	}
 	stop := a.connecting(ctx)
 	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes, SigningKey: key, TrustedKeys: a.trustedKeys,
-		StagedAppends: os.Getenv(StagedAppendsEnv) == "1"})
+		TrustedWitnesses: a.trustedWitnesses,
+		StagedAppends:    os.Getenv(StagedAppendsEnv) == "1"})
 	stop()
 	if err != nil {
 		return nil, err

@@ -62,7 +62,7 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 	p := res.Predicate
 	fmt.Fprintf(a.stderr, "wrote %s: run %s, %d events (seqs %d to %d), %d blobs, %d files; checkpoint %s size %d signed by %s; replay: %s\n",
 		res.Dir, p.Run, p.Events, p.FirstSeq, p.LastSeq, res.Blobs, res.Files, p.Checkpoint.Origin, p.Checkpoint.Size, p.Checkpoint.SignedBy, p.Replay.Verdict)
-	fmt.Fprintf(a.stderr, "verify it without rath: see %s/VERIFY.md\n", res.Dir)
+	fmt.Fprintf(a.stderr, "verify it without rath: go run github.com/gorath/rath/cmd/rathverify@VERSION -log-key LOG.vkey -witness WITNESS.vkey %s (docs/EVIDENCE.md)\n", res.Dir)
 	if diverged {
 		return errDiverged
 	}
@@ -81,11 +81,19 @@ func storedCheckpoint(st *events.Store, key *signkey.Key) func(context.Context, 
 	}
 }
 
-// bundleAttestation verifies the bundle in dir (with its own key: the
-// dossier shows the key id, to compare with the published one) and
-// returns what the dossier shows of it.
-func bundleAttestation(dir, runID string) (*dossier.Attestation, error) {
-	at, err := bundle.Open(dir, "")
+// bundleAttestation verifies the bundle in dir with the keys pinned by
+// --log-key and --witness-key (none: the bundle's own, which the dossier
+// says) and returns what the dossier shows of it.
+func (a *app) bundleAttestation(dir, runID string) (*dossier.Attestation, error) {
+	opts := bundle.OpenOptions{Witnesses: a.trustedWitnesses}
+	switch len(a.trustedKeys) {
+	case 0:
+	case 1:
+		opts.LogKey = a.trustedKeys[0]
+	default:
+		return nil, fmt.Errorf("dossier --bundle: a bundle has one signer: give one --log-key, not %d", len(a.trustedKeys))
+	}
+	at, err := bundle.OpenWith(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("dossier --bundle: %w", err)
 	}
@@ -93,7 +101,11 @@ func bundleAttestation(dir, runID string) (*dossier.Attestation, error) {
 	if p.Run != runID {
 		return nil, fmt.Errorf("dossier --bundle: %s is the bundle of run %s, not %s", dir, p.Run, runID)
 	}
+	ws := make([]dossier.Witness, len(at.Witnesses))
+	for i, w := range at.Witnesses {
+		ws[i] = dossier.Witness{Name: w.Name, KeyID: w.KeyID, Pinned: w.Pinned}
+	}
 	return &dossier.Attestation{Bundle: dir, SignedBy: p.Checkpoint.SignedBy, KeyID: at.KeyID, WitnessedBy: p.Checkpoint.WitnessedBy,
 		Origin: p.Checkpoint.Origin, Size: p.Checkpoint.Size, Root: p.Checkpoint.Root.String(), FirstSeq: p.FirstSeq, LastSeq: p.LastSeq,
-		Replay: p.Replay.Verdict}, nil
+		Replay: p.Replay.Verdict, LogKeyPinned: at.LogKeyPinned, WitnessKeys: ws, WitnessesPinned: at.WitnessesPinned}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/bundle"
 	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
@@ -135,7 +136,7 @@ func exitCode(stderr io.Writer, err error) int {
 		return ExitUnchecked
 	case errors.Is(err, flow.ErrWaiting):
 		return ExitWaiting
-	case errors.Is(err, events.ErrVerify), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused):
+	case errors.Is(err, events.ErrVerify), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused), errors.Is(err, bundle.ErrInvalid):
 		return ExitVerifyFailed
 	}
 	return ExitFailure

@@ -13,7 +13,7 @@ type verifyView = jsonview.Verify
 
 func newVerifyCmd(a *app) *cobra.Command {
 	var headFlag, treeFlag string
-	var logKeys []string
+	var logKeys, witnessKeys []string
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Recompute every event's leaf and the Merkle tree, check every blob and the projections; print the heads",
@@ -35,10 +35,16 @@ witnesses' cosignatures, and says what they attest: "attested: N
 checkpoints signed by KEY, latest size S, witnessed by W", or "locally
 consistent, not attested" for a store without checkpoints. Each
 checkpoint's signature is checked against the key recorded with it;
---log-key (a verifier.vkey file) makes only that key trusted. Exit code 3
-on any failure, naming the first bad seq, the first differing table and
-row, or the size of the first checkpoint the log contradicts.`,
-		Example: "rath verify --head 42:3f2a...",
+--log-key (a verifier.vkey file) makes only that key trusted. Each witness
+key that cosigned is shown with its key id (the SHA-256 of its public
+key): the store names its witnesses itself, so without --witness-key the
+line says "no witness pinned"; with --witness-key FILE (repeatable: the
+witnesses' verifier.vkey files, got from the witnesses) verify fails
+unless one of those keys cosigned a checkpoint, and says up to which size
+they did. Exit code 3 on any failure, naming the first bad seq, the first
+differing table and row, the size of the first checkpoint the log
+contradicts, or the witness keys that cosigned when no pinned one did.`,
+		Example: "rath verify --head 42:3f2a...\nrath verify --log-key log.vkey --witness-key witness.vkey",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var opts events.VerifyOptions
@@ -56,12 +62,8 @@ row, or the size of the first checkpoint the log contradicts.`,
 				}
 				opts.Tree = &h
 			}
-			for _, f := range logKeys {
-				vkey, err := readVerifierKey(f)
-				if err != nil {
-					return usagef(cmd, "--log-key: %v", err)
-				}
-				a.trustedKeys = append(a.trustedKeys, vkey)
+			if err := a.pinKeys(logKeys, witnessKeys); err != nil {
+				return usagef(cmd, "%v", err)
 			}
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
@@ -110,6 +112,7 @@ row, or the size of the first checkpoint the log contradicts.`,
 	cmd.Flags().StringVar(&headFlag, "head", "", "a head SEQ:HASH recorded earlier, which the log must still hold")
 	cmd.Flags().StringVar(&treeFlag, "tree", "", "a tree head SIZE:ROOT recorded earlier, which the log's tree must still extend")
 	cmd.Flags().StringArrayVar(&logKeys, "log-key", nil, "the log's verifier key file (or key text) that must have signed every checkpoint; repeat for a rotation")
+	cmd.Flags().StringArrayVar(&witnessKeys, "witness-key", nil, "a witness's verifier key file (or key text) you trust; one of them must have cosigned a checkpoint (repeatable)")
 	jsonFlag(cmd, a)
 	return cmd
 }

@@ -143,6 +143,32 @@ func readVerifierKey(arg string) (string, error) {
 	return vkey, nil
 }
 
+// readVerifierKeys reads each of args with readVerifierKey.
+func readVerifierKeys(args []string) ([]string, error) {
+	out := make([]string, 0, len(args))
+	for _, arg := range args {
+		vkey, err := readVerifierKey(arg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vkey)
+	}
+	return out, nil
+}
+
+// pinKeys reads the --log-key and --witness-key arguments into the keys
+// the store's checkpoints are verified against.
+func (a *app) pinKeys(logKeys, witnessKeys []string) error {
+	var err error
+	if a.trustedKeys, err = readVerifierKeys(logKeys); err != nil {
+		return fmt.Errorf("--log-key: %w", err)
+	}
+	if a.trustedWitnesses, err = readVerifierKeys(witnessKeys); err != nil {
+		return fmt.Errorf("--witness-key: %w", err)
+	}
+	return nil
+}
+
 // openWitnessStore opens the log of target without migrating it: a
 // witness reads someone else's store and never changes its schema.
 func openWitnessStore(ctx context.Context, target string) (*events.Store, error) {

@@ -1,6 +1,13 @@
-// Command verify checks a rath run bundle without rath: go run . [-vkey FILE] [DIR]
-// (DIR: the bundle, default ".."; -vkey: the signer's note verifier key as its
-// owner published it, default DIR/verifier.vkey). Only the standard library and golang.org/x/mod.
+// Command rathverify checks a rath run bundle without rath and without
+// trusting anything the bundle ships:
+//
+//	go run github.com/gorath/rath/cmd/rathverify@VERSION [-log-key FILE] [-witness FILE]... DIR
+//
+// -log-key is the signer's note verifier key as its owner published it
+// (default: the bundle's own verifier.vkey, which proves only consistency);
+// each -witness is a witness's note verifier key the auditor trusts, of
+// which at least one must have cosigned the checkpoint. Only the standard
+// library and golang.org/x/mod.
 package main
 
 import (
@@ -30,23 +37,43 @@ func must(err error, what string) { // stops: nothing further can be checked
 	}
 }
 
+// keys is a repeatable flag of key files.
+type keys []string
+
+func (k *keys) String() string     { return strings.Join(*k, ",") }
+func (k *keys) Set(f string) error { *k = append(*k, f); return nil }
+
+// parseKey reads a note verifier key (name+hash+base64(algorithm byte, Ed25519 key); the base64
+// may hold '+') and names it by the SHA-256 of its PKIX DER, a fixed prefix then the key (RFC 8410).
+func parseKey(text string) (note.Verifier, ed25519.PublicKey, string, error) {
+	text = strings.TrimSpace(text)
+	v, err := note.NewVerifier(text)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	raw, _ := base64.StdEncoding.DecodeString(strings.SplitN(text, "+", 3)[2])
+	pub := ed25519.PublicKey(raw[1:])
+	return v, pub, fmt.Sprintf("%x", sha256.Sum256(append([]byte("\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00"), pub...))), nil
+}
+
 func main() {
-	vkeyFile := flag.String("vkey", "", "the signer's note verifier key, as its owner published it")
+	var pins keys
+	logKeyFile := flag.String("log-key", "", "the signer's note verifier key FILE, as its owner published it")
+	flag.Var(&pins, "witness", "a witness's note verifier key FILE you trust (repeatable); one of them must have cosigned")
 	flag.Parse()
-	failures, dir := 0, cmp.Or(flag.Arg(0), "..")
+	failures, dir := 0, cmp.Or(flag.Arg(0), ".")
 	fail := func(format string, args ...any) { failures++; fmt.Printf("FAIL: "+format+"\n", args...) }
 	hexSum := func(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
 	fsys, err := os.OpenRoot(dir) // no name in the bundle reads outside it; a missing file reads as empty
 	read := func(name string) []byte { b, _ := fsys.ReadFile(filepath.FromSlash(name)); return b }
-	vkeyText, err2 := os.ReadFile(cmp.Or(*vkeyFile, filepath.Join(dir, "verifier.vkey")))
-	vkey := strings.TrimSpace(string(vkeyText))
-	signer, err3 := note.NewVerifier(vkey)
-	must(cmp.Or(err, err2, err3), "bundle directory or verifier key")
-	// vkey is name+hash+base64(algorithm byte, Ed25519 key), as NewVerifier checked; the base64 may hold '+'.
-	raw, _ := base64.StdEncoding.DecodeString(strings.SplitN(vkey, "+", 3)[2])
-	pub := ed25519.PublicKey(raw[1:])
-	// DSSE names the key by the SHA-256 of its PKIX DER: a fixed prefix, then the key (RFC 8410).
-	keyID, signed := hexSum(append([]byte("\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00"), pub...)), false
+	vkeyText, err2 := os.ReadFile(cmp.Or(*logKeyFile, filepath.Join(dir, "verifier.vkey")))
+	signer, pub, keyID, err3 := parseKey(string(vkeyText))
+	must(cmp.Or(err, err2, err3), "bundle directory or log key")
+	if *logKeyFile != "" {
+		fmt.Printf("log key %s (key %s): pinned\n", signer.Name(), keyID)
+	} else {
+		fmt.Printf("log key %s (key %s): NOT pinned, the bundle's own verifier.vkey: compare it with the published key, or pass that with -log-key\n", signer.Name(), keyID)
+	}
 	// The attestation: a DSSE envelope of an in-toto Statement, Ed25519 over its PAE.
 	var env struct {
 		Payload, PayloadType string
@@ -54,7 +81,7 @@ func main() {
 	}
 	must(json.Unmarshal(read("attestation.dsse.json"), &env), "attestation.dsse.json")
 	body, _ := base64.StdEncoding.DecodeString(env.Payload) // if not base64, no signature verifies
-	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(env.PayloadType), env.PayloadType, len(body), body)
+	pae, signed := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(env.PayloadType), env.PayloadType, len(body), body), false
 	for _, s := range env.Signatures {
 		sig, _ := base64.StdEncoding.DecodeString(s.Sig)
 		signed = signed || s.KeyID == keyID && ed25519.Verify(pub, pae, sig)
@@ -81,22 +108,63 @@ func main() {
 		}
 	}
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if rel, _ := filepath.Rel(dir, p); err == nil && !d.IsDir() && !listed[filepath.ToSlash(rel)] {
+		rel, _ := filepath.Rel(dir, p)
+		if err == nil && d.Type()&fs.ModeSymlink != 0 {
+			fail("%s: a symbolic link", rel) // a bundle is written without any
+		} else if err == nil && !d.IsDir() && !listed[filepath.ToSlash(rel)] {
 			fail("%s: not attested", rel)
 		}
 		return err
 	})
-	// The checkpoint: a C2SP signed note, by the signer and by every witness listed.
-	vs := []note.Verifier{signer}
+	// The checkpoint: a C2SP signed note, by the signer, by every witness the bundle lists and,
+	// when the auditor pinned witnesses, by at least one of them. Each key is shown by its key id:
+	// a name can be copied by anyone who makes a key.
+	vs, ids, pinned := []note.Verifier{signer}, []string{keyID}, map[string]bool{}
 	for _, w := range strings.Fields(string(read("witnesses.vkey"))) {
-		v, err := note.NewVerifier(w)
+		v, _, id, err := parseKey(w)
 		must(err, "witnesses.vkey")
-		vs = append(vs, v)
+		vs, ids = append(vs, v), append(ids, id)
+	}
+	listedWitnesses := len(vs) - 1
+	for _, f := range pins {
+		b, err := os.ReadFile(f)
+		v, _, id, err2 := parseKey(string(b))
+		must(cmp.Or(err, err2), "-witness "+f)
+		if pinned[id] = true; !slices.Contains(ids, id) {
+			vs, ids = append(vs, v), append(ids, id)
+		}
 	}
 	n, err := note.Open(read("checkpoint"), note.VerifierList(vs...))
 	must(err, "checkpoint signature")
-	if len(n.Sigs) != len(vs) {
-		fail("checkpoint: %d of %d signatures (signer and witnesses) verify", len(n.Sigs), len(vs))
+	cosigned := map[string]bool{}
+	for _, s := range n.Sigs {
+		for i, v := range vs {
+			cosigned[ids[i]] = cosigned[ids[i]] || s.Name == v.Name() && s.Hash == v.KeyHash()
+		}
+	}
+	pinnedCosigned := 0
+	for i, v := range vs[1:] {
+		id := ids[i+1]
+		switch {
+		case !cosigned[id] && i < listedWitnesses:
+			fail("checkpoint: no valid cosignature by witness %s (key %s), which witnesses.vkey lists", v.Name(), id)
+		case !cosigned[id]:
+			fmt.Printf("witness %s (key %s): pinned, did not cosign\n", v.Name(), id)
+		case pinned[id]:
+			pinnedCosigned++
+			fmt.Printf("witness %s (key %s): cosigned, pinned\n", v.Name(), id)
+		default:
+			fmt.Printf("witness %s (key %s): cosigned, NOT pinned\n", v.Name(), id)
+		}
+	}
+	switch {
+	case len(pins) == 0:
+		fmt.Println("no witness pinned: the witnesses above are the bundle's own word; pass the keys you trust with -witness FILE")
+	case pinnedCosigned == 0:
+		fail("checkpoint: no pinned witness cosigned it")
+	}
+	if !cosigned[keyID] {
+		fail("checkpoint: no valid signature by the log key %s (key %s)", signer.Name(), keyID)
 	}
 	ck := append(strings.Split(n.Text, "\n"), "", "")
 	size, err := strconv.ParseInt(ck[1], 10, 64)
@@ -145,6 +213,6 @@ func main() {
 		fmt.Printf("bundle of run %s: %d checks FAILED\n", pred.Run, failures)
 		os.Exit(1)
 	}
-	fmt.Printf("ok: run %s, %d events (seqs %d to %d) in the tree of %s at size %d, signed by %s (key %s) and %d witnesses\n",
-		pred.Run, len(lines), pred.FirstSeq, pred.LastSeq, ck[0], size, signer.Name(), keyID, len(vs)-1)
+	fmt.Printf("ok: run %s, %d events (seqs %d to %d) in the tree of %s at size %d, signed by %s (key %s), %d pinned witnesses of %d cosigned\n",
+		pred.Run, len(lines), pred.FirstSeq, pred.LastSeq, ck[0], size, signer.Name(), keyID, pinnedCosigned, len(pins))
 }
