@@ -155,19 +155,8 @@ func TestWrite_Refuses(t *testing.T) {
 // A witness's cosignature on the checkpoint is checked and named.
 func TestWrite_Witnessed(t *testing.T) {
 	st, key := mustStore(t)
-	files, _ := signkey.Generate(filepath.Join(t.TempDir(), "w"), "witness.test")
-	witness, _ := signkey.Load(files.Signer)
-	cosigned := func(ctx context.Context, _ int64) ([]byte, error) {
-		b, err := bundle.SignCheckpoint(ctx, st, key, "")
-		if err != nil {
-			return nil, err
-		}
-		n, err := note.Open(b, note.VerifierList(mustVerifier(t, key)))
-		if err != nil {
-			return nil, err
-		}
-		return note.Sign(n, witness.NoteSigner()) // keeps the signer's signature, adds the witness's
-	}
+	witness := newTestKey(t, "witness.test")
+	cosigned := cosignedBy(t, st, key, witness)
 	dir := filepath.Join(t.TempDir(), "b")
 	res, err := bundle.Write(t.Context(), st, "run-1", dir, bundle.Options{Key: key, Checkpoint: cosigned, Witnesses: []string{witness.VerifierKey()}})
 	if err != nil {
@@ -181,14 +170,92 @@ func TestWrite_Witnessed(t *testing.T) {
 	}
 }
 
-// The standalone verifier stays short enough to read before running.
-func TestVerifier_Small(t *testing.T) {
+// OpenWith with pinned keys: the real witness's key passes and is marked
+// pinned; a key of the same name that did not cosign fails with a
+// *WitnessError naming the key ids; another log key fails.
+func TestOpenWith_Pins(t *testing.T) {
+	st, key := mustStore(t)
+	witness := newTestKey(t, "witness.test")
+	impostor := newTestKey(t, "witness.test")
+	cosigned := cosignedBy(t, st, key, witness)
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, err := bundle.Write(t.Context(), st, "run-1", dir, bundle.Options{Key: key, Checkpoint: cosigned, Witnesses: []string{witness.VerifierKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	at, err := bundle.OpenWith(dir, bundle.OpenOptions{LogKey: key.VerifierKey(), Witnesses: []string{witness.VerifierKey()}})
+	if err != nil || !at.LogKeyPinned || !at.WitnessesPinned || len(at.Witnesses) != 1 || !at.Witnesses[0].Pinned || at.Witnesses[0].KeyID != witness.KeyID() {
+		t.Fatalf("pinned real witness: %+v %v", at, err)
+	}
+	if at, err := bundle.OpenWith(dir, bundle.OpenOptions{}); err != nil || at.LogKeyPinned || at.WitnessesPinned || at.Witnesses[0].Pinned {
+		t.Fatalf("no pins: %+v %v", at, err)
+	}
+	_, err = bundle.OpenWith(dir, bundle.OpenOptions{Witnesses: []string{impostor.VerifierKey()}})
+	var we *bundle.WitnessError
+	if !errors.As(err, &we) || !errors.Is(err, bundle.ErrInvalid) || !errors.Is(err, bundle.ErrUnwitnessed) ||
+		!strings.Contains(err.Error(), "only witness.test (key "+witness.KeyID()+", not pinned); pinned: witness.test (key "+impostor.KeyID()+")") {
+		t.Fatalf("impostor pinned: %v", err)
+	}
+	if _, err := bundle.OpenWith(dir, bundle.OpenOptions{LogKey: impostor.VerifierKey()}); !errors.Is(err, bundle.ErrInvalid) {
+		t.Fatalf("another log key: %v", err)
+	}
+}
+
+// cosignedBy is an Options.Checkpoint: a fresh checkpoint signed by key
+// and cosigned by witness.
+func cosignedBy(t *testing.T, st *events.Store, key, witness *signkey.Key) func(context.Context, int64) ([]byte, error) {
+	return func(ctx context.Context, _ int64) ([]byte, error) {
+		b, err := bundle.SignCheckpoint(ctx, st, key, "")
+		if err != nil {
+			return nil, err
+		}
+		n, err := note.Open(b, note.VerifierList(mustVerifier(t, key)))
+		if err != nil {
+			return nil, err
+		}
+		return note.Sign(n, witness.NoteSigner()) // keeps the signer's signature, adds the witness's
+	}
+}
+
+func newTestKey(t *testing.T, name string) *signkey.Key {
+	t.Helper()
+	files, err := signkey.Generate(filepath.Join(t.TempDir(), "k"), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := signkey.Load(files.Signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// The standalone verifier stays short enough to read before running, and
+// its module (one of its own, so `go run …@VERSION` fetches nothing but
+// golang.org/x/mod) requires the golang.org/x/mod rath builds with, so a
+// module cache that built rath builds it offline.
+func TestVerifier_SmallAndPinned(t *testing.T) {
 	src, err := os.ReadFile("../cmd/rathverify/main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := bytes.Count(src, []byte("\n")); n > 220 {
 		t.Errorf("cmd/rathverify/main.go has %d lines, the budget is 220", n)
+	}
+	gomod, _ := os.ReadFile("../go.mod")
+	gosum, _ := os.ReadFile("../go.sum")
+	vmod, _ := os.ReadFile("../cmd/rathverify/go.mod")
+	vsum, _ := os.ReadFile("../cmd/rathverify/go.sum")
+	if !bytes.Contains(vmod, []byte("module github.com/gorath/rath/cmd/rathverify\n")) {
+		t.Errorf("cmd/rathverify/go.mod:\n%s", vmod)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(vsum)), "\n") {
+		if !bytes.Contains(gosum, []byte(line+"\n")) {
+			t.Errorf("go.sum lacks the verifier's %q", line)
+		}
+	}
+	fields := strings.Fields(string(vmod))
+	if v := fields[len(fields)-1]; !bytes.Contains(gomod, []byte("golang.org/x/mod "+v+"\n")) {
+		t.Errorf("go.mod does not require golang.org/x/mod %s, the verifier's version", v)
 	}
 }
 

@@ -24,7 +24,7 @@
 //   - VERIFY.md: what the bundle is and where to get what checks it. A
 //     bundle ships no code: whoever can change it in transit could change
 //     that too. The verifiers are cmd/rathverify (Go) and its verify.sh and
-//     verify.py, taken from the rath module at a version the auditor
+//     verify.py, a module of their own taken at a version the auditor
 //     chooses, with the log's and the witnesses' keys as their holders
 //     published them ([OpenOptions]).
 //

@@ -26,9 +26,9 @@ type WitnessError struct {
 func (e *WitnessError) Error() string {
 	seen := "no witness at all"
 	if len(e.Seen) > 0 {
-		seen = "only " + Witnesses(e.Seen)
+		seen = "only " + listWitnesses(e.Seen)
 	}
-	return fmt.Sprintf("%s: it is cosigned by %s; pinned: %s", ErrUnwitnessed.Error(), seen, Witnesses(e.Pinned))
+	return fmt.Sprintf("%s: it is cosigned by %s; pinned: %s", ErrUnwitnessed.Error(), seen, listWitnesses(e.Pinned))
 }
 
 // Is makes errors.Is true for ErrUnwitnessed and ErrInvalid: the bundle
@@ -55,8 +55,8 @@ func (w Witness) String() string {
 	return s + ")"
 }
 
-// Witnesses lists ws for a message, or says there are none.
-func Witnesses(ws []Witness) string {
+// listWitnesses lists ws for a message, or says there are none.
+func listWitnesses(ws []Witness) string {
 	if len(ws) == 0 {
 		return "none"
 	}

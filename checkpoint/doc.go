@@ -41,7 +41,11 @@
 // # Verifying
 //
 // Verify checks every stored checkpoint against the tree (the root at its
-// size) and its signatures and cosignatures; Covering returns the signed
+// size) and its signatures and cosignatures, and names each witness key
+// by its key id. The store records its witnesses' keys itself, so a
+// caller who trusts particular witnesses pins their keys
+// (VerifyOptions.Witnesses): unless one of them cosigned, the report is
+// Unwitnessed (a *WitnessError); Covering returns the signed
 // checkpoint with its cosignatures that covers a given size, for
 // exported evidence.
 package checkpoint
