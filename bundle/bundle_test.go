@@ -192,7 +192,7 @@ func TestOpenWith_Pins(t *testing.T) {
 	_, err = bundle.OpenWith(dir, bundle.OpenOptions{Witnesses: []string{impostor.VerifierKey()}})
 	var we *bundle.WitnessError
 	if !errors.As(err, &we) || !errors.Is(err, bundle.ErrInvalid) || !errors.Is(err, bundle.ErrUnwitnessed) ||
-		!strings.Contains(err.Error(), "only witness.test (key "+witness.KeyID()+", not pinned); pinned: witness.test (key "+impostor.KeyID()+")") {
+		!strings.Contains(err.Error(), "only by witness.test (key "+witness.KeyID()+", not pinned); pinned: witness.test (key "+impostor.KeyID()+")") {
 		t.Fatalf("impostor pinned: %v", err)
 	}
 	if _, err := bundle.OpenWith(dir, bundle.OpenOptions{LogKey: impostor.VerifierKey()}); !errors.Is(err, bundle.ErrInvalid) {

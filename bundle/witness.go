@@ -24,11 +24,11 @@ type WitnessError struct {
 }
 
 func (e *WitnessError) Error() string {
-	seen := "no witness at all"
+	seen := "by no witness at all"
 	if len(e.Seen) > 0 {
-		seen = "only " + listWitnesses(e.Seen)
+		seen = "only by " + listWitnesses(e.Seen)
 	}
-	return fmt.Sprintf("%s: it is cosigned by %s; pinned: %s", ErrUnwitnessed.Error(), seen, listWitnesses(e.Pinned))
+	return fmt.Sprintf("%s: it is cosigned %s; pinned: %s", ErrUnwitnessed.Error(), seen, listWitnesses(e.Pinned))
 }
 
 // Is makes errors.Is true for ErrUnwitnessed and ErrInvalid: the bundle
