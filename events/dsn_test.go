@@ -56,7 +56,7 @@ func TestDSN_PathsAreEscaped(t *testing.T) {
 			for _, d := range []string{root, dir} {
 				entries, _ := os.ReadDir(d)
 				for _, e := range entries {
-					if n := e.Name(); n != tt.dir && n != "rath.db" && n != "rath.db-wal" && n != "rath.db-shm" && n != "rath.db"+events.WriteGateSuffix {
+					if n := e.Name(); n != tt.dir && n != "rath.db" && n != "rath.db-wal" && n != "rath.db-shm" && n != "rath.db"+events.WriteGateSuffix && n != "rath.db"+migrations.LockSuffix {
 						t.Errorf("stray file %q in %s", n, d)
 					}
 				}

@@ -24,10 +24,9 @@ import (
 //go:embed sqlite/*.sql postgres/*.sql
 var files embed.FS
 
-// goose has no session locker for SQLite, so runs in one process are
-// serialized here; across processes SQLite's own write lock serializes the
-// migration transactions. On PostgreSQL goose's advisory-lock session
-// locker serializes migrations across processes and machines.
+// upMu serializes the migrations of one process; across processes the
+// lockers of lock.go do (a file lock on SQLite, an advisory lock on
+// PostgreSQL). An in-memory database has only this one.
 var upMu sync.Mutex
 
 // Dialect names the SQL dialect of a database handle.
@@ -65,13 +64,13 @@ type Migration struct {
 	AppliedAt string `json:"applied_at,omitempty"`
 }
 
-// provider is goose applying the embedded migrations of db's dialect,
-// and those files, split.
-func provider(db *sql.DB) (*goose.Provider, []migrationFile, error) {
+// provider is goose applying the embedded migrations of db's dialect
+// under the migration lock of lock.go.
+func provider(db *sql.DB) (*goose.Provider, error) {
 	d := DialectOf(db)
 	files, err := migrationFiles(d)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ms := make([]*goose.Migration, 0, len(files))
 	for _, f := range files {
@@ -79,21 +78,41 @@ func provider(db *sql.DB) (*goose.Provider, []migrationFile, error) {
 			&goose.GoFunc{RunTx: runStatements(f.name, f.up)},
 			&goose.GoFunc{RunTx: runStatements(f.name, f.down)}))
 	}
-	dialect := database.DialectSQLite3
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(ms...)}
+	locker := lock.SessionLocker(&sqliteLocker{})
 	if d == Postgres {
-		locker, err := lock.NewPostgresSessionLocker()
-		if err != nil {
-			return nil, nil, fmt.Errorf("migrations: session locker: %w", err)
-		}
-		dialect, opts = database.DialectPostgres, append(opts, goose.WithSessionLocker(locker))
+		locker = pgLocker{}
 	}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(ms...), goose.WithSessionLocker(locker)}
 	// No file system: every migration is one of ms (see split).
-	p, err := goose.NewProvider(dialect, db, nil, opts...)
+	p, err := goose.NewProvider(gooseDialect(d), db, nil, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("migrations: new provider: %w", err)
+		return nil, fmt.Errorf("migrations: new provider: %w", err)
 	}
-	return p, files, nil
+	return p, nil
+}
+
+// versionTable is goose's table of applied versions (its default name).
+const versionTable = "goose_db_version"
+
+// gooseDialect is goose's name for dialect d.
+func gooseDialect(d Dialect) database.Dialect {
+	if d == Postgres {
+		return database.DialectPostgres
+	}
+	return database.DialectSQLite3
+}
+
+// versionTableExists reports whether db has goose's version table.
+func versionTableExists(ctx context.Context, db *sql.DB) (bool, error) {
+	probe := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`
+	if DialectOf(db) == Postgres {
+		probe = `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1`
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, probe, versionTable).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
 }
 
 // fileVersion is the version a migration file's name starts with
@@ -194,15 +213,11 @@ func Latest() int64 {
 // migration newer than this binary's latest, and nil for a database that
 // is current, behind, or not migrated at all.
 func Check(ctx context.Context, db *sql.DB) error {
-	var n int
-	probe := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`
-	if DialectOf(db) == Postgres {
-		probe = `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'goose_db_version'`
-	}
-	if err := db.QueryRowContext(ctx, probe).Scan(&n); err != nil {
+	exists, err := versionTableExists(ctx, db)
+	if err != nil {
 		return fmt.Errorf("migrations: check version: %w", err)
 	}
-	if n == 0 {
+	if !exists {
 		return nil
 	}
 	var v int64
@@ -217,6 +232,12 @@ func Check(ctx context.Context, db *sql.DB) error {
 
 // Up applies every pending migration and returns how many it applied. It
 // refuses (a *SchemaTooNewError) a database written by a newer schema.
+//
+// A current database costs one query and no lock. Otherwise Up takes the
+// migration lock (lock.go), which another process migrating the same
+// database holds until it is done, and then applies what is still
+// pending: processes opening a new store together all succeed, one
+// migrating, the others waiting and then finding the schema current.
 func Up(ctx context.Context, db *sql.DB) (int, error) {
 	if ok, err := current(ctx, db); ok || err != nil {
 		return 0, err
@@ -226,7 +247,7 @@ func Up(ctx context.Context, db *sql.DB) (int, error) {
 	if err := Check(ctx, db); err != nil {
 		return 0, err
 	}
-	p, _, err := provider(db)
+	p, err := provider(db)
 	if err != nil {
 		return 0, err
 	}
@@ -242,7 +263,7 @@ func Up(ctx context.Context, db *sql.DB) (int, error) {
 func UpTo(ctx context.Context, db *sql.DB, version int64) error {
 	upMu.Lock()
 	defer upMu.Unlock()
-	p, _, err := provider(db)
+	p, err := provider(db)
 	if err != nil {
 		return err
 	}
@@ -252,25 +273,42 @@ func UpTo(ctx context.Context, db *sql.DB, version int64) error {
 	return nil
 }
 
-// Status lists every embedded migration in version order.
+// Status lists every embedded migration in version order. It reads the
+// version table as goose does, but without the migration lock and
+// without creating the table: listing a store (rath migrate status, or
+// the CLI asking whether a PostgreSQL database holds a store) never
+// waits for, or delays, a process that migrates.
 func Status(ctx context.Context, db *sql.DB) ([]Migration, error) {
-	p, files, err := provider(db)
+	d := DialectOf(db)
+	files, err := migrationFiles(d)
 	if err != nil {
 		return nil, err
 	}
-	st, err := p.Status(ctx)
+	exists, err := versionTableExists(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: status: %w", err)
 	}
-	names := make(map[int64]string, len(files))
-	for _, f := range files {
-		names[f.version] = f.name
+	var store database.Store
+	if exists {
+		if store, err = database.NewStore(gooseDialect(d), versionTable); err != nil {
+			return nil, fmt.Errorf("migrations: status: %w", err)
+		}
 	}
-	out := make([]Migration, 0, len(st))
-	for _, s := range st {
-		m := Migration{Version: s.Source.Version, Source: names[s.Source.Version], Applied: s.State == goose.StateApplied}
-		if m.Applied && !s.AppliedAt.IsZero() {
-			m.AppliedAt = s.AppliedAt.UTC().Format("2006-01-02T15:04:05Z")
+	out := make([]Migration, 0, len(files))
+	for _, f := range files {
+		m := Migration{Version: f.version, Source: f.name}
+		if store != nil {
+			r, err := store.GetMigration(ctx, db, f.version)
+			switch {
+			case errors.Is(err, database.ErrVersionNotFound):
+			case err != nil:
+				return nil, fmt.Errorf("migrations: status: %w", err)
+			default:
+				m.Applied = true
+				if !r.Timestamp.IsZero() {
+					m.AppliedAt = r.Timestamp.UTC().Format("2006-01-02T15:04:05Z")
+				}
+			}
 		}
 		out = append(out, m)
 	}

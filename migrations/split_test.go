@@ -85,7 +85,7 @@ func TestSplit_BuildsTheSchemaGooseBuildsFromTheFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours, _, err := provider(viaSplit)
+			ours, err := provider(viaSplit)
 			if err != nil {
 				t.Fatal(err)
 			}
