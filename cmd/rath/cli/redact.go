@@ -72,6 +72,9 @@ refused too (run verify).`,
 			if err != nil {
 				return err
 			}
+			if len(res.Redacted) > 0 {
+				a.erasureNotice()
+			}
 			v := redactView{Record: res.Record.Seq, Redacted: res.Redacted, Already: res.Already, PayloadBytes: res.PayloadBytes, Blobs: res.Blobs, BlobBytes: res.BlobBytes}
 			if v.Redacted == nil {
 				v.Redacted = []int64{}
@@ -96,6 +99,27 @@ refused too (run verify).`,
 	cmd.Flags().StringVar(&as, "as", "", "who asks (default: the OS user)")
 	jsonFlag(cmd, a)
 	return cmd
+}
+
+// postgresErasureNotice is what an operator must know, and do, after a
+// redaction on PostgreSQL: the server keeps copies of the deleted bytes
+// that no SQL statement rath can run removes. (On SQLite the writer's
+// connection runs with secure_delete: the freed cells and pages are
+// zeroed, and the WAL is checkpointed into the file.)
+const postgresErasureNotice = `rath: on PostgreSQL a redaction does not remove the deleted bytes from the
+  WAL (pg_wal and any WAL archive), from base backups or from replicas; the
+  old row versions also stay in the table files until VACUUM reclaims them.
+  To remove them: VACUUM (FULL rewrites the tables) events, blobs and the
+  projection tables, and expire the WAL archives, backups and replica copies
+  taken before this redaction. docs/EVIDENCE.md says what redaction removes.
+`
+
+// erasureNotice prints, on stderr, what redaction leaves behind on the
+// store's database, if anything.
+func (a *app) erasureNotice() {
+	if a.dsn != "" {
+		fmt.Fprint(a.stderr, postgresErasureNotice)
+	}
 }
 
 // redactionLines words verify's redactions, one line per run of

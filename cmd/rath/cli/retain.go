@@ -75,6 +75,9 @@ that run over.`,
 			if err != nil {
 				return err
 			}
+			if !o.DryRun && len(rep.Runs) > 0 {
+				a.erasureNotice()
+			}
 			if a.json {
 				return a.printJSON(rep)
 			}
