@@ -40,7 +40,11 @@ redacted events exits 6 and says which answers it could not check.
 
 Events written before the Merkle log, and the records of redactions,
 cannot be redacted; an event whose row no longer matches its leaf is
-refused too (run verify).`,
+refused too (run verify).
+
+On SQLite the deleted bytes are zeroed in rath.db (and its WAL once
+checkpointed). On PostgreSQL they stay in the WAL, base backups, replicas
+and, until VACUUM, the table files: redact says so on stderr.`,
 		Example: "rath redact --session s-0123456789abcdef0123 --reason \"erasure request 42\"",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
