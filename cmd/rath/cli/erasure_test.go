@@ -25,6 +25,17 @@ func canaryCassette(t *testing.T, canary string) string {
 	return cas
 }
 
+// mustRunEnv runs the stock rath binary with env and fails the test
+// unless it exits 0.
+func mustRunEnv(t *testing.T, env []string, argv ...string) string {
+	t.Helper()
+	r := rathEnv(t, env, argv...)
+	if r.code != 0 {
+		t.Fatalf("rath %s: exit %d\n%s", strings.Join(argv, " "), r.code, r.stderr)
+	}
+	return r.stdout
+}
+
 // occurrences counts canary in the store's files (the database and its
 // WAL), as anyone who can read them would find it.
 func occurrences(t *testing.T, dir, canary string) map[string]int {
@@ -45,13 +56,21 @@ func occurrences(t *testing.T, dir, canary string) map[string]int {
 
 // After `rath redact --run`, the redacted text is in no storage file of
 // a SQLite store: not in stale b-tree cells or freed pages of rath.db,
-// and not in its WAL once checkpointed (another process keeps the store
-// open, so the WAL outlives the redacting process).
+// and not in its WAL once checkpointed, though another process keeps the
+// store open (so the WAL outlives the processes that wrote it).
 func TestRedact_LeavesNoCopyInTheSQLiteFiles(t *testing.T) {
 	t.Parallel()
 	const canary = "CANARY-5d1e0b7a"
 	dir, work := t.TempDir(), t.TempDir()
 	env := append(bareEnv(t), "RATH_DIR="+dir)
+	mustRunEnv(t, env, "new", "a store opened by another process")
+	// Another process keeps the store open from before the run, so the
+	// run's pages stay in the WAL after it exits.
+	reader := openDB(t, dir)
+	var n int
+	if err := reader.QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if r := rathEnv(t, env, "run", "--cassette", canaryCassette(t, canary), "--workspace", work, "--tools", "run_shell_command", "say", "it"); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
@@ -63,12 +82,6 @@ func TestRedact_LeavesNoCopyInTheSQLiteFiles(t *testing.T) {
 		t.Fatal("the canary is not in the store before the redaction: the test proves nothing")
 	}
 	run := decodeJSON[[]runView](t, rathEnv(t, env, "runs", "--json").stdout)[0].ID
-
-	reader := openDB(t, dir)
-	var n int
-	if err := reader.QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
 	r := rathEnv(t, env, "redact", "--run", run, "--reason", "erasure request")
 	if r.code != 0 || !strings.Contains(r.stdout, "redacted ") {
 		t.Fatalf("redact: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -42,9 +43,9 @@ Events written before the Merkle log, and the records of redactions,
 cannot be redacted; an event whose row no longer matches its leaf is
 refused too (run verify).
 
-On SQLite the deleted bytes are zeroed in rath.db (and its WAL once
-checkpointed). On PostgreSQL they stay in the WAL, base backups, replicas
-and, until VACUUM, the table files: redact says so on stderr.`,
+On SQLite the deleted bytes are zeroed in rath.db, and redact checkpoints
+and truncates its WAL. On PostgreSQL they stay in the WAL, base backups,
+replicas and, until VACUUM, the table files: redact says so on stderr.`,
 		Example: "rath redact --session s-0123456789abcdef0123 --reason \"erasure request 42\"",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,7 +78,7 @@ and, until VACUUM, the table files: redact says so on stderr.`,
 				return err
 			}
 			if len(res.Redacted) > 0 {
-				a.erasureNotice()
+				a.afterErasure(ctx, rt)
 			}
 			v := redactView{Record: res.Record.Seq, Redacted: res.Redacted, Already: res.Already, PayloadBytes: res.PayloadBytes, Blobs: res.Blobs, BlobBytes: res.BlobBytes}
 			if v.Redacted == nil {
@@ -107,9 +108,7 @@ and, until VACUUM, the table files: redact says so on stderr.`,
 
 // postgresErasureNotice is what an operator must know, and do, after a
 // redaction on PostgreSQL: the server keeps copies of the deleted bytes
-// that no SQL statement rath can run removes. (On SQLite the writer's
-// connection runs with secure_delete: the freed cells and pages are
-// zeroed, and the WAL is checkpointed into the file.)
+// that no SQL statement rath can run removes.
 const postgresErasureNotice = `rath: on PostgreSQL a redaction does not remove the deleted bytes from the
   WAL (pg_wal and any WAL archive), from base backups or from replicas; the
   old row versions also stay in the table files until VACUUM reclaims them.
@@ -118,11 +117,22 @@ const postgresErasureNotice = `rath: on PostgreSQL a redaction does not remove t
   taken before this redaction. docs/EVIDENCE.md says what redaction removes.
 `
 
-// erasureNotice prints, on stderr, what redaction leaves behind on the
-// store's database, if anything.
-func (a *app) erasureNotice() {
+// afterErasure sees to it, after payloads were deleted, that the bytes
+// leave the store's files, or says where they stay. On SQLite the
+// writer's connection zeroed them in the pages it wrote (secure_delete),
+// but the WAL still holds the pages as they were before, until a
+// checkpoint resets it: the last process closing the store does, and
+// while others keep it open (a worker, rath serve) a TRUNCATE checkpoint
+// here does, unless one of them is reading meanwhile.
+func (a *app) afterErasure(ctx context.Context, rt *rath.Runtime) {
 	if a.dsn != "" {
 		fmt.Fprint(a.stderr, postgresErasureNotice)
+		return
+	}
+	var busy, logged, moved int
+	err := rt.Store().DB().QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logged, &moved)
+	if err != nil || busy != 0 {
+		fmt.Fprintf(a.stderr, "rath: another process is reading the store: %s-wal keeps the pages as they were before until a checkpoint resets it (the last process closing the store, or PRAGMA wal_checkpoint(TRUNCATE))\n", rath.DBFile)
 	}
 }
 

@@ -76,7 +76,7 @@ that run over.`,
 				return err
 			}
 			if !o.DryRun && len(rep.Runs) > 0 {
-				a.erasureNotice()
+				a.afterErasure(ctx, rt)
 			}
 			if a.json {
 				return a.printJSON(rep)
