@@ -27,6 +27,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/session"
 )
 
@@ -293,6 +294,16 @@ func migrate(ctx context.Context, driver riverdriver.Driver[*sql.Tx], db *sql.DB
 	}
 	if all := m.AllVersions(); len(all) > 0 && migrated(ctx, db, all[len(all)-1].Version) {
 		return nil
+	}
+	// On SQLite, under rath's migration lock: River's own migrations list
+	// the applied versions outside the transaction that applies one, as
+	// goose does. (On PostgreSQL the retries below suffice.)
+	if migrations.DialectOf(db) == migrations.SQLite {
+		release, err := migrations.LockSQLite(ctx, db)
+		if err != nil {
+			return fmt.Errorf("fleet: river migrations: %w", err)
+		}
+		defer release()
 	}
 	var last error
 	for range 5 {

@@ -58,19 +58,44 @@ type sqliteLocker struct {
 }
 
 func (l *sqliteLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	fl, err := lockDatabaseFile(ctx, conn)
+	l.held = fl
+	return err
+}
+
+// queryRower is a *sql.DB or a *sql.Conn.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// lockDatabaseFile takes the migration lock of the SQLite database q
+// reads; nil (and no lock) for an in-memory database.
+func lockDatabaseFile(ctx context.Context, q queryRower) (*fileLock, error) {
 	var path string
-	if err := conn.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
-		return fmt.Errorf("migrations: take the migration lock: %w", err)
+	if err := q.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
+		return nil, fmt.Errorf("migrations: take the migration lock: %w", err)
 	}
 	if path == "" {
-		return nil
+		return nil, nil
 	}
 	fl, err := lockFile(ctx, path, path+LockSuffix)
 	if err != nil {
-		return fmt.Errorf("migrations: take the migration lock: %w", err)
+		return nil, fmt.Errorf("migrations: take the migration lock: %w", err)
 	}
-	l.held = fl
-	return nil
+	return fl, nil
+}
+
+// LockSQLite takes the lock rath's migrations run under in the SQLite
+// database db, for a caller that creates tables of its own there (the job
+// queue's, package fleet): two processes opening a new store would
+// otherwise race to create them too. It waits until ctx ends, and returns
+// the lock's release.
+func LockSQLite(ctx context.Context, db *sql.DB) (release func() error, err error) {
+	fl, err := lockDatabaseFile(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return fl.unlock, nil
 }
 
 func (l *sqliteLocker) SessionUnlock(context.Context, *sql.Conn) error {
