@@ -1208,8 +1208,12 @@ func (w *writerState) exclusive(req *request) {
 	} else {
 		w.committed()
 	}
-	// fn may have changed anything; start from the database again.
-	if err := w.reload(context.Background(), false); err != nil && res.err == nil {
+	// fn may have changed anything; start from the database again. A
+	// failure that dropped the PostgreSQL connection (disconnect) has
+	// forced a reload already: the next begin dials and re-reads.
+	if w.conn == nil {
+		w.forceReload()
+	} else if err := w.reload(context.Background(), false); err != nil && res.err == nil {
 		res.err = err
 	}
 	req.reply <- res

@@ -224,3 +224,48 @@ func TestPostgresReadPool_IsTakenOverByTheStore(t *testing.T) {
 		}
 	}
 }
+
+// An exclusive transaction (a redaction, a rebuild) that cannot take the
+// chain lock in time fails with an error; it never leaves the writer
+// without a connection to reload from, which crashed the process. The
+// store's statements time out after 300 ms here, and another connection
+// holds the lock.
+func TestPostgres_ExclusiveSurvivesALockTimeout(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	name := fmt.Sprintf("conf%d", dbs.Add(1))
+	dsn, err := server.CreateDatabase(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := storetest.OpenStore(t, storetest.Target{Dir: t.TempDir(), DSN: dsn + "&statement_timeout=300"})
+	if _, err := s.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	tx, err := holder.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exclusive(ctx, func(context.Context, *events.Tx) error { return nil }); err == nil {
+		t.Error("an exclusive transaction ran while another connection held the chain lock")
+
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exclusive(ctx, func(context.Context, *events.Tx) error { return nil }); err != nil {
+		t.Fatalf("exclusive once the lock is free: %v", err)
+	}
+	if _, err := s.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "last"}); err != nil {
+		t.Fatalf("append once the lock is free: %v", err)
+	}
+}
