@@ -123,9 +123,10 @@ func replayStore(t *testing.T, example string, store []string) {
 		if want, refused := refusals[example]; refused {
 			r := rath(t, env, argv("replay", "--json", run.ID)...)
 			// Refused before anything runs, naming the layer: not a
-			// divergence (exit 4), which would blame the run.
-			if r.code != 1 || !strings.Contains(r.stderr, "cannot be replayed") || !strings.Contains(r.stderr, want) {
-				t.Errorf("replay %s on %v: exit %d, want 1 and a refusal naming %q\n%s%s", run.ID, store, r.code, want, r.stdout, r.stderr)
+			// divergence (exit 4), which would blame the run, but exit 8,
+			// "this binary cannot rebuild the workflow" (docs/CLI.md).
+			if r.code != 8 || !strings.Contains(r.stderr, "cannot be replayed") || !strings.Contains(r.stderr, want) {
+				t.Errorf("replay %s on %v: exit %d, want 8 and a refusal naming %q\n%s%s", run.ID, store, r.code, want, r.stdout, r.stderr)
 			}
 			// The program's own rath CLI, which registers the workflow,
 			// replays it.

@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/pprof"
-	"strings"
 	"syscall"
 
 	"github.com/gorath/rath"
@@ -16,6 +16,7 @@ import (
 	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/projections"
 )
 
@@ -85,6 +86,8 @@ const (
 	ExitDiverged     = 4 // a replay diverged from the record (replay, demo, dossier --replay)
 	ExitWaiting      = 5 // the run waits for a person (run, resume): rath approvals lists what to decide
 	ExitUnchecked    = 6 // a replay reproduced all it could check, but events of the run were redacted
+	ExitTimedOut     = 7 // wait --timeout passed with runs still going: none of them failed
+	ExitNotRebuilt   = 8 // this binary cannot rebuild the run's workflow to replay or resume it
 )
 
 // Run executes one rath invocation with args (without the program name)
@@ -124,9 +127,19 @@ func exitCode(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "rath: %s\nTry: %s\n", message(ue.err), ue.hint)
 		return ExitUsage
 	}
+	if errors.Is(err, flow.ErrWaiting) {
+		// Not a failure: the run is where it should be. The requests and
+		// how to decide them were printed already.
+		fmt.Fprintf(stderr, "%s\n", message(err))
+		return ExitWaiting
+	}
 	fmt.Fprintf(stderr, "rath: %s\n", message(err))
+	if errors.Is(err, scripted.ErrCassette) {
+		// The file given is bad input, as a bad flag value is.
+		return ExitUsage
+	}
 	if errors.Is(err, projections.ErrNotFound) {
-		fmt.Fprintln(stderr, "Try: rath runs (run ids, newest last) or rath sessions (session ids)")
+		fmt.Fprintln(stderr, "Try: rath runs (run ids, newest first) or rath sessions (session ids)")
 	}
 	var diff *projections.Difference
 	switch {
@@ -134,18 +147,35 @@ func exitCode(stderr io.Writer, err error) int {
 		return ExitDiverged
 	case errors.Is(err, errUnchecked):
 		return ExitUnchecked
-	case errors.Is(err, flow.ErrWaiting):
-		return ExitWaiting
+	case errors.Is(err, errTimedOut):
+		return ExitTimedOut
+	case errors.Is(err, rath.ErrUnknownWorkflow), errors.Is(err, flow.ErrNotRebuildable):
+		return ExitNotRebuilt
 	case errors.Is(err, events.ErrVerify), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused), errors.Is(err, bundle.ErrInvalid):
 		return ExitVerifyFailed
 	}
 	return ExitFailure
 }
 
-// message is err's text as printed after the program's "rath: ". Errors
-// of the root package carry the package prefix "rath: " as Go packages'
-// errors do; the program has the same name, so the prefix is said once.
-// An error can quote model text or tool output: it is escaped.
+// message is err's text as printed after the program's "rath: ". The
+// library's errors carry their package's prefix ("projections: not
+// found", "flow: provider configuration"), as Go packages' errors do;
+// an operator reads the message without them (the errors themselves,
+// wrapped and typed, are unchanged). An error can quote model text or
+// tool output: it is escaped.
 func message(err error) string {
-	return termSafe(strings.TrimPrefix(err.Error(), "rath: "))
+	msg := err.Error()
+	// Prefixes follow one another ("rath: flow: …"): a match ends where
+	// the next one would have to begin, so repeat until none is left.
+	for {
+		next := packagePrefix.ReplaceAllString(msg, "$1")
+		if next == msg {
+			return termSafe(msg)
+		}
+		msg = next
+	}
 }
+
+// packagePrefix matches the prefix of one of rath's packages where an
+// error's text starts or a wrapped error's begins.
+var packagePrefix = regexp.MustCompile(`(^|: )(?:rath|flow|projections|events|fleet|replay|session|approval|checkpoint|bundle|scripted|sandbox|signkey|retention|telemetry|dossier|secret|memory): `)

@@ -24,6 +24,9 @@ func usagef(cmd *cobra.Command, format string, args ...any) error {
 
 // hint is the first line of the command's example, or its usage line.
 func hint(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return cmd.Name() + " --help" // the root's examples are a tour
+	}
 	if ex := strings.TrimSpace(cmd.Example); ex != "" {
 		line, _, _ := strings.Cut(ex, "\n")
 		return strings.TrimSpace(line)

@@ -128,7 +128,7 @@ func TestConfigSetup_ReplaysAndResumesARegisteredWorkflow(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.stdout, "reproduced: ") {
 		t.Fatalf("replay without the workflow registered: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := rathCLI(t, store, "resume", "run-tally--1"); r.code != ExitFailure || !strings.Contains(r.stderr, "cli.Config.Setup") {
+	if r := rathCLI(t, store, "resume", "run-tally--1"); r.code != ExitNotRebuilt || !strings.Contains(r.stderr, "cli.Config.Setup") {
 		t.Fatalf("resume without the workflow registered: exit %d\n%s", r.code, r.stderr)
 	}
 

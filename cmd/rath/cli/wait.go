@@ -18,17 +18,22 @@ import (
 // or was canceled; the message says which and why.
 var errRunsEnded = errors.New("not every run is done")
 
+// errTimedOut is matched by the error of a wait whose --timeout passed
+// with runs still going (exit code ExitTimedOut): none of them failed.
+var errTimedOut = errors.New("timed out")
+
 func newWaitCmd(a *app) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "wait RUN...",
-		Short: "Wait until runs end or wait for a person; exit 1 if any failed or was canceled, 5 if any waits",
+		Short: "Wait until runs end or wait for a person; exit 1 if any failed or was canceled, 5 if any waits, 7 on --timeout",
 		Long: `wait blocks until each run has ended (done, failed or canceled) or waits for
 a person, and prints each run's status. A run that waits for a person
 does not continue by itself: wait prints its requests and how to decide
 them on stderr and exits with code 5 (a fleet worker takes a submitted
 run up again once it is decided; run "rath wait" again to follow it).
-A failed run exits 1 with its error, a canceled one with its reason.`,
+A failed run exits 1 with its error, a canceled one with its reason.
+A --timeout that passes with runs still going exits 7: none failed.`,
 		Example: "rath wait run-1a2b run-3c4d --timeout 10m",
 		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, runs []string) error {
@@ -64,7 +69,7 @@ A failed run exits 1 with its error, a canceled one with its reason.`,
 				}
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("wait: --timeout %s passed with runs still going", timeout)
+				return fmt.Errorf("wait: %w: --timeout %s passed with runs still going", errTimedOut, timeout)
 			}
 			if err != nil {
 				return err
