@@ -48,6 +48,7 @@ func pending(ctx context.Context, rt *rath.Runtime, run string) ([]pendingView, 
 
 func newApprovalsCmd(a *app) *cobra.Command {
 	var run string
+	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "approvals",
 		Short: "List the requests runs wait on: tool calls to approve or reject, questions to answer",
@@ -55,8 +56,8 @@ func newApprovalsCmd(a *app) *cobra.Command {
 that needs approval (with its exact arguments and why), or a question with
 the JSON Schema its answer must match. Decide with rath approve, rath
 reject or rath answer; the run then continues (a fleet worker takes it up,
-or rath resume RUN).`,
-		Example: "rath approvals --json",
+or rath resume RUN). -q prints the request ids only, one a line.`,
+		Example: "rath approvals --run run-1a2b\nrath approve --as ann $(rath approvals -q --run run-1a2b)\nrath approvals --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -74,10 +75,17 @@ or rath resume RUN).`,
 				}
 				return a.printJSON(vs)
 			}
+			if quiet {
+				for _, v := range vs {
+					fmt.Fprintln(a.stdout, v.ID)
+				}
+				return nil
+			}
 			return printPending(a.stdout, vs)
 		},
 	}
 	cmd.Flags().StringVar(&run, "run", "", "only this run's requests")
+	quietFlag(cmd, &quiet, "request")
 	jsonFlag(cmd, a)
 	return cmd
 }

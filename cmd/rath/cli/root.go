@@ -24,8 +24,18 @@ Exit codes:
      projections that differ from the log
   4  a replay diverged from the record (replay, demo, dossier --replay)
   5  a run waits for a person (run, resume, wait): rath approvals lists
-     what to decide`,
-		Example:       "rath --help",
+     what to decide
+  6  a replay reproduced all it could check, but events of the run were
+     redacted
+  7  wait --timeout passed with runs still going (none failed)
+  8  this binary cannot rebuild the run's workflow to replay or resume it
+     (a program's own workflow: replay it from that program)`,
+		Example: `rath demo
+rath run --cassette examples/cassettes/write_and_check.json --workspace work --tools all "Write hello.txt"
+rath runs --status failed --since 24h
+rath replay $(rath runs -q --limit 1)
+rath dossier $(rath runs -q --limit 1) -o run.html
+rath approve --as ann $(rath approvals -q --run RUN)`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.ArbitraryArgs,
@@ -92,8 +102,48 @@ Exit codes:
 		newConfigCmd(a),
 		newServeCmd(a),
 	)
+	groupCommands(root)
 	completeIDs(a, root)
 	return root
+}
+
+// commandGroups are the sections of `rath --help`, in order, and the
+// commands of each.
+var commandGroups = []struct {
+	id, title string
+	commands  []string
+}{
+	{"runs", "Runs:", []string{"run", "runs", "wait", "replay", "resume", "demo", "tools", "config"}},
+	{"people", "A person in the loop:", []string{"approvals", "approve", "reject", "answer"}},
+	{"fleet", "Fleet:", []string{"submit", "worker", "workers", "cancel"}},
+	{"evidence", "Evidence:", []string{"verify", "dossier", "export", "checkpoint", "witness", "keys"}},
+	{"sessions", "Sessions and memory:", []string{"sessions", "show", "graph", "new", "append", "fork", "merge", "memory"}},
+	{"console", "Console and telemetry:", []string{"serve", "otel"}},
+	{"store", "Store:", []string{"events", "import", "copy", "migrate", "rebuild", "redact", "retain", "version"}},
+}
+
+// groupCommands sorts root's commands into the help's sections; cobra's
+// own (help, completion) go last.
+func groupCommands(root *cobra.Command) {
+	byName := map[string]string{}
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, c := range g.commands {
+			byName[c] = g.id
+		}
+	}
+	for _, c := range root.Commands() {
+		c.GroupID = byName[c.Name()]
+	}
+	root.AddGroup(&cobra.Group{ID: "other", Title: "Other:"})
+	root.SetHelpCommandGroupID("other")
+	root.SetCompletionCommandGroupID("other")
+}
+
+// quietFlag adds -q/--quiet to a listing: only the ids of what it lists,
+// one a line, for scripts.
+func quietFlag(cmd *cobra.Command, quiet *bool, what string) {
+	cmd.Flags().BoolVarP(quiet, "quiet", "q", false, "print only the "+what+" ids, one a line")
 }
 
 // jsonFlag adds --json to a command whose output is data.

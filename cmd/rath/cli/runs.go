@@ -22,15 +22,17 @@ func newRunsCmd(a *app) *cobra.Command {
 	var status []string
 	var since string
 	var limit int
+	var all, quiet bool
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List recorded runs: workflow, status (queued, running, waiting, done, failed, canceled), input and output sessions, worker",
-		Long: `runs lists the recorded runs, oldest first: workflow, status, start time,
+		Long: `runs lists the recorded runs, newest first: workflow, status, start time,
 input and output sessions, parent run, worker. --status keeps runs with
 one of the given statuses, --since those started within a duration (1h)
-or after a time (2026-11-25 or RFC 3339), --limit the newest N of what
-is left.`,
-		Example: "rath runs --json\nrath runs --status failed,canceled --since 24h --limit 20",
+or after a time (2026-11-25 or RFC 3339); of what is left, the newest
+--limit (default 20) are listed, or every one with --all. -q prints the
+run ids only, one a line.`,
+		Example: "rath runs --status failed,canceled --since 24h\nrath runs -q --status waiting\nrath runs --all --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, st := range status {
@@ -38,8 +40,11 @@ is left.`,
 					return usagef(cmd, "--status %q: want some of %s", st, strings.Join(statusWords, ", "))
 				}
 			}
-			if limit < 0 {
-				return usagef(cmd, "--limit %d: want 0 (no limit) or more", limit)
+			if limit < 1 {
+				return usagef(cmd, "--limit %d: want 1 or more (--all lists every run)", limit)
+			}
+			if all && cmd.Flags().Changed("limit") {
+				return usagef(cmd, "--all and --limit: give one")
 			}
 			after, err := parseSince(since, time.Now())
 			if err != nil {
@@ -63,7 +68,8 @@ is left.`,
 				worker[l.Run] = l.Worker
 			}
 			views := make([]runView, 0, len(rows))
-			for _, r := range rows {
+			// Newest first: the store lists them in start order.
+			for _, r := range slices.Backward(rows) {
 				v := jsonview.RunOf(r, worker[r.ID])
 				if len(status) > 0 && !slices.Contains(status, v.Status) {
 					continue
@@ -73,11 +79,18 @@ is left.`,
 				}
 				views = append(views, v)
 			}
-			if limit > 0 && len(views) > limit {
-				views = views[len(views)-limit:]
+			if !all && len(views) > limit {
+				fmt.Fprintf(a.stderr, "the newest %d of %s; --all lists every one\n", limit, plural(len(views), "run"))
+				views = views[:limit]
 			}
 			if a.json {
 				return a.printJSON(views)
+			}
+			if quiet {
+				for _, v := range views {
+					fmt.Fprintln(a.stdout, v.ID)
+				}
+				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tINPUT\tOUTPUT\tPARENT\tWORKER")
@@ -89,10 +102,16 @@ is left.`,
 	}
 	cmd.Flags().StringSliceVar(&status, "status", nil, "only runs with these statuses (comma-separated): "+strings.Join(statusWords, ", "))
 	cmd.Flags().StringVar(&since, "since", "", "only runs started within this duration (90m, 24h) or after this time (2026-11-25, RFC 3339)")
-	cmd.Flags().IntVar(&limit, "limit", 0, "only the newest N runs (0: all)")
+	cmd.Flags().IntVar(&limit, "limit", defaultRunsLimit, "list the newest N runs")
+	cmd.Flags().BoolVar(&all, "all", false, "list every run (no --limit)")
+	quietFlag(cmd, &quiet, "run")
 	jsonFlag(cmd, a)
 	return cmd
 }
+
+// defaultRunsLimit is how many runs `rath runs` lists without --limit or
+// --all: a screenful, newest first.
+const defaultRunsLimit = 20
 
 // parseSince reads --since: a duration back from now, a date, or an RFC
 // 3339 time. Empty is the zero time (no bound).
