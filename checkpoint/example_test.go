@@ -65,7 +65,7 @@ func Example() {
 	// Output:
 	// cosigned size 2
 	// 2 signatures <nil>
-	// attested: 1 checkpoints signed by example-log, latest size 2, witnessed by example-witness (key KEYID, up to size 2, pinned); pinned witnesses cosigned up to size 2 of 2
+	// attested: 1 checkpoint signed by example-log, latest size 2, witnessed by example-witness (key KEYID, up to size 2, pinned); pinned witnesses cosigned up to size 2 of 2
 }
 
 func newExampleKey(dir, name string) (*signkey.Key, error) {

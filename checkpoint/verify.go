@@ -142,7 +142,11 @@ func (r *Report) Summary() string {
 	if r.Pinned {
 		pins = fmt.Sprintf("pinned witnesses cosigned up to size %d of %d", r.PinnedSize, r.LatestSize)
 	}
-	return fmt.Sprintf("attested: %d checkpoints signed by %s, latest size %d, witnessed by %s; %s", r.Checkpoints, strings.Join(r.Keys, ", "), r.LatestSize, w, pins)
+	n := fmt.Sprintf("%d checkpoints", r.Checkpoints)
+	if r.Checkpoints == 1 {
+		n = "1 checkpoint"
+	}
+	return fmt.Sprintf("attested: %s signed by %s, latest size %d, witnessed by %s; %s", n, strings.Join(r.Keys, ", "), r.LatestSize, w, pins)
 }
 
 // Verify checks every stored checkpoint: its signature (by the key

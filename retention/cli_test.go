@@ -99,7 +99,7 @@ func TestCLI_RedactVerifyReplayRetain(t *testing.T) {
 	}
 
 	r = rath(t, dir, "redact", "--event", seq, "--reason", "erasure request 9", "--as", "alice")
-	if r.code != 0 || !strings.Contains(r.stdout, "redacted 1 events") {
+	if r.code != 0 || !strings.Contains(r.stdout, "redacted 1 event ") {
 		t.Fatalf("redact: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = rath(t, dir, "verify")

@@ -18,7 +18,7 @@ import (
 func (s *Session) Transcript() string {
 	var b strings.Builder
 	u := s.Usage()
-	fmt.Fprintf(&b, "session %s: %d chunks, %d tokens in %d model calls\n", s.ID(), s.Len(), u.TotalTokens, u.Calls)
+	fmt.Fprintf(&b, "session %s: %s, %s in %s\n", s.ID(), count(s.Len(), "chunk"), count(int(u.TotalTokens), "token"), count(int(u.Calls), "model call"))
 	for i, c := range s.Chunks() {
 		head := fmt.Sprintf("#%d %s", i, c.Role)
 		if c.Name != "" {
@@ -62,4 +62,12 @@ func escapeText(s string) string {
 
 func hidden(r rune) bool {
 	return r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar)
+}
+
+// count is n and the noun, plural unless n is 1: "1 chunk", "3 chunks".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -270,7 +270,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	procs := make([]*exec.Cmd, w)
 	for i := range procs {
 		p := exec.CommandContext(ctx, c.rath, "--dir", filepath.Join(dir, fmt.Sprintf("worker%d", i)), "--dsn", dsn,
-			"worker", "--backends", "local", "--concurrency", strconv.Itoa(c.concurrency))
+			"worker", "--verbose", "--backends", "local", "--concurrency", strconv.Itoa(c.concurrency))
 		p.Stderr = &bytes.Buffer{}
 		p.Env = os.Environ()
 		if c.cpuProfiles != "" {

@@ -60,8 +60,8 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 		return err
 	}
 	p := res.Predicate
-	fmt.Fprintf(a.stderr, "wrote %s: run %s, %d events (seqs %d to %d), %d blobs, %d files; checkpoint %s size %d signed by %s; replay: %s\n",
-		res.Dir, p.Run, p.Events, p.FirstSeq, p.LastSeq, res.Blobs, res.Files, p.Checkpoint.Origin, p.Checkpoint.Size, p.Checkpoint.SignedBy, p.Replay.Verdict)
+	fmt.Fprintf(a.stderr, "wrote %s: run %s, %s (seqs %d to %d), %s, %s; checkpoint %s size %d signed by %s; replay: %s\n",
+		res.Dir, p.Run, plural(int(p.Events), "event"), p.FirstSeq, p.LastSeq, plural(res.Blobs, "blob"), plural(res.Files, "file"), p.Checkpoint.Origin, p.Checkpoint.Size, p.Checkpoint.SignedBy, p.Replay.Verdict)
 	fmt.Fprintf(a.stderr, "verify it without rath: go run github.com/gorath/rath/cmd/rathverify@VERSION -log-key LOG.vkey -witness WITNESS.vkey %s (docs/EVIDENCE.md)\n", res.Dir)
 	if diverged {
 		return errDiverged

@@ -122,6 +122,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var lease, grace, deadAfter time.Duration
 	var backends, approve []string
 	var workspaceRoot string
+	var verbose bool
 	var policy workerPolicy
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -215,8 +216,11 @@ own rules say, and the run records them, so its replay asks the same.`,
 				fmt.Fprintf(a.stderr, "worker %s: %d approval rules imposed on every run (--approve, the config file's approvals)\n", fl.WorkerID(), n)
 			}
 			err = fl.Run(ctx, grace)
-			// What this process's event writer cost, for operators and
-			// cmd/fleetbench (round trips per step).
+			if !verbose {
+				return err
+			}
+			// What this process's event writer cost, for operators tuning
+			// a store and cmd/fleetbench (round trips per step).
 			st := rt.Store().Stats()
 			fmt.Fprintf(a.stderr, "worker %s: event writer: %d commits, %d appends, %d events, %d round trips, %d appends staged, %d staged appends written, %d batches redone, %d optimistic commits, %d missed\n",
 				fl.WorkerID(), st.Commits, st.Requests, st.Events, st.RoundTrips, st.Staged, st.Combined, st.Redone, st.Optimistic, st.Missed)
@@ -224,6 +228,7 @@ own rules say, and the run records them, so its replay asks the same.`,
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", fleet.DefaultConcurrency, "runs executed at once")
+	cmd.Flags().BoolVar(&verbose, "verbose", false, "when it stops, print the event writer's counters (commits, appends, round trips)")
 	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to take runs from")
 	cmd.Flags().DurationVar(&lease, "lease", fleet.DefaultLeaseTime, "how long a run stays this worker's without a renewal")
 	cmd.Flags().DurationVar(&deadAfter, "dead-after", fleet.DefaultDeadAfter, "how long a worker may miss heartbeats before its peers take its runs over")

@@ -84,7 +84,7 @@ OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 OTEL_EXPORTER_OTLP_PROTOCOL=gr
 			for i, r := range runs {
 				out[i] = exported{Run: r, TraceID: telemetry.TraceID(r).String()}
 			}
-			fmt.Fprintf(a.stderr, "exported %d runs (%d spans, %d incomplete runs)\n", st.Runs, st.Spans, st.Incomplete)
+			fmt.Fprintf(a.stderr, "exported %s (%s, %d incomplete)\n", plural(st.Runs, "run"), plural(st.Spans, "span"), st.Incomplete)
 			if a.json {
 				return a.printJSON(out)
 			}

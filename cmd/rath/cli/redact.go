@@ -88,11 +88,11 @@ replicas and, until VACUUM, the table files: redact says so on stderr.`,
 				return a.printJSON(v)
 			}
 			if len(res.Redacted) == 0 {
-				_, err := fmt.Fprintf(a.stdout, "nothing to redact: %d events already redacted\n", len(res.Already))
+				_, err := fmt.Fprintf(a.stdout, "nothing to redact: %s already redacted\n", plural(len(res.Already), "event"))
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "redacted %d events (%d payload bytes, %d blobs of %d bytes) at seq %d by %s: %s\n",
-				len(res.Redacted), res.PayloadBytes, res.Blobs, res.BlobBytes, res.Record.Seq, termSafe(o.By), termSafe(o.Reason))
+			_, err = fmt.Fprintf(a.stdout, "redacted %s (%d payload bytes, %s of %d bytes) at seq %d by %s: %s\n",
+				plural(len(res.Redacted), "event"), res.PayloadBytes, plural(int(res.Blobs), "blob"), res.BlobBytes, res.Record.Seq, termSafe(o.By), termSafe(o.Reason))
 			return err
 		},
 	}

@@ -93,7 +93,7 @@ that run over.`,
 			}
 			switch {
 			case o.DryRun:
-				fmt.Fprintf(a.stdout, "%d runs would be retained (dry run: nothing changed)\n", len(rep.Runs))
+				fmt.Fprintf(a.stdout, "%s would be retained (dry run: nothing changed)\n", plural(len(rep.Runs), "run"))
 			case len(rep.Runs) == 0:
 				fmt.Fprintln(a.stdout, "nothing to retain")
 			default:
@@ -101,8 +101,8 @@ that run over.`,
 				if o.ArchiveTo != "" {
 					archived = fmt.Sprintf("archived %d bytes to %s", rep.ArchivedBytes, o.ArchiveTo)
 				}
-				fmt.Fprintf(a.stdout, "%d runs %s; deleted %d payload bytes and %d blobs of %d bytes (redaction at seq %d)\n",
-					len(rep.Runs), archived, rep.PayloadBytes, rep.Blobs, rep.BlobBytes, rep.RecordSeq)
+				fmt.Fprintf(a.stdout, "%s %s; deleted %d payload bytes and %s of %d bytes (redaction at seq %d)\n",
+					plural(len(rep.Runs), "run"), archived, rep.PayloadBytes, plural(int(rep.Blobs), "blob"), rep.BlobBytes, rep.RecordSeq)
 			}
 			return nil
 		},
