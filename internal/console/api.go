@@ -282,7 +282,11 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "replay: %v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ReplayView{OK: rep.OK(), Report: rep})
+	v := &ReplayView{OK: rep.OK(), Report: rep}
+	s.replays.Lock()
+	s.replays.m[id] = v
+	s.replays.Unlock()
+	writeJSON(w, http.StatusOK, v)
 }
 
 // VerifyView is POST /api/verify: what `rath verify --json` prints.
@@ -320,8 +324,13 @@ func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
 		return
 	}
+	opts := dossier.Options{SkipVerify: r.URL.Query().Get("verify") == "0"}
+	if v := s.lastReplay(id); v != nil {
+		// The console's own replay is the dossier's verdict.
+		opts.Replay = v.Report
+	}
 	s.heavy.Lock()
-	d, err := dossier.Build(ctx, s.rt, id, dossier.Options{SkipVerify: r.URL.Query().Get("verify") == "0"})
+	d, err := dossier.Build(ctx, s.rt, id, opts)
 	s.heavy.Unlock()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "dossier: %v", err)

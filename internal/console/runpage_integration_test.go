@@ -18,6 +18,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/console"
+	"github.com/gorath/rath/session"
 )
 
 // page is one headless Chromium tab on a console, with the test's steps.
@@ -168,6 +169,8 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 	p.step("fork at an event",
 		chromedp.WaitVisible(chromedp.CSS(`#events-body tr[data-seq="`+itoa(callSeq)+`"] .fork-at`)),
 		chromedp.Click(chromedp.CSS(`#events-body tr[data-seq="`+itoa(callSeq)+`"] .fork-at`)),
+		chromedp.WaitVisible(chromedp.CSS(`#fork-confirm .fork-go`)),
+		chromedp.Click(chromedp.CSS(`#fork-confirm .fork-go`)),
 		until(`location.hash.startsWith("#/run/run-") && !location.hash.includes("`+retried+`")`),
 		until(`!!document.querySelector('#run-status') && document.querySelector('#run-status').textContent === "done"`),
 		until(`document.querySelectorAll('#waterfall .wf-row[data-kind="chat"]').length > 0`),
@@ -203,13 +206,7 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []string
-	for _, c := range out.Chunks() {
-		if c.Role == events.RoleToolResult {
-			results = append(results, c.Content)
-		}
-	}
-	if len(results) != 1 || !strings.HasPrefix(results[0], "EDITED BY ANN") {
+	if results := toolResults(out); len(results) != 1 || !strings.HasPrefix(results[0], "EDITED BY ANN") {
 		t.Fatalf("tool results after the edited approval: %q", results)
 	}
 	// The memory browser: namespaces, a namespace browsed without a query
@@ -266,6 +263,17 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 	if n := p.text(`String(document.querySelectorAll("script, img").length)`); n != "1" {
 		t.Fatalf("%s script or img elements: log text became markup", n)
 	}
+}
+
+// toolResults are the tool results a session's transcript holds.
+func toolResults(s *session.Session) []string {
+	var out []string
+	for _, c := range s.Chunks() {
+		if c.Role == events.RoleToolResult {
+			out = append(out, c.Content)
+		}
+	}
+	return out
 }
 
 // seqOfRun is the seq of the run's first event of type typ.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -27,6 +28,21 @@ type RunView struct {
 	// none).
 	Models []string `json:"models,omitempty"`
 	Cost   *float64 `json:"cost,omitempty"`
+	// Actions are what the run page offers for this run: only what its
+	// state allows (set on one run's view, not on the list's).
+	Actions *RunActions `json:"actions,omitempty"`
+	// Replay is the verdict of the last replay of the run from this
+	// console (nil: none since the console started).
+	Replay *ReplayView `json:"replay,omitempty"`
+}
+
+// RunActions says which of the run page's actions the run's state allows:
+// a resume of a stopped run no worker owns, a cancel of a submitted run
+// that has not ended, a fork that goes on live (model and tools).
+type RunActions struct {
+	Resume bool `json:"resume"`
+	Cancel bool `json:"cancel"`
+	Fork   bool `json:"fork"`
 }
 
 // Summary is what a run cost: its duration (to now while it runs), the
@@ -196,6 +212,9 @@ func (s *Server) runViews(ctx context.Context, rows []projections.RunRow) ([]Run
 	if err != nil {
 		return nil, err
 	}
+	if err := s.providerNames(ctx, rows, models); err != nil {
+		return nil, err
+	}
 	prompts, err := s.prompts(ctx, rows)
 	if err != nil {
 		return nil, err
@@ -225,7 +244,12 @@ func (s *Server) runView(ctx context.Context, id string) (RunView, error) {
 	if err != nil {
 		return RunView{}, err
 	}
-	return vs[0], nil
+	v := vs[0]
+	// The same rules as the resume and cancel handlers apply.
+	finished, submitted := row.FinishedSeq.Valid, s.submitted(ctx, id)
+	v.Actions = &RunActions{Resume: !finished && !submitted, Cancel: !finished && submitted, Fork: s.liveAllowed()}
+	v.Replay = s.lastReplay(id)
+	return v, nil
 }
 
 func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
@@ -331,6 +355,8 @@ func (s *Server) statusCounts(ctx context.Context, since int64) (map[string]int6
 type modelUse struct {
 	model              string
 	prompt, completion int64
+	// unpriced marks a provider's label standing in for a model name.
+	unpriced bool
 }
 
 // runModels reads the models each run called and their tokens, in one
@@ -355,6 +381,49 @@ func (s *Server) runModels(ctx context.Context, in string, ids []any) (map[strin
 	return out, rows.Err()
 }
 
+// providerNames fills in the model of runs whose calls name none (a
+// scripted or test provider records only its label): the first
+// provider.called of each such run names its provider. Their tokens stay
+// unpriced.
+func (s *Server) providerNames(ctx context.Context, rows []projections.RunRow, models map[string][]modelUse) error {
+	var bare []any
+	for _, r := range rows {
+		named := false
+		for _, u := range models[r.ID] {
+			named = named || u.model != ""
+		}
+		if !named {
+			bare = append(bare, r.ID)
+		}
+	}
+	if len(bare) == 0 {
+		return nil
+	}
+	db := s.rt.Store().DB()
+	in := "?" + strings.Repeat(",?", len(bare)-1)
+	rs, err := db.QueryContext(ctx, db.Rebind(`SELECT run_id, payload FROM events WHERE seq IN (
+		SELECT MIN(seq) FROM events WHERE type = ? AND run_id IN (`+in+`) GROUP BY run_id)`), append([]any{events.TypeProviderCalled}, bare...)...)
+	if err != nil {
+		return fmt.Errorf("run providers: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var run string
+		var payload []byte
+		if err := rs.Scan(&run, &payload); err != nil {
+			return fmt.Errorf("run providers: %w", err)
+		}
+		var e events.ProviderCalled
+		if json.Unmarshal(payload, &e) != nil {
+			continue
+		}
+		if name := cmp.Or(e.Model, e.Provider); name != "" {
+			models[run] = append(models[run], modelUse{model: name, unpriced: true})
+		}
+	}
+	return rs.Err()
+}
+
 // costOf names the models and prices their tokens; no cost unless every
 // model used has a price.
 func (s *Server) costOf(uses []modelUse) ([]string, *float64) {
@@ -363,6 +432,9 @@ func (s *Server) costOf(uses []modelUse) ([]string, *float64) {
 	for _, u := range uses {
 		if u.model != "" {
 			names = append(names, u.model)
+		}
+		if u.unpriced {
+			continue
 		}
 		p, ok := s.opts.Prices[u.model]
 		if !ok {

@@ -67,6 +67,12 @@ type Server struct {
 	doneOnce sync.Once
 	// bg is the runs the console started (forks, resumes).
 	bg sync.WaitGroup
+	// replays keeps each run's last replay verdict from this console, so
+	// the run page and the dossier show it.
+	replays struct {
+		sync.Mutex
+		m map[string]*ReplayView
+	}
 	// fleetClock is set when Options.Now was not given: approval
 	// deadlines are then judged on the fleet's clock (fleet.Now), the one
 	// they were set by and a decision is judged by.
@@ -105,8 +111,20 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, rt: opts.Runtime, csrf: hex.EncodeToString(b), mux: http.NewServeMux(), index: index, done: make(chan struct{}),
 		fleetClock: fleetClock}
+	s.replays.m = map[string]*ReplayView{}
 	s.routes()
 	return s, nil
+}
+
+// liveAllowed reports whether the console offers what calls the model
+// and runs tools live (a fork at an event).
+func (s *Server) liveAllowed() bool { return true }
+
+// lastReplay is the run's last replay verdict from this console, or nil.
+func (s *Server) lastReplay(run string) *ReplayView {
+	s.replays.Lock()
+	defer s.replays.Unlock()
+	return s.replays.m[run]
 }
 
 // Close ends the live tails in progress and cancels the runs the console

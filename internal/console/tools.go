@@ -3,7 +3,9 @@ package console
 import (
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/internal/textsafe"
 )
@@ -42,6 +44,11 @@ type ToolCallView struct {
 	// Warning is set when arguments or tail held characters that do not
 	// draw as themselves (shown escaped).
 	Warning string `json:"warning,omitempty"`
+	// ElapsedMS is the call's time as the trace's span (the waterfall's
+	// bar) has it: the tool's own measure (DurationMS, whole milliseconds)
+	// when there is one, else the time from its tool.called to its
+	// tool.returned.
+	ElapsedMS float64 `json:"elapsed_ms,omitempty"`
 }
 
 // ToolApproval is the approval request of a tool call.
@@ -72,7 +79,33 @@ func (s *Server) apiRunTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "tools: %v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toolsOf(d))
+	v := toolsOf(d)
+	evs, err := s.rt.Store().ReadRun(ctx, id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "tools: %v", err)
+		return
+	}
+	at := make(map[int64]time.Time, len(evs))
+	for _, ev := range evs {
+		if ev.Type == events.TypeToolCalled || ev.Type == events.TypeToolReturned {
+			at[ev.Seq] = ev.At
+		}
+	}
+	for i := range v.Tools {
+		t := &v.Tools[i]
+		from, to := at[t.Seq], at[t.ReturnSeq]
+		if !t.Returned || from.IsZero() || to.IsZero() {
+			continue
+		}
+		// The span's rule (telemetry): the measured duration, unless it
+		// is unknown (0) or would end after the record.
+		wall := to.Sub(from)
+		if d := time.Duration(t.DurationMS) * time.Millisecond; d > 0 && d <= wall {
+			wall = d
+		}
+		t.ElapsedMS = float64(wall.Microseconds()) / 1000
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // toolsOf pairs each tool call with the approval of its call id (the last

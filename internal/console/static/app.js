@@ -41,14 +41,23 @@
     return e;
   }
 
+  // scroll wraps a table so that a narrow window scrolls it sideways
+  // instead of widening the page.
+  function scroll(table) {
+    return el("div", { class: "table-scroll" }, table);
+  }
+
   function clip(s, n) {
     s = String(s);
     return s.length > n ? s.slice(0, n - 1) + "…" : s;
   }
 
+  // duration says a time in ms in words: under a second in ms (a tenth
+  // of one under 10 ms), so a 15 ms tool call never reads "0 s".
   function duration(ms) {
-    if (!ms) return "0 s";
-    if (ms < 1000) return ms + " ms";
+    if (!ms || ms < 0) return "0 ms";
+    if (ms < 10) return (Math.round(ms * 10) / 10) + " ms";
+    if (ms < 1000) return Math.round(ms) + " ms";
     const s = ms / 1000;
     if (s < 120) return s.toFixed(1) + " s";
     const m = Math.floor(s / 60);
@@ -76,7 +85,11 @@
     const res = await fetch(path, { method: opts.method || "GET", headers, body: body0, credentials: "same-origin" });
     let body;
     try { body = await res.json(); } catch (e) { body = { error: "bad answer: " + res.status }; }
-    if (!res.ok) throw new Error(body.error || res.statusText);
+    if (!res.ok) {
+      const err = new Error(body.error || res.statusText);
+      err.status = res.status;
+      throw err;
+    }
     return body;
   }
 
@@ -144,7 +157,7 @@
         el("th", { class: "num" }, "duration"), el("th", { class: "num" }, "tokens"), costHead, el("th", { class: "num" }, "tool calls"),
         el("th", {}, "worker"))),
       body);
-    main.replaceChildren(el("h1", {}, "Runs"), el("div", { class: "filters" }, statusSel, sinceSel, q, countsLine), table, el("p", {}, more));
+    main.replaceChildren(el("h1", {}, "Runs"), el("div", { class: "filters" }, statusSel, sinceSel, q, countsLine), scroll(table), el("p", {}, more));
     let nextBefore = 0, priced = false;
 
     function row(r) {
@@ -279,7 +292,7 @@
       payload = el("details", {}, el("summary", { class: line !== null ? "" : "mono" }, clip(line !== null ? line : text, 200)),
         el("pre", { class: "mono payload json" }, JSON.stringify(ev.payload, null, 2)));
     } else payload = el("span", { class: "mono payload" }, text);
-    const fork = onFork ? el("button", { class: "fork-at small", title: "Fork here: a new run replays this one up to this event and goes on live" }, "fork") : "";
+    const fork = onFork ? el("button", { class: "fork-at small", title: "Fork here: a new run replays this one up to this event, then calls the model and tools live" }, "fork…") : "";
     if (onFork) fork.addEventListener("click", () => onFork(ev.seq, fork));
     return el("tr", { "data-seq": ev.seq, id: "ev-" + ev.seq, class: fresh ? "new" : null },
       el("td", { class: "num mono" }, String(ev.seq)), el("td", { class: "mono", title: ev.at }, ev.at.replace(/^.*T/, "").replace(/(\.\d{3})\d*Z$/, "$1")),
@@ -343,7 +356,7 @@
     const total = Math.max(tr.total_ms, 1);
     const box = el("div", { class: "waterfall", id: "waterfall" },
       el("div", { class: "wf-row wf-axis" }, el("div", { class: "wf-label" }, "span"),
-        el("div", { class: "wf-track" }, el("span", {}, "0"), el("span", { class: "wf-end" }, duration(Math.round(total))))));
+        el("div", { class: "wf-track" }, el("span", {}, "0"), el("span", { class: "wf-end" }, duration(total)))));
     for (const s of tr.spans) {
       const bar = el("div", { class: "wf-bar kind-" + s.kind + (s.error ? " failed" : "") + (s.incomplete ? " open" : ""),
         title: Object.entries(s.attrs || {}).map(([k, v]) => k + ": " + v).join("\n") || null });
@@ -359,7 +372,7 @@
       label.style.paddingLeft = (0.3 + s.depth * 1.1) + "rem";
       const row = el("div", { class: "wf-row", "data-span": s.id, "data-parent": s.parent || "", "data-depth": s.depth, "data-kind": s.kind,
         "data-start": s.start_ms, "data-end": s.end_ms, "data-seq": s.seq || "", "data-end-seq": s.end_seq || "" },
-        label, el("div", { class: "wf-track" }, bar), el("div", { class: "wf-dur num mono" }, duration(Math.round(s.end_ms - s.start_ms))));
+        label, el("div", { class: "wf-track" }, bar), el("div", { class: "wf-dur num mono" }, duration(s.end_ms - s.start_ms)));
       if (s.kind === "chat" && s.end_seq) {
         row.classList.add("clickable");
         row.setAttribute("tabindex", "0");
@@ -374,13 +387,13 @@
   // agentsTable is the per-agent usage, as in the dossier.
   function agentsTable(agents) {
     if (!agents.length) return el("p", { class: "muted" }, "No model calls.");
-    return el("table", { id: "agents" },
+    return scroll(el("table", { id: "agents" },
       el("thead", {}, el("tr", {}, el("th", {}, "agent"), el("th", { class: "num" }, "calls"), el("th", { class: "num" }, "failed attempts"),
         el("th", { class: "num" }, "prompt"), el("th", { class: "num" }, "completion"), el("th", { class: "num" }, "total tokens"), el("th", { class: "num" }, "latency"))),
       el("tbody", {}, ...agents.map((a) => el("tr", {}, el("td", { class: "mono" }, a.agent || "–"), el("td", { class: "num" }, String(a.calls)),
         el("td", { class: "num" }, String(a.failures)), el("td", { class: "num" }, String(a.usage.prompt_tokens)),
         el("td", { class: "num" }, String(a.usage.completion_tokens)), el("td", { class: "num" }, String(a.usage.total_tokens)),
-        el("td", { class: "num" }, duration(a.latency_ms))))));
+        el("td", { class: "num" }, duration(a.latency_ms)))))));
   }
 
   // inspectorView shows one model call: its attempts, the request's
@@ -422,65 +435,76 @@
     return box;
   }
 
+  // approvalRow is one request a person decides on, as the run page and
+  // the inbox show it: who asks and how long ago, its arguments one field
+  // at a time as the server escaped them (a.shown: bidi controls and
+  // invisible characters drawn as \u2067, nothing cut, a warning when
+  // anything was escaped; the raw a.arguments is never drawn), an editor
+  // for the arguments to run instead, and approve / reject, or an answer
+  // for a question. who is the input naming the decider; after runs once
+  // a decision is recorded.
+  function approvalRow(a, who, after, withRun) {
+    const sh = a.shown || {};
+    const row = el("div", { class: "approval", "data-id": a.id });
+    row.append(el("div", { class: "head" }, el("span", { class: "mono" }, a.id),
+      withRun ? " · " : "", withRun ? (a.run ? runLink(a.run) : "no run") : "",
+      " · " + a.kind + (a.tool ? " · " + a.tool : "") + (a.agent ? " · " + a.agent : ""),
+      " · ", el("span", { class: "age", title: a.requested_at }, "asked " + ago(a.requested_at)),
+      a.deadline ? " · deadline " + a.deadline + " (default: " + a.default + ")" : ""));
+    if (sh.warning) row.append(el("div", { class: "warning" }, "⚠ " + sh.warning));
+    if (a.kind === "question") row.append(el("div", { class: "payload" }, sh.question || ""));
+    for (const f of sh.fields || []) row.append(el("div", { class: "field" }, f.name ? el("span", { class: "fname mono" }, f.name + ": ") : "", el("span", { class: "payload mono" }, f.value)));
+    if (sh.reason) row.append(el("div", { class: "muted" }, "why: " + sh.reason));
+    const note = el("input", { class: "note", placeholder: a.kind === "question" ? "note" : "note, or the reason for a rejection", size: 40 });
+    async function decide(body) {
+      body.by = who.value.trim();
+      if (!body.by) { fail(new Error("Say who you are first: the decision records it.")); who.focus(); return; }
+      localStorage.setItem("rath-approver", body.by);
+      try {
+        const r = await api("/api/approvals/" + encodeURIComponent(a.id), { method: "POST", body });
+        row.replaceChildren(el("div", { class: "verdict ok decided" }, r.decided.decision + (r.decided.edited_arguments ? " with edited arguments" : "") + " by " + r.decided.by + " — " + r.next));
+        ok("");
+        if (after) after();
+      } catch (e) { fail(e); }
+    }
+    if (a.kind === "question") {
+      const answer = el("input", { class: "answer", placeholder: "answer as JSON", size: 40 });
+      const send = el("button", { class: "answer-go" }, "Answer");
+      send.addEventListener("click", () => {
+        let parsed;
+        try { parsed = JSON.parse(answer.value); } catch (e) { fail(new Error("The answer must be JSON: " + e.message)); return; }
+        decide({ decision: "answer", answer: parsed, note: note.value });
+      });
+      row.append(el("div", { class: "filters" }, answer, note, send));
+    } else {
+      const original = a.arguments !== undefined ? JSON.stringify(a.arguments, null, 2) : "";
+      const edit = el("textarea", { class: "edit-args mono", rows: Math.min(12, original.split("\n").length + 1), cols: 70, spellcheck: "false", "aria-label": "arguments to run" });
+      edit.value = original;
+      const approve = el("button", { class: "approve" }, "Approve");
+      const reject = el("button", { class: "reject" }, "Reject");
+      approve.addEventListener("click", () => {
+        const body = { decision: "approve", note: note.value };
+        if (edit.value.trim() !== original.trim()) {
+          try { body.arguments = JSON.parse(edit.value); } catch (e) { fail(new Error("The edited arguments must be JSON: " + e.message)); return; }
+        }
+        decide(body);
+      });
+      reject.addEventListener("click", () => decide({ decision: "reject", note: note.value }));
+      row.append(el("details", { class: "edit" }, el("summary", {}, "Edit the arguments before approving"), edit),
+        el("div", { class: "filters" }, note, approve, reject));
+    }
+    return row;
+  }
+
   // waitingBox is the banner of a run that waits for a person: each
-  // request with its arguments one field at a time (escaped by the
-  // server), an editor for the arguments to run instead, and approve /
-  // reject, or an answer for a question.
+  // request, decided here.
   function waitingBox(id, pending, after) {
     const box = el("div", { class: "waiting", id: "waiting" },
       el("strong", {}, "This run waits for a person"), " — " + pending.length + " request" + (pending.length > 1 ? "s" : "") + ". Decide here; a worker (or Resume) then goes on.");
     const who = el("input", { class: "approver", placeholder: "your name (recorded with the decision)", size: 30 });
     who.value = localStorage.getItem("rath-approver") || "";
     box.append(el("div", { class: "filters" }, who));
-    for (const a of pending) {
-      const sh = a.shown || {};
-      const row = el("div", { class: "approval", "data-id": a.id },
-        el("div", { class: "head" }, el("span", { class: "mono" }, a.id), " · " + a.kind + (a.tool ? " · " + a.tool : "") + (a.agent ? " · " + a.agent : "") +
-          (a.deadline ? " · deadline " + a.deadline + " (default: " + a.default + ")" : "")));
-      if (sh.warning) row.append(el("div", { class: "warning" }, "⚠ " + sh.warning));
-      if (a.kind === "question") row.append(el("div", { class: "payload" }, sh.question || ""));
-      for (const f of sh.fields || []) row.append(el("div", { class: "field" }, f.name ? el("span", { class: "fname mono" }, f.name + ": ") : "", el("span", { class: "payload mono" }, f.value)));
-      if (sh.reason) row.append(el("div", { class: "muted" }, "why: " + sh.reason));
-      const note = el("input", { class: "note", placeholder: a.kind === "question" ? "note" : "note, or the reason for a rejection", size: 40 });
-      async function decide(body) {
-        body.by = who.value.trim();
-        if (!body.by) { fail(new Error("Say who you are first: the decision records it.")); who.focus(); return; }
-        localStorage.setItem("rath-approver", body.by);
-        try {
-          const r = await api("/api/approvals/" + encodeURIComponent(a.id), { method: "POST", body });
-          row.replaceChildren(el("div", { class: "verdict ok decided" }, r.decided.decision + (r.decided.edited_arguments ? " with edited arguments" : "") + " by " + r.decided.by + " — " + r.next));
-          ok("");
-          after();
-        } catch (e) { fail(e); }
-      }
-      if (a.kind === "question") {
-        const answer = el("input", { class: "answer", placeholder: "answer as JSON", size: 40 });
-        const send = el("button", { class: "answer-go" }, "Answer");
-        send.addEventListener("click", () => {
-          let parsed;
-          try { parsed = JSON.parse(answer.value); } catch (e) { fail(new Error("The answer must be JSON: " + e.message)); return; }
-          decide({ decision: "answer", answer: parsed, note: note.value });
-        });
-        row.append(el("div", { class: "filters" }, answer, note, send));
-      } else {
-        const original = a.arguments !== undefined ? JSON.stringify(a.arguments, null, 2) : "";
-        const edit = el("textarea", { class: "edit-args mono", rows: Math.min(12, original.split("\n").length + 1), cols: 70, spellcheck: "false", "aria-label": "arguments to run" });
-        edit.value = original;
-        const approve = el("button", { class: "approve" }, "Approve");
-        const reject = el("button", { class: "reject" }, "Reject");
-        approve.addEventListener("click", () => {
-          const body = { decision: "approve", note: note.value };
-          if (edit.value.trim() !== original.trim()) {
-            try { body.arguments = JSON.parse(edit.value); } catch (e) { fail(new Error("The edited arguments must be JSON: " + e.message)); return; }
-          }
-          decide(body);
-        });
-        reject.addEventListener("click", () => decide({ decision: "reject", note: note.value }));
-        row.append(el("details", { class: "edit" }, el("summary", {}, "Edit the arguments before approving"), edit),
-          el("div", { class: "filters" }, note, approve, reject));
-      }
-      box.append(row);
-    }
+    for (const a of pending) box.append(approvalRow(a, who, after, false));
     return box;
   }
 
@@ -488,7 +512,18 @@
     const enc = encodeURIComponent(id);
     main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)), el("p", { class: "muted" }, "Loading…"));
     let run;
-    try { run = await api("/api/runs/" + enc); } catch (e) { fail(e); return; }
+    try { run = await api("/api/runs/" + enc); } catch (e) {
+      if (e.status === 404) {
+        main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)),
+          el("div", { class: "verdict bad", id: "not-found" }, el("strong", {}, "No such run"), " in this store: " + e.message),
+          el("p", {}, el("a", { href: "#/" }, "← all runs")));
+        ok("");
+        return;
+      }
+      fail(e);
+      main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)), el("p", { class: "error", id: "load-error" }, "Could not load the run."));
+      return;
+    }
     const liveBadge = el("span", { class: "live", id: "live", hidden: true }, "LIVE");
     const waiting = el("div", { id: "waiting-box" });
     const verdicts = el("div", { id: "verdicts" });
@@ -519,6 +554,14 @@
     verifyBtn.addEventListener("click", () => action(verifyBtn, "verify", "/api/verify"));
     resumeBtn.addEventListener("click", () => start(resumeBtn, "/api/runs/" + enc + "/resume", null, "resuming"));
     cancelBtn.addEventListener("click", () => start(cancelBtn, "/api/runs/" + enc + "/cancel", { reason: "canceled from the console" }, "canceled"));
+    // Only what the run's state allows is offered (the server refuses the rest).
+    function offer() {
+      const acts = run.actions || {};
+      resumeBtn.hidden = !acts.resume;
+      cancelBtn.hidden = !acts.cancel;
+    }
+    offer();
+    if (run.replay) verdicts.replaceChildren(verdictBox("replay", run.replay, showEvent));
     const traceBox = el("div", { id: "trace" }, el("p", { class: "muted" }, "Loading the trace…"));
     const agentsBox = el("div", { id: "agents-box" });
     const inspector = el("div", { id: "inspector" }, el("p", { class: "muted" }, "Click a model call (chat) in the waterfall to inspect it."));
@@ -543,8 +586,8 @@
       el("h2", {}, "Tool calls"), toolsBox,
       el("h2", {}, "Events"),
       el("div", { class: "filters" }, typeSel, agentSel, el("label", {}, jsonBox, " JSON")),
-      el("table", { id: "events" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "seq"), el("th", {}, "at"), el("th", {}, "type"),
-        el("th", {}, "stream"), el("th", {}, "what"), el("th", {}, ""))), evBody),
+      scroll(el("table", { id: "events" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "seq"), el("th", {}, "at"), el("th", {}, "type"),
+        el("th", {}, "stream"), el("th", {}, "what"), el("th", {}, ""))), evBody)),
       el("p", {}, moreBtn));
 
     let inspected = 0;
@@ -577,7 +620,21 @@
     function matches(ev) {
       return (!typeSel.value || ev.type === typeSel.value) && (!agentSel.value || eventAgent(ev) === agentSel.value);
     }
-    async function forkAt(seq, btn) {
+    // forkAt asks first: a fork replays up to seq, then calls the model
+    // and runs the tools for real.
+    function forkAt(seq, btn) {
+      const tr = btn.closest("tr");
+      const old = document.getElementById("fork-confirm");
+      if (old) old.remove();
+      const yes = el("button", { class: "fork-go" }, "Fork and run live");
+      const no = el("button", { class: "fork-no" }, "Cancel");
+      const row = el("tr", { id: "fork-confirm" }, el("td", { colspan: 6 }, el("div", { class: "warning" },
+        "Fork at seq " + seq + ": a new run replays this one up to here, then calls the model and runs the tools live (they may cost money and change files). ", yes, " ", no)));
+      no.addEventListener("click", () => row.remove());
+      yes.addEventListener("click", () => { row.remove(); forkLive(seq, btn); });
+      tr.after(row);
+    }
+    async function forkLive(seq, btn) {
       btn.disabled = true;
       try {
         const r = await api("/api/runs/" + enc + "/fork", { method: "POST", body: { seq } });
@@ -590,9 +647,11 @@
       for (const [set, sel, v] of [[types, typeSel, ev.type], [agents, agentSel, eventAgent(ev)]]) {
         if (v && !set.has(v)) { set.add(v); sel.append(el("option", { value: v }, v)); }
       }
-      if (matches(ev)) evBody.append(eventRow(ev, fresh, jsonBox.checked, forkAt));
+      if (matches(ev)) evBody.append(eventRow(ev, fresh, jsonBox.checked, forker()));
     }
-    function redraw() { evBody.replaceChildren(...all.filter(matches).map((ev) => eventRow(ev, false, jsonBox.checked, forkAt))); }
+    // A fork is offered only where the server allows live runs.
+    const forker = () => (run.actions && run.actions.fork ? forkAt : null);
+    function redraw() { evBody.replaceChildren(...all.filter(matches).map((ev) => eventRow(ev, false, jsonBox.checked, forker()))); }
     typeSel.addEventListener("change", redraw);
     agentSel.addEventListener("change", redraw);
     jsonBox.addEventListener("change", redraw);
@@ -606,6 +665,7 @@
         const fresh = runCards(run);
         cards.replaceWith(fresh);
         cards = fresh;
+        offer();
         loadWaiting();
       } catch (e) { fail(e); }
     }
@@ -817,9 +877,9 @@
   // pid, state, heartbeat, the runs it holds and how many it finished.
   function workersPage() {
     const body = el("tbody", { id: "workers-body" });
-    main.replaceChildren(el("h1", {}, "Workers"), el("table", { id: "workers" }, el("thead", {}, el("tr", {}, el("th", {}, "worker"), el("th", {}, "host"),
+    main.replaceChildren(el("h1", {}, "Workers"), scroll(el("table", { id: "workers" }, el("thead", {}, el("tr", {}, el("th", {}, "worker"), el("th", {}, "host"),
       el("th", { class: "num" }, "pid"), el("th", {}, "queue"), el("th", { class: "num" }, "concurrency"), el("th", {}, "state"), el("th", {}, "heartbeat"),
-      el("th", {}, "running"), el("th", { class: "num" }, "done"), el("th", { class: "num" }, "failed"))), body));
+      el("th", {}, "running"), el("th", { class: "num" }, "done"), el("th", { class: "num" }, "failed"))), body)));
     async function refresh() {
       try {
         const v = await api("/api/workers");
@@ -842,7 +902,9 @@
   // a call waiting for a person is not a crash.
   function toolOutcome(tc) {
     const exit = tc.exit_code !== undefined && tc.exit_code !== null ? "exit " + tc.exit_code : "";
-    const timed = " · " + duration(tc.duration_ms);
+    // The time between the call and its result, as the waterfall's bar
+    // shows it; the tool's own measure when that is not known.
+    const timed = " · " + duration(tc.elapsed_ms || tc.duration_ms);
     switch (tc.state) {
       case "ok": return "ok, " + tc.output_size + " bytes" + (exit ? ", " + exit : "") + timed;
       case "waiting": return "waiting for approval" + (tc.approval ? " (" + tc.approval.id + ")" : "");
@@ -934,50 +996,7 @@
     who.value = localStorage.getItem("rath-approver") || "";
     who.addEventListener("change", () => localStorage.setItem("rath-approver", who.value.trim()));
     const list = el("div", { id: "approvals" });
-    async function decide(id, body, row) {
-      body.by = who.value.trim();
-      if (!body.by) { fail(new Error("Say who you are first: the decision records it.")); who.focus(); return; }
-      localStorage.setItem("rath-approver", body.by);
-      try {
-        const r = await api("/api/approvals/" + encodeURIComponent(id), { method: "POST", body });
-        row.replaceChildren(el("div", { class: "verdict ok" }, r.decided.decision + " by " + r.decided.by + " — " + r.next));
-        ok("");
-      } catch (e) { fail(e); }
-    }
-    for (const a of v) {
-      const row = el("div", { class: "approval", "data-id": a.id });
-      // What a model wrote is shown as the server escaped it (a.shown):
-      // bidi controls and invisible characters drawn as \u2067, the
-      // arguments one field at a time and in full, and a warning when
-      // anything was escaped. The raw a.arguments is never drawn.
-      const sh = a.shown || {};
-      row.append(el("div", { class: "head" }, el("span", { class: "mono" }, a.id), " · ", a.run ? runLink(a.run) : "no run",
-        " · ", a.kind, a.tool ? " · " + a.tool : "", a.agent ? " · " + a.agent : "", a.deadline ? " · deadline " + a.deadline + " (default: " + a.default + ")" : ""));
-      if (sh.warning) row.append(el("div", { class: "warning" }, "⚠ " + sh.warning));
-      if (a.kind === "question") row.append(el("div", { class: "payload" }, sh.question || ""));
-      for (const f of sh.fields || []) {
-        row.append(el("div", { class: "field" }, f.name ? el("span", { class: "fname mono" }, f.name + ": ") : "", el("span", { class: "payload mono" }, f.value)));
-      }
-      if (sh.reason) row.append(el("div", { class: "muted" }, "why: " + sh.reason));
-      const note = el("input", { class: "note", placeholder: a.kind === "question" ? "note" : "note, or the reason for a rejection", size: 40 });
-      if (a.kind === "question") {
-        const answer = el("input", { class: "answer", placeholder: "answer as JSON", size: 40 });
-        const send = el("button", { class: "answer-go" }, "Answer");
-        send.addEventListener("click", () => {
-          let parsed;
-          try { parsed = JSON.parse(answer.value); } catch (e) { fail(new Error("The answer must be JSON: " + e.message)); return; }
-          decide(a.id, { decision: "answer", answer: parsed, note: note.value }, row);
-        });
-        row.append(el("div", { class: "filters" }, answer, note, send));
-      } else {
-        const approve = el("button", { class: "approve" }, "Approve");
-        const reject = el("button", { class: "reject" }, "Reject");
-        approve.addEventListener("click", () => decide(a.id, { decision: "approve", note: note.value }, row));
-        reject.addEventListener("click", () => decide(a.id, { decision: "reject", note: note.value }, row));
-        row.append(el("div", { class: "filters" }, note, approve, reject));
-      }
-      list.append(row);
-    }
+    for (const a of v) list.append(approvalRow(a, who, null, true));
     if (!v.length) list.append(el("p", { class: "muted" }, "Nothing waits for a person."));
     main.replaceChildren(el("h1", {}, "Approvals"), el("div", { class: "filters" }, who), list);
   }
@@ -998,7 +1017,7 @@
     const body = el("tbody", { id: "memory-body" });
     const summary = el("p", { class: "muted", id: "memory-summary" });
     main.replaceChildren(el("h1", {}, "Memory"), nsList, el("div", { class: "filters" }, ns, q, go, who), summary,
-      el("table", { id: "memory-table" }, head, body));
+      scroll(el("table", { id: "memory-table" }, head, body)));
 
     function forgetCell(namespace, m, tr) {
       const reason = el("input", { class: "forget-reason", placeholder: "why forget it", size: 18 });
