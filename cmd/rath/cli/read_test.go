@@ -51,7 +51,7 @@ func TestRun_Show(t *testing.T) {
 	w := seed(t)
 	out := mustRun(t, w.dir, "show", w.root)
 	for _, want := range []string{
-		"session   " + w.root, "kind      root (user)", "placement local /work", "usage     15 tokens (10 prompt, 5 completion) in 1 calls",
+		"session   " + w.root, "kind      root (user)", "placement local /work", "usage     15 tokens (10 prompt, 5 completion) in 1 model call",
 		"#0 user\n    List the files", "#1 assistant by root.agent\n    -> call c1 list_files {\"dir\":\".\"}",
 		"#2 tool_result list_files for call c1\n    a.go\n    b.go",
 	} {

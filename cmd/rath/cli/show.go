@@ -124,7 +124,7 @@ func printShow(w io.Writer, v showView) {
 		fmt.Fprintf(w, "source    %s\n", s.Source)
 	}
 	u := s.Usage
-	fmt.Fprintf(w, "usage     %d tokens (%d prompt, %d completion) in %d calls\n", u.TotalTokens, u.PromptTokens, u.CompletionTokens, u.Calls)
+	fmt.Fprintf(w, "usage     %d tokens (%d prompt, %d completion) in %s\n", u.TotalTokens, u.PromptTokens, u.CompletionTokens, plural(int(u.Calls), "model call"))
 	if s.Incomplete {
 		fmt.Fprintln(w, "status    incomplete (imported without a trailer)")
 	}
