@@ -273,7 +273,7 @@ func TestRun_UnusableSandboxFails(t *testing.T) {
 		{"workspace is a file", []string{"--workspace", file}, ExitUsage, "is not a directory"},
 		{"workspace is a file, no tools", []string{"--workspace", file, "--tools", ""}, ExitUsage, "is not a directory"},
 		{"built-in tools without a workspace", nil, ExitUsage, "pass --workspace DIR"},
-		{"opensandbox without a server", []string{"--workspace", "w", "--backend", "opensandbox"}, ExitFailure, "sandbox: backend unavailable"},
+		{"opensandbox without a server", []string{"--workspace", "w", "--backend", "opensandbox"}, ExitFailure, "backend unavailable: OpenSandbox server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
