@@ -228,3 +228,27 @@ func outputOf(t *testing.T, rt *rath.Runtime, id string) string {
 	}
 	return row.OutputSession
 }
+
+// unnamedRun records a run whose provider names no model (as a cassette
+// run of `rath run` does): only its label, "scripted".
+func unnamedRun(t *testing.T, rt *rath.Runtime) string {
+	t.Helper()
+	p, err := flow.ResolveProvider(flow.Provider{Vendor: flow.VendorScripted, Client: scripted.New(scripted.Entry{Content: "hello"})},
+		flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := flow.NewAgent("Say hello.", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := rt.NewUserSession(t.Context(), "greet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := rt.Start(t.Context(), "greeter", a, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run.ID
+}

@@ -13,34 +13,9 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/internal/console"
 	"github.com/gorath/rath/replay"
 )
-
-// unnamedRun records a run whose provider names no model (as a cassette
-// run of `rath run` does): only its label, "scripted".
-func unnamedRun(t *testing.T, rt *rath.Runtime) string {
-	t.Helper()
-	p, err := flow.ResolveProvider(flow.Provider{Vendor: flow.VendorScripted, Client: scripted.New(scripted.Entry{Content: "hello"})},
-		flow.ResolveOptions{Getenv: func(string) string { return "" }, ConfigPath: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := flow.NewAgent("Say hello.", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := rt.NewUserSession(t.Context(), "greet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := rt.Start(t.Context(), "greeter", a, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return run.ID
-}
 
 // The console offers only what a run's state allows and says what it
 // does: Resume and Cancel by state, a fork only after a confirmation that
