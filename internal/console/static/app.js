@@ -263,7 +263,7 @@
         return "#" + p.index + " " + c.role + (c.author ? " by " + c.author : "") + ": " + (c.content || "") + (calls ? " → " + calls : "");
       }
       case "tool.called": return (p.agent ? p.agent + " calls " : "") + p.tool + "(" + (p.arguments || "") + ")";
-      case "tool.returned": return p.tool + " returned " + p.output_size + " bytes in " + p.duration_ms + " ms" + (p.is_error || p.error ? ", an error: " + (p.error || p.error_kind || "") : "");
+      case "tool.returned": return p.tool + " returned " + p.output_size + " bytes in " + (p.duration_ms ? p.duration_ms + " ms" : "under 1 ms") + (p.is_error || p.error ? ", an error: " + (p.error || p.error_kind || "") : "");
       case "provider.called": return (p.agent || "") + " → " + (p.model || p.provider || "model") + u + (p.latency_ms ? " in " + p.latency_ms + " ms" : "");
       case "provider.failed": return (p.agent || "") + " → " + (p.model || p.provider || "model") + " failed (" + (p.error_kind || "") + "): " + (p.error || "") + (p.will_retry ? ", will retry" : "");
       case "session.created": return "new session" + (p.origin ? " (" + p.origin + ")" : "");
