@@ -88,10 +88,11 @@ var allowedImports = map[string][]string{
 	"flow/model/modeltest":          {"events", "flow/model", "flow/model/internal/textsplit"},
 	"flow":                          {"events", "flow/model", "internal/oracle", "flow/model/scripted", "memory", "secret", "session", "approval", "internal/shellgate"},
 	"flow/builtin":                  {"events", "flow", "sandbox", "session"},
-	"flow/mcptool":                  {"events", "flow", "secret", "session"},
+	"flow/mcptool":                  {"events", "flow", "internal/httporigin", "secret", "session"},
 	"memory/memorytest":             {"events", "memory", "session"},
 	"memory/openaiembed":            {"memory"},
-	"memory/openviking":             {}, // an HTTP client only
+	"internal/httporigin":           {},
+	"memory/openviking":             {"internal/httporigin"}, // an HTTP client only
 	"memory/openvikingtest":         {},
 	"memory/vikingmem":              {"events", "memory", "memory/openviking", "session"},
 	"session/jsonl":                 {"events", "projections", "session"},

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/internal/httporigin"
 )
 
 // envRefs matches ${VAR} in a header value.
@@ -59,23 +60,14 @@ type originGuard struct {
 func newOriginGuard(base http.RoundTripper, server string, header http.Header) *originGuard {
 	g := &originGuard{base: base, header: header, server: server}
 	if u, err := url.Parse(server); err == nil {
-		g.origin, g.server = origin(u), u.Redacted()
+		g.origin, g.server = httporigin.Of(u), u.Redacted()
 	}
 	return g
 }
 
-// origin is u's scheme, host and port, the port made explicit.
-func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
-	}
-	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
-}
-
 // check refuses a request to another origin than the server's.
 func (g *originGuard) check(u *url.URL) error {
-	if g.origin != "" && origin(u) == g.origin {
+	if g.origin != "" && httporigin.Of(u) == g.origin {
 		return nil
 	}
 	e := &CrossOriginError{Server: g.server, URL: u.Redacted()}

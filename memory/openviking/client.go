@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/gorath/rath/internal/httporigin"
 )
 
 // DefaultTimeout bounds one request when Options.Timeout is zero.
@@ -33,7 +35,9 @@ type Options struct {
 	// Account and User, if set, are sent as X-OpenViking-Account and
 	// X-OpenViking-User: the tenant a multi-tenant server acts for.
 	Account, User string
-	// HTTPClient makes the requests. Nil means a client with Timeout.
+	// HTTPClient makes the requests (a copy of it: its CheckRedirect runs
+	// after the client's own refusal of a redirect to another origin).
+	// Nil means a client with Timeout.
 	HTTPClient *http.Client
 	// Timeout bounds each request. Zero means DefaultTimeout.
 	Timeout time.Duration
@@ -60,11 +64,33 @@ func New(opts Options) (*Client, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: opts.Timeout}
+	hc := &http.Client{Timeout: opts.Timeout}
+	if opts.HTTPClient != nil {
+		c := *opts.HTTPClient // the caller's client is left as it was
+		hc = &c
 	}
+	hc.CheckRedirect = sameOrigin(u, hc.CheckRedirect)
 	return &Client{base: u, opts: opts, hc: hc}, nil
+}
+
+// sameOrigin refuses a redirect to another origin (scheme, host and port)
+// than base's, then defers to next (nil: Go's limit of 10 redirects). The
+// key travels in a header, and Go copies headers into a redirect: X-API-Key
+// to any host, Authorization to any port of the same host name.
+func sameOrigin(base *url.URL, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	want := httporigin.Of(base)
+	return func(r *http.Request, via []*http.Request) error {
+		if got := httporigin.Of(r.URL); got != want {
+			return &CrossOriginError{Server: base.Redacted(), URL: r.URL.Redacted()}
+		}
+		if next != nil {
+			return next(r, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("openviking: stopped after 10 redirects")
+		}
+		return nil
+	}
 }
 
 // envelope is every response's shape.
@@ -128,6 +154,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		req.Header.Set("Content-Type", ct)
 	}
 	res, err := c.hc.Do(req)
+	if ce := (*CrossOriginError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("openviking: %s: %w", op, ce)
+	}
 	if err != nil {
 		// The URL holds no key (it goes in a header), so the transport's
 		// error is safe to show.

@@ -10,7 +10,9 @@
 // ErrNotFound, …) by code, or by HTTP status when the code is unknown. A
 // server that cannot be reached is ErrUnavailable; a body that is not an
 // envelope is ErrMalformed. The API key is sent as "Authorization: Bearer"
-// (or X-API-Key) and never appears in an error.
+// (or X-API-Key) and never appears in an error; a redirect to another
+// origin (scheme, host and port) than the configured URL's is refused
+// with a *CrossOriginError rather than followed with the key.
 //
 // It covers health, content (write, read, the abstract and overview
 // tiers), the file system (ls, delete), search/find and search/search,

@@ -32,7 +32,24 @@ var (
 	ErrServer = errors.New("openviking: server error")
 	// ErrMalformed: a response that is not the documented envelope.
 	ErrMalformed = errors.New("openviking: malformed response")
+	// ErrCrossOrigin is matched by a *CrossOriginError.
+	ErrCrossOrigin = errors.New("openviking: redirect to another origin refused")
 )
+
+// CrossOriginError reports a redirect to another origin (scheme, host,
+// port) than the configured server's. It is not followed: the request
+// carries the API key, which goes nowhere else.
+type CrossOriginError struct {
+	Server string // the configured URL (no userinfo)
+	URL    string // where the redirect pointed (no userinfo)
+}
+
+func (e *CrossOriginError) Error() string {
+	return fmt.Sprintf("openviking: refused a redirect to %s: not the origin of the configured server %s, and its key goes nowhere else", e.URL, e.Server)
+}
+
+// Is makes errors.Is(err, ErrCrossOrigin) true.
+func (e *CrossOriginError) Is(target error) bool { return target == ErrCrossOrigin }
 
 // Error is an error the server answered with.
 type Error struct {
