@@ -137,7 +137,8 @@ type Options struct {
 	// this runtime appends (package checkpoint): every Checkpoints.Every
 	// events, every Checkpoints.Interval, at the end of each run and on
 	// Close. The CLI loads it from the file $RATH_SIGNING_KEY names. Nil
-	// signs none.
+	// signs none. Its private key, in every form of signkey.Key.Forms, is
+	// redacted like Secrets: a local tool can read the key's file.
 	SigningKey *signkey.Key
 	// Checkpoints tune the signing of checkpoints; the zero value is
 	// checkpoint's defaults (1,000 events, 10 s).
@@ -248,6 +249,10 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	var signer *checkpoint.Signer
 	var afterCommit func(events.Commit)
 	if opts.SigningKey != nil {
+		// A local tool can read the key's file as this process's user.
+		for _, f := range opts.SigningKey.Forms() {
+			secrets.Add("RATH_SIGNING_KEY", f)
+		}
 		signer = checkpoint.NewSigner(opts.SigningKey, opts.Checkpoints)
 		afterCommit = signer.Committed
 	}

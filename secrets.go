@@ -11,7 +11,8 @@ import (
 // DefaultSecrets returns what a runtime redacts when Options.Secrets is
 // nil: the hash chain's key, the environment variables whose names say
 // they hold credentials (secret.LooksSecret; the local backend's commands
-// can read rath's environment through /proc) and the passwords in the
+// can read rath's environment through /proc), the OpenTelemetry
+// exporter's headers (secret.FromOTLPHeaders) and the passwords in the
 // connection strings of the others (RATH_DSN; secret.FromDSN), and the
 // provider keys, secret MCP server variables and connection-string
 // passwords of the config file ($RATH_HOME/config.json

@@ -36,6 +36,7 @@ type Key struct {
 	private ed25519.PrivateKey
 	signer  note.Signer
 	vkey    string
+	text    string // the note private key text
 }
 
 // Files names the files Generate wrote.
@@ -115,7 +116,41 @@ func Parse(skey string) (*Key, error) {
 	if err != nil {
 		return nil, ErrBadKey
 	}
-	return &Key{name: signer.Name(), private: priv, signer: signer, vkey: vkey}, nil
+	return &Key{name: signer.Name(), private: priv, signer: signer, vkey: vkey, text: skey}, nil
+}
+
+// Forms returns the private key as a program that reads its file might
+// print it, for a redactor to remove (package secret): the note text, and
+// the file's text in base64 (on one line, and wrapped as base64(1) wraps)
+// and hex (on one line, and wrapped as xxd -p wraps); the base64 payload
+// of the note text; the seed and the 64-byte private key in standard, raw
+// and URL-safe base64 and in hex. Each is secret.
+func (k *Key) Forms() []string {
+	out := []string{k.text}
+	for _, file := range []string{k.text + "\n", k.text} {
+		b64 := base64.StdEncoding.EncodeToString([]byte(file))
+		hx := hex.EncodeToString([]byte(file))
+		out = append(out, b64, wrap(b64, 76), hx, wrap(hx, 60))
+	}
+	out = append(out, k.text[strings.LastIndex(k.text, "+")+1:])
+	for _, raw := range [][]byte{k.private.Seed(), k.private} {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			out = append(out, enc.EncodeToString(raw))
+		}
+		out = append(out, hex.EncodeToString(raw), strings.ToUpper(hex.EncodeToString(raw)))
+	}
+	return out
+}
+
+// wrap breaks s into lines of n characters.
+func wrap(s string, n int) string {
+	var b strings.Builder
+	for len(s) > n {
+		b.WriteString(s[:n] + "\n")
+		s = s[n:]
+	}
+	b.WriteString(s)
+	return b.String()
 }
 
 // Name is the key's name, as note signatures carry it.

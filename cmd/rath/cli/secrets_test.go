@@ -101,17 +101,7 @@ func TestRun_SecretsNeverReachTheEvidence(t *testing.T) {
 	if r := rathProc(t, env, "replay", runID); !strings.Contains(r, "reproduced") {
 		t.Fatalf("replay: %s", r)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "rath.db*"))
-	if len(files) == 0 {
-		t.Fatal("no database files")
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exports = append(exports, string(b))
-	}
+	exports = append(exports, dbFiles(t, dir)...)
 	for i, text := range exports {
 		for _, v := range all {
 			if strings.Contains(text, v) {
