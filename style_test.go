@@ -113,7 +113,7 @@ var allowedImports = map[string][]string{
 	"internal/oracle":                     {"events", "flow/model"},
 	"internal/pgtest":                     {},
 	"internal/rathbin":                    {},
-	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "internal/dossier", "internal/textsafe", "memory", "projections", "replay", "session", "telemetry"},
+	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "internal/dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
 	"internal/tmpfs":                      {},
 	"internal/jsonview":                   {".", "checkpoint", "events", "projections"},
 	"internal/shellgate":                  {},

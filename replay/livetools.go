@@ -66,13 +66,14 @@ var untrackedMarkers = []string{"\n[file changes not tracked: ", "\n[changed but
 // used, a fresh copy of the workspace as it was when the run started: the
 // current directory with each file the run changed put back to its
 // recorded "before" content (or removed, if the run created it). It
-// returns the remap for sandbox.WithRemap and a cleanup.
+// returns the remap for sandbox.WithRemap and a cleanup. The copies are
+// made in the directory in (empty: the system's temporary directory).
 //
 // The workspace is the model's work and is hostile: the copy never
 // follows a link (links are copied as links), refuses special files,
 // keeps sparse files sparse, and the restore goes through an os.Root on
 // the copy, so no recorded path or planted link reaches the host.
-func workspaceCopies(ctx context.Context, store *events.Store, info *runInfo, lineage []events.Event) (map[events.Placement]events.Placement, func(), error) {
+func workspaceCopies(ctx context.Context, store *events.Store, info *runInfo, lineage []events.Event, in string) (map[events.Placement]events.Placement, func(), error) {
 	placements := map[events.Placement]bool{}
 	collect := func(evs []events.Event) error {
 		for _, ev := range evs {
@@ -136,7 +137,7 @@ func workspaceCopies(ctx context.Context, store *events.Store, info *runInfo, li
 		}
 	}
 	for _, pl := range srcs {
-		dst, err := os.MkdirTemp("", "rath-live-tools-")
+		dst, err := os.MkdirTemp(in, "rath-live-tools-")
 		if err != nil {
 			cleanup()
 			return nil, nil, err

@@ -103,6 +103,7 @@ type Option func(*options)
 
 type options struct {
 	liveTools bool
+	copies    string // where live tools' workspace copies go
 	progress  func(done, total int64)
 }
 
@@ -117,6 +118,12 @@ func WithProgress(progress func(done, total int64)) Option {
 // outputs and file changes are then compared with the recorded ones (a
 // test of environment reproducibility).
 func WithLiveTools() Option { return func(o *options) { o.liveTools = true } }
+
+// WithCopiesIn makes the workspace copies of WithLiveTools in dir rather
+// than the system's temporary directory: under the workspace root of a
+// runtime whose backends are confined to one, so the copies open there.
+// Empty means the temporary directory.
+func WithCopiesIn(dir string) Option { return func(o *options) { o.copies = dir } }
 
 // Run replays a recorded run of wf: wf's code runs again in a scratch
 // store, answered from the record, and the events it writes are compared
@@ -177,7 +184,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		if err != nil {
 			return nil, err
 		}
-		remap, cleanup, err := workspaceCopies(ctx, rt.Store(), info, lineage)
+		remap, cleanup, err := workspaceCopies(ctx, rt.Store(), info, lineage, cfg.copies)
 		if err != nil {
 			return nil, err
 		}

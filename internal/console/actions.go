@@ -107,6 +107,9 @@ func (s *Server) startedOrFailed(ctx context.Context, run string, done <-chan er
 // background; the answer names it at once.
 func (s *Server) apiRunFork(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
+	if s.refuseLive(w, "fork") {
+		return
+	}
 	var req ForkRequest
 	if err := readBody(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "fork: %v", err)

@@ -33,7 +33,7 @@ func rebuildFixture(t *testing.T) *fixture {
 	t.Helper()
 	rt := newRuntime(t)
 	run := startRun(t, rt, "shouter", "Shout "+hostile)
-	srv, err := console.New(console.Options{Runtime: rt, Workflow: rebuild(t)})
+	srv, err := console.New(console.Options{Runtime: rt, Workflow: rebuild(t), AllowLive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

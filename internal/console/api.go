@@ -19,6 +19,7 @@ import (
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/replay"
+	"github.com/gorath/rath/sandbox"
 	"github.com/gorath/rath/session"
 )
 
@@ -261,6 +262,10 @@ type ReplayView struct {
 
 func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
+	live := r.URL.Query().Get("live_tools") == "1"
+	if live && s.refuseLive(w, "replay with live tools") {
+		return
+	}
 	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
 		return
 	}
@@ -270,15 +275,20 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var opts []replay.Option
-	if r.URL.Query().Get("live_tools") == "1" {
+	if live {
 		// The tools run again for real, each in a fresh copy of its
-		// recorded workspace (rath replay --live-tools).
-		opts = append(opts, replay.WithLiveTools())
+		// recorded workspace (rath replay --live-tools), on the backends
+		// the runtime has (those rath serve --allow-live was given).
+		opts = append(opts, replay.WithLiveTools(), replay.WithCopiesIn(s.opts.LiveCopies))
 	}
 	s.heavy.Lock()
 	defer s.heavy.Unlock()
 	rep, err := replay.Run(ctx, s.rt, id, wf, opts...)
-	if err != nil {
+	switch {
+	case errors.Is(err, sandbox.ErrUnknownBackend), errors.Is(err, sandbox.ErrInvalidSpec):
+		writeError(w, http.StatusForbidden, "replay with live tools: %v", err)
+		return
+	case err != nil:
 		writeError(w, http.StatusInternalServerError, "replay: %v", err)
 		return
 	}

@@ -217,6 +217,9 @@ func TestConsole_InChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#replay`)),
 		chromedp.WaitVisible(chromedp.CSS(`#replay-verdict`)),
 		until(`document.querySelector('#replay-verdict').textContent.startsWith("Reproduced")`),
+		// A console not started with --allow-live offers neither live
+		// tools nor forks.
+		until(`document.querySelector('#replay-live').hidden && document.querySelectorAll('#events-body tr').length > 0 && !document.querySelector('.fork-at')`),
 		shot("serve-replay.png"),
 	)
 

@@ -100,7 +100,7 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 			return newAgent(t), nil
 		}
 		return rebuild(t)(ctx, rt, id)
-	}})
+	}, AllowLive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

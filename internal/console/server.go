@@ -49,6 +49,18 @@ type Options struct {
 	// Prices, by model name, give the runs list its cost column (the
 	// config file's "prices"); nil shows none.
 	Prices map[string]flow.ModelPrice
+	// AllowLive lets console users run recorded work again for real: a
+	// replay with live tools and a fork (which goes on live after its
+	// seq). Those run the run's tools in this process's sandboxes, so they
+	// are the operator's decision; false refuses them with 403 and the
+	// page does not offer them. The runtime's sandbox registry is what
+	// confines them (rath serve --allow-live gives it only --backends).
+	AllowLive bool
+	// LiveCopies is the directory a live-tools replay copies workspaces
+	// into (replay.WithCopiesIn): under the workspace root of the
+	// runtime's local and bwrap backends, if they have one. Empty means
+	// the system's temporary directory.
+	LiveCopies string
 }
 
 // Server is the console's handler.
@@ -118,7 +130,7 @@ func New(opts Options) (*Server, error) {
 
 // liveAllowed reports whether the console offers what calls the model
 // and runs tools live (a fork at an event).
-func (s *Server) liveAllowed() bool { return true }
+func (s *Server) liveAllowed() bool { return s.opts.AllowLive }
 
 // lastReplay is the run's last replay verdict from this console, or nil.
 func (s *Server) lastReplay(run string) *ReplayView {
@@ -283,7 +295,11 @@ func LoopbackAddr(addr string) bool {
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := s.index.Execute(w, struct{ CSRF string }{s.csrf}); err != nil {
+	live := "off"
+	if s.opts.AllowLive {
+		live = "on"
+	}
+	if err := s.index.Execute(w, struct{ CSRF, Live string }{s.csrf, live}); err != nil {
 		http.Error(w, "page: "+err.Error(), http.StatusInternalServerError)
 	}
 }
@@ -312,6 +328,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 type apiError struct {
 	Error string `json:"error"`
+}
+
+// refuseLive answers a live action on a console not allowed to run one.
+func (s *Server) refuseLive(w http.ResponseWriter, what string) bool {
+	if s.opts.AllowLive {
+		return false
+	}
+	writeError(w, http.StatusForbidden, "%s: this console does not run recorded work again for real: its operator did not start rath serve with --allow-live", what)
+	return true
 }
 
 func writeError(w http.ResponseWriter, code int, format string, args ...any) {

@@ -51,18 +51,10 @@ func TestMemory_SharedByLongLivedProcesses(t *testing.T) {
 	mustRun(t, dir, "memory", "add", "user/ana", "ana prefers short answers")
 
 	_, serveErr := startRath(t, "--dir", dir, "serve", "--addr", "127.0.0.1:0")
-	line, err := serveErr.ReadString('\n')
-	for err == nil && !servingURL.MatchString(line) {
-		line, err = serveErr.ReadString('\n')
-	}
-	m := servingURL.FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("no URL from rath serve: %q %v", line, err)
-	}
-	go io.Copy(io.Discard, serveErr)
+	base := servedURL(t, serveErr)
 	search := func() {
 		t.Helper()
-		res, err := http.Get(m[1] + "api/memory/search?ns=user/ana&q=" + url.QueryEscape("short answers"))
+		res, err := http.Get(base + "api/memory/search?ns=user/ana&q=" + url.QueryEscape("short answers"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,9 @@ import (
 )
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr, token string
+	var addr, token, workspaceRoot string
+	var allowLive bool
+	var backends []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve a web console and a JSON API over the store: runs, events (live), sessions, graph, replay, verify, dossiers",
@@ -28,10 +30,20 @@ least 128 bits of entropy (22 random base64 characters, 32 hex), sent as
 "Authorization: Bearer TOKEN" or set as a cookie by visiting /?token=TOKEN.
 --token generate makes one and prints it once on stderr; it is kept
 nowhere, so a restart makes another. It prints the URL on stderr and
-serves until interrupted (SIGINT, SIGTERM).`,
+serves until interrupted (SIGINT, SIGTERM).
+
+A console user replays from the record. Running recorded work again for
+real (a replay with live tools, a fork, which goes on live) runs the
+run's commands in this process's sandboxes, as this user: it is refused
+(403) unless the operator starts serve with --allow-live. Then those
+actions, and resumes, run on the --backends listed only (bwrap and
+opensandbox unless told; local runs tools unconfined as this user), in
+workspaces under --workspace-root if set (live-tools copies are made
+there too).`,
 		Example: `rath serve
 rath serve --addr 0.0.0.0:7777 --token generate
-RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777`,
+RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777
+rath serve --allow-live --backends bwrap --workspace-root /srv/work`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if token == "" {
@@ -52,6 +64,26 @@ RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777`,
 					return usagef(cmd, "--addr %s is not a loopback address and %v", addr, err)
 				}
 			}
+			if !allowLive && (cmd.Flags().Changed("backends") || workspaceRoot != "") {
+				return usagef(cmd, "--backends and --workspace-root confine live actions: they go with --allow-live")
+			}
+			if allowLive {
+				list, err := parseBackends(backends)
+				if err != nil {
+					return usagef(cmd, "--backends: %v", err)
+				}
+				if workspaceRoot != "" {
+					if st, err := os.Stat(workspaceRoot); err != nil || !st.IsDir() {
+						return usagef(cmd, "--workspace-root: %s is not a directory", workspaceRoot)
+					}
+				}
+				// The runtime can open no other backend, whatever a
+				// session in the log claims, nor a workspace outside the
+				// root: live tools and forks run nowhere else.
+				if a.sandboxes, err = rath.BuiltinSandboxesWith(rath.SandboxOptions{WorkspaceRoot: workspaceRoot}, list...); err != nil {
+					return err
+				}
+			}
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
 			if err != nil {
@@ -70,7 +102,7 @@ RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777`,
 				Workflow: func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error) {
 					return a.workflowForRun(ctx, rt, runID, false)
 				},
-				Submit: sub.submit})
+				Submit: sub.submit, AllowLive: allowLive, LiveCopies: workspaceRoot})
 			if err != nil {
 				return err
 			}
@@ -111,5 +143,8 @@ RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7777", "listen address (a non-loopback one needs --token)")
 	cmd.Flags().StringVar(&token, "token", "", "require this token on every request (env RATH_TOKEN); \"generate\" makes one and prints it once")
+	cmd.Flags().BoolVar(&allowLive, "allow-live", false, "let console users replay with live tools and fork (both run recorded commands again for real); without it they are refused")
+	cmd.Flags().StringSliceVar(&backends, "backends", defaultWorkerBackends, "with --allow-live: the sandbox backends the console runs tools on (local runs them unconfined as this user)")
+	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "with --allow-live: the directory under which local and bwrap workspaces, and live-tools copies, must lie")
 	return cmd
 }

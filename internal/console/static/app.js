@@ -5,6 +5,9 @@
 
 (function () {
   const csrf = document.querySelector('meta[name="rath-csrf"]').getAttribute("content");
+  // Live tools and forks run recorded work again: only a console started
+  // with --allow-live offers them (the API refuses them otherwise).
+  const liveAllowed = document.querySelector('meta[name="rath-live"]').getAttribute("content") === "on";
   const main = document.getElementById("main");
   const statusLine = document.getElementById("status");
   let cleanup = []; // timers and streams of the current page
@@ -529,6 +532,7 @@
     const verdicts = el("div", { id: "verdicts" });
     const replayBtn = el("button", { id: "replay", title: "Replay against the record: model and tool answers come from the log" }, "Replay");
     const replayLiveBtn = el("button", { id: "replay-live", title: "Replay with the tools run again for real, each in a fresh copy of its workspace" }, "Replay with live tools");
+    replayLiveBtn.hidden = !liveAllowed;
     const verifyBtn = el("button", { id: "verify" }, "Verify store");
     const resumeBtn = el("button", { id: "resume", title: "Go on with a stopped run no worker owns" }, "Resume");
     const cancelBtn = el("button", { id: "cancel", title: "Cancel a run submitted to the fleet" }, "Cancel");
@@ -650,7 +654,7 @@
       if (matches(ev)) evBody.append(eventRow(ev, fresh, jsonBox.checked, forker()));
     }
     // A fork is offered only where the server allows live runs.
-    const forker = () => (run.actions && run.actions.fork ? forkAt : null);
+    const forker = () => (liveAllowed && run.actions && run.actions.fork ? forkAt : null);
     function redraw() { evBody.replaceChildren(...all.filter(matches).map((ev) => eventRow(ev, false, jsonBox.checked, forker()))); }
     typeSel.addEventListener("change", redraw);
     agentSel.addEventListener("change", redraw);
