@@ -52,6 +52,11 @@ type Server struct {
 	// CallTimeout bounds each tool call to this server ("30s"); empty
 	// means Options.CallTimeout, else flow's default.
 	CallTimeout string `json:"call_timeout,omitempty"`
+	// ListTimeout bounds connecting to this server (its start and the
+	// initialize handshake) and each listing of its tools ("10s"); empty
+	// means CallTimeout if set, else Options.ListTimeout, else
+	// DefaultListTimeout.
+	ListTimeout string `json:"list_timeout,omitempty"`
 	// MaxResultBytes caps one result's text, and separately its binary
 	// parts; zero means Options.MaxResultBytes, negative no cap.
 	MaxResultBytes int `json:"max_result_bytes,omitempty"`
@@ -77,6 +82,9 @@ func ParseServer(raw json.RawMessage) (Server, error) {
 
 func (srv Server) validate() error {
 	if _, err := srv.timeout(); err != nil {
+		return err
+	}
+	if _, err := srv.listTimeout(); err != nil {
 		return err
 	}
 	switch srv.transport() {
@@ -121,13 +129,24 @@ func (srv Server) transport() string {
 	return TransportStdio
 }
 
-func (srv Server) timeout() (time.Duration, error) {
-	if srv.CallTimeout == "" {
+func (srv Server) timeout() (time.Duration, error) { return duration("call_timeout", srv.CallTimeout) }
+
+// listTimeout is ListTimeout, else CallTimeout; zero when neither is set.
+func (srv Server) listTimeout() (time.Duration, error) {
+	if srv.ListTimeout == "" {
+		return srv.timeout()
+	}
+	return duration("list_timeout", srv.ListTimeout)
+}
+
+// duration parses the setting key's value v; empty is zero.
+func duration(key, v string) (time.Duration, error) {
+	if v == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(srv.CallTimeout)
+	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%w: call_timeout %q: want a positive duration such as 30s", ErrConfig, srv.CallTimeout)
+		return 0, fmt.Errorf("%w: %s %q: want a positive duration such as 30s", ErrConfig, key, v)
 	}
 	return d, nil
 }
@@ -206,7 +225,8 @@ func (m *Manager) ConnectServer(ctx context.Context, name string, srv Server) er
 		return fmt.Errorf("server %s: %w", name, err)
 	}
 	d, _ := srv.timeout()
-	lim := limits{timeout: d, maxResult: srv.MaxResultBytes}
+	ld, _ := srv.listTimeout()
+	lim := limits{timeout: d, list: ld, maxResult: srv.MaxResultBytes}
 	if srv.transport() != TransportStdio {
 		return m.connectHTTP(ctx, name, srv, lim)
 	}

@@ -3,6 +3,7 @@ package mcptool
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Tool error kinds, recorded on tool_result chunks and tool.returned
@@ -41,7 +42,26 @@ var (
 	ErrCrossOrigin = errors.New("mcptool: request to another origin refused")
 	// ErrUnresponsive is matched by an *UnresponsiveError.
 	ErrUnresponsive = errors.New("mcptool: server not responding")
+	// ErrListTimeout is matched by a *ListTimeoutError.
+	ErrListTimeout = errors.New("mcptool: server did not connect or list its tools in time")
 )
+
+// ListTimeoutError reports a server that did not finish connecting (its
+// start and the initialize handshake) or listing its tools within its
+// listing bound (list_timeout, else call_timeout, else
+// Options.ListTimeout).
+type ListTimeoutError struct {
+	Server string
+	Op     string // "connect" or "list tools"
+	After  time.Duration
+}
+
+func (e *ListTimeoutError) Error() string {
+	return fmt.Sprintf("mcptool: server %s: %s did not finish in %s (raise list_timeout in its config entry if it is only slow)", e.Server, e.Op, e.After)
+}
+
+// Is makes errors.Is(err, ErrListTimeout) true.
+func (e *ListTimeoutError) Is(target error) bool { return target == ErrListTimeout }
 
 // UnresponsiveError reports a server that, after a call to it timed out,
 // did not answer a ping, and that could not be restarted (Restart says

@@ -48,6 +48,11 @@ type Options struct {
 	// CallTimeout, if positive, is the timeout of every MCP tool call
 	// (flow.TimeoutTool); zero leaves flow.DefaultToolTimeout.
 	CallTimeout time.Duration
+	// ListTimeout bounds connecting to a server (its start and the
+	// initialize handshake) and each listing of its tools, for servers
+	// with no list_timeout or call_timeout of their own. Zero means
+	// DefaultListTimeout.
+	ListTimeout time.Duration
 }
 
 // Defaults for Options fields left zero.
@@ -58,6 +63,11 @@ const (
 	// answer a ping before it is restarted (or, when it cannot be, given
 	// up on).
 	DefaultPingTimeout = 2 * time.Second
+	// DefaultListTimeout is how long a server has to start, answer the
+	// initialize handshake, and list its tools: a server that holds
+	// either open would otherwise hang rath tools, a run and a worker's
+	// slot for good.
+	DefaultListTimeout = 30 * time.Second
 )
 
 // Manager holds one long-lived connection per MCP server. It is safe for
@@ -97,7 +107,17 @@ type conn struct {
 // MaxResultBytes); zero values defer to Options.
 type limits struct {
 	timeout   time.Duration
+	list      time.Duration // connecting and listing tools; zero: Options.ListTimeout
 	maxResult int
+}
+
+// listTimeout is how long connecting to, or listing the tools of, a
+// server with limits lim may take.
+func (m *Manager) listTimeout(lim limits) time.Duration {
+	if lim.list > 0 {
+		return lim.list
+	}
+	return m.opts.ListTimeout
 }
 
 // cmdSpec is what starting a server's process again needs: an exec.Cmd
@@ -170,6 +190,9 @@ func NewManagerWith(opts Options) *Manager {
 	}
 	if opts.PingTimeout <= 0 {
 		opts.PingTimeout = DefaultPingTimeout
+	}
+	if opts.ListTimeout <= 0 {
+		opts.ListTimeout = DefaultListTimeout
 	}
 	impl := opts.Client
 	if impl == nil {
@@ -255,9 +278,26 @@ func (m *Manager) check(name string) error {
 }
 
 func (m *Manager) connect(ctx context.Context, name string, t mcp.Transport, stderr *tail, redial func(context.Context, *conn) error, replace *conn, lim limits) error {
-	cs, err := m.client.Connect(ctx, t, nil)
+	// The bound is on the handshake only: an SSE transport keeps the
+	// connect context for its event stream, so a connected session's
+	// context is never cancelled here (it lives as ctx does).
+	d := m.listTimeout(lim)
+	cctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(d, cancel)
+	cs, err := m.client.Connect(cctx, t, nil)
 	if err != nil {
+		timedOut := !timer.Stop() && ctx.Err() == nil
+		cancel()
+		if timedOut {
+			return &ListTimeoutError{Server: name, Op: "connect", After: d}
+		}
 		return fmt.Errorf("mcptool: connect %s: %w", name, err)
+	}
+	if !timer.Stop() {
+		// The bound passed as the handshake ended: the session may hold a
+		// cancelled context, so it is not kept.
+		cs.Close()
+		return &ListTimeoutError{Server: name, Op: "connect", After: d}
 	}
 	c := &conn{name: name, session: cs, stderr: stderr, redial: redial, lim: lim, done: make(chan struct{})}
 	go func() {

@@ -23,8 +23,11 @@ const Backend = "mcp"
 // flow.Tool named as [ToolName] says. The list is read from the server at
 // each call, so a server whose tools changed gives the new ones.
 //
-// Errors: ErrUnknownServer, ErrClosed, a *ServerGoneError, or the
-// listing's failure.
+// The listing (every page) is bounded by the server's list_timeout, else
+// its call_timeout, else Options.ListTimeout.
+//
+// Errors: ErrUnknownServer, ErrClosed, a *ServerGoneError, a
+// *ListTimeoutError, or the listing's failure.
 func (m *Manager) Tools(ctx context.Context, server string) ([]flow.Tool, error) {
 	c, err := m.conn(server)
 	if err != nil {
@@ -41,8 +44,16 @@ func (m *Manager) Tools(ctx context.Context, server string) ([]flow.Tool, error)
 	}
 	var out []flow.Tool
 	names := map[string]bool{}
-	for t, err := range c.session.Tools(ctx, nil) {
+	d := m.listTimeout(c.lim)
+	lctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for t, err := range c.session.Tools(lctx, nil) {
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+				// The server holds the connection but not its answer.
+				c.suspect.Store(true)
+				return nil, &ListTimeoutError{Server: server, Op: "list tools", After: d}
+			}
 			if !c.alive() || errors.Is(err, mcp.ErrConnectionClosed) {
 				return nil, c.goneError()
 			}

@@ -24,6 +24,13 @@ func rathExit(t *testing.T, env []string, argv ...string) result {
 	t.Helper()
 	cmd := execpkg.Command(os.Args[0], argv...)
 	cmd.Env = append(append(os.Environ(), mainEnv+"=1"), env...)
+	return runResult(t, cmd)
+}
+
+// runResult runs cmd and returns what it printed and its exit code; a
+// failure to run it at all fails the test.
+func runResult(t *testing.T, cmd *execpkg.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

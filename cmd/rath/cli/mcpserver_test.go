@@ -67,6 +67,9 @@ func faultServer() *mcp.Server {
 var redDot = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe\x92\xef\x00\x00\x00\x00IEND\xaeB`\x82")
 
 func serveMCP(mode string) int {
+	if mode == "stall" || mode == "mute" {
+		return stallMCP(mode == "mute")
+	}
 	if mode != "faults" {
 		fmt.Fprintln(os.Stderr, "unknown MCP test server", mode)
 		return 2

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	execpkg "os/exec"
@@ -51,17 +49,7 @@ func rathEnv(t *testing.T, env []string, argv ...string) result {
 	t.Helper()
 	cmd := execpkg.Command(stockRath(t), argv...)
 	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *execpkg.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{stdout: out.String(), stderr: errb.String(), code: code}
+	return runResult(t, cmd)
 }
 
 // bareEnv is `env -i PATH=… HOME=<empty>` with an empty RATH_HOME: no
