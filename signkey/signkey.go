@@ -132,7 +132,9 @@ func (k *Key) Forms() []string {
 		hx := hex.EncodeToString([]byte(file))
 		out = append(out, b64, wrap(b64, 76), hx, wrap(hx, 60))
 	}
-	out = append(out, k.text[strings.LastIndex(k.text, "+")+1:])
+	// PRIVATE+KEY+name+hash+payload: the payload's base64 may hold '+'.
+	parts := strings.SplitN(k.text, "+", 5)
+	out = append(out, parts[len(parts)-1])
 	for _, raw := range [][]byte{k.private.Seed(), k.private} {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 			out = append(out, enc.EncodeToString(raw))

@@ -79,13 +79,14 @@ func TestRun_SigningKeyNeverReachesTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := strings.TrimSpace(string(raw))
-	payload, err := base64.StdEncoding.DecodeString(text[strings.LastIndex(text, "+")+1:])
+	b64 := strings.SplitN(text, "+", 5)[4] // PRIVATE+KEY+name+hash+payload
+	payload, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seed := payload[1:]
 	material := map[string]string{
-		"key text": text, "key payload": text[strings.LastIndex(text, "+")+1:],
+		"key text": text, "key payload": b64,
 		"file base64": base64.StdEncoding.EncodeToString(raw), "file hex": hex.EncodeToString(raw),
 		"file hex first line": hex.EncodeToString(raw)[:60], "file base64 first line": base64.StdEncoding.EncodeToString(raw)[:76],
 		"seed hex": hex.EncodeToString(seed), "seed base64": base64.StdEncoding.EncodeToString(seed),
