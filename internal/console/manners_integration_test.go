@@ -47,7 +47,7 @@ func TestConsole_MannersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := console.New(console.Options{Runtime: rt, Workflow: rebuild(t)})
+	srv, err := console.New(console.Options{Runtime: rt, Workflow: rebuild(t), AllowLive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
