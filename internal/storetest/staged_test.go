@@ -234,7 +234,9 @@ func TestPostgres_AStagedAppendNobodyWritesFailsBusy(t *testing.T) {
 	t.Cleanup(func() { a.Close() })
 	release := holdChainLock(t, dsn)
 	stuck := appendAsync(a, t.Context(), "s", events.NoStream, "stuck")
-	waitStaged(t, a, 1)
+	// The intent may be withdrawn before a poll of append_intents sees it
+	// (300 ms on a loaded machine), so the store's own count, read after
+	// the append fails, says it was staged.
 	select {
 	case r := <-stuck:
 		var se *events.StorageError

@@ -46,7 +46,7 @@ func TestReplay_StagedFleetRunReplaysInABareEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	w := execpkg.Command(stockRath(t), append(append([]string(nil), store...), "worker", "--lease", "5s", "--backends", "local")...)
+	w := execpkg.Command(stockRath(t), append(append([]string(nil), store...), "worker", "--verbose", "--lease", "5s", "--backends", "local")...)
 	w.Env = env
 	var stderr bytes.Buffer
 	w.Stderr = &stderr
