@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/projections"

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/internal/textsafe"
 )
 

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/gorath/rath/internal/dossier"
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/telemetry"
 )
 

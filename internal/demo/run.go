@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/replay"
 )
 

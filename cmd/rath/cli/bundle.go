@@ -7,8 +7,8 @@ import (
 
 	"github.com/gorath/rath/bundle"
 	"github.com/gorath/rath/checkpoint"
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/signkey"
 )

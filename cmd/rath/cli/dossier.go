@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/replay"
 	"github.com/spf13/cobra"
 )

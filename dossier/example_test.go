@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/session"
 )
 
-// Build a dossier of a recorded run and render it; the HTML is one
+// Build a dossier of a recorded run and Render it as Markdown and HTML; the HTML is one
 // self-contained page.
 func ExampleBuild() {
 	ctx := context.Background()
@@ -66,14 +66,14 @@ func ExampleBuild() {
 	fmt.Printf("%s(%s) = %s\n", d.Tools[0].Tool, d.Tools[0].Arguments, d.Tools[0].Output)
 
 	var md strings.Builder
-	if err := d.Markdown(&md); err != nil {
+	if err := d.Render(&md, "md"); err != nil {
 		log.Fatal(err)
 	}
 	first, _, _ := strings.Cut(md.String(), "\n")
 	fmt.Println(first)
 
 	var html strings.Builder
-	if err := d.HTML(&html); err != nil {
+	if err := d.Render(&html, "html"); err != nil {
 		log.Fatal(err)
 	}
 	sc := bufio.NewScanner(strings.NewReader(html.String()))

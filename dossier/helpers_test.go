@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/model"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/session"
 )
 

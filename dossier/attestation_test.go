@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gorath/rath/internal/dossier"
+	"github.com/gorath/rath/dossier"
 )
 
 // The attestation of a run's bundle, when given, is shown: who signed,

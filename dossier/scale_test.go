@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/session"
 )
 

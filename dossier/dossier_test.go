@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/internal/dossier"
 	"github.com/gorath/rath/replay"
 )
 

@@ -42,6 +42,7 @@
 //
 // This package reads; it never writes to the store. It imports rath,
 // events, projections, session, flow (for [flow.RequestLoader]), flow/model
-// and replay (for the report type), and nothing imports it but the CLI and
-// the web console (internal/console).
+// and replay (for the report type). `rath dossier`, the web console and
+// library programs all build dossiers through [Build] and write them with
+// [Dossier.Render].
 package dossier
