@@ -67,6 +67,11 @@ func testFleetApproval(t *testing.T, dir, dsn string) {
 	defer rt.Close()
 	id, ws, stopFleet := runTally(t, ctx, rt, fleet.Options{LeaseTime: 1500 * time.Millisecond, Resolve: gatedTally})
 	defer stopFleet()
+	// A wait that stops at a person returns the run waiting, not failed.
+	ended, err := fleet.WaitEndings(ctx, rt, fleet.WaitOptions{StopAtWaiting: true}, id)
+	if err != nil || ended[id] != (fleet.Ending{Status: fleet.StatusWaiting}) {
+		t.Fatalf("wait until a person: %+v %v", ended, err)
+	}
 	var pending []string
 	for pending == nil {
 		rows, err := rt.Reader().PendingApprovals(ctx)

@@ -86,13 +86,48 @@ func expiredRuns(ctx context.Context, rt *rath.Runtime, now time.Time) ([]string
 // failed.
 var ErrRunFailed = errors.New("fleet: a run failed")
 
+// StatusWaiting is the status of a run that waits for a person's decision.
+const StatusWaiting = "waiting"
+
+// Ending is how a run left a wait: its stored status and the error or
+// cancel reason recorded with it (empty for a run that ended done).
+type Ending struct {
+	Status string
+	Reason string
+}
+
+// WaitOptions tunes [WaitEndings]. The zero value waits until every run
+// has ended (done, failed or canceled).
+type WaitOptions struct {
+	// StopAtWaiting, when true, also lets a run go that waits for a person
+	// (status [StatusWaiting]): it does not continue by itself. False (the
+	// default) keeps waiting through approvals, for a decision someone
+	// else makes.
+	StopAtWaiting bool
+}
+
 // Wait blocks until every run has finished (or ctx ends) and returns each
 // run's final status; the error matches ErrRunFailed if any failed.
 func Wait(ctx context.Context, rt *rath.Runtime, runs ...string) (map[string]string, error) {
-	out := make(map[string]string, len(runs))
+	ended, err := WaitEndings(ctx, rt, WaitOptions{}, runs...)
+	out := make(map[string]string, len(ended))
+	for id, e := range ended {
+		out[id] = e.Status
+	}
+	return out, err
+}
+
+// WaitEndings blocks until every run has ended, or, with
+// opts.StopAtWaiting, waits for a person (or ctx ends), and returns how
+// each run left, with its recorded reason. It wakes on the store's
+// notifications and, for commits by other processes, on a short poll. A
+// run not yet projected is waited for. The error is ctx's when it ends
+// first (the map then holds the runs that had ended), and matches
+// ErrRunFailed when a run ended other than done or waiting.
+func WaitEndings(ctx context.Context, rt *rath.Runtime, opts WaitOptions, runs ...string) (map[string]Ending, error) {
+	out := make(map[string]Ending, len(runs))
 	for {
 		wake := rt.Store().Notify()
-		var failed []string
 		for _, id := range runs {
 			if _, done := out[id]; done {
 				continue
@@ -102,19 +137,22 @@ func Wait(ctx context.Context, rt *rath.Runtime, runs ...string) (map[string]str
 				continue // not projected yet
 			}
 			switch r.Status {
-			case rath.RunOK:
-				out[id] = r.Status
-			case "queued", "running", "waiting":
+			case "queued", "running":
+			case StatusWaiting:
+				if opts.StopAtWaiting {
+					out[id] = Ending{Status: r.Status}
+				}
 			default:
-				out[id] = r.Status
-			}
-		}
-		for id, st := range out {
-			if st != rath.RunOK {
-				failed = append(failed, id)
+				out[id] = Ending{Status: r.Status, Reason: r.Error}
 			}
 		}
 		if len(out) == len(runs) {
+			var failed []string
+			for _, id := range runs {
+				if st := out[id].Status; st != rath.RunOK && st != StatusWaiting {
+					failed = append(failed, id)
+				}
+			}
 			if len(failed) > 0 {
 				return out, fmt.Errorf("%w: %v", ErrRunFailed, failed)
 			}

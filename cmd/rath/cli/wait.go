@@ -52,10 +52,10 @@ A --timeout that passes with runs still going exits 7: none failed.`,
 					return fmt.Errorf("run %s: %w", id, err)
 				}
 			}
-			ended, err := waitRuns(ctx, rt, runs)
+			ended, err := fleet.WaitEndings(ctx, rt, fleet.WaitOptions{StopAtWaiting: true}, runs...)
 			status := make(map[string]string, len(ended))
 			for id, r := range ended {
-				status[id] = jsonview.StatusWord(r.status)
+				status[id] = jsonview.StatusWord(r.Status)
 			}
 			if a.json {
 				if perr := a.printJSON(status); perr != nil {
@@ -71,20 +71,20 @@ A --timeout that passes with runs still going exits 7: none failed.`,
 			if errors.Is(err, context.DeadlineExceeded) {
 				return fmt.Errorf("wait: %w: --timeout %s passed with runs still going", errTimedOut, timeout)
 			}
-			if err != nil {
+			if err != nil && !errors.Is(err, fleet.ErrRunFailed) {
 				return err
 			}
 			var bad, waiting []string
 			for _, id := range runs {
 				r := ended[id]
-				switch r.status {
+				switch r.Status {
 				case rath.RunOK:
-				case "waiting":
+				case fleet.StatusWaiting:
 					waiting = append(waiting, id)
 				case fleet.StatusCanceled:
-					bad = append(bad, fmt.Sprintf("run %s was canceled: %s", id, orDash(r.reason)))
+					bad = append(bad, fmt.Sprintf("run %s was canceled: %s", id, orDash(r.Reason)))
 				default:
-					bad = append(bad, fmt.Sprintf("run %s %s: %s", id, jsonview.StatusWord(r.status), orDash(r.reason)))
+					bad = append(bad, fmt.Sprintf("run %s %s: %s", id, jsonview.StatusWord(r.Status), orDash(r.Reason)))
 				}
 			}
 			for _, id := range waiting {
@@ -102,41 +102,4 @@ A --timeout that passes with runs still going exits 7: none failed.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: wait as long as it takes)")
 	jsonFlag(cmd, a)
 	return cmd
-}
-
-// waitEnd is how a run left the wait: its stored status and the error
-// or cancel reason recorded with it.
-type waitEnd struct{ status, reason string }
-
-// waitRuns blocks until every run has ended or waits for a person (or
-// ctx ends), waking on the store's notifications and, across processes,
-// on a short poll.
-func waitRuns(ctx context.Context, rt *rath.Runtime, runs []string) (map[string]waitEnd, error) {
-	out := make(map[string]waitEnd, len(runs))
-	for {
-		wake := rt.Store().Notify()
-		for _, id := range runs {
-			if _, ok := out[id]; ok {
-				continue
-			}
-			r, err := rt.Reader().Run(ctx, id)
-			if err != nil {
-				continue // not projected yet
-			}
-			switch r.Status {
-			case "queued", "running":
-			default:
-				out[id] = waitEnd{status: r.Status, reason: r.Error}
-			}
-		}
-		if len(out) == len(runs) {
-			return out, nil
-		}
-		select {
-		case <-ctx.Done():
-			return out, ctx.Err()
-		case <-wake:
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
