@@ -206,9 +206,10 @@ func (s *Server) submitted(ctx context.Context, run string) bool {
 	return err == nil && len(evs) > 0
 }
 
-// apiRunResume is POST /api/runs/{id}/resume: replay.Resume in the
+// apiRunResume is POST /api/runs/{id}/resume: fleet.Resume in the
 // background for a run that stopped (a crash, or a decided approval) and
-// that no worker owns. A submitted run is resumed by a worker.
+// that no worker owns. A submitted run is resumed by a worker; a run
+// another holder (a `rath resume`) continues now is refused.
 func (s *Server) apiRunResume(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
 	row, err := s.rt.Reader().Run(ctx, id)
@@ -228,9 +229,38 @@ func (s *Server) apiRunResume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return
 	}
-	s.background("resume", id, func(ctx context.Context) error {
-		_, err := replay.Resume(ctx, s.rt, id, wf)
+	// Under the run's lease, as `rath resume` and a worker hold it: a run
+	// another holder continues now is refused before anything runs, and
+	// the answer waits until the lease is this resume's.
+	held := make(chan struct{})
+	done := s.background("resume", id, func(ctx context.Context) error {
+		_, err := fleet.Resume(ctx, s.rt, id, wf, fleet.ResumeOptions{Held: func() { close(held) }})
 		return err
 	})
+	select {
+	case <-held:
+	case err := <-done:
+		if err == nil || isClosed(held) {
+			break // it took the lease and has ended already
+		}
+		if errors.Is(err, fleet.ErrHeld) {
+			writeError(w, http.StatusConflict, "resume: %v: wait until it stops, or for the lease to lapse", err)
+		} else {
+			writeError(w, http.StatusInternalServerError, "resume: %v", err)
+		}
+		return
+	case <-ctx.Done():
+		return
+	}
 	writeJSON(w, http.StatusAccepted, StartedView{Run: id})
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/console"
 )
@@ -126,6 +128,52 @@ func TestResumeAndCancel(t *testing.T) {
 		if res, body := f.postJSON(t, path, ``, true); res.StatusCode != http.StatusConflict {
 			t.Errorf("%s: %s %s", path, res.Status, body)
 		}
+	}
+}
+
+// The console's resume is guarded as `rath resume` is: while another
+// holder (a worker, a resume in another process) holds the run's lease,
+// it is refused before anything runs and the run is left as it was;
+// once the lease is released, it takes the lease and the run finishes.
+func TestResume_RefusedWhileAnotherHolderHoldsTheLease(t *testing.T) {
+	f := rebuildFixture(t)
+	ctx := t.Context()
+	run := waitingRun(t, f)
+	pend := decode[[]approval.View](t, f.get(t, "/api/approvals?run="+run, ""))
+	if res, body := f.postJSON(t, "/api/approvals/"+pend[0].ID, `{"decision":"approve","by":"ann"}`, true); res.StatusCode != http.StatusOK {
+		t.Fatalf("approve: %s %s", res.Status, body)
+	}
+	_, release, err := fleet.Hold(ctx, f.rt, run, "worker-elsewhere", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := f.rt.Store().ReadRun(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, body := f.postJSON(t, "/api/runs/"+run+"/resume", ``, true)
+	if res.StatusCode != http.StatusConflict || !strings.Contains(body, "worker-elsewhere") {
+		t.Fatalf("resume while held: %s %s", res.Status, body)
+	}
+	after, err := f.rt.Store().ReadRun(ctx, run)
+	if err != nil || len(after) != len(before) {
+		t.Fatalf("the refused resume wrote to the run: %d events, then %d (%v)", len(before), len(after), err)
+	}
+	release()
+	if res, body := f.postJSON(t, "/api/runs/"+run+"/resume", ``, true); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("resume once released: %s %s", res.Status, body)
+	}
+	if v := waitDone(t, f, run); v.Status != "done" {
+		t.Fatalf("resumed run: %+v", v)
+	}
+	// The resume held the run's lease: the lease stream names a resume.
+	leases, err := f.rt.Store().ReadStream(ctx, events.LeaseStream(run), 1)
+	if err != nil || len(leases) < 3 {
+		t.Fatalf("lease events %d (%v), want the worker's take and release and the resume's take", len(leases), err)
+	}
+	p, err := leases[2].Decode()
+	if l, ok := p.(*events.RunLeased); err != nil || !ok || !strings.HasPrefix(l.Worker, "resume:") {
+		t.Fatalf("third lease event %+v %v, want the console's resume", p, err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/gorath/rath"
@@ -146,19 +145,24 @@ with --json, the events as JSON Lines and the summary object of run.`,
 			if err != nil {
 				return err
 			}
-			// The run's lease, as a worker takes it: a second resume, or a
-			// worker of the fleet, cannot continue the run while this one
-			// does, and one that holds it refuses this one before it runs
-			// anything.
-			lctx, release, err := a.holdForResume(ctx, rt, argv[0])
-			if err != nil {
-				return err
-			}
-			defer release()
+			// Under the run's lease, as a worker holds it (fleet.Resume): a
+			// second resume, or a worker of the fleet, cannot continue the
+			// run while this one does, and one that holds it refuses this
+			// one before it runs anything.
+			submitted := a.submitted(ctx, rt, argv[0])
 			run, err := a.streamResume(ctx, rt, argv[0], head.Seq+1, func() (*rath.Run, error) {
-				defer release()
-				return replay.Resume(lctx, rt, argv[0], wf)
+				return fleet.Resume(ctx, rt, argv[0], wf, fleet.ResumeOptions{Held: func() {
+					if submitted {
+						fmt.Fprintf(a.stderr, "run %s was submitted to the fleet; it continues here, under this resume's lease, and its workers leave it alone while it goes\n", argv[0])
+					}
+				}})
 			})
+			if held := (*fleet.HeldError)(nil); errors.As(err, &held) {
+				if submitted && !strings.HasPrefix(held.Holder, "resume:") {
+					return fmt.Errorf("%w: it was submitted to the fleet and a worker is on it; follow it with \"rath wait %s\"", err, argv[0])
+				}
+				return fmt.Errorf("%w: wait until it stops, or for the lease to lapse", err)
+			}
 			if run == nil {
 				run = &rath.Run{ID: argv[0]}
 			}
@@ -187,27 +191,10 @@ with --json, the events as JSON Lines and the summary object of run.`,
 	return cmd
 }
 
-// holdForResume takes the run's lease for this resume (see fleet.Hold).
-// A run a holder is continuing now is refused with who and since when;
-// for a run submitted to the fleet, the refusal says a worker has it.
-func (a *app) holdForResume(ctx context.Context, rt *rath.Runtime, run string) (context.Context, func(), error) {
-	host, _ := os.Hostname()
-	holder := fmt.Sprintf("resume:%s-%d", host, os.Getpid())
-	lctx, release, err := fleet.Hold(ctx, rt, run, holder, 0)
-	var held *fleet.HeldError
-	if errors.As(err, &held) {
-		if sub, _ := rt.Store().ReadStream(ctx, events.SubmitStream(run), 1); len(sub) > 0 && !strings.HasPrefix(held.Holder, "resume:") {
-			return nil, nil, fmt.Errorf("%w: it was submitted to the fleet and a worker is on it; follow it with \"rath wait %s\"", err, run)
-		}
-		return nil, nil, fmt.Errorf("%w: wait until it stops, or for the lease to lapse", err)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if sub, _ := rt.Store().ReadStream(ctx, events.SubmitStream(run), 1); len(sub) > 0 {
-		fmt.Fprintf(a.stderr, "run %s was submitted to the fleet; it continues here, under this resume's lease, and its workers leave it alone while it goes\n", run)
-	}
-	return lctx, release, nil
+// submitted reports whether run was submitted to the fleet.
+func (a *app) submitted(ctx context.Context, rt *rath.Runtime, run string) bool {
+	sub, _ := rt.Store().ReadStream(ctx, events.SubmitStream(run), 1)
+	return len(sub) > 0
 }
 
 // streamResume runs resume and, while it goes, prints the events it
