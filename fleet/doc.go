@@ -24,9 +24,8 @@
 //
 // A run has at most one execution at a time: a worker ends a second job
 // for a run it is executing, and a job for a run another holder has live
-// (a worker, or a resume through Resume or Hold: `rath resume`, the console)
-// or that finished ends without
-// doing anything. Workers beat a heartbeat (fleet_workers); a live peer
+// (a worker, or a resume through Resume or Hold: `rath resume`, the
+// console) or that finished ends without doing anything. Workers beat a heartbeat (fleet_workers); a live peer
 // expires, with fencing, the leases of a worker whose heartbeat is older
 // than DeadAfter, and each worker re-enqueues runs whose lease expired
 // (unless a job of theirs is waiting already), so a dead worker's run is
