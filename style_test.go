@@ -107,7 +107,7 @@ var allowedImports = map[string][]string{
 	"replay/internal/renametest/recorded": {"flow", "session"},
 	"replay/internal/renametest/renamed":  {"flow", "session"},
 	"replay/internal/renametest/pinned":   {"flow", "session"},
-	"fleet":                               {".", "approval", "events", "flow", "internal/jsonview", "flow/model", "migrations", "replay", "session"},
+	"fleet":                               {".", "approval", "events", "flow", "flow/mcptool", "internal/jsonview", "flow/model", "migrations", "replay", "sandbox", "session"},
 	"dossier":                             {".", "approval", "events", "flow", "flow/model", "internal/textsafe", "projections", "replay", "session"},
 	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":                     {"events", "flow/model"},

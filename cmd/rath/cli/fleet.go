@@ -123,7 +123,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var backends, approve []string
 	var workspaceRoot string
 	var verbose bool
-	var policy workerPolicy
+	var policy fleet.Policy
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Execute submitted runs until SIGTERM or SIGINT",
@@ -164,21 +164,21 @@ own rules say, and the run records them, so its replay asks the same.`,
 			}
 			a.collectLess(workerGCPercent)
 			var err error
-			if policy.backends, err = parseBackends(backends); err != nil {
+			if policy.Backends, err = parseBackends(backends); err != nil {
 				return usagef(cmd, "--backends: %v", err)
 			}
-			if policy.approvals, err = approvalRules(cmd, approve); err != nil {
+			if policy.Approvals, err = approvalRules(cmd, approve); err != nil {
 				return err
 			}
 			if workspaceRoot != "" {
 				if st, err := os.Stat(workspaceRoot); err != nil || !st.IsDir() {
 					return usagef(cmd, "--workspace-root: %s is not a directory", workspaceRoot)
 				}
-				policy.workspaceRoot = workspaceRoot
+				policy.WorkspaceRoot = workspaceRoot
 			}
 			// The runtime can open no other backend, whatever a session in
 			// the log claims, nor a workspace outside the root.
-			if a.sandboxes, err = rath.BuiltinSandboxesWith(rath.SandboxOptions{WorkspaceRoot: workspaceRoot}, policy.backends...); err != nil {
+			if a.sandboxes, err = rath.BuiltinSandboxesWith(rath.SandboxOptions{WorkspaceRoot: workspaceRoot}, policy.Backends...); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
@@ -209,10 +209,10 @@ own rules say, and the run records them, so its replay asks the same.`,
 			}
 			defer fl.Close()
 			fmt.Fprintf(a.stderr, "worker %s: queue %s, up to %d runs at a time; stop with SIGTERM\n", fl.WorkerID(), queue, concurrency)
-			if workspaceRoot == "" && (slices.Contains(policy.backends, "local") || slices.Contains(policy.backends, "bwrap")) {
+			if workspaceRoot == "" && (slices.Contains(policy.Backends, "local") || slices.Contains(policy.Backends, "bwrap")) {
 				fmt.Fprintf(a.stderr, "worker %s: submitted runs may name any workspace this user can write; --workspace-root confines them\n", fl.WorkerID())
 			}
-			if n := len(policy.approvals); n > 0 {
+			if n := len(policy.Approvals); n > 0 {
 				fmt.Fprintf(a.stderr, "worker %s: %d approval rules imposed on every run (--approve, the config file's approvals)\n", fl.WorkerID(), n)
 			}
 			err = fl.Run(ctx, grace)
@@ -233,17 +233,17 @@ own rules say, and the run records them, so its replay asks the same.`,
 	cmd.Flags().DurationVar(&lease, "lease", fleet.DefaultLeaseTime, "how long a run stays this worker's without a renewal")
 	cmd.Flags().DurationVar(&deadAfter, "dead-after", fleet.DefaultDeadAfter, "how long a worker may miss heartbeats before its peers take its runs over")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "how long runs in flight may finish after SIGTERM")
-	cmd.Flags().StringSliceVar(&backends, "backends", defaultWorkerBackends, "sandbox backends submitted workspaces may use (local runs tools unconfined as this worker's user)")
+	cmd.Flags().StringSliceVar(&backends, "backends", fleet.DefaultBackends(), "sandbox backends submitted workspaces may use (local runs tools unconfined as this worker's user)")
 	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "the directory under which submitted runs' local and bwrap workspaces and cassettes must lie (a run naming another fails before it runs)")
 	cmd.Flags().StringSliceVar(&approve, "approve", nil, "tools whose every call waits for a person's approval in every run, whatever the run's own rules (names or patterns like github__*); more rules in the config file's \"approvals\"")
-	cmd.Flags().BoolVar(&policy.submittedMCP, "allow-submitted-mcp", false, "start MCP servers a submitted run brings (--mcp: a command on this host, or a URL); without it, only this worker's configured servers")
+	cmd.Flags().BoolVar(&policy.SubmittedMCP, "allow-submitted-mcp", false, "start MCP servers a submitted run brings (--mcp: a command on this host, or a URL); without it, only this worker's configured servers")
 	return cmd
 }
 
 // workflowForSubmitted builds the workflow a submitted run names: a
 // registered one, the built-in agent from its parameters (if the
 // worker's policy allows what they ask), or the demo.
-func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name string, params map[string]string, setup map[string]bool, policy workerPolicy) (flow.Workflow, error) {
+func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name string, params map[string]string, setup map[string]bool, policy fleet.Policy) (flow.Workflow, error) {
 	if _, builtin := setup[name]; !builtin || setup[name] {
 		if wf, err := rt.Workflow(name); err == nil {
 			return wf, nil
@@ -252,14 +252,14 @@ func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name s
 	switch name {
 	case runWorkflow:
 		// A config file with a bad entry still names its good servers.
-		configured, _ := mcptool.LoadServers("")
-		if err := policy.check(params, configured); err != nil {
+		policy.Servers, _ = mcptool.LoadServers("")
+		if err := checkSubmitted(policy, params); err != nil {
 			return nil, err
 		}
 		// A run keeps the rules it started under: a resumed one's params
 		// are its run.started's, with the rules recorded then.
 		if !fleet.Resuming(ctx) {
-			if err := policy.impose(params); err != nil {
+			if err := policy.Impose(params); err != nil {
 				return nil, err
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/modeltest"
 )
 
@@ -172,31 +171,5 @@ func approveLast(t *testing.T, rath func(...string) result, id, run, effect, wan
 	}
 	if b, err := os.ReadFile(effect); err != nil || string(b) != want {
 		t.Fatalf("the commands' effect: %q %v, want %q", b, err, want)
-	}
-}
-
-// A worker writes its own rules into a run's parameters, over any a
-// submission put under that name, and removes them when it has none:
-// a submitter cannot make a run look imposed upon.
-func TestWorkerPolicy_ImposeOverwritesTheSubmission(t *testing.T) {
-	forged := `[{"tool":"nothing"}]`
-	for _, tc := range []struct {
-		name   string
-		policy workerPolicy
-		want   string
-	}{
-		{"rules", workerPolicy{approvals: []flow.ApprovalRule{{Tool: "run_shell_command"}}}, `[{"tool":"run_shell_command"}]`},
-		{"none", workerPolicy{}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			params := map[string]string{workerApprovalsParam: forged, "prompt": "x"}
-			if err := tc.policy.impose(params); err != nil {
-				t.Fatal(err)
-			}
-			got, ok := params[workerApprovalsParam]
-			if got != tc.want || ok != (tc.want != "") || params["prompt"] != "x" {
-				t.Fatalf("params %v, want %s = %q", params, workerApprovalsParam, tc.want)
-			}
-		})
 	}
 }

@@ -229,50 +229,37 @@ func TestWorker_BackendsFlag(t *testing.T) {
 	}
 }
 
-func TestWorkerPolicy_Check(t *testing.T) {
-	cfg := map[string]mcptool.Server{"gh": {Command: "gh-mcp", Args: []string{"serve"}}}
-	strict := workerPolicy{backends: defaultWorkerBackends}
-	open := workerPolicy{backends: []string{"local"}, submittedMCP: true}
-	root := t.TempDir()
-	inside := filepath.Join(root, "ws")
-	if err := os.Mkdir(inside, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rooted := workerPolicy{backends: []string{"local", "bwrap", "opensandbox"}, workspaceRoot: root}
+// A submitted run's parameters reach the worker's policy (fleet.Policy,
+// whose own table tests the rules): workspace, backend, cassette and
+// the MCP servers it brings, a garbled list refused unless any is
+// allowed.
+func TestWorkerPolicy_CheckSubmitted(t *testing.T) {
+	strict := fleet.Policy{Servers: map[string]mcptool.Server{"gh": {Command: "gh-mcp"}}}
+	open := fleet.Policy{Backends: []string{"local"}, SubmittedMCP: true}
+	rooted := fleet.Policy{WorkspaceRoot: t.TempDir()}
 	for _, tc := range []struct {
 		name   string
-		policy workerPolicy
+		policy fleet.Policy
 		params map[string]string
 		refuse string
 	}{
-		{"no workspace, any backend", strict, map[string]string{"backend": "local"}, ""},
 		{"local workspace", strict, map[string]string{"backend": "local", "workspace": "/w"}, `backend "local"`},
-		{"bwrap workspace", strict, map[string]string{"backend": "bwrap", "workspace": "/w"}, ""},
 		{"allowed local", open, map[string]string{"backend": "local", "workspace": "/w"}, ""},
-		{"brought command", strict, map[string]string{paramMCP: `{"x":{"command":"sh","args":["-c","id"]}}`}, `MCP server "x" (command "sh -c id")`},
-		{"brought url", strict, map[string]string{paramMCP: `{"x":{"url":"http://evil.example/mcp"}}`}, `(url "http://evil.example/mcp")`},
-		{"a configured name, another command", strict, map[string]string{paramMCP: `{"gh":{"command":"sh"}}`}, `MCP server "gh"`},
-		{"the configured server itself", strict, map[string]string{paramMCP: `{"gh":{"command":"gh-mcp","args":["serve"]}}`}, ""},
-		{"allowed", open, map[string]string{paramMCP: `{"x":{"command":"sh"}}`}, ""},
-		{"garbage", strict, map[string]string{paramMCP: `{`}, "does not parse"},
-		{"a workspace under the root", rooted, map[string]string{"backend": "local", "workspace": inside}, ""},
-		{"a workspace elsewhere", rooted, map[string]string{"backend": "bwrap", "workspace": t.TempDir()}, "workspace"},
-		{"a missing workspace under the root", rooted, map[string]string{"backend": "local", "workspace": filepath.Join(root, "missing")}, ""},
-		{"a missing workspace elsewhere", rooted, map[string]string{"backend": "local", "workspace": filepath.Join(root, "..", "missing")}, "workspace"},
-		{"an opensandbox spec is not a path", rooted, map[string]string{"backend": "opensandbox", "workspace": "python:3.12"}, ""},
-		{"a cassette under the root", rooted, map[string]string{"kind": "scripted", "cassette": filepath.Join(inside, "c.json")}, ""},
 		{"a cassette elsewhere", rooted, map[string]string{"kind": "scripted", "cassette": "/etc/passwd"}, `cassette "/etc/passwd"`},
-		{"a cassette elsewhere, no root", strict, map[string]string{"kind": "scripted", "cassette": "/etc/passwd"}, ""},
+		{"brought command", strict, map[string]string{paramMCP: `{"x":{"command":"sh","args":["-c","id"]}}`}, `MCP server "x" (command "sh -c id")`},
+		{"the configured server itself", strict, map[string]string{paramMCP: `{"gh":{"command":"gh-mcp"}}`}, ""},
+		{"garbage", strict, map[string]string{paramMCP: `{`}, "does not parse"},
+		{"garbage, any allowed", open, map[string]string{paramMCP: `{`}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.policy.check(tc.params, cfg)
+			err := checkSubmitted(tc.policy, tc.params)
 			if tc.refuse == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrRefusedByWorker) || !strings.Contains(err.Error(), tc.refuse) {
+			if !errors.Is(err, fleet.ErrRefused) || !strings.Contains(err.Error(), tc.refuse) {
 				t.Fatalf("err = %v, want a refusal naming %q", err, tc.refuse)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/model"
@@ -210,7 +211,7 @@ func (a *app) agentFromParams(ctx context.Context, rt *rath.Runtime, params map[
 	opts = append(opts, gates...)
 	// The rules a fleet worker imposed when the run started (recorded
 	// with it): the run's own rules cannot loosen them.
-	imposedRules, err := flow.ParseApprovalRules(params[workerApprovalsParam])
+	imposedRules, err := flow.ParseApprovalRules(params[fleet.ApprovalsParam])
 	if err != nil {
 		return nil, err
 	}
