@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/scratchopt"
 	"github.com/gorath/rath/migrations"
 )
 
@@ -87,7 +88,7 @@ func TestOpen_WithoutReadIndexes(t *testing.T) {
 		return names
 	}
 	for _, lean := range []bool{false, true} {
-		rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), InMemory: true, WithoutReadIndexes: lean})
+		rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), Store: rath.StoreOptions{InMemory: true}, Scratch: scratchopt.Options{WithoutReadIndexes: lean}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +133,7 @@ func TestOpen_WithoutReadIndexes(t *testing.T) {
 			t.Fatalf("WithoutReadIndexes=%v: read by type = seqs %v, want %v", lean, got, created)
 		}
 	}
-	if _, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), WithoutReadIndexes: true}); err == nil {
+	if _, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), Scratch: scratchopt.Options{WithoutReadIndexes: true}}); err == nil {
 		t.Fatal("a file store opened WithoutReadIndexes")
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
 	"github.com/gorath/rath/flow/model"
+	"github.com/gorath/rath/internal/scratchopt"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
@@ -42,26 +43,18 @@ const DBFile = "rath.db"
 // Options configure a Runtime.
 type Options struct {
 	// Dir holds the database (Dir/rath.db) and anything else the runtime
-	// keeps on disk. It is created if missing. Required.
+	// keeps on disk. It is created if missing. Required: there is no
+	// default.
 	Dir string
 	// DSN, if set, keeps the event log in the PostgreSQL database it names
 	// (postgres://…) instead of Dir/rath.db; many processes on many
 	// machines can share it. Dir is still required: it holds what each
-	// process keeps for itself, such as the memory index.
+	// process keeps for itself, such as the memory index. Empty (the
+	// default) means SQLite at Dir/rath.db.
 	DSN string
-	// HMACKey keys the event hash chain (see events.Options.HMACKey).
+	// HMACKey keys the event hash chain (see events.Options.HMACKey). Nil
+	// (the default) means an unkeyed SHA-256 chain.
 	HMACKey []byte
-	// Synchronous is the SQLite synchronous mode: "FULL" (default) or
-	// "NORMAL" (see events.Options.Synchronous).
-	Synchronous string
-	// Clock stamps events. Nil means time.Now.
-	Clock func() time.Time
-	// BusyTimeout is how long a write waits for another connection's
-	// write lock (see events.Options.BusyTimeout). Zero means
-	// events.DefaultBusyTimeout.
-	BusyTimeout time.Duration
-	// Entropy draws run ids and seeds. Nil means crypto/rand.
-	Entropy io.Reader
 	// Sandboxes are the backends sessions can be placed on. Nil means the
 	// built-ins: local, bwrap and opensandbox.
 	Sandboxes *sandbox.Registry
@@ -69,54 +62,24 @@ type Options struct {
 	// the built-ins (Models): openai, anthropic and scripted.
 	Models *model.Registry
 	// Memory configures the local memory, opened on first use of
-	// Runtime.Memory at Dir/memory.bleve.
+	// Runtime.Memory at Dir/memory.bleve. The zero value is memory's
+	// defaults.
 	Memory memory.LocalOptions
 	// MemoryBackend selects the backend Runtime.MemoryBackend opens (the
-	// config file's "memory" entry): empty means the local memory.
+	// config file's "memory" entry). The zero value means the local
+	// memory.
 	MemoryBackend memory.BackendConfig
 	// MemoryBackends are the memory backends a config can name. Nil means
 	// the built-ins (MemoryBackends): local and openviking.
 	MemoryBackends *memory.Registry
-	// DiscardBlobs makes the store drop the blobs events reference (see
-	// events.Options.DiscardBlobs); only a strict replay's scratch store
-	// wants that.
-	DiscardBlobs bool
-	// InMemory keeps the database in memory (Dir is still created for
-	// other files): for throwaway runtimes such as a replay's scratch
-	// store. Nothing survives Close.
-	InMemory bool
-	// WithoutReadIndexes leaves out of an InMemory store the event log's
-	// indexes by run and by type: reads by run or type still answer, by
-	// scanning the log, and every append writes two b-trees fewer. For a
-	// throwaway store that holds about one run, as a replay's scratch
-	// store does.
-	WithoutReadIndexes bool
-	// WithoutTree keeps no Merkle tree over an InMemory store's events
-	// (events.Options.WithoutTree): its log does not verify. For a
-	// throwaway store whose events are compared with another log's, as a
-	// replay's scratch store's are.
-	WithoutTree bool
 	// Projectors are extra read models run in every append's transaction,
-	// after the built-in SQL projections.
+	// after the built-in SQL projections. Nil means none.
 	Projectors []events.Projector
-	// StagedAppends, on PostgreSQL, stages an append that finds the
-	// log's lock held by another process, for that process to write in
-	// its own commit (docs/ARCHITECTURE.md, "Parallel writers: staged
-	// appends"). Off by default: on the 2-core machine it was measured
-	// on, where the fleet is out of CPU at one worker, it cost CPU and
-	// made W=4 about 10% slower (docs/PERFORMANCE.md). The CLI turns it
-	// on with RATH_STAGED_APPENDS=1.
-	StagedAppends bool
-	// StagingTag names the extra Projectors, for StagedAppends: the
-	// process that writes a staged append runs its own projectors on it,
-	// so runtimes with extra Projectors stage only when they name them
-	// here, the same name in every process that runs the same ones.
-	// Without extra Projectors the built-in projections are the tag.
-	StagingTag string
 	// Telemetry exports the runs made while the runtime is open as
 	// OpenTelemetry spans and metrics, when the standard
 	// OTEL_EXPORTER_OTLP_* variables name an endpoint (see package
-	// telemetry); Close flushes. With no endpoint set nothing is started.
+	// telemetry); Close flushes. False (the default), or with no endpoint
+	// set, nothing is started.
 	Telemetry bool
 	// Secrets are redacted from every payload and blob before it is
 	// written (see package secret). Nil means DefaultSecrets: the HMAC
@@ -124,20 +87,11 @@ type Options struct {
 	// config file. Add more with Runtime.Secrets. The password of DSN is
 	// added to it either way (secret.FromDSN).
 	Secrets *secret.Redactor
-	// ChunkCacheBytes bounds the chunks kept in memory for sessions read
-	// in this process, so reading one again, at its head or at a past
-	// seq, reads only what was stored since (see session.WithChunkCache).
-	// Zero means session.DefaultChunkCacheBytes; negative keeps none.
-	ChunkCacheBytes int64
-	// ReadMmapBytes is how much of the SQLite database each read
-	// connection maps into memory; zero means the default, negative none
-	// (see events.Options.ReadMmapBytes for the trade-off).
-	ReadMmapBytes int64
 	// SigningKey, if set, signs checkpoints of the log's Merkle tree as
 	// this runtime appends (package checkpoint): every Checkpoints.Every
 	// events, every Checkpoints.Interval, at the end of each run and on
 	// Close. The CLI loads it from the file $RATH_SIGNING_KEY names. Nil
-	// signs none. Its private key, in every form of signkey.Key.Forms, is
+	// (the default) signs none. Its private key, in every form of signkey.Key.Forms, is
 	// redacted like Secrets: a local tool can read the key's file.
 	SigningKey *signkey.Key
 	// Checkpoints tune the signing of checkpoints; the zero value is
@@ -145,13 +99,66 @@ type Options struct {
 	Checkpoints checkpoint.SignerOptions
 	// TrustedKeys are the note verifier keys trusted to sign the log's
 	// checkpoints: Verify fails on a checkpoint signed by any other.
-	// Empty means each checkpoint is checked against the key recorded
-	// with it, which shows the store consistent with itself only.
+	// Empty (the default) means each checkpoint is checked against the
+	// key recorded with it, which shows the store consistent with itself
+	// only.
 	TrustedKeys []string
 	// TrustedWitnesses are the note verifier keys of the witnesses the
 	// auditor trusts: Verify fails unless one of them cosigned a
-	// checkpoint. Empty pins none, and the summary says so.
+	// checkpoint. Empty (the default) pins none, and the summary says so.
 	TrustedWitnesses []string
+	// Clock stamps events. Nil means time.Now.
+	Clock func() time.Time
+	// Entropy draws run ids and seeds. Nil means crypto/rand.
+	Entropy io.Reader
+	// Store tunes the event store; the zero value is right for most
+	// programs.
+	Store StoreOptions
+
+	// Scratch makes the leaner store of a replay's scratch runtime
+	// (package replay); its type is internal to this module. The zero
+	// value is a normal store.
+	Scratch scratchopt.Options
+}
+
+// StoreOptions tune the event store under a runtime. The zero value is
+// the defaults stated on each field.
+type StoreOptions struct {
+	// InMemory keeps the database in memory (Dir is still created for
+	// other files): for throwaway runtimes. Nothing survives Close. False
+	// (the default) keeps it at Dir/rath.db. It excludes Options.DSN.
+	InMemory bool
+	// Synchronous is the SQLite synchronous mode: "FULL" (the default,
+	// also for empty), "NORMAL" or "OFF" (see events.Options.Synchronous).
+	Synchronous string
+	// BusyTimeout is how long a write waits for another connection's
+	// write lock (see events.Options.BusyTimeout). Zero means
+	// events.DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// ReadMmapBytes is how much of the SQLite database each read
+	// connection maps into memory; zero means the default, negative none
+	// (see events.Options.ReadMmapBytes for the trade-off).
+	ReadMmapBytes int64
+	// ChunkCacheBytes bounds the chunks kept in memory for sessions read
+	// in this process, so reading one again, at its head or at a past
+	// seq, reads only what was stored since (see session.WithChunkCache).
+	// Zero means session.DefaultChunkCacheBytes; negative keeps none.
+	ChunkCacheBytes int64
+	// StagedAppends, on PostgreSQL, stages an append that finds the
+	// log's lock held by another process, for that process to write in
+	// its own commit (docs/ARCHITECTURE.md, "Parallel writers: staged
+	// appends"). False (the default): on the 2-core machine it was
+	// measured on, where the fleet is out of CPU at one worker, it cost
+	// CPU and made W=4 about 10% slower (docs/PERFORMANCE.md). The CLI
+	// turns it on with RATH_STAGED_APPENDS=1.
+	StagedAppends bool
+	// StagingTag names the extra Projectors, for StagedAppends: the
+	// process that writes a staged append runs its own projectors on it,
+	// so runtimes with extra Projectors stage only when they name them
+	// here, the same name in every process that runs the same ones.
+	// Empty: without extra Projectors the built-in projections are the
+	// tag; with them, the runtime never stages.
+	StagingTag string
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -200,15 +207,15 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	path := filepath.Join(opts.Dir, DBFile)
 	var keeper, readPool *sql.DB
-	if opts.WithoutReadIndexes && !opts.InMemory {
-		return nil, errors.New("rath: open: WithoutReadIndexes is for InMemory stores only")
+	if opts.Scratch.WithoutReadIndexes && !opts.Store.InMemory {
+		return nil, errors.New("rath: open: WithoutReadIndexes is for in-memory stores only")
 	}
-	if opts.WithoutTree && !opts.InMemory {
-		return nil, errors.New("rath: open: WithoutTree is for InMemory stores only")
+	if opts.Scratch.WithoutTree && !opts.Store.InMemory {
+		return nil, errors.New("rath: open: WithoutTree is for in-memory stores only")
 	}
 	if opts.DSN != "" {
-		if opts.InMemory {
-			return nil, errors.New("rath: open: InMemory and DSN exclude each other")
+		if opts.Store.InMemory {
+			return nil, errors.New("rath: open: Store.InMemory and DSN exclude each other")
 		}
 		// The schema is checked through the pool that then serves the
 		// store's reads: one connection, not one each.
@@ -220,7 +227,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 			readPool.Close()
 			return nil, err
 		}
-	} else if opts.InMemory {
+	} else if opts.Store.InMemory {
 		// The in-memory database lives while a connection is open: keep
 		// one for the runtime's life, and migrate through it.
 		path = "rath-" + hex.EncodeToString(randomBytes(opts.Entropy, 12))
@@ -228,7 +235,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		if keeper, err = migrations.OpenInMemory(ctx, events.DSN(path, true, "busy_timeout(10000)")); err != nil {
 			return nil, fmt.Errorf("rath: open in-memory store: %w", err)
 		}
-		if opts.WithoutReadIndexes {
+		if opts.Scratch.WithoutReadIndexes {
 			if err := migrations.DropReadIndexes(ctx, keeper); err != nil {
 				keeper.Close()
 				return nil, fmt.Errorf("rath: open in-memory store: %w", err)
@@ -259,17 +266,17 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	store, err := events.Open(ctx, events.Options{
 		AfterCommit:      afterCommit,
 		Redactor:         secrets,
-		InMemory:         opts.InMemory,
-		WithoutTree:      opts.WithoutTree,
-		DiscardBlobs:     opts.DiscardBlobs,
+		InMemory:         opts.Store.InMemory,
+		WithoutTree:      opts.Scratch.WithoutTree,
+		DiscardBlobs:     opts.Scratch.DiscardBlobs,
 		Path:             path,
 		DSN:              opts.DSN,
 		PostgresReadPool: readPool,
 		HMACKey:          opts.HMACKey,
-		Synchronous:      opts.Synchronous,
-		ReadMmapBytes:    opts.ReadMmapBytes,
+		Synchronous:      opts.Store.Synchronous,
+		ReadMmapBytes:    opts.Store.ReadMmapBytes,
 		Clock:            opts.Clock,
-		BusyTimeout:      opts.BusyTimeout,
+		BusyTimeout:      opts.Store.BusyTimeout,
 		Projectors:       append([]events.Projector{projections.Projector{}}, opts.Projectors...),
 		StagingTag:       stagingTag(opts),
 		StagedErrors:     projections.StagedErrors,
@@ -320,7 +327,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	// Ids made outside a run derive from a seed of this runtime's own, so
 	// they differ between stores and between processes on one store.
 	local := session.WithLocalSeed("local-" + hex.EncodeToString(randomBytes(entropy, 16)))
-	cacheBytes := opts.ChunkCacheBytes
+	cacheBytes := opts.Store.ChunkCacheBytes
 	if cacheBytes == 0 {
 		cacheBytes = session.DefaultChunkCacheBytes
 	}
@@ -591,12 +598,12 @@ func (rt *Runtime) Rebuild(ctx context.Context, progress func(done, total int64)
 // the name given them (none given: the runtime never stages).
 func stagingTag(opts Options) string {
 	switch {
-	case !opts.StagedAppends:
+	case !opts.Store.StagedAppends:
 		return ""
 	case len(opts.Projectors) == 0:
 		return projections.StagingTag
-	case opts.StagingTag != "":
-		return projections.StagingTag + "+" + opts.StagingTag
+	case opts.Store.StagingTag != "":
+		return projections.StagingTag + "+" + opts.Store.StagingTag
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package rath_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -54,14 +55,15 @@ func TestStyle_EveryPackageHasDocGo(t *testing.T) {
 var allowedImports = map[string][]string{
 	// The log and its schema are the bottom: nothing of ours beneath them
 	// but a leaf helper.
-	"internal/stmtcache": {},
-	"events":             {"internal/stmtcache"},
-	"migrations":         {},
-	"signkey":            {},
-	"bundle":             {"events", "signkey"},
-	"cmd/rathverify":     {},
-	"secret":             {"events"},
-	"checkpoint":         {"events", "signkey"},
+	"internal/stmtcache":  {},
+	"internal/scratchopt": {},
+	"events":              {"internal/stmtcache"},
+	"migrations":          {},
+	"signkey":             {},
+	"bundle":              {"events", "signkey"},
+	"cmd/rathverify":      {},
+	"secret":              {"events"},
+	"checkpoint":          {"events", "signkey"},
 
 	"projections": {"events", "migrations", "internal/stmtcache"},
 	"session":     {"events", "projections", "secret"},
@@ -99,9 +101,9 @@ var allowedImports = map[string][]string{
 	"telemetry":                     {"events", "flow", "flow/model"},
 	"telemetry/otlptest":            {},
 
-	".": {"checkpoint", "events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
+	".": {"checkpoint", "events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "internal/scratchopt", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
 
-	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "sandbox", "session"},
+	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "internal/scratchopt", "sandbox", "session"},
 	"retention":                           {".", "bundle", "checkpoint", "events", "signkey"},
 	"replay/internal/renametest":          {},
 	"replay/internal/renametest/recorded": {"flow", "session"},
@@ -160,5 +162,43 @@ func TestStyle_AllowedImports(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// rath.Options and rath.StoreOptions state, on every field, its default or
+// what zero means, and Options stays short: store tuning goes to
+// StoreOptions, and settings for the module's own use to fields of
+// internal types.
+func TestStyle_OptionsStateTheirDefaults(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "rath.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	says := []string{"default", "Nil means", "Zero means", "zero value", "Empty", "Required", "nil (the", "False"}
+	fields := map[string]int{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, spec := range g.Specs {
+			ts, ok := spec.(*ast.TypeSpec)
+			if !ok || (ts.Name.Name != "Options" && ts.Name.Name != "StoreOptions") {
+				continue
+			}
+			for _, fld := range ts.Type.(*ast.StructType).Fields.List {
+				fields[ts.Name.Name] += len(fld.Names)
+				doc := strings.Join(strings.Fields(fld.Doc.Text()), " ")
+				if !slices.ContainsFunc(says, func(w string) bool { return strings.Contains(doc, w) }) {
+					t.Errorf("%s.%s: its doc states no default: %q", ts.Name.Name, fld.Names[0].Name, doc)
+				}
+			}
+		}
+	}
+	if fields["Options"] == 0 || fields["StoreOptions"] == 0 {
+		t.Fatalf("found fields %v in rath.go", fields)
+	}
+	if n := fields["Options"]; n > 20 {
+		t.Errorf("rath.Options has %d fields: group tuning into a sub-struct", n)
 	}
 }

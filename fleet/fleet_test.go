@@ -164,7 +164,7 @@ func workerProcess(spec string) int {
 		dsn = ""
 	}
 	busy, _ := time.ParseDuration(os.Getenv(busyEnv))
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: f[0], DSN: dsn, BusyTimeout: busy})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: f[0], DSN: dsn, Store: rath.StoreOptions{BusyTimeout: busy}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 3

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/scratchopt"
 )
 
 // scratch is a throwaway runtime the replay writes to.
@@ -28,8 +29,9 @@ func newScratchWith(ctx context.Context, discardBlobs bool, projectors ...events
 	// indexes for them would cost every event more than they save. Its
 	// events are compared with the record's, never verified, so it keeps
 	// no Merkle tree.
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, InMemory: true, WithoutReadIndexes: true, WithoutTree: true, Synchronous: "OFF",
-		DiscardBlobs: discardBlobs, Projectors: projectors})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Projectors: projectors,
+		Store:   rath.StoreOptions{InMemory: true, Synchronous: "OFF"},
+		Scratch: scratchopt.Options{WithoutReadIndexes: true, WithoutTree: true, DiscardBlobs: discardBlobs}})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

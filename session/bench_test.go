@@ -19,7 +19,7 @@ func BenchmarkLoadAt(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		ctx := context.Background()
 		dir := b.TempDir()
-		rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Synchronous: "NORMAL"})
+		rt, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Store: rath.StoreOptions{Synchronous: "NORMAL"}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func BenchmarkLoadAt(b *testing.B) {
 			}
 		}
 		head, _ := rt.Store().Head(ctx)
-		uncached, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Synchronous: "NORMAL", ChunkCacheBytes: -1})
+		uncached, err := rath.OpenWith(ctx, rath.Options{Dir: dir, Store: rath.StoreOptions{Synchronous: "NORMAL", ChunkCacheBytes: -1}})
 		if err != nil {
 			b.Fatal(err)
 		}

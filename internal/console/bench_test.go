@@ -25,7 +25,7 @@ const (
 func benchStore(b *testing.B) *rath.Runtime {
 	b.Helper()
 	start := time.Now()
-	rt, err := rath.OpenWith(context.Background(), rath.Options{Dir: b.TempDir(), Synchronous: "NORMAL"})
+	rt, err := rath.OpenWith(context.Background(), rath.Options{Dir: b.TempDir(), Store: rath.StoreOptions{Synchronous: "NORMAL"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 func MustOpen(tb testing.TB) *rath.Runtime {
 	tb.Helper()
-	rt, err := rath.OpenWith(context.Background(), rath.Options{Dir: tb.TempDir(), Synchronous: "NORMAL"})
+	rt, err := rath.OpenWith(context.Background(), rath.Options{Dir: tb.TempDir(), Store: rath.StoreOptions{Synchronous: "NORMAL"}})
 	if err != nil {
 		tb.Fatal(err)
 	}

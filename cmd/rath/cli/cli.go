@@ -43,7 +43,7 @@ func Main(cfg Config) {
 	os.Exit(code)
 }
 
-// StagedAppendsEnv, set to 1, turns on rath.Options.StagedAppends in
+// StagedAppendsEnv, set to 1, turns on rath.StoreOptions.StagedAppends in
 // every runtime the CLI opens: on PostgreSQL an append that finds the
 // log's lock held by another process is staged for it to write.
 const StagedAppendsEnv = "RATH_STAGED_APPENDS"
