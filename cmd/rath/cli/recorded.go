@@ -89,7 +89,7 @@ func resolutionNotes(ctx context.Context, rt *rath.Runtime, runID string) []stri
 	if err != nil || row.Workflow != runWorkflow {
 		return nil
 	}
-	started, err := runStarted(ctx, rt, runID)
+	started, err := rt.RunStarted(ctx, runID)
 	if err != nil {
 		return nil
 	}

@@ -9,54 +9,42 @@ import (
 	"strconv"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/internal/demo"
-	"github.com/gorath/rath/memory"
-	"github.com/gorath/rath/projections"
 )
 
 // runWorkflow is the name "rath run" records its runs under.
 const runWorkflow = "rath.run"
 
-// errReplayCalled is what a replay's provider answers if the replay ever
-// asks it: every call must come from the record.
-var errReplayCalled = errors.New("a replay must not call the model: the call is not in the record")
-
 type refuseClient struct{}
 
 func (refuseClient) Complete(context.Context, model.Request) (model.Response, error) {
-	return model.Response{}, &model.Error{Kind: model.KindScript, Provider: "replay", Err: errReplayCalled}
+	return model.Response{}, &model.Error{Kind: model.KindScript, Provider: "replay", Err: rath.ErrReplayCalled}
 }
 
 // workflowForRun rebuilds the workflow a recorded run ran, from its name
 // and parameters. With live, its provider can make real calls (resume);
 // without, any call fails (replay answers everything from the record).
+// Registered workflows and runs whose record describes their workflow
+// are the library's (rath.Runtime.RecordedWorkflow); this binary adds
+// the built-in agent and the demo.
 func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string, live bool) (flow.Workflow, error) {
 	row, err := rt.Reader().Run(ctx, runID)
 	if err != nil {
-		if errors.Is(err, projections.ErrNotFound) {
-			// A run whose start was redacted is gone from the read models
-			// but not from the log: say so rather than "not found".
-			if seqs, rerr := rt.Store().RedactedInRun(ctx, runID, 0); rerr == nil && len(seqs) > 0 {
-				return nil, fmt.Errorf("run %s cannot be rebuilt: its events were redacted (%d of them, seqs %d to %d; rath verify lists by whom and why): %w",
-					runID, len(seqs), seqs[0], seqs[len(seqs)-1], events.ErrRedacted)
-			}
-		}
+		_, err = rt.RecordedWorkflow(ctx, runID) // it says whether the run was redacted
 		return nil, err
 	}
 	// A workflow the program registered (Config.Setup) comes first, so a
 	// program can also take over the built-in names.
-	wf, unknown := rt.Workflow(row.Workflow)
-	if unknown == nil {
+	if wf, err := rt.Workflow(row.Workflow); err == nil {
 		return wf, nil
 	}
 	switch row.Workflow {
 	case runWorkflow:
-		started, err := runStarted(ctx, rt, runID)
+		started, err := rt.RunStarted(ctx, runID)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +56,7 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 		}
 		return a.agentFromParams(ctx, rt, params, live, nil)
 	case demo.Name:
-		started, err := runStarted(ctx, rt, runID)
+		started, err := rt.RunStarted(ctx, runID)
 		if err != nil {
 			return nil, err
 		}
@@ -89,78 +77,22 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 		}
 		return demo.Build(ctx, rt, prov)
 	}
-	started, err := runStarted(ctx, rt, runID)
-	if err != nil {
+	wf, err := rt.RecordedWorkflow(ctx, runID)
+	var notRebuildable *flow.NotRebuildableError
+	switch {
+	case errors.Is(err, rath.ErrUnknownWorkflow):
+		return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs, and runs whose record describes their workflow (recorded since %s). To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
+			err, runWorkflow, demo.Name, flow.SpecParam)
+	case errors.As(err, &notRebuildable):
+		return nil, fmt.Errorf("%w: this binary cannot replay or resume it. Replay it with replay.Run from the program that ran it, or build a rath binary that registers %q (cli.Config.Setup)",
+			err, row.Workflow)
+	case err != nil:
 		return nil, err
-	}
-	if raw, ok := started.Params[flow.SpecParam]; ok {
-		return specWorkflow(ctx, rt, runID, row.Workflow, raw, live)
-	}
-	return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs, and runs whose record describes their workflow (recorded since %s). To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
-		unknown, runWorkflow, demo.Name, flow.SpecParam)
-}
-
-// specWorkflow rebuilds a program's workflow from the spec its run
-// recorded (flow.SpecParam): its built-in layers, providers from their
-// record refusing every call, tools from their recorded specs. A spec
-// holding the program's own Go code is refused, naming the layer: a
-// replay of it would diverge for no fault of the run's.
-func specWorkflow(ctx context.Context, rt *rath.Runtime, runID, name, raw string, live bool) (flow.Workflow, error) {
-	var spec flow.Spec
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		return nil, fmt.Errorf("run %s: its recorded workflow spec: %w", runID, err)
-	}
-	if err := spec.Check(); err != nil {
-		return nil, fmt.Errorf("run %s (workflow %q) cannot be replayed or resumed by this binary: %w. Replay it with replay.Run from the program that ran it, or build a rath binary that registers %q (cli.Config.Setup)",
-			runID, name, err, name)
-	}
-	if live {
+	case live:
 		return nil, fmt.Errorf("%w: run %s (workflow %q) was started by a program; resume it with replay.Resume from that program, or build a rath binary that registers %q (cli.Config.Setup)",
-			flow.ErrNotRebuildable, runID, name, name)
+			flow.ErrNotRebuildable, runID, row.Workflow, row.Workflow)
 	}
-	var opts flow.RebuildOptions
-	opts.Client = refuseClient{}
-	if specUsesMemory(spec) {
-		mem, err := rt.OpenMemory(ctx, memory.BackendConfig{})
-		if err != nil {
-			return nil, err
-		}
-		opts.Memory = mem
-	}
-	return spec.Rebuild(opts)
-}
-
-func specUsesMemory(s flow.Spec) bool {
-	if len(s.Memory) > 0 {
-		return true
-	}
-	for _, c := range s.Steps {
-		if specUsesMemory(c) {
-			return true
-		}
-	}
-	return false
-}
-
-// runStarted returns the run.started event of a run, which holds the
-// parameters "rath run" recorded.
-func runStarted(ctx context.Context, rt *rath.Runtime, runID string) (*events.RunStarted, error) {
-	evs, err := rt.Store().ReadStream(ctx, runID, 1)
-	if err != nil {
-		return nil, err
-	}
-	if len(evs) == 0 {
-		return nil, fmt.Errorf("run %s has no run.started event", runID)
-	}
-	p, err := evs[0].Decode()
-	if err != nil {
-		return nil, err
-	}
-	started, ok := p.(*events.RunStarted)
-	if !ok {
-		return nil, fmt.Errorf("run %s starts with %s, not run.started", runID, evs[0].Type)
-	}
-	return started, nil
+	return wf, nil
 }
 
 // agentFromParams builds the agent "rath run" runs, from its recorded
