@@ -122,7 +122,7 @@ var allowedImports = map[string][]string{
 	"internal/textsafe":                   {},
 	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "retention", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "internal/console", "internal/demo", "dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber.
