@@ -84,8 +84,8 @@ func (a *app) workflowForRun(ctx context.Context, rt *rath.Runtime, runID string
 		return nil, fmt.Errorf("%w; this binary also rebuilds %q and %q runs, and runs whose record describes their workflow (recorded since %s). To replay your own workflows, build a rath binary whose main calls cli.Main with a Config.Setup that registers them (package github.com/gorath/rath/cmd/rath/cli), or call replay.Run from your program",
 			err, runWorkflow, demo.Name, flow.SpecParam)
 	case errors.As(err, &notRebuildable):
-		return nil, fmt.Errorf("%w: this binary cannot replay or resume it. Replay it with replay.Run from the program that ran it, or build a rath binary that registers %q (cli.Config.Setup)",
-			err, row.Workflow)
+		return nil, fmt.Errorf("run %s (workflow %q) cannot be replayed or resumed by this binary: %w. Replay it with replay.Run from the program that ran it, or build a rath binary that registers %q (cli.Config.Setup)",
+			runID, row.Workflow, notRebuildable, row.Workflow)
 	case err != nil:
 		return nil, err
 	case live:
