@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/console"
 )
@@ -144,7 +145,7 @@ rath serve --allow-live --backends bwrap --workspace-root /srv/work`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7777", "listen address (a non-loopback one needs --token)")
 	cmd.Flags().StringVar(&token, "token", "", "require this token on every request (env RATH_TOKEN); \"generate\" makes one and prints it once")
 	cmd.Flags().BoolVar(&allowLive, "allow-live", false, "let console users replay with live tools and fork (both run recorded commands again for real); without it they are refused")
-	cmd.Flags().StringSliceVar(&backends, "backends", defaultWorkerBackends, "with --allow-live: the sandbox backends the console runs tools on (local runs them unconfined as this user)")
+	cmd.Flags().StringSliceVar(&backends, "backends", fleet.DefaultBackends(), "with --allow-live: the sandbox backends the console runs tools on (local runs them unconfined as this user)")
 	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "with --allow-live: the directory under which local and bwrap workspaces, and live-tools copies, must lie")
 	return cmd
 }
