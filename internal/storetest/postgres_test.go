@@ -234,12 +234,10 @@ func TestPostgres_ExclusiveSurvivesALockTimeout(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	name := fmt.Sprintf("conf%d", dbs.Add(1))
-	dsn, err := server.CreateDatabase(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := storetest.OpenStore(t, storetest.Target{Dir: t.TempDir(), DSN: dsn + "&statement_timeout=300"})
+	target := postgresTarget(t)
+	dsn := target.DSN
+	target.DSN += "&statement_timeout=300"
+	s := storetest.OpenStore(t, target)
 	if _, err := s.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "first"}); err != nil {
 		t.Fatal(err)
 	}
