@@ -654,7 +654,7 @@
       if (matches(ev)) evBody.append(eventRow(ev, fresh, jsonBox.checked, forker()));
     }
     // A fork is offered only where the server allows live runs.
-    const forker = () => (liveAllowed && run.actions && run.actions.fork ? forkAt : null);
+    const forker = () => (run.actions && run.actions.fork ? forkAt : null);
     function redraw() { evBody.replaceChildren(...all.filter(matches).map((ev) => eventRow(ev, false, jsonBox.checked, forker()))); }
     typeSel.addEventListener("change", redraw);
     agentSel.addEventListener("change", redraw);
