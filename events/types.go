@@ -413,6 +413,10 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &SecretRedacted{} })
 	add(func() Payload { return &ApprovalRequested{} })
 	add(func() Payload { return &ApprovalDecided{} })
+	add(func() Payload { return &DatasetCreated{} })
+	add(func() Payload { return &DatasetItemAdded{} })
+	add(func() Payload { return &ExperimentStarted{} })
+	add(func() Payload { return &ScoreRecorded{} })
 	// Version 2 added shapes; a version 1 record has none.
 	add(func() Payload { return &EvidenceRedacted{} }, upcasts{1: func(raw json.RawMessage) (json.RawMessage, error) { return raw, nil }})
 	return c
