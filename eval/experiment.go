@@ -3,7 +3,6 @@ package eval
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -136,7 +135,7 @@ type ScorerDelta struct {
 type Comparison struct {
 	A       string        `json:"a"`
 	B       string        `json:"b"`
-	Scorers []ScorerDelta `json:"scorers"`
+	Scorers []ScorerDelta `json:"scorers"` // the scorers both used
 	Items   []ItemDelta   `json:"items"`
 	// Flipped are the items of Items that flipped.
 	Flipped []ItemDelta `json:"flipped"`
@@ -146,9 +145,9 @@ type Comparison struct {
 	OnlyB []string `json:"only_b,omitempty"`
 }
 
-// Compare compares experiment b with a: per scorer means, per item deltas
-// (b minus a) for the items and scorers both scored, and the items that
-// flipped.
+// Compare compares experiment b with a: the means of the scorers both
+// used, per item deltas (b minus a) for the items and scorers both scored,
+// and the items that flipped.
 func Compare(ctx context.Context, rt *rath.Runtime, a, b string) (*Comparison, error) {
 	xa, err := LoadExperiment(ctx, rt, a)
 	if err != nil {
@@ -158,7 +157,7 @@ func Compare(ctx context.Context, rt *rath.Runtime, a, b string) (*Comparison, e
 	if err != nil {
 		return nil, err
 	}
-	c := &Comparison{A: a, B: b, Items: []ItemDelta{}, Flipped: []ItemDelta{}}
+	c := &Comparison{A: a, B: b, Scorers: []ScorerDelta{}, Items: []ItemDelta{}, Flipped: []ItemDelta{}}
 	inB := map[[2]string]Score{}
 	for _, s := range xb.Scores {
 		inB[[2]string{s.Item, s.Scorer}] = s
@@ -184,20 +183,14 @@ func Compare(ctx context.Context, rt *rath.Runtime, a, b string) (*Comparison, e
 			c.OnlyB = append(c.OnlyB, sb.Item+" "+sb.Scorer)
 		}
 	}
-	ma, mb := map[string]float64{}, map[string]float64{}
-	var order []string
-	for _, m := range xa.Means {
-		ma[m.Scorer] = m.Mean
-		order = append(order, m.Scorer)
-	}
+	mb := map[string]float64{}
 	for _, m := range xb.Means {
 		mb[m.Scorer] = m.Mean
-		if !slices.Contains(order, m.Scorer) {
-			order = append(order, m.Scorer)
-		}
 	}
-	for _, sc := range order {
-		c.Scorers = append(c.Scorers, ScorerDelta{Scorer: sc, MeanA: ma[sc], MeanB: mb[sc], Delta: mb[sc] - ma[sc]})
+	for _, m := range xa.Means {
+		if b, ok := mb[m.Scorer]; ok {
+			c.Scorers = append(c.Scorers, ScorerDelta{Scorer: m.Scorer, MeanA: m.Mean, MeanB: b, Delta: b - m.Mean})
+		}
 	}
 	return c, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/bundle"
 	"github.com/gorath/rath/checkpoint"
+	"github.com/gorath/rath/eval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -134,7 +135,7 @@ func exitCode(stderr io.Writer, err error) int {
 		return ExitWaiting
 	}
 	fmt.Fprintf(stderr, "rath: %s\n", message(err))
-	if errors.Is(err, scripted.ErrCassette) {
+	if errors.Is(err, scripted.ErrCassette) || errors.Is(err, eval.ErrSpec) {
 		// The file given is bad input, as a bad flag value is.
 		return ExitUsage
 	}
@@ -151,7 +152,7 @@ func exitCode(stderr io.Writer, err error) int {
 		return ExitTimedOut
 	case errors.Is(err, rath.ErrUnknownWorkflow), errors.Is(err, flow.ErrNotRebuildable):
 		return ExitNotRebuilt
-	case errors.Is(err, events.ErrVerify), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused), errors.Is(err, bundle.ErrInvalid):
+	case errors.Is(err, events.ErrVerify), errors.Is(err, eval.ErrScoreMismatch), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused), errors.Is(err, bundle.ErrInvalid):
 		return ExitVerifyFailed
 	}
 	return ExitFailure

@@ -1,15 +1,34 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gorath/rath/eval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/jsonview"
 )
 
 type verifyView = jsonview.Verify
+
+// verifyOut is what verify prints: the log's check and the scores'.
+type verifyOut struct {
+	jsonview.Verify
+	Scores *scoresView `json:"scores,omitempty"`
+}
+
+// scoresView is the check of the scores: how many scores and dataset
+// items, the events they read, and the first that does not match.
+type scoresView struct {
+	Scores   int    `json:"scores"`
+	Items    int    `json:"items"`
+	Reads    int    `json:"reads"`
+	Failure  string `json:"failure,omitempty"`
+	ScoreSeq int64  `json:"score_seq,omitempty"`
+	EventSeq int64  `json:"event_seq,omitempty"`
+}
 
 func newVerifyCmd(a *app) *cobra.Command {
 	var headFlag, treeFlag string
@@ -43,7 +62,10 @@ witnesses' verifier.vkey files, got from the witnesses) verify fails
 unless one of those keys cosigned a checkpoint, and says up to which size
 they did. Exit code 3 on any failure, naming the first bad seq, the first
 differing table and row, the size of the first checkpoint the log
-contradicts, or the witness keys that cosigned when no pinned one did.`,
+contradicts, or the witness keys that cosigned when no pinned one did.
+Scores too: every event a score read (and every run's last event a
+dataset item pins) must still hash to the leaf recorded with it; a
+mismatch names the score's seq and the event's.`,
 		Example: "rath verify --head 42:3f2a...\nrath verify --log-key log.vkey --witness-key witness.vkey",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,7 +96,24 @@ contradicts, or the witness keys that cosigned when no pinned one did.`,
 			if err != nil {
 				return err
 			}
-			v := jsonview.VerifyOf(rep)
+			// The scores after the log: a failure of the log is named
+			// first, and the scores that read the event it names with it.
+			scores, err := eval.VerifyScores(ctx, rt)
+			if err != nil && rep.OK() {
+				return err
+			}
+			v := verifyOut{Verify: jsonview.VerifyOf(rep)}
+			var scoreErr error
+			if scores != nil {
+				v.Scores = &scoresView{Scores: scores.Scores, Items: scores.Items, Reads: scores.Reads}
+				if f := scores.Failure; f != nil {
+					scoreErr = f
+					v.Scores.Failure, v.Scores.ScoreSeq, v.Scores.EventSeq = f.Error(), f.ScoreSeq, f.EventSeq
+					if v.OK {
+						v.OK, v.FailedSeq, v.Failure = false, f.EventSeq, f.Error()
+					}
+				}
+			}
 			if a.json {
 				if err := a.printJSON(v); err != nil {
 					return err
@@ -99,14 +138,20 @@ contradicts, or the witness keys that cosigned when no pinned one did.`,
 				if v.Attested != "" {
 					fmt.Fprintf(a.stdout, "checkpoints     %s\n", v.Attested)
 				}
-				if rep.OK() {
+				if sc := v.Scores; sc != nil && sc.Failure == "" && (sc.Scores > 0 || sc.Items > 0) {
+					fmt.Fprintf(a.stdout, "scores          %d scores and %d dataset items match the %d events they read\n", sc.Scores, sc.Items, sc.Reads)
+				}
+				if v.OK {
 					fmt.Fprintln(a.stdout, "ok")
 				}
 			}
-			if rep.Failure != nil {
+			switch {
+			case rep.Failure != nil && scoreErr != nil:
+				return errors.Join(rep.Failure, scoreErr)
+			case rep.Failure != nil:
 				return rep.Failure
 			}
-			return nil
+			return scoreErr
 		},
 	}
 	cmd.Flags().StringVar(&headFlag, "head", "", "a head SEQ:HASH recorded earlier, which the log must still hold")
