@@ -23,6 +23,10 @@ import (
 // and reads a verdict.
 const judgeVersion = "1"
 
+// judgeSession is the session a judge's provider.called event names: its
+// usage rows are the judges'.
+const judgeSession = "eval.judge"
+
 // JudgeOptions are where a judge finds its model and whether it asks it
 // again.
 type JudgeOptions struct {
@@ -213,7 +217,9 @@ func (j *Judge) answer(ctx context.Context, stream, digest string, req model.Req
 	if err != nil {
 		return model.Response{}, events.Event{}, err
 	}
-	call := &events.ProviderCalled{Session: stream, Agent: "eval.judge", Provider: j.provider.Name, Model: j.provider.Model,
+	// Session names the judge, not the stream: a call on a stream that is
+	// not its session's is a side call, outside every session's usage.
+	call := &events.ProviderCalled{Session: judgeSession, Agent: "eval.judge", Provider: j.provider.Name, Model: j.provider.Model,
 		RequestRef: events.BlobHash(reqBytes), ResponseRef: events.BlobHash(respBytes), Digest: digest,
 		Usage: resp.Usage, LatencyMS: time.Since(start).Milliseconds(), Attempt: 1}
 	stored, err := store.AppendWrites(ctx, events.Write{Stream: stream, Expected: events.AnyVersion, Events: []events.Payload{call}, Blobs: [][]byte{reqBytes, respBytes}})
