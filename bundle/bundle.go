@@ -80,7 +80,8 @@ type Result struct {
 // Write writes the bundle of run runID into dir, which must not exist or
 // be empty; nothing is left there on failure. The run's events are those
 // recorded with its id, plus the streams that concern it without one: the
-// decisions on its approval requests, its submission, leases and resumes.
+// decisions on its approval requests, its submission, leases and resumes,
+// and its scores with the events they read.
 // It returns ErrNoKey, ErrExists, ErrNoEvents, ErrCheckpoint (wrapped), a
 // *events.VerifyError for an event whose leaf cannot be computed, or an
 // I/O error.
@@ -212,8 +213,51 @@ func runEvents(ctx context.Context, st Store, runID string) ([]events.Event, err
 			}
 		}
 	}
+	scores, err := runScores(ctx, st, runID, have)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, scores...)
 	slices.SortFunc(evs, func(a, b events.Event) int { return int(a.Seq - b.Seq) })
 	return evs, nil
+}
+
+// runScores reads the scores of the run (score.recorded events naming it,
+// recorded in an experiment's eval run) and the events they read that
+// the bundle does not hold yet (a judge's call), so that a bundle shows
+// each score with what it was computed from.
+func runScores(ctx context.Context, st Store, runID string, have map[int64]bool) ([]events.Event, error) {
+	all, err := st.Read(ctx, events.Query{Types: []string{events.TypeScoreRecorded}})
+	if err != nil {
+		return nil, fmt.Errorf("bundle: read scores: %w", err)
+	}
+	var out []events.Event
+	for _, ev := range all {
+		p, err := ev.Decode()
+		if err != nil {
+			continue // a redacted score: not the run's to show
+		}
+		sc := p.(*events.ScoreRecorded)
+		if sc.Run != runID || have[ev.Seq] {
+			continue
+		}
+		have[ev.Seq] = true
+		out = append(out, ev)
+		for _, r := range sc.Reads {
+			if have[r.Seq] {
+				continue
+			}
+			read, err := st.Read(ctx, events.Query{FromSeq: r.Seq, ToSeq: r.Seq})
+			if err != nil {
+				return nil, fmt.Errorf("bundle: read seq %d, read by the score at seq %d: %w", r.Seq, ev.Seq, err)
+			}
+			for _, e := range read {
+				have[e.Seq] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
 }
 
 // files are a bundle's files by slash-separated name, kept in memory

@@ -59,6 +59,9 @@ func (d *Dossier) build(ctx context.Context, rt *rath.Runtime, runID string) err
 	if err := b.approvals(ctx, runID); err != nil {
 		return err
 	}
+	if err := b.scores(ctx, runID); err != nil {
+		return err
+	}
 	if err := b.sessions(ctx); err != nil {
 		return err
 	}

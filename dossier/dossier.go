@@ -86,8 +86,10 @@ type Dossier struct {
 	Memory    []MemoryEvent   `json:"memory"`
 	Decisions []Decision      `json:"decisions"`
 	Approvals []Approval      `json:"approvals"`
-	Workflows []WorkflowSpan  `json:"workflows"`
-	Events    []Event         `json:"events"`
+	// Scores are the experiments' scores of the run.
+	Scores    []Score        `json:"scores"`
+	Workflows []WorkflowSpan `json:"workflows"`
+	Events    []Event        `json:"events"`
 	// Attestation is the attestation of the run's bundle, when one was
 	// given and verified.
 	Attestation *Attestation `json:"attestation,omitempty"`

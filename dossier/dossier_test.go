@@ -406,7 +406,7 @@ func TestMarkdown_Structure(t *testing.T) {
 			headings = append(headings, strings.TrimPrefix(line, "## "))
 		}
 	}
-	want := []string{"Verdict", "Session graph", "Sessions", "Tool calls", "Provider calls", "Memory", "Selector decisions", "Approvals and questions", "Workflow paths", "Events"}
+	want := []string{"Verdict", "Session graph", "Sessions", "Tool calls", "Provider calls", "Memory", "Selector decisions", "Approvals and questions", "Scores", "Workflow paths", "Events"}
 	if !slices.Equal(headings, want) {
 		t.Fatalf("headings = %q, want %q", headings, want)
 	}

@@ -29,7 +29,9 @@ type jsonlHeader struct {
 	// Approvals are the run's requests with their decisions, which are
 	// not among the run's own events (they came from outside).
 	Approvals []Approval `json:"approvals,omitempty"`
-	Warnings  []string   `json:"warnings,omitempty"`
+	// Scores are the experiments' scores of the run.
+	Scores   []Score  `json:"scores,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type jsonlSession struct {
@@ -82,10 +84,10 @@ type jsonlBlob struct {
 func (d *Dossier) JSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	h := jsonlHeader{Kind: "dossier", Format: JSONLFormat, Run: d.Run, Chain: d.Chain, Replay: d.Replay, Warnings: d.Warnings, Approvals: d.Approvals,
+	h := jsonlHeader{Kind: "dossier", Format: JSONLFormat, Run: d.Run, Chain: d.Chain, Replay: d.Replay, Warnings: d.Warnings, Approvals: d.Approvals, Scores: d.Scores,
 		Counts: map[string]int{"events": len(d.Events), "sessions": len(d.Sessions), "tool_calls": len(d.Tools),
 			"provider_calls": len(d.Providers), "memory": len(d.Memory), "decisions": len(d.Decisions), "workflows": len(d.Workflows),
-			"approvals": len(d.Approvals)}}
+			"approvals": len(d.Approvals), "scores": len(d.Scores)}}
 	for _, s := range d.Sessions {
 		h.Sessions = append(h.Sessions, jsonlSession{ID: s.ID, Kind: s.Kind, Origin: s.Origin, Author: s.Author, Parents: s.Parents,
 			InRun: s.InRun, Chunks: len(s.Chunks), Loops: s.Loops})

@@ -28,6 +28,7 @@ func (d *Dossier) Markdown(w io.Writer) error {
 	m.memory()
 	m.decisions()
 	m.approvals()
+	m.scores()
 	m.workflows()
 	m.events()
 	if err := bw.Flush(); err != nil {
@@ -482,6 +483,35 @@ func (m *mdWriter) approvals() {
 			inline(a.Shown.Reason), inline(a.Outcome()), decided)
 	}
 	m.p("\n")
+}
+
+func (m *mdWriter) scores() {
+	m.p("## Scores\n\n")
+	if len(m.d.Scores) == 0 {
+		m.p("No scores.\n\n")
+		return
+	}
+	m.p("| seq | experiment | item | scorer | value | reason | read |\n|--:|---|---|---|--:|---|---|\n")
+	for _, s := range m.d.Scores {
+		m.p("| %d | %s | %s | %s | %g | %s | %s |\n", s.Seq, code(s.Experiment), code(s.Item), code(s.Scorer+" v"+s.ScorerVersion),
+			s.Value, inline(s.Reason), inline(seqList(s.Reads)))
+	}
+	m.p("\n")
+}
+
+// seqList is seqs as "seq 4, 9".
+func seqList(seqs []int64) string {
+	if len(seqs) == 0 {
+		return "-"
+	}
+	out := "seq"
+	for i, s := range seqs {
+		if i > 0 {
+			out += ","
+		}
+		out += fmt.Sprintf(" %d", s)
+	}
+	return out
 }
 
 // warned is text with its warning, if any, in front.

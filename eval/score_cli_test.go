@@ -3,10 +3,13 @@ package eval_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gorath/rath/flow/model/modeltest"
+	"github.com/gorath/rath/signkey"
 )
 
 // Scores through the CLI on both stores: each a score.recorded event of
@@ -71,6 +74,31 @@ func TestCLI_ScoresAreEvidenceVerifyNamesBothSeqs(t *testing.T) {
 		v := decode[verifyJSON](t, st.must(t, home, nil, "verify", "--json"))
 		if !v.OK || v.Scores == nil || v.Scores.Scores != 12 {
 			t.Fatalf("verify: %+v", v)
+		}
+
+		// The run's bundle and dossier carry its scores.
+		st.must(t, home, nil, "keys", "generate", "--out", "keys", "--name", "eval.example")
+		bundleDir := filepath.Join(home, "bundle")
+		st.must(t, home, nil, "export", paris.ID, "--bundle", bundleDir, "--key", filepath.Join(home, "keys", signkey.SignerFile), "--no-replay")
+		lines, _ := os.ReadFile(filepath.Join(bundleDir, "events.jsonl"))
+		payload, _ := os.ReadFile(filepath.Join(bundleDir, "payloads", fmt.Sprintf("%d.json", parisScore.Seq)))
+		if !strings.Contains(string(lines), fmt.Sprintf(`"seq":%d,`, parisScore.Seq)) || !strings.Contains(string(payload), `"scorer":"contains:Paris"`) {
+			t.Errorf("the bundle lacks the score at seq %d:\n%s\n%s", parisScore.Seq, lines, payload)
+		}
+		header, _, _ := strings.Cut(st.must(t, home, nil, "dossier", paris.ID, "--format", "jsonl"), "\n")
+		var d struct {
+			Scores []struct {
+				Seq    int64   `json:"seq"`
+				Scorer string  `json:"scorer"`
+				Value  float64 `json:"value"`
+				Reads  []int64 `json:"reads"`
+			} `json:"scores"`
+		}
+		if err := json.Unmarshal([]byte(header), &d); err != nil || len(d.Scores) != 6 {
+			t.Errorf("dossier scores: %v %+v", err, d)
+		}
+		if md := st.must(t, home, nil, "dossier", paris.ID, "--format", "md"); !strings.Contains(md, "## Scores") || !strings.Contains(md, fmt.Sprintf("| %d | <code>base</code> |", parisScore.Seq)) {
+			t.Errorf("the Markdown dossier lacks the scores:\n%s", md)
 		}
 
 		// Edit the answer the score read, behind rath's back.
