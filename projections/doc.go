@@ -1,5 +1,6 @@
-// Package projections owns rath's SQL read models: sessions, session_edges,
-// chunks, usage, runs and id_counters, all derived from the event log.
+// Package projections owns rath's SQL read models (the list is [Tables]:
+// sessions and their graph, usage, runs, run leases, approvals and more),
+// all derived from the event log.
 //
 // [Projector] is registered with the events store and updates the tables in
 // the same transaction as the events it consumes, so a read after an Append
@@ -7,7 +8,8 @@
 // database equals the incrementally built one, row for row, and [Check]
 // proves that without changing the store, by rebuilding into a scratch
 // database and comparing. [Reader] answers the queries the session package
-// and the CLI need.
+// and the CLI need; [Reader.RunState] is a run's state with its lease, in
+// one query, which the fleet's workers, cancel and resume act on.
 //
 // # Structural sharing
 //

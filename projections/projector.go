@@ -532,32 +532,61 @@ func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompresse
 	return counted(a.tx, e.Derivation)
 }
 
-// runSubmitted lists a queued run; run.started fills in the rest.
+// runSubmitted lists a queued run; run.started fills in the rest. The
+// row keeps the submission's seq (a run a fleet may work) and its
+// params until the run starts.
 func runSubmitted(tx *events.Tx, ev *events.Event, e *events.RunSubmitted) error {
-	err := tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, status, started_seq, started_at) VALUES (?, ?, ?, 'queued', ?, ?)`,
-		e.Run, e.Workflow, e.InputSession, ev.Seq, ev.At.UnixNano())
+	params, err := paramsText(e.Params)
+	if err != nil {
+		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
+	}
+	err = tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, params, status, submitted_seq, started_seq, started_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)`,
+		e.Run, e.Workflow, e.InputSession, params, ev.Seq, ev.Seq, ev.At.UnixNano())
 	if err != nil {
 		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
 	}
 	return nil
 }
 
+// runLeased keeps a run's current lease, the lease stream's version (the
+// one a take appends at) and when the holder took it: a renewal keeps
+// taken_at.
 func runLeased(tx *events.Tx, ev *events.Event, e *events.RunLeased) error {
-	return tx.ExecPipelined(`INSERT INTO run_leases (run, worker, token, expires_at, seq) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (run) DO UPDATE SET worker = excluded.worker, token = excluded.token, expires_at = excluded.expires_at, seq = excluded.seq`,
-		e.Run, e.Worker, e.Token, e.ExpiresAt, ev.Seq)
+	takenAt, from := ev.At.UnixNano(), "excluded."
+	if e.Renewal {
+		takenAt, from = 0, "run_leases."
+	}
+	return tx.ExecPipelined(`INSERT INTO run_leases (run, worker, token, expires_at, seq, version, taken_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run) DO UPDATE SET worker = excluded.worker, token = excluded.token, expires_at = excluded.expires_at, seq = excluded.seq,
+			version = excluded.version, taken_at = `+from+`taken_at`,
+		e.Run, e.Worker, e.Token, e.ExpiresAt, ev.Seq, ev.Version, takenAt)
 }
 
 func runStarted(tx *events.Tx, ev *events.Event, e *events.RunStarted) error {
-	// A submitted run has its row already (status queued).
-	err := tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, seed, code_version, status, parent_run, started_seq, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET workflow = excluded.workflow, input_session = excluded.input_session, seed = excluded.seed,
+	// A submitted run has its row already (status queued); the params its
+	// run.started recorded replace the submission's.
+	params, err := paramsText(e.Params)
+	if err != nil {
+		return fmt.Errorf("projections: run %q: %w", e.Run, err)
+	}
+	err = tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, params, seed, code_version, status, parent_run, started_seq, started_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET workflow = excluded.workflow, input_session = excluded.input_session, params = excluded.params, seed = excluded.seed,
 			code_version = excluded.code_version, status = 'running', parent_run = excluded.parent_run, started_seq = excluded.started_seq, started_at = excluded.started_at`,
-		e.Run, e.Workflow, e.InputSession, e.Seed, e.CodeVersion, e.ParentRun, ev.Seq, ev.At.UnixNano())
+		e.Run, e.Workflow, e.InputSession, params, e.Seed, e.CodeVersion, e.ParentRun, ev.Seq, ev.At.UnixNano())
 	if err != nil {
 		return fmt.Errorf("projections: run %q: %w", e.Run, err)
 	}
 	return nil
+}
+
+// paramsText is a run's params as the runs row holds them: their
+// canonical JSON, the text their event holds, or empty for none.
+func paramsText(params map[string]string) (string, error) {
+	if len(params) == 0 {
+		return "", nil
+	}
+	b, err := events.Canonical(params)
+	return string(b), err
 }
 
 func runFinished(tx *events.Tx, ev *events.Event, e *events.RunFinished) error {

@@ -278,12 +278,18 @@ type LeaseRow struct {
 	Token     int64  `db:"token"`
 	ExpiresAt int64  `db:"expires_at"` // Unix nanoseconds
 	Seq       int64  `db:"seq"`
+	// Version is the lease stream's version (how many run.leased it
+	// holds): a take appends at it, so two takes cannot both succeed.
+	Version int64 `db:"version"`
+	// TakenAt is when the holder took the run (Unix nanoseconds of its
+	// last run.leased that was not a renewal; 0 if none).
+	TakenAt int64 `db:"taken_at"`
 }
 
 // Leases returns the current lease of every run that was ever leased.
 func (r *Reader) Leases(ctx context.Context) ([]LeaseRow, error) {
 	var ls []LeaseRow
-	if err := r.db.SelectContext(ctx, &ls, r.db.Rebind(`SELECT run, worker, token, expires_at, seq FROM run_leases ORDER BY run`)); err != nil {
+	if err := r.db.SelectContext(ctx, &ls, r.db.Rebind(`SELECT run, worker, token, expires_at, seq, version, taken_at FROM run_leases ORDER BY run`)); err != nil {
 		return nil, fmt.Errorf("projections: leases: %w", err)
 	}
 	return ls, nil

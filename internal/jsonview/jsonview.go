@@ -11,16 +11,9 @@ import (
 )
 
 // StatusWord is how a run's status is shown: the log records a finished
-// run as ok or error, an operator reads done or failed.
-func StatusWord(status string) string {
-	switch status {
-	case rath.RunOK:
-		return "done"
-	case rath.RunError:
-		return "failed"
-	}
-	return status
-}
+// run as ok or error, an operator reads done or failed
+// (projections.StatusWord).
+func StatusWord(status string) string { return projections.StatusWord(status) }
 
 // StatusStored maps a status word back to the stored status.
 func StatusStored(word string) string {
