@@ -109,18 +109,20 @@ var allowedImports = map[string][]string{
 	"replay/internal/renametest/recorded": {"flow", "session"},
 	"replay/internal/renametest/renamed":  {"flow", "session"},
 	"replay/internal/renametest/pinned":   {"flow", "session"},
-	"fleet":                               {".", "approval", "events", "flow", "flow/mcptool", "internal/jsonview", "flow/model", "migrations", "replay", "sandbox", "session"},
-	"dossier":                             {".", "approval", "events", "flow", "flow/model", "internal/textsafe", "projections", "replay", "session"},
-	"internal/demo":                       {".", "events", "flow", "flow/builtin", "flow/model/scripted", "dossier", "memory", "replay", "sandbox", "session"},
-	"internal/oracle":                     {"events", "flow/model"},
-	"internal/pgtest":                     {},
-	"internal/rathbin":                    {},
-	"internal/console":                    {".", "approval", "events", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
-	"internal/tmpfs":                      {},
-	"internal/jsonview":                   {".", "checkpoint", "events", "projections"},
-	"internal/shellgate":                  {},
-	"internal/textsafe":                   {},
-	"internal/storetest":                  {".", "events", "flow", "flow/model/scripted", "projections", "replay", "retention", "session"},
+	// The fleet reads a run's state from the read model (projections),
+	// not by folding its streams, and shows statuses in projections' words.
+	"fleet":              {".", "approval", "events", "flow", "flow/mcptool", "flow/model", "migrations", "projections", "replay", "sandbox", "session"},
+	"dossier":            {".", "approval", "events", "flow", "flow/model", "internal/textsafe", "projections", "replay", "session"},
+	"internal/demo":      {".", "events", "flow", "flow/builtin", "flow/model/scripted", "dossier", "memory", "replay", "sandbox", "session"},
+	"internal/oracle":    {"events", "flow/model"},
+	"internal/pgtest":    {},
+	"internal/rathbin":   {},
+	"internal/console":   {".", "approval", "events", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
+	"internal/tmpfs":     {},
+	"internal/jsonview":  {".", "checkpoint", "events", "projections"},
+	"internal/shellgate": {},
+	"internal/textsafe":  {},
+	"internal/storetest": {".", "events", "flow", "flow/model/scripted", "projections", "replay", "retention", "session"},
 
 	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
@@ -162,6 +164,31 @@ func TestStyle_AllowedImports(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The fleet acts on a run's state as the read model holds it
+// (projections.Reader.RunState, one query), never on the run's streams
+// read and folded by hand: one read of a run's state, from one place.
+func TestStyle_FleetReadsTheReadModel(t *testing.T) {
+	reads := []string{"Read", "ReadStream", "ReadStreams", "ReadStreamUntil", "ReadRun", "StreamVersion", "Decode"}
+	fset := token.NewFileSet()
+	for _, f := range packageDirs(t)["fleet"] {
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || !slices.Contains(reads, sel.Sel.Name) {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "rand" {
+				return true // crypto/rand.Read
+			}
+			t.Errorf("%s: fleet calls %s: read the run's state with projections.Reader.RunState", fset.Position(sel.Pos()), sel.Sel.Name)
+			return true
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
 )
 
 // StatusCanceled is the status of a canceled run.
@@ -24,29 +25,12 @@ var ErrFinished = errors.New("fleet: the run has already finished")
 // finished with status "canceled" and the reason. A tool call in flight
 // on that worker is not interrupted, only its result is refused.
 func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
-	store := rt.Store()
-	sub, err := submitted(ctx, store, run)
+	st, err := submittedState(ctx, rt, run)
 	if err != nil {
 		return err
 	}
-	state, err := runState(ctx, store, run)
-	if err != nil {
-		return err
-	}
-	if state.finished {
+	if st.Finished {
 		return fmt.Errorf("%w: %s", ErrFinished, run)
-	}
-	evs, err := store.ReadStream(ctx, events.LeaseStream(run), 1)
-	if err != nil {
-		return err
-	}
-	token := int64(1)
-	if n := len(evs); n > 0 {
-		p, err := evs[n-1].Decode()
-		if err != nil {
-			return err
-		}
-		token = p.(*events.RunLeased).Token + 1
 	}
 	who := "cancel"
 	if u, err := user.Current(); err == nil {
@@ -60,7 +44,8 @@ func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := store.Append(ctx, events.LeaseStream(run), int64(len(evs)), events.RunLeased{Run: run, Worker: who, Token: token, ExpiresAt: at.Add(time.Hour).UnixNano()}); err != nil {
+	token := st.Lease.Token + 1
+	if _, err := rt.Store().Append(ctx, events.LeaseStream(run), st.Lease.Version, events.RunLeased{Run: run, Worker: who, Token: token, ExpiresAt: at.Add(time.Hour).UnixNano()}); err != nil {
 		return fmt.Errorf("fleet: cancel %s: %w", run, err)
 	}
 	lease := events.Lease{Run: run, Token: token}
@@ -68,22 +53,22 @@ func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
 		reason = "canceled"
 	}
 	f := &Fleet{rt: rt}
-	return f.finishWith(ctx, lease, sub, state, StatusCanceled, reason)
+	return f.finishWith(ctx, lease, st, StatusCanceled, reason)
 }
 
 // finishWith records the run as started (if it was not) and finished
-// with status and reason, under lease.
-func (f *Fleet) finishWith(ctx context.Context, lease events.Lease, sub *events.RunSubmitted, state runStatus, status, reason string) error {
-	lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: sub.Run}), lease)
+// with status and reason, under lease. A started run's stream holds its
+// run.started alone until a run.finished closes it: the finish is
+// appended at version 1, so a run that finished meanwhile is a conflict,
+// not a second ending.
+func (f *Fleet) finishWith(ctx context.Context, lease events.Lease, st projections.RunState, status, reason string) error {
+	lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: st.Run}), lease)
 	store := f.rt.Store()
-	version := int64(1)
-	if !state.started {
-		if _, err := store.Append(lctx, sub.Run, events.NoStream, events.RunStarted{Run: sub.Run, Workflow: sub.Workflow, InputSession: sub.InputSession, Seed: sub.Run, Params: sub.Params}); err != nil {
+	if !st.Started {
+		if _, err := store.Append(lctx, st.Run, events.NoStream, events.RunStarted{Run: st.Run, Workflow: st.Workflow, InputSession: st.InputSession, Seed: st.Run, Params: st.Params}); err != nil {
 			return err
 		}
-	} else if v, err := store.StreamVersion(ctx, sub.Run); err == nil {
-		version = v
 	}
-	_, err := store.Append(lctx, sub.Run, version, events.RunFinished{Run: sub.Run, Status: status, Error: reason})
+	_, err := store.Append(lctx, st.Run, 1, events.RunFinished{Run: st.Run, Status: status, Error: reason})
 	return err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
 )
 
 // ErrHeld is matched by a *HeldError.
@@ -71,28 +72,18 @@ func Now(ctx context.Context, rt *rath.Runtime) (time.Time, error) {
 
 // take acquires the run's lease for the worker: a new token, unless a
 // lease is live (another worker's, or this worker's own from an attempt
-// still going). A live lease is reported as a *HeldError.
-func (f *Fleet) take(ctx context.Context, run string) (events.Lease, error) {
-	return f.takeSeen(ctx, run, nil)
-}
-
-// takeSeen is take with the lease stream's events as read a moment ago
-// (nil: read them now). Seen ones that are out of date cost nothing but
-// a second look: the lease is appended at the version they end at.
-func (f *Fleet) takeSeen(ctx context.Context, run string, seen []events.Event) (events.Lease, error) {
-	var err error
-	if seen == nil {
-		if seen, err = f.rt.Store().ReadStream(ctx, events.LeaseStream(run), 1); err != nil {
-			return events.Lease{}, err
-		}
-	}
+// still going). A live lease is reported as a *HeldError. seen is the
+// run's lease as the read model held it a moment ago: one out of date
+// costs nothing but a second look, for the lease is appended at the
+// lease stream's version it names.
+func (f *Fleet) take(ctx context.Context, run string, seen projections.LeaseRow) (events.Lease, error) {
 	l, err := f.takeOnce(ctx, run, seen)
 	if errors.Is(err, events.ErrConflict) {
 		// Another holder took it (or renewed it) just now: a second look
 		// names it, or takes the run if that lease is already over.
-		var evs []events.Event
-		if evs, err = f.rt.Store().ReadStream(ctx, events.LeaseStream(run), 1); err == nil {
-			l, err = f.takeOnce(ctx, run, evs)
+		var st projections.RunState
+		if st, err = runState(ctx, f.rt, run); err == nil {
+			l, err = f.takeOnce(ctx, run, st.Lease)
 		}
 	}
 	if errors.Is(err, events.ErrConflict) {
@@ -101,21 +92,7 @@ func (f *Fleet) takeSeen(ctx context.Context, run string, seen []events.Event) (
 	return l, err
 }
 
-func (f *Fleet) takeOnce(ctx context.Context, run string, evs []events.Event) (events.Lease, error) {
-	store := f.rt.Store()
-	var last *events.RunLeased
-	var since time.Time
-	for _, ev := range evs {
-		p, err := ev.Decode()
-		if err != nil {
-			return events.Lease{}, err
-		}
-		l := p.(*events.RunLeased)
-		if !l.Renewal {
-			since = ev.At
-		}
-		last = l
-	}
+func (f *Fleet) takeOnce(ctx context.Context, run string, seen projections.LeaseRow) (events.Lease, error) {
 	t, err := now(ctx, f.rt, f.opts.Clock)
 	if err != nil {
 		return events.Lease{}, err
@@ -125,14 +102,15 @@ func (f *Fleet) takeOnce(ctx context.Context, run string, evs []events.Event) (e
 	// refuses a second attempt of a run before it gets here, so a live
 	// lease under this worker's name is a leftover of an attempt that
 	// ended without releasing it.
-	if last != nil && last.Worker != f.opts.WorkerID && t.UnixNano() < last.ExpiresAt {
-		return events.Lease{}, &HeldError{Run: run, Holder: last.Worker, Since: since}
+	if seen.Token > 0 && seen.Worker != f.opts.WorkerID && t.UnixNano() < seen.ExpiresAt {
+		var since time.Time
+		if seen.TakenAt != 0 {
+			since = time.Unix(0, seen.TakenAt).UTC()
+		}
+		return events.Lease{}, &HeldError{Run: run, Holder: seen.Worker, Since: since}
 	}
-	token := int64(1)
-	if last != nil {
-		token = last.Token + 1
-	}
-	_, err = store.Append(ctx, events.LeaseStream(run), int64(len(evs)),
+	token := seen.Token + 1
+	_, err = f.rt.Store().Append(ctx, events.LeaseStream(run), seen.Version,
 		events.RunLeased{Run: run, Worker: f.opts.WorkerID, Token: token, ExpiresAt: t.Add(f.opts.LeaseTime).UnixNano()})
 	if err != nil {
 		return events.Lease{}, err
@@ -211,12 +189,14 @@ func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime t
 	f := &Fleet{rt: rt, opts: Options{WorkerID: holder, LeaseTime: leaseTime, Logger: slog.New(slog.DiscardHandler)}}
 	// A finished run is continued by no one, and its last holder's lease
 	// is left to lapse rather than released: nothing to hold.
-	if st, err := runState(ctx, rt.Store(), run); err != nil {
+	st, err := runState(ctx, rt, run)
+	if err != nil {
 		return nil, nil, err
-	} else if st.finished {
+	}
+	if st.Finished {
 		return ctx, func() {}, nil
 	}
-	lease, err := f.take(ctx, run)
+	lease, err := f.take(ctx, run, st.Lease)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -35,7 +35,7 @@ func (f *Fleet) reap(ctx context.Context) {
 		// worker, whatever its machine's clock says.
 		f.expireDue(ctx, at)
 		f.expireDead(ctx, at)
-		runs, err := expiredRuns(ctx, f.rt, at)
+		runs, err := f.rt.Reader().ExpiredLeases(ctx, at.UnixNano())
 		if err != nil {
 			continue
 		}
@@ -101,28 +101,16 @@ func (f *Fleet) expireDead(ctx context.Context, at time.Time) {
 	if err != nil {
 		return
 	}
-	store := f.rt.Store()
 	for _, l := range leases {
 		since, ok := dead[l.Worker]
 		if !ok || l.ExpiresAt <= at.UnixNano() {
 			continue
 		}
-		evs, err := store.ReadStream(ctx, events.LeaseStream(l.Run), 1)
-		if err != nil || len(evs) == 0 {
-			continue
-		}
-		p, err := evs[len(evs)-1].Decode()
-		if err != nil {
-			continue
-		}
-		last := p.(*events.RunLeased)
-		if last.Worker != l.Worker || last.ExpiresAt <= at.UnixNano() {
-			continue
-		}
-		// Expected version: a renewal written meanwhile (the worker is
-		// alive after all) makes this a conflict, and the lease stands.
-		_, err = store.Append(ctx, events.LeaseStream(l.Run), int64(len(evs)), events.RunLeased{
-			Run: l.Run, Worker: f.opts.WorkerID, Token: last.Token + 1, ExpiresAt: at.UnixNano()})
+		// At the lease stream's version read: a renewal written meanwhile
+		// (the worker is alive after all) makes this a conflict, and the
+		// lease stands.
+		_, err = f.rt.Store().Append(ctx, events.LeaseStream(l.Run), l.Version, events.RunLeased{
+			Run: l.Run, Worker: f.opts.WorkerID, Token: l.Token + 1, ExpiresAt: at.UnixNano()})
 		if err == nil {
 			f.logf("run %s: expired the lease of %s (no heartbeat since %s)", l.Run, l.Worker, since.UTC().Format(time.RFC3339Nano))
 		}
@@ -156,7 +144,7 @@ func (f *Fleet) orphanedRuns(ctx context.Context, now time.Time) ([]string, erro
 		if json.Unmarshal(j.EncodedArgs, &args) != nil || args.Run == "" || live[args.Run] {
 			continue
 		}
-		if st, err := runState(ctx, f.rt.Store(), args.Run); err != nil || st.finished {
+		if st, err := runState(ctx, f.rt, args.Run); err != nil || st.Finished {
 			continue
 		}
 		out = append(out, args.Run)

@@ -7,79 +7,31 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/projections"
 )
 
 // errNotSubmitted is a run with no run.submitted event.
 var errNotSubmitted = errors.New("fleet: the run was never submitted")
 
-// submitted reads a run's run.submitted event.
-func submitted(ctx context.Context, store *events.Store, run string) (*events.RunSubmitted, error) {
-	evs, err := store.ReadStream(ctx, events.SubmitStream(run), 1)
-	if err != nil {
-		return nil, err
+// submittedState reads a submitted run's state from the read model, with
+// its lease, in one query: what a worker and a cancel check before they
+// act on the run. A run never submitted is errNotSubmitted.
+func submittedState(ctx context.Context, rt *rath.Runtime, run string) (projections.RunState, error) {
+	st, err := rt.Reader().RunState(ctx, run)
+	if errors.Is(err, projections.ErrNotFound) || err == nil && !st.Submitted {
+		return projections.RunState{}, fmt.Errorf("%w: %s", errNotSubmitted, run)
 	}
-	return submittedIn(evs, run)
+	return st, err
 }
 
-// submittedIn returns the run.submitted event among a submit stream's
-// events.
-func submittedIn(evs []events.Event, run string) (*events.RunSubmitted, error) {
-	if len(evs) == 0 {
-		return nil, fmt.Errorf("%w: %s", errNotSubmitted, run)
+// runState reads any run's state from the read model: a run the log
+// has nothing of is a zero state (not started, never leased).
+func runState(ctx context.Context, rt *rath.Runtime, run string) (projections.RunState, error) {
+	st, err := rt.Reader().RunState(ctx, run)
+	if errors.Is(err, projections.ErrNotFound) {
+		return projections.RunState{Run: run, Params: map[string]string{}, Lease: projections.LeaseRow{Run: run}}, nil
 	}
-	p, err := evs[0].Decode()
-	if err != nil {
-		return nil, err
-	}
-	return p.(*events.RunSubmitted), nil
-}
-
-type runStatus struct{ started, finished bool }
-
-func runState(ctx context.Context, store *events.Store, run string) (runStatus, error) {
-	v, err := store.StreamVersion(ctx, run)
-	if err != nil {
-		return runStatus{}, err
-	}
-	return statusAt(v), nil
-}
-
-// statusAt is the status of a run whose stream is at version v: the run
-// stream holds run.started, then run.finished.
-func statusAt(v int64) runStatus { return runStatus{started: v >= 1, finished: v >= 2} }
-
-// firstLook reads, in one round trip, what a worker checks before it
-// takes a run: its run.submitted, its status and its lease's events, and
-// the run stream's events (run.started first, once it started).
-func firstLook(ctx context.Context, store *events.Store, run string) (sub *events.RunSubmitted, state runStatus, lease, runEvents []events.Event, err error) {
-	byStream, err := store.ReadStreams(ctx, events.SubmitStream(run), run, events.LeaseStream(run))
-	if err != nil {
-		return nil, runStatus{}, nil, nil, err
-	}
-	if sub, err = submittedIn(byStream[events.SubmitStream(run)], run); err != nil {
-		return nil, runStatus{}, nil, nil, err
-	}
-	runEvents = byStream[run]
-	var v int64
-	if len(runEvents) > 0 {
-		v = runEvents[len(runEvents)-1].Version
-	}
-	lease = byStream[events.LeaseStream(run)]
-	if lease == nil {
-		lease = []events.Event{} // read, and empty: not to be read again
-	}
-	return sub, statusAt(v), lease, runEvents, nil
-}
-
-// expiredRuns lists the runs whose last lease expired before now and that
-// have not finished.
-func expiredRuns(ctx context.Context, rt *rath.Runtime, now time.Time) ([]string, error) {
-	db := rt.Store().DB()
-	var runs []string
-	err := db.SelectContext(ctx, &runs, db.Rebind(`SELECT l.run FROM run_leases l JOIN runs r ON r.id = l.run
-		WHERE l.expires_at < ? AND r.status IN ('queued', 'running') ORDER BY l.run`), now.UnixNano())
-	return runs, err
+	return st, err
 }
 
 // ErrRunFailed is matched by the error Wait returns when a run ended
@@ -87,7 +39,7 @@ func expiredRuns(ctx context.Context, rt *rath.Runtime, now time.Time) ([]string
 var ErrRunFailed = errors.New("fleet: a run failed")
 
 // StatusWaiting is the status of a run that waits for a person's decision.
-const StatusWaiting = "waiting"
+const StatusWaiting = projections.RunWaiting
 
 // Ending is how a run left a wait: its stored status and the error or
 // cancel reason recorded with it (empty for a run that ended done).
@@ -137,7 +89,7 @@ func WaitEndings(ctx context.Context, rt *rath.Runtime, opts WaitOptions, runs .
 				continue // not projected yet
 			}
 			switch r.Status {
-			case "queued", "running":
+			case projections.RunQueued, projections.RunRunning:
 			case StatusWaiting:
 				if opts.StopAtWaiting {
 					out[id] = Ending{Status: r.Status}

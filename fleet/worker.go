@@ -12,7 +12,7 @@ import (
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
-	"github.com/gorath/rath/internal/jsonview"
+	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/replay"
 )
 
@@ -39,21 +39,20 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return nil
 	}
 	defer f.unhold(run)
-	store := f.rt.Store()
-	sub, state, seen, runEvents, err := firstLook(ctx, store, run)
+	st, err := submittedState(ctx, f.rt, run)
 	if errors.Is(err, errNotSubmitted) {
 		return river.JobCancel(err) // no such run: nothing to retry
 	}
 	if err != nil {
 		return err
 	}
-	if state.finished {
+	if st.Finished {
 		return nil
 	}
 	if f.opts.beforeTake != nil {
 		f.opts.beforeTake()
 	}
-	lease, err := f.takeSeen(ctx, run, seen)
+	lease, err := f.take(ctx, run, st.Lease)
 	if held := (*HeldError)(nil); errors.As(err, &held) {
 		// Its holder continues it; if the holder dies, its lease lapses
 		// and a reaper enqueues the run again.
@@ -64,20 +63,22 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return err
 	}
 	// The run may have finished between the first look and the lease
-	// (its worker was slow to renew, not dead): nothing to resume.
-	if state, err = runState(ctx, store, run); err != nil {
+	// (its worker was slow to renew, not dead): nothing to resume. Read
+	// under the lease, the state is also what the run goes on from: no
+	// one else can start it now.
+	if st, err = submittedState(ctx, f.rt, run); err != nil {
 		f.release(context.WithoutCancel(ctx), lease)
 		return err
 	}
-	if state.finished {
+	if st.Finished {
 		return nil
 	}
 	f.logf("run %s: taken (lease token %d, attempt %d)", run, lease.Token, job.Attempt)
-	wf, err := f.resolve(ctx, store, sub, state.started, runEvents)
+	wf, err := f.resolve(ctx, st)
 	if err != nil {
 		// Record the run as failed: no worker of this fleet can run it.
 		f.logf("run %s: finished: failed: %v", run, err)
-		return f.failUnresolvable(ctx, lease, sub, state, err)
+		return f.failUnresolvable(ctx, lease, st, err)
 	}
 	lctx, cancel := context.WithCancelCause(events.ContextWithLease(f.approvalClock(ctx), lease))
 	defer cancel(nil)
@@ -98,14 +99,14 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		defer close(renewed)
 		f.renew(lctx, lease, cancel)
 	}()
-	if state.started {
+	if st.Started {
 		_, err = replay.Resume(rctx, f.rt, run, wf)
 	} else {
-		input, lerr := f.rt.Session(rctx, sub.InputSession)
+		input, lerr := f.rt.Session(rctx, st.InputSession)
 		if lerr != nil {
 			err = fmt.Errorf("fleet: run %s: input session: %w", run, lerr)
 		} else {
-			_, err = f.rt.Start(rctx, sub.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(sub.Params))
+			_, err = f.rt.Start(rctx, st.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(st.Params))
 		}
 	}
 	cause := context.Cause(lctx)
@@ -114,12 +115,12 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	bg := context.WithoutCancel(ctx)
 	// Start returns nil only once it recorded run.finished, status ok,
 	// under this lease: the run is done and needs no read to say so.
-	doneByStart := !state.started && err == nil
-	after, serr := runStatus{started: true, finished: true}, error(nil)
-	if !doneByStart {
-		after, serr = runState(bg, store, run)
+	after := projections.RunState{Started: true, Finished: true, Status: rath.RunOK}
+	var serr error
+	if st.Started || err != nil {
+		after, serr = runState(bg, f.rt, run)
 	}
-	if serr == nil && after.finished {
+	if serr == nil && after.Finished {
 		if err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 			// This attempt lost the lease (stopped or cut off past it) and
 			// another holder finished the run: say so, not "finished".
@@ -127,16 +128,10 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return nil
 		}
 		// A finished run's lease is not released: no one takes a finished
-		// run (firstLook, Hold), so a release would be a commit that
-		// tells nobody anything.
-		// The log line names the outcome in the words rath runs uses.
-		status := jsonview.StatusWord(rath.RunOK)
-		if !doneByStart {
-			if r, rerr := f.rt.Reader().Run(bg, run); rerr == nil {
-				status = jsonview.StatusWord(r.Status)
-			}
-		}
-		f.logf("run %s: finished: %s", run, status)
+		// run (the worker's first look, Hold), so a release would be a
+		// commit that tells nobody anything. The log line names the
+		// outcome in the words rath runs uses.
+		f.logf("run %s: finished: %s", run, projections.StatusWord(after.Status))
 		return nil // done, or failed in its workflow: either way, final
 	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
@@ -166,7 +161,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		// than staying "running" with no job behind it.
 		reason := fmt.Sprintf("fleet: gave up after %d attempts: %v", job.Attempt, err)
 		f.logf("run %s: finished: failed: %s", run, reason)
-		if ferr := f.finishWith(bg, lease, sub, after, rath.RunError, reason); ferr != nil {
+		if ferr := f.finishWith(bg, lease, after, rath.RunError, reason); ferr != nil {
 			return errors.Join(err, ferr)
 		}
 		return nil
@@ -203,22 +198,17 @@ func (f *Fleet) logf(format string, args ...any) {
 	fmt.Fprintf(f.opts.Log, "worker %s: "+format+"\n", append([]any{f.opts.WorkerID}, args...)...)
 }
 
-// resolve builds the workflow of a submitted run: for a run that started
-// before, from the parameters its run.started recorded (Options.Resolve).
-// runEvents are the run stream's events as the first look read them.
-func (f *Fleet) resolve(ctx context.Context, store *events.Store, sub *events.RunSubmitted, started bool, runEvents []events.Event) (flow.Workflow, error) {
+// resolve builds the workflow of a submitted run, from st, its state
+// read under the lease: for a run that started before, from the
+// parameters its run.started recorded (Options.Resolve).
+func (f *Fleet) resolve(ctx context.Context, st projections.RunState) (flow.Workflow, error) {
 	if f.opts.Resolve == nil {
-		return f.rt.Workflow(sub.Workflow)
+		return f.rt.Workflow(st.Workflow)
 	}
-	params := sub.Params
-	if started {
-		recorded, err := startedParams(ctx, store, sub.Run, runEvents)
-		if err != nil {
-			return nil, err
-		}
-		params, ctx = recorded, context.WithValue(ctx, resumingKey{}, true)
+	if st.Started {
+		ctx = context.WithValue(ctx, resumingKey{}, true)
 	}
-	return f.opts.Resolve(ctx, sub.Workflow, params)
+	return f.opts.Resolve(ctx, st.Workflow, st.Params)
 }
 
 type resumingKey struct{}
@@ -231,37 +221,10 @@ func Resuming(ctx context.Context) bool {
 	return v
 }
 
-// startedParams returns the parameters run's run.started recorded: from
-// evs, the run stream as read before, or read now if the run started
-// since.
-func startedParams(ctx context.Context, store *events.Store, run string, evs []events.Event) (map[string]string, error) {
-	if len(evs) == 0 {
-		var err error
-		if evs, err = store.ReadStream(ctx, run, 1); err != nil {
-			return nil, fmt.Errorf("fleet: run %s: read its start: %w", run, err)
-		}
-	}
-	if len(evs) == 0 || evs[0].Type != events.TypeRunStarted {
-		return nil, fmt.Errorf("fleet: run %s: its stream does not begin with run.started", run)
-	}
-	p, err := evs[0].Decode()
-	if err != nil {
-		return nil, fmt.Errorf("fleet: run %s: decode its start: %w", run, err)
-	}
-	started, ok := p.(*events.RunStarted)
-	if !ok {
-		return nil, fmt.Errorf("fleet: run %s: its start decodes as %T", run, p)
-	}
-	if started.Params == nil {
-		return map[string]string{}, nil
-	}
-	return started.Params, nil
-}
-
 // failUnresolvable records a run whose workflow this worker cannot build
 // as failed, under its lease.
-func (f *Fleet) failUnresolvable(ctx context.Context, lease events.Lease, sub *events.RunSubmitted, state runStatus, cause error) error {
-	return f.finishWith(ctx, lease, sub, state, rath.RunError, "fleet: "+cause.Error())
+func (f *Fleet) failUnresolvable(ctx context.Context, lease events.Lease, st projections.RunState, cause error) error {
+	return f.finishWith(ctx, lease, st, rath.RunError, "fleet: "+cause.Error())
 }
 
 // approvalClock makes the run's approval deadlines set and judged on the
