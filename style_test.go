@@ -116,6 +116,7 @@ var allowedImports = map[string][]string{
 	"internal/demo":      {".", "events", "flow", "flow/builtin", "flow/model/scripted", "dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":    {"events", "flow/model"},
 	"internal/pgtest":    {},
+	"internal/netdelay":  {},
 	"internal/rathbin":   {},
 	"internal/console":   {".", "approval", "events", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
 	"internal/tmpfs":     {},
@@ -128,7 +129,7 @@ var allowedImports = map[string][]string{
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber.
-	"cmd/fleetbench": {"events", "internal/pgtest"},
+	"cmd/fleetbench": {"events", "internal/netdelay", "internal/pgtest"},
 }
 
 // Each package imports only the rath packages allowedImports lets it.
