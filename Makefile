@@ -104,9 +104,11 @@ bench: fleetbench
 	$(GO) test -p 1 -tags $(TAGS) -run '^$$' -bench . -benchtime 2s -count 1 ./...
 
 # fleetbench measures the fleet end to end on a throwaway PostgreSQL
-# (cmd/fleetbench; docs/PERFORMANCE.md quotes it): FLEETBENCH_FLAGS
-# changes its size, e.g. FLEETBENCH_FLAGS='-runs 50 -rounds 3'.
-FLEETBENCH_FLAGS ?= -runs 200 -rounds 5 -workers 1,4
+# (cmd/fleetbench; docs/PERFORMANCE.md quotes it), on loopback and with
+# PostgreSQL 0.5 ms and 2 ms away each way (a delaying proxy,
+# internal/netdelay): FLEETBENCH_FLAGS changes its size, e.g.
+# FLEETBENCH_FLAGS='-runs 50 -rounds 3 -pg-delay 0'.
+FLEETBENCH_FLAGS ?= -runs 200 -rounds 5 -workers 1,4 -pg-delay 0,0.5ms,2ms
 fleetbench: build
 	$(GO) run ./cmd/fleetbench -rath bin/rath $(FLEETBENCH_FLAGS)
 

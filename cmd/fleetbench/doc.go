@@ -28,6 +28,14 @@
 // writer inside the transaction, which adds the rest of the transaction:
 // a batch submit's first events wait for the whole batch.
 //
+// -pg-delay 0,0.5ms,2ms runs every W once per delay, with every
+// connection of the submit, the workers and the subscriber going through
+// a proxy in this process that holds each direction's bytes that long
+// (internal/netdelay; 0 connects directly), as a database on another
+// machine would be; the raw baseline runs once per W, directly, with the
+// first delay's rows. It then prints, per delay, the fewest workers
+// against the most: steps/s, step gap p50 and CPU a step.
+//
 // -statements N prints each phase's N most expensive statements
 // (pg_stat_statements), -wal N the N relations that wrote the most WAL
 // (pg_walinspect), and -cpuprofile DIR has each worker write a Go CPU
@@ -37,5 +45,5 @@
 // nothing. `make fleetbench` (which `make bench` runs) builds rath and
 // calls it; docs/PERFORMANCE.md has figures from one machine.
 //
-//	go run ./cmd/fleetbench -runs 200 -rounds 5 -workers 1,4
+//	go run ./cmd/fleetbench -runs 200 -rounds 5 -workers 1,4 -pg-delay 0,0.5ms,2ms
 package main

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/netdelay"
 	"github.com/gorath/rath/internal/pgtest"
 )
 
@@ -35,11 +36,15 @@ type config struct {
 	walRelations                       int
 	staged                             bool
 	timeout                            time.Duration
+	// delays are -pg-delay's: each sets of phases runs with every
+	// process's connections to PostgreSQL through a proxy delaying each
+	// direction by it (internal/netdelay); 0 connects directly.
+	delays []time.Duration
 }
 
 func main() {
 	var c config
-	var workers string
+	var workers, delays string
 	flag.IntVar(&c.runs, "runs", 200, "runs per phase (R)")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds per run (K): a model reply, a shell command, the transcript")
 	flag.StringVar(&workers, "workers", "1,4", "worker process counts (W), one phase each; empty: time the single submits only")
@@ -51,6 +56,7 @@ func main() {
 	flag.BoolVar(&c.staged, "staged", false, "run the workers with RATH_STAGED_APPENDS=1 (staged appends on)")
 	flag.IntVar(&c.statements, "statements", 0, "print each phase's N most expensive SQL statements (pg_stat_statements; 0: none)")
 	flag.IntVar(&c.walRelations, "wal", 0, "print each phase's N relations that wrote the most WAL (pg_walinspect; 0: none)")
+	flag.StringVar(&delays, "pg-delay", "0", "delays each way between every process and PostgreSQL (a TCP proxy), one set of phases each: e.g. 0,0.5ms,2ms (0: direct)")
 	flag.StringVar(&c.cpuProfiles, "cpuprofile", "", "a directory where each worker process writes its CPU profile (workerN-W.pprof)")
 	flag.Parse()
 	for _, w := range strings.FieldsFunc(workers, func(r rune) bool { return r == ',' }) {
@@ -60,6 +66,11 @@ func main() {
 			os.Exit(2)
 		}
 		c.workers = append(c.workers, n)
+	}
+	var err error
+	if c.delays, err = parseDelays(delays); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetbench:", err)
+		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -95,8 +106,8 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer srv.Stop()
-	fmt.Fprintf(os.Stderr, "fleetbench: PostgreSQL on port %d; R=%d runs of K=%d rounds, W=%v worker processes × %d runs each; staged appends %v\n",
-		srv.Port(), c.runs, c.rounds, c.workers, c.concurrency, c.staged)
+	fmt.Fprintf(os.Stderr, "fleetbench: PostgreSQL on port %d; R=%d runs of K=%d rounds, W=%v worker processes × %d runs each; staged appends %v; delays each way %v\n",
+		srv.Port(), c.runs, c.rounds, c.workers, c.concurrency, c.staged, c.delays)
 
 	single, err := singleSubmits(ctx, c, srv, tmp)
 	if err != nil {
@@ -106,19 +117,39 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return fmt.Errorf("POST /api/runs: %w", err)
 	}
-	var results []result
-	for _, w := range c.workers {
-		r, rows, err := fleetPhase(ctx, c, srv, tmp, w)
-		if err != nil {
-			return fmt.Errorf("phase with %d workers: %w", w, err)
+	var results, raws []result
+	for i, d := range c.delays {
+		var proxy *netdelay.Proxy
+		if d > 0 {
+			if proxy, err = netdelay.Start(fmt.Sprintf("127.0.0.1:%d", srv.Port()), d); err != nil {
+				return err
+			}
 		}
-		results = append(results, r)
-		raw, err := rawPhase(ctx, c, srv, w, rows)
-		if err != nil {
-			return fmt.Errorf("raw W=%d: %w", w, err)
+		for _, w := range c.workers {
+			r, rows, err := fleetPhase(ctx, c, srv, tmp, w, proxy)
+			if err != nil {
+				if proxy != nil {
+					proxy.Close()
+				}
+				return fmt.Errorf("phase with %d workers, %s each way: %w", w, d, err)
+			}
+			results = append(results, r)
+			if i > 0 {
+				continue
+			}
+			// The raw baseline, once per W, writes directly: it is what
+			// the rows cost the server, for the bytes and the WAL.
+			raw, err := rawPhase(ctx, c, srv, w, rows)
+			if err != nil {
+				return fmt.Errorf("raw W=%d: %w", w, err)
+			}
+			raws = append(raws, raw)
 		}
-		results = append(results, raw)
+		if proxy != nil {
+			proxy.Close()
+		}
 	}
+	results = append(results, raws...)
 	printTable(os.Stdout, c, single, httpCPU, results)
 	return nil
 }
@@ -126,6 +157,9 @@ func run(ctx context.Context, c config) error {
 // result is one phase's figures.
 type result struct {
 	name                 string
+	workers              int           // processes (connections for the raw baseline)
+	raw                  bool          // the raw baseline
+	delay                time.Duration // each way to PostgreSQL
 	steps                int
 	wall                 time.Duration
 	gaps, lags           []time.Duration // lags: commit → delivery
@@ -202,10 +236,23 @@ func singleSubmits(ctx context.Context, c config, srv *pgtest.Server, tmp string
 // fleetPhase submits c.runs runs in one batch on a fresh database and
 // has w worker processes execute them. It returns the figures and the
 // event rows written, for the raw baseline.
-func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w int) (result, []row, error) {
-	res := result{name: fmt.Sprintf("rath W=%d", w), steps: c.runs * c.rounds, haveSubmit: true, haveWorker: true}
-	name := fmt.Sprintf("fleet_w%d", w)
-	dsn, err := srv.CreateDatabase(ctx, name)
+//
+// With a proxy, every connection but the bench's own measuring one (the
+// sizes, the WAL position, the commit timestamps) goes through it: the
+// submit, the workers and the subscriber.
+func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w int, proxy *netdelay.Proxy) (result, []row, error) {
+	var delay time.Duration
+	var addr string
+	if proxy != nil {
+		delay, addr = proxy.Delay(), proxy.Addr()
+	}
+	res := result{name: phaseName(w, delay), workers: w, delay: delay, steps: c.runs * c.rounds, haveSubmit: true, haveWorker: true}
+	name := dbName(w, delay)
+	direct, err := srv.CreateDatabase(ctx, name)
+	if err != nil {
+		return res, nil, err
+	}
+	dsn, err := via(direct, addr)
 	if err != nil {
 		return res, nil, err
 	}
@@ -225,7 +272,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	ws := filepath.Join(tmp, name+"-ws")
 	os.MkdirAll(ws, 0o755)
 
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(ctx, direct)
 	if err != nil {
 		return res, nil, err
 	}

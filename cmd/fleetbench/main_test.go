@@ -1,7 +1,9 @@
 package main
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/gorath/rath/events"
 )
@@ -28,5 +30,46 @@ func TestWriterStats(t *testing.T) {
 				t.Fatalf("writerStats = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
 			}
 		})
+	}
+}
+
+func TestParseDelays(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []time.Duration
+		ok   bool
+	}{
+		{"0", []time.Duration{0}, true},
+		{"0,0.5ms,2ms", []time.Duration{0, 500 * time.Microsecond, 2 * time.Millisecond}, true},
+		{" 500us , 1ms ,", []time.Duration{500 * time.Microsecond, time.Millisecond}, true},
+		{"", nil, false},
+		{"2", nil, false}, // a bare number other than 0 has no unit
+		{"-1ms", nil, false},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := parseDelays(c.in)
+			if (err == nil) != c.ok || !slices.Equal(got, c.want) {
+				t.Fatalf("parseDelays(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+			}
+		})
+	}
+}
+
+// A delayed phase's processes connect through the proxy, with the rest
+// of the DSN as it was.
+func TestVia(t *testing.T) {
+	const dsn = "postgres://postgres@127.0.0.1:5432/fleet_w1?sslmode=disable"
+	got, err := via(dsn, "127.0.0.1:40000")
+	if want := "postgres://postgres@127.0.0.1:40000/fleet_w1?sslmode=disable"; err != nil || got != want {
+		t.Fatalf("via = %q, %v; want %q", got, err, want)
+	}
+	if got, err := via(dsn, ""); err != nil || got != dsn {
+		t.Fatalf("via without a proxy = %q, %v; want the DSN unchanged", got, err)
+	}
+	if got, want := phaseName(4, 500*time.Microsecond), "rath W=4 0.5ms"; got != want {
+		t.Fatalf("phaseName = %q, want %q", got, want)
+	}
+	if got, want := dbName(4, 2*time.Millisecond), "fleet_w4_d2000us"; got != want {
+		t.Fatalf("dbName = %q, want %q", got, want)
 	}
 }

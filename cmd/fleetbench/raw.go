@@ -17,7 +17,7 @@ import (
 // up to and including each tool.returned in one transaction, one INSERT
 // a row.
 func rawPhase(ctx context.Context, c config, srv *pgtest.Server, w int, rows []row) (result, error) {
-	res := result{name: fmt.Sprintf("raw W=%d", w), steps: c.runs * c.rounds, rows: len(rows)}
+	res := result{name: fmt.Sprintf("raw W=%d", w), workers: w, raw: true, steps: c.runs * c.rounds, rows: len(rows)}
 	dsn, err := srv.CreateDatabase(ctx, fmt.Sprintf("raw_w%d", w))
 	if err != nil {
 		return res, err

@@ -103,35 +103,7 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	if httpCPU > 0 {
 		fmt.Fprintf(w, "POST /api/runs CPU ms/run of the rath serve process (mean of %d): %.2f\n", c.httpRuns, float64(httpCPU)/float64(time.Millisecond))
 	}
-	// Ratios the targets are stated in.
-	var w1, w4, raw1, raw4 *result
-	for i := range rs {
-		switch rs[i].name {
-		case "rath W=1":
-			w1 = &rs[i]
-		case "rath W=4":
-			w4 = &rs[i]
-		case "raw W=1":
-			raw1 = &rs[i]
-		case "raw W=4":
-			raw4 = &rs[i]
-		}
-	}
-	if w1 != nil && w4 != nil {
-		fmt.Fprintf(w, "W=4 / W=1 steps/s: %.2f× (target ≥ 2.5×)\n", w1.wall.Seconds()/w4.wall.Seconds()*float64(w4.steps)/float64(w1.steps))
-		// What the machine allows: W=4 at W=1's CPU per step, every core busy.
-		perStep := (w1.workerCPU + w1.serverCPU).Seconds() / float64(w1.steps)
-		if perStep > 0 {
-			ceiling := float64(runtime.NumCPU()) / perStep / (float64(w1.steps) / w1.wall.Seconds())
-			fmt.Fprintf(w, "ceiling on this machine at W=1's CPU per step (%d cores all busy): %.2f× W=1\n", runtime.NumCPU(), ceiling)
-		}
-	}
-	for _, p := range [][2]*result{{w1, raw1}, {w4, raw4}} {
-		if p[0] != nil && p[1] != nil && p[1].bytes > 0 && p[1].wal > 0 {
-			fmt.Fprintf(w, "%s vs %s: bytes %.2f×, WAL %.2f× (targets ≤ 2×)\n", p[0].name, p[1].name,
-				float64(p[0].bytes)/float64(p[1].bytes), float64(p[0].wal)/float64(p[1].wal))
-		}
-	}
+	printRatios(w, rs)
 }
 
 // pct is the p-th percentile of ds in milliseconds.
@@ -143,4 +115,82 @@ func pct(ds []time.Duration, p int, none string) string {
 	slices.Sort(s)
 	i := min(len(s)-1, (len(s)*p+99)/100-1)
 	return fmt.Sprintf("%.2f", float64(s[max(i, 0)])/float64(time.Millisecond))
+}
+
+// printRatios prints, for each delay, the fleet's fewest workers against
+// its most (the ratios the targets are stated in: steps/s, step gap p50,
+// rath + server CPU a step), and each W against its raw baseline.
+func printRatios(w io.Writer, rs []result) {
+	var delays []time.Duration
+	fleet := map[time.Duration][]*result{}
+	raws := map[int]*result{}
+	for i := range rs {
+		r := &rs[i]
+		if r.raw {
+			raws[r.workers] = r
+			continue
+		}
+		if _, ok := fleet[r.delay]; !ok {
+			delays = append(delays, r.delay)
+		}
+		fleet[r.delay] = append(fleet[r.delay], r)
+	}
+	rate := func(r *result) float64 { return float64(r.steps) / r.wall.Seconds() }
+	cpu := func(r *result) float64 {
+		return float64(r.workerSelfCPU+r.serverCPU) / float64(time.Millisecond) / float64(r.steps)
+	}
+	for _, d := range delays {
+		ps := fleet[d]
+		lo, hi := ps[0], ps[0]
+		for _, r := range ps {
+			if r.workers < lo.workers {
+				lo = r
+			}
+			if r.workers > hi.workers {
+				hi = r
+			}
+		}
+		where := "loopback"
+		if d > 0 {
+			where = delayName(d) + " each way"
+		}
+		if lo != hi {
+			fmt.Fprintf(w, "%s: W=%d / W=%d steps/s %.2f× (%.1f / %.1f); step gap p50 %.2f× (%s / %s ms); rath + server CPU ms/step %.3f / %.3f\n",
+				where, hi.workers, lo.workers, rate(hi)/rate(lo), rate(hi), rate(lo),
+				ratio(hi.gaps, lo.gaps), pct(hi.gaps, 50, "-"), pct(lo.gaps, 50, "-"), cpu(hi), cpu(lo))
+		}
+		if d != 0 || lo.workers != 1 {
+			continue
+		}
+		// What the machine allows: the most W at W=1's CPU per step, every core busy.
+		if perStep := (lo.workerCPU + lo.serverCPU).Seconds() / float64(lo.steps); perStep > 0 {
+			ceiling := float64(runtime.NumCPU()) / perStep / rate(lo)
+			fmt.Fprintf(w, "ceiling on this machine at W=1's CPU per step (%d cores all busy): %.2f× W=1\n", runtime.NumCPU(), ceiling)
+		}
+	}
+	if len(delays) == 0 {
+		return
+	}
+	for _, r := range fleet[delays[0]] {
+		if raw := raws[r.workers]; raw != nil && raw.bytes > 0 && raw.wal > 0 {
+			fmt.Fprintf(w, "%s vs %s: bytes %.2f×, WAL %.2f× (targets ≤ 2×)\n", r.name, raw.name,
+				float64(r.bytes)/float64(raw.bytes), float64(r.wal)/float64(raw.wal))
+		}
+	}
+}
+
+// ratio is the ratio of two sets' medians (0 when either is empty).
+func ratio(a, b []time.Duration) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	med := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[(len(s)+1)/2-1]
+	}
+	if m := med(b); m > 0 {
+		return float64(med(a)) / float64(m)
+	}
+	return 0
 }
