@@ -144,21 +144,6 @@ type StoreOptions struct {
 	// seq, reads only what was stored since (see session.WithChunkCache).
 	// Zero means session.DefaultChunkCacheBytes; negative keeps none.
 	ChunkCacheBytes int64
-	// StagedAppends, on PostgreSQL, stages an append that finds the
-	// log's lock held by another process, for that process to write in
-	// its own commit (docs/ARCHITECTURE.md, "Parallel writers: staged
-	// appends"). False (the default): on the 2-core machine it was
-	// measured on, where the fleet is out of CPU at one worker, it cost
-	// CPU and made W=4 about 10% slower (docs/PERFORMANCE.md). The CLI
-	// turns it on with RATH_STAGED_APPENDS=1.
-	StagedAppends bool
-	// StagingTag names the extra Projectors, for StagedAppends: the
-	// process that writes a staged append runs its own projectors on it,
-	// so runtimes with extra Projectors stage only when they name them
-	// here, the same name in every process that runs the same ones.
-	// Empty: without extra Projectors the built-in projections are the
-	// tag; with them, the runtime never stages.
-	StagingTag string
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -278,8 +263,6 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		Clock:            opts.Clock,
 		BusyTimeout:      opts.Store.BusyTimeout,
 		Projectors:       append([]events.Projector{projections.Projector{}}, opts.Projectors...),
-		StagingTag:       stagingTag(opts),
-		StagedErrors:     projections.StagedErrors,
 	})
 	if err != nil {
 		if keeper != nil {
@@ -591,19 +574,4 @@ func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*Veri
 // Rebuild drops and replays the SQL projections (see projections.Rebuild).
 func (rt *Runtime) Rebuild(ctx context.Context, progress func(done, total int64)) (projections.RebuildStats, error) {
 	return projections.Rebuild(ctx, rt.store, progress)
-}
-
-// stagingTag is the events.Options.StagingTag of a runtime's store: with
-// StagedAppends, the built-in projections and the extra Projectors by
-// the name given them (none given: the runtime never stages).
-func stagingTag(opts Options) string {
-	switch {
-	case !opts.Store.StagedAppends:
-		return ""
-	case len(opts.Projectors) == 0:
-		return projections.StagingTag
-	case opts.Store.StagingTag != "":
-		return projections.StagingTag + "+" + opts.Store.StagingTag
-	}
-	return ""
 }

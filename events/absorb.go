@@ -14,7 +14,7 @@ package events
 // the loop, which runs it next; nothing is taken while the loop holds a
 // request already (mayTake) or the batch is one that runs alone.
 func (w *writerState) absorb(local []*request) []*request {
-	if !w.s.pg || !w.mayTake || w.held != nil || needsSQLTx(local) || w.claimOnly || len(local) == 0 {
+	if !w.s.pg || !w.mayTake || w.held != nil || needsSQLTx(local) || len(local) == 0 {
 		return nil
 	}
 	n := 0
@@ -27,7 +27,7 @@ func (w *writerState) absorb(local []*request) []*request {
 		case r := <-w.s.reqs:
 			if r.fn != nil || r.txFn != nil {
 				// The loop's one slot: nothing else may take a request
-				// off the queue in this commit (stage neither).
+				// off the queue in this commit.
 				w.held, w.mayTake = r, false
 				w.s.requests.Add(int64(len(more)))
 				return more

@@ -29,11 +29,10 @@ const maxCatchUp = 256
 // caughtUp is what the pipeline read: the tail, the rows after the cached
 // tail (up to maxCatchUp+1) and the stored tree head.
 type caughtUp struct {
-	seq    int64
-	hash   string
-	rows   []catchUpRow
-	head   string
-	claims []claimed // staged appends claimed, when asked
+	seq  int64
+	hash string
+	rows []catchUpRow
+	head string
 	// The heads of the streams and the lease tokens of the runs the
 	// pipeline was asked for (prefetch), read under the lock.
 	heads  map[string]int64
@@ -142,34 +141,6 @@ func (w *writerState) usePrefetched(c caughtUp) {
 	}
 }
 
-// claimArgs says what the pipeline claims of the staged appends: those of
-// tag, or exactly ids (a redo); nothing when both are zero.
-type claimArgs struct {
-	tag string
-	ids []int64
-}
-
-// readClaims reads the claim statement's rows, if one was queued.
-func readClaims(br pgx.BatchResults, cl claimArgs, c *caughtUp) error {
-	if cl.ids == nil && cl.tag == "" {
-		return nil
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	c.claims = []claimed{}
-	for rows.Next() {
-		var cm claimed
-		if err := rows.Scan(&cm.id, &cm.request); err != nil {
-			return err
-		}
-		c.claims = append(c.claims, cm)
-	}
-	return rows.Err()
-}
-
 type catchUpRow struct {
 	seq, version int64
 	stream, typ  string
@@ -183,33 +154,20 @@ type catchUpRow struct {
 // before returned, with a snapshot of its own (read committed), so the
 // reads see every commit made before the lock was granted, as when they
 // were sent one after the other.
-// With nowait the lock is asked for without waiting (a lockErr with
-// PostgreSQL's lock_not_available when another process holds it), and
-// with cl.tag set the pipeline also claims staged appends (staged.go).
 // With begin the pipeline opens the transaction too (a BEGIN in a
 // pipeline starts a transaction block that outlasts it); its failure is
 // beginErr, and nothing else was run.
-func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64, nowait bool, cl claimArgs, pf prefetch) (c caughtUp, beginErr, lockErr, readErr error) {
+func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64, pf prefetch) (c caughtUp, beginErr, lockErr, readErr error) {
 	err := withPgx(conn, func(pc *pgx.Conn) error {
 		b := &pgx.Batch{}
 		if begin {
 			b.Queue(`BEGIN`)
 		}
-		lock := `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`
-		if nowait {
-			lock += ` NOWAIT`
-		}
-		b.Queue(lock)
+		b.Queue(`SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`)
 		b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`)
 		if after >= 0 {
 			b.Queue(`SELECT seq, stream, version, type, hash, CASE WHEN type = '`+TypeRunLeased+`' THEN payload END FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, maxCatchUp+1)
 			b.Queue(`SELECT value FROM store_meta WHERE key = $1`, metaMerkleHead)
-		}
-		switch {
-		case cl.ids != nil:
-			b.Queue(reclaimStatement, cl.ids)
-		case cl.tag != "":
-			b.Queue(claimStatement, cl.tag, maxClaim)
 		}
 		pf.queue(b)
 		br := pc.SendBatch(ctx, b)
@@ -234,9 +192,7 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 			return nil
 		}
 		if after < 0 {
-			if readErr = readClaims(br, cl, &c); readErr == nil {
-				readErr = pf.read(br, &c)
-			}
+			readErr = pf.read(br, &c)
 			return nil
 		}
 		rows, err := br.Query()
@@ -259,9 +215,6 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 		}
 		if readErr = br.QueryRow().Scan(&c.head); errors.Is(readErr, pgx.ErrNoRows) {
 			readErr = nil
-		}
-		if readErr == nil {
-			readErr = readClaims(br, cl, &c)
 		}
 		if readErr == nil {
 			readErr = pf.read(br, &c)

@@ -95,12 +95,12 @@ type optimism struct {
 // mayBeginOptimistically reports whether batch may be written in an
 // optimistic transaction: the caches are trusted and complete for it (pf,
 // what it would read first, is empty), nothing in it must run in a
-// transaction begun through database/sql, and it is neither staged nor
-// redone one statement at a time.
+// transaction begun through database/sql, and it is not redone one
+// statement at a time.
 func (w *writerState) mayBeginOptimistically(batch []*request, pf prefetch) bool {
 	o := &w.opt
 	if o.streak < max(o.need, 1) || w.conn == nil || len(batch) == 0 || !w.batched() ||
-		w.queueOff || w.savepoints || w.nowait || w.claimOnly || w.claimIDs != nil ||
+		w.queueOff || w.savepoints ||
 		w.s.stopHoldingLock || needsSQLTx(batch) ||
 		w.dataVersion < 0 || w.lastSeq == 0 || w.keyErr != nil ||
 		w.fingerprint == "" || w.merkleFrom == 0 || w.v2From == 0 ||

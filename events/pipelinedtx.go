@@ -16,8 +16,7 @@ import (
 // the pipeline that takes the chain lock and reads the tail
 // (lockAndCatchUp; a BEGIN in a pipeline opens a transaction block that
 // outlasts the pipeline), and its COMMIT follows the statement that
-// writes the batch's rows (flushAndCommit), when nothing is to be
-// written after them (outcomes of staged appends are). A transaction
+// writes the batch's rows (flushAndCommit). A transaction
 // thus costs what its statements do: the lock's pipeline, the
 // projections' statements, and the rows with the commit.
 //

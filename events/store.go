@@ -120,18 +120,6 @@ type Options struct {
 	// it is hashed and written, and each removal is recorded on
 	// StreamRedactions (see package secret).
 	Redactor Redactor
-	// StagingTag names the projectors this store runs (nil Projectors
-	// too). On PostgreSQL, an append that finds the chain lock held by
-	// another process is staged for the holder to write, and a holder
-	// writes staged appends of its own tag only: the same projectors
-	// must see every event. Empty: this store never stages and never
-	// writes another's appends; it waits for the lock (staged.go).
-	StagingTag string
-	// StagedErrors are errors a Projector returns that callers branch
-	// on with errors.Is: a staged append refused in another process
-	// comes back wrapping the one it matched there (same list, same
-	// order, in every process of a tag).
-	StagedErrors []error
 
 	// afterVersionRead, for tests, runs when the writer has read
 	// data_version and before it reads the chain tail.
@@ -200,7 +188,6 @@ type Store struct {
 	closed sync.Once
 
 	commits, requests, evs atomic.Int64  // for Stats
-	staged, combined       atomic.Int64  // for Stats
 	redone                 atomic.Int64  // for Stats
 	optimistic, missed     atomic.Int64  // for Stats
 	roundTrips             *atomic.Int64 // the writer connection's, for Stats
@@ -257,9 +244,6 @@ type request struct {
 	runID  string
 	writes []pendingWrite
 	fn     func(context.Context, *Tx) error
-	// remote is the id of the staged append this request was rebuilt
-	// from (another process's, staged.go), 0 for this process's own.
-	remote int64
 	// txFn, for AppendTx, runs in the append's transaction after its
 	// events are written.
 	txFn func(context.Context, *sql.Tx) error
@@ -440,11 +424,6 @@ type Stats struct {
 	// connections: each time it sent something and then read the answer
 	// (a pipeline of statements is one). Zero on SQLite.
 	RoundTrips int64
-	// Staged counts the appends this store staged because another
-	// process held the chain lock; Combined the staged appends this
-	// store's writer claimed and wrote, any process's, its own included
-	// (PostgreSQL, staged.go).
-	Staged, Combined int64
 	// Redone counts the batches rolled back and written again: a cache
 	// another process made stale, or a projector's queued statement that
 	// failed (PostgreSQL).
@@ -461,7 +440,7 @@ type Stats struct {
 // server.
 func (s *Store) Stats() Stats {
 	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load(),
-		Staged: s.staged.Load(), Combined: s.combined.Load(), Redone: s.redone.Load(),
+		Redone:     s.redone.Load(),
 		Optimistic: s.optimistic.Load(), Missed: s.missed.Load()}
 }
 
@@ -813,8 +792,8 @@ func (s *Store) loop() {
 		// once its append returned sees its own commit.
 		s.commits.Add(1)
 		s.requests.Add(int64(len(batch)))
-		// A staged batch may take more appends off the queue while it
-		// waits, unless one already waits here.
+		// The batch may take in what queues while it waits for the
+		// chain lock (absorb), unless one request already waits here.
 		s.w.mayTake = pending == nil
 		s.w.commit(batch)
 		for i := range batch {

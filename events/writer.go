@@ -95,18 +95,9 @@ type writerState struct {
 	// when a transaction or a request was rolled back.
 	leases map[string]int64
 
-	// Staged appends (staged.go). nowait asks for the chain lock without
-	// waiting (a batch that can be staged if it is busy); claimOnly marks a
-	// commit made only to write what others staged; claimIDs are the
-	// staged appends the open batch claimed (what a redo claims again),
-	// badClaims those it could not decode.
-	nowait    bool
-	claimOnly bool
-	claimIDs  []int64
-	badClaims []badClaim
-	claims    []claimed // what the last begin claimed
-	// held is a request stage took off the queue while it waited and
-	// could not stage (AppendTx, Exclusive): the loop runs it next.
+	// held is a request absorb took off the queue that must run alone
+	// (AppendTx, Exclusive): the loop runs it next. mayTake is set while
+	// the loop holds no request of its own, so absorb may take one.
 	held    *request
 	mayTake bool
 
@@ -486,16 +477,6 @@ func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error
 	if w.dataVersion < 0 || w.s.opts.chainRows {
 		after = -1
 	}
-	var cl claimArgs
-	if w.s.opts.StagingTag != "" && w.batched() && w.nowait {
-		// Only a writer that would itself stage claims what others
-		// staged: one with AppendTx or Exclusive work runs alone.
-		cl = claimArgs{tag: w.s.opts.StagingTag, ids: w.claimIDs}
-	}
-	// A batch that can be staged never queues for the lock. (Waiting a
-	// few milliseconds first, with a short lock_timeout, was tried: a
-	// timeout that fires as the lock is granted may surface as a cancel
-	// "due to user request", which fails the append like any error.)
 	var c caughtUp
 	var lockErr, err error
 	for attempt := 0; ; attempt++ {
@@ -503,7 +484,7 @@ func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error
 			return err
 		}
 		var beginErr error
-		c, beginErr, lockErr, err = lockAndCatchUp(ctx, w.conn, pipelined, after, w.nowait, cl, pf)
+		c, beginErr, lockErr, err = lockAndCatchUp(ctx, w.conn, pipelined, after, pf)
 		if beginErr == nil {
 			break
 		}
@@ -519,9 +500,6 @@ func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error
 	}
 	if lockErr != nil {
 		w.rollback()
-		if pgCode(lockErr) == pgLockNotAvail {
-			return errLockBusy
-		}
 		w.disconnect()
 		return storageErr("lock the chain", lockErr)
 	}
@@ -530,7 +508,6 @@ func (w *writerState) beginPostgres(ctx context.Context, batch []*request) error
 		w.disconnect()
 		return storageErr("read chain tail", err)
 	}
-	w.claims = c.claims
 	current := c.seq == w.lastSeq && hashText(c.hash) == w.lastHash && w.dataVersion >= 0
 	w.beganUsually(current)
 	if !current && !(after >= 0 && w.catchUp(c)) {
@@ -667,21 +644,13 @@ func (w *writerState) commit(local []*request) {
 	var err error
 	var batch []*request
 	var miss *missError
-	w.nowait = w.claimOnly || w.stageable(local)
-	w.claimIDs, w.badClaims = nil, nil
-	defer func() { w.nowait, w.claimIDs, w.badClaims, w.queueOff = false, nil, nil, false }()
+	defer func() { w.queueOff = false }()
 	for attempt := 0; ; attempt++ {
-		var dirty, stale, busy bool
-		batch, results, ok, dirty, stale, busy = w.run(local, false)
+		var dirty, stale bool
+		batch, results, ok, dirty, stale = w.run(local, false)
 		local = w.withAbsorbed(local)
-		if busy {
-			if !w.claimOnly {
-				w.stage(local)
-			}
-			return
-		}
 		if dirty {
-			batch, results, ok, _, stale, _ = w.run(local, true)
+			batch, results, ok, _, stale = w.run(local, true)
 			local = w.withAbsorbed(local)
 		}
 		err = nil
@@ -690,7 +659,7 @@ func (w *writerState) commit(local []*request) {
 			// a stale cache shows here. A pipelined transaction with
 			// nothing to write after the rows commits in the same
 			// round trip.
-			err = w.flushTree(context.Background(), w.inTx && w.tx == nil && !w.hasRemote(batch))
+			err = w.flushTree(context.Background(), w.inTx && w.tx == nil)
 			switch {
 			case errors.As(err, &miss):
 				w.missed(w.batchStart, connFailed(miss.cause))
@@ -730,14 +699,9 @@ func (w *writerState) commit(local []*request) {
 			return
 		}
 	}
-	remote := w.hasRemote(batch)
-	if ok == 0 && !remote {
+	if ok == 0 {
 		w.replyAll(batch, results)
 		return
-	}
-	if err == nil && remote {
-		// Committed with the events they name, or not at all.
-		err = w.writeOutcomes(context.Background(), batch, results)
 	}
 	if err == nil {
 		err = w.commitTx()
@@ -749,7 +713,7 @@ func (w *writerState) commit(local []*request) {
 		w.rollback()
 		w.forceReload()
 		w.disconnect()
-		if lost != nil && !remote && !w.resolving {
+		if lost != nil && !w.resolving {
 			landed, rerr := w.resolveLost(lost)
 			switch {
 			case rerr == nil && !landed:
@@ -787,13 +751,6 @@ func (w *writerState) commit(local []*request) {
 	w.afterCommit(results)
 	w.replyAll(batch, results)
 	w.s.broadcast()
-	if remote && !w.claimOnly {
-		// Others are staging: write what they staged meanwhile, while
-		// their appenders only wait (staged.go), until this process has
-		// appends of its own again (their commit claims too).
-		for len(w.s.reqs) == 0 && w.claimAgain() {
-		}
-	}
 }
 
 // afterCommit tells Options.AfterCommit of the commit just made.
@@ -897,27 +854,20 @@ func (w *writerState) forceReload() {
 // savepoints, and whether it must be redone after a reload because an
 // insert collided (in both cases the transaction was rolled back). When no
 // request succeeded the transaction is rolled back too.
-func (w *writerState) run(local []*request, savepoints bool) (batch []*request, results []result, ok int, dirty, stale, busy bool) {
+func (w *writerState) run(local []*request, savepoints bool) (batch []*request, results []result, ok int, dirty, stale bool) {
 	ctx := context.Background()
 	batch = local
-	w.claims, w.badClaims = nil, nil
 	if err := w.begin(ctx, true, local); err != nil {
-		if errors.Is(err, errLockBusy) {
-			return batch, nil, 0, false, false, true
-		}
 		results = make([]result, len(batch))
 		for i := range results {
 			results[i].err = err
 		}
-		return batch, results, 0, false, false, false
+		return batch, results, 0, false, false
 	}
 	if more := w.absorb(local); len(more) > 0 {
 		w.absorbed = append(w.absorbed, more...)
 		local = append(local[:len(local):len(local)], more...)
 		batch = local
-	}
-	if w.claims != nil || w.claimIDs != nil {
-		batch = w.withClaimed(local, w.claims)
 	}
 	results = make([]result, len(batch))
 	w.pend.reset()
@@ -951,21 +901,21 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		if w.pend.failed != nil {
 			if w.missedAt(w.pend.failedAt, w.pend.failed, false) {
 				w.missed(start, connFailed(w.pend.failed))
-				return batch, nil, 0, false, true, false
+				return batch, nil, 0, false, true
 			}
 			return w.redoUnqueued(batch, start)
 		}
 		if errors.Is(err, errStaleTail) {
 			w.rollback()
 			w.restore(start)
-			return batch, nil, 0, false, true, false
+			return batch, nil, 0, false, true
 		}
 		if err != nil {
 			w.restore(u)
 			if wrote && !savepoints {
 				w.rollback()
 				w.restore(start)
-				return batch, nil, 0, true, false, false
+				return batch, nil, 0, true, false
 			}
 			if savepoints {
 				w.exec(ctx, `ROLLBACK TO req`)
@@ -981,7 +931,7 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 				for j := range results {
 					results[j] = result{err: storageErr("release", err)}
 				}
-				return batch, results, 0, false, false, false
+				return batch, results, 0, false, false
 			}
 		}
 		results[i].events = evs
@@ -992,38 +942,24 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		// current: the check goes to the server before they are returned.
 		if w.sendQueued(ctx); w.pend.failed != nil && w.missedAt(w.pend.failedAt, w.pend.failed, false) {
 			w.missed(start, connFailed(w.pend.failed))
-			return batch, nil, 0, false, true, false
+			return batch, nil, 0, false, true
 		}
 	}
-	if ok == 0 && !w.hasRemote(batch) && len(w.badClaims) == 0 {
+	if ok == 0 {
 		w.rollback()
 	}
-	return batch, results, ok, false, false, false
+	return batch, results, ok, false, false
 }
 
 // redoUnqueued ends a run in which a projector's queued statement failed
 // when sent with a later one: which request it was is not known, so the
 // batch is rolled back and redone (as stale) with every statement run
 // where it is queued.
-func (w *writerState) redoUnqueued(batch []*request, start undo) ([]*request, []result, int, bool, bool, bool) {
+func (w *writerState) redoUnqueued(batch []*request, start undo) ([]*request, []result, int, bool, bool) {
 	w.rollback()
 	w.restore(start)
 	w.queueOff = true
-	return batch, nil, 0, false, true, false
-}
-
-// hasRemote reports whether the batch holds appends staged by others,
-// whose outcomes must be committed even when none of them succeeded.
-func (w *writerState) hasRemote(batch []*request) bool {
-	if len(w.badClaims) > 0 {
-		return true
-	}
-	for _, r := range batch {
-		if r.remote != 0 {
-			return true
-		}
-	}
-	return false
+	return batch, nil, 0, false, true
 }
 
 func (w *writerState) restore(u undo) {

@@ -14,17 +14,6 @@ import (
 // event is refused, so the log never holds one.
 var ErrInconsistent = errors.New("projections: event inconsistent with state")
 
-// StagingTag names what Projector writes, for events.Options.StagingTag:
-// processes whose tags are equal write each other's staged appends on
-// PostgreSQL. Change it when Projector changes what it writes for an
-// event, so that a fleet being upgraded never has an old process project
-// a new one's events.
-const StagingTag = "rath.projections/13"
-
-// StagedErrors are the errors of this package a caller of an append may
-// branch on, for events.Options.StagedErrors.
-var StagedErrors = []error{ErrInconsistent, ErrNotFound, ErrNoApproval}
-
 func inconsistent(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInconsistent, fmt.Sprintf(format, args...))
 }

@@ -34,7 +34,6 @@ type config struct {
 	rath, cpuProfiles                  string
 	statements                         int
 	walRelations                       int
-	staged                             bool
 	timeout                            time.Duration
 	// delays are -pg-delay's: each sets of phases runs with every
 	// process's connections to PostgreSQL through a proxy delaying each
@@ -53,7 +52,6 @@ func main() {
 	flag.IntVar(&c.httpRuns, "http", 50, "single-run POST /api/runs requests timed on one rath serve (0: none)")
 	flag.StringVar(&c.rath, "rath", "", "the rath binary to measure (empty: go build ./cmd/rath)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
-	flag.BoolVar(&c.staged, "staged", false, "run the workers with RATH_STAGED_APPENDS=1 (staged appends on)")
 	flag.IntVar(&c.statements, "statements", 0, "print each phase's N most expensive SQL statements (pg_stat_statements; 0: none)")
 	flag.IntVar(&c.walRelations, "wal", 0, "print each phase's N relations that wrote the most WAL (pg_walinspect; 0: none)")
 	flag.StringVar(&delays, "pg-delay", "0", "delays each way between every process and PostgreSQL (a TCP proxy), one set of phases each: e.g. 0,0.5ms,2ms (0: direct)")
@@ -106,8 +104,8 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer srv.Stop()
-	fmt.Fprintf(os.Stderr, "fleetbench: PostgreSQL on port %d; R=%d runs of K=%d rounds, W=%v worker processes × %d runs each; staged appends %v; delays each way %v\n",
-		srv.Port(), c.runs, c.rounds, c.workers, c.concurrency, c.staged, c.delays)
+	fmt.Fprintf(os.Stderr, "fleetbench: PostgreSQL on port %d; R=%d runs of K=%d rounds, W=%v worker processes × %d runs each; delays each way %v\n",
+		srv.Port(), c.runs, c.rounds, c.workers, c.concurrency, c.delays)
 
 	single, err := singleSubmits(ctx, c, srv, tmp)
 	if err != nil {
@@ -184,7 +182,7 @@ type result struct {
 }
 
 // writerLine is the line rath worker prints at exit about its event
-// writer.
+// writer. (Older binaries also printed the staged appends' counts.)
 var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?(?:, (\d+) batches redone)?(?:, (\d+) optimistic commits, (\d+) missed)?`)
 
 // writerStats reads a worker's event writer counters from its stderr.
@@ -197,7 +195,7 @@ func writerStats(stderr string) (events.Stats, bool) {
 	for i := range n {
 		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
 	}
-	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Staged: n[4], Combined: n[5], Redone: n[6],
+	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Redone: n[6],
 		Optimistic: n[7], Missed: n[8]}, true
 }
 
@@ -323,9 +321,6 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		if c.cpuProfiles != "" {
 			p.Env = append(p.Env, "RATH_CPU_PROFILE="+filepath.Join(c.cpuProfiles, fmt.Sprintf("worker%d-W%d.pprof", i, w)))
 		}
-		if c.staged {
-			p.Env = append(p.Env, "RATH_STAGED_APPENDS=1")
-		}
 		if err := p.Start(); err != nil {
 			return res, nil, err
 		}
@@ -357,8 +352,6 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 			res.writer.Requests += st.Requests
 			res.writer.Events += st.Events
 			res.writer.RoundTrips += st.RoundTrips
-			res.writer.Staged += st.Staged
-			res.writer.Combined += st.Combined
 			res.writer.Redone += st.Redone
 			res.writer.Optimistic += st.Optimistic
 			res.writer.Missed += st.Missed

@@ -79,7 +79,6 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	line("writer round trips/step", writer(func(r result) float64 { return float64(r.writer.RoundTrips) / float64(r.steps) }))
 	line("writer commits/step", writer(func(r result) float64 { return float64(r.writer.Commits) / float64(r.steps) }))
 	line("writer round trips/commit", writer(func(r result) float64 { return float64(r.writer.RoundTrips) / float64(max(r.writer.Commits, 1)) }))
-	line("appends staged/step", writer(func(r result) float64 { return float64(r.writer.Staged) / float64(r.steps) }))
 	line("batches redone/step", writer(func(r result) float64 { return float64(r.writer.Redone) / float64(r.steps) }))
 	line("optimistic commits/step", writer(func(r result) float64 { return float64(r.writer.Optimistic) / float64(r.steps) }))
 	line("optimistic misses/step", writer(func(r result) float64 { return float64(r.writer.Missed) / float64(r.steps) }))

@@ -132,8 +132,7 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	}
 	stop := a.connecting(ctx)
 	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes, SigningKey: key, TrustedKeys: a.trustedKeys,
-		TrustedWitnesses: a.trustedWitnesses,
-		Store:            rath.StoreOptions{StagedAppends: os.Getenv(StagedAppendsEnv) == "1"}})
+		TrustedWitnesses: a.trustedWitnesses})
 	stop()
 	if err != nil {
 		return nil, err

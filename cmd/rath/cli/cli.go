@@ -44,11 +44,6 @@ func Main(cfg Config) {
 	os.Exit(code)
 }
 
-// StagedAppendsEnv, set to 1, turns on rath.StoreOptions.StagedAppends in
-// every runtime the CLI opens: on PostgreSQL an append that finds the
-// log's lock held by another process is staged for it to write.
-const StagedAppendsEnv = "RATH_STAGED_APPENDS"
-
 // CPUProfileEnv names a file the process writes a Go CPU profile to
 // (go tool pprof reads it) from its start until its command returns: how
 // a worker's CPU per step is found where it goes (docs/PERFORMANCE.md).
