@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/gorath/rath/events"
 )
@@ -37,13 +39,15 @@ func (Projector) EndRequest(ctx context.Context, tx *events.Tx) error {
 }
 
 // applier applies events in one transaction. With a cache (rebuilds, which
-// hold the writer exclusively), session lengths and versions are kept in
-// memory and written once by flush, instead of a SELECT and an UPDATE per
-// chunk. Without one, an Append's updates of a session row are held back
-// and written once at its end (held).
+// hold the writer exclusively), the session rows and id counters are kept
+// in memory and written once by flush, and the rows of usage, edges and
+// snapshots go in multi-row INSERTs (bulk.go). Without one, an Append's
+// updates of a session row are held back and written once at its end
+// (held).
 type applier struct {
 	tx    *events.Tx
 	cache map[string]*sessionInfo // nil: read and write the table directly
+	bulk  *rebuildRows            // with cache: the rows written in bulk
 	held  *heldUpdates            // nil: write each update as it comes
 	// redactedRequests are the approval streams whose request a rebuild
 	// met redacted (nil outside rebuilds).
@@ -80,9 +84,13 @@ func (a *applier) snapshot(ev *events.Event) error {
 		SELECT id, ?, ?, `
 	const from = `, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls FROM sessions WHERE id = ?`
 	var err error
-	if si, ok := a.cache[ev.Stream]; ok {
-		// The row's length is stale while a rebuild caches it.
-		err = a.tx.ExecPipelined(cols+`?`+from, ev.Seq, ev.Version, si.length, ev.Stream)
+	if a.cache != nil {
+		si, ok := a.cache[ev.Stream]
+		if !ok {
+			return nil
+		}
+		err = a.bulk.snapshots.add(a.tx, ev.Stream, ev.Seq, ev.Version, si.length, si.backend, si.spec,
+			si.usage.PromptTokens, si.usage.CompletionTokens, si.usage.TotalTokens, si.usage.Calls)
 	} else {
 		err = a.tx.ExecPipelined(cols+`length`+from, ev.Seq, ev.Version, ev.Stream)
 	}
@@ -156,7 +164,7 @@ func (a *applier) redacted(ev *events.Event) error {
 	switch ev.Type {
 	case events.TypeChunkAppended:
 		if si, ok := a.cache[ev.Stream]; ok {
-			si.length, si.version, si.updatedSeq, si.dirty = si.length+1, ev.Version, ev.Seq, true
+			si.length, si.version, si.updatedSeq = si.length+1, ev.Version, ev.Seq
 			return nil
 		}
 		if a.cache == nil {
@@ -170,16 +178,27 @@ func (a *applier) redacted(ev *events.Event) error {
 	return a.touch(ev)
 }
 
-// flush writes the cached lengths and versions.
+// flush writes a rebuild's cached session rows and id counters, and the
+// rest of its queued rows.
 func (a *applier) flush() error {
-	for id, si := range a.cache {
-		if !si.dirty {
-			continue
+	b := a.bulk
+	for _, id := range slices.Sorted(maps.Keys(a.cache)) {
+		si := a.cache[id]
+		if err := b.sessions.add(a.tx, id, si.version, si.kind, si.origin, nullable(si.source), nullable(si.base.String), si.baseLen, si.length,
+			si.backend, si.spec, si.usage.PromptTokens, si.usage.CompletionTokens, si.usage.TotalTokens, si.usage.Calls,
+			si.children, si.incomplete, nullable(si.runID), si.createdSeq, si.updatedSeq); err != nil {
+			return err
 		}
-		if _, err := a.tx.Exec(`UPDATE sessions SET length = ?, version = ?, updated_seq = ? WHERE id = ?`, si.length, si.version, si.updatedSeq, id); err != nil {
-			return fmt.Errorf("projections: flush session %q: %w", id, err)
+	}
+	for _, scope := range slices.Sorted(maps.Keys(b.counterN)) {
+		if err := b.counters.add(a.tx, scope, b.counterN[scope]); err != nil {
+			return err
 		}
-		si.dirty = false
+	}
+	for _, t := range []*bulkInsert{b.sessions, b.counters, b.usage, b.edges, b.snapshots} {
+		if err := t.flush(a.tx); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -194,7 +213,7 @@ func nullable(s string) any {
 func (a *applier) touch(ev *events.Event) error {
 	if a.cache != nil {
 		if si, ok := a.cache[ev.Stream]; ok {
-			si.version, si.updatedSeq, si.dirty = ev.Version, ev.Seq, true
+			si.version, si.updatedSeq = ev.Version, ev.Seq
 		}
 		return nil
 	}
@@ -206,18 +225,18 @@ func (a *applier) touch(ev *events.Event) error {
 	return a.tx.ExecPipelined(`UPDATE sessions SET version = ?, updated_seq = ? WHERE id = ?`, ev.Version, ev.Seq, ev.Stream)
 }
 
-// noteVersion records, in cache mode, a version that an UPDATE already
-// wrote, so flush does not write an older one over it.
-func (a *applier) noteVersion(id string, ev *events.Event) {
-	if si, ok := a.cache[id]; ok {
-		si.version, si.updatedSeq, si.dirty = ev.Version, ev.Seq, true
-	}
-}
-
+// sessionInfo is what the projector reads of a session row; in a
+// rebuild's cache, the whole row.
 type sessionInfo struct {
 	length, baseLen, version, updatedSeq int64
 	base                                 sql.NullString
-	dirty                                bool
+
+	// The rest of the row, kept in a rebuild's cache only.
+	kind, origin, source, runID string
+	backend, spec               string
+	usage                       events.Usage // its Calls is the row's calls
+	children, createdSeq        int64
+	incomplete                  int
 }
 
 func (a *applier) lookup(id string) (sessionInfo, bool, error) {
@@ -265,21 +284,30 @@ func (a *applier) insert(ev *events.Event, s newSession) error {
 	if s.incomplete {
 		inc = 1
 	}
+	if a.cache != nil {
+		a.cache[s.id] = &sessionInfo{length: s.length, baseLen: s.baseLen, base: sql.NullString{String: s.base, Valid: s.base != ""},
+			version: ev.Version, updatedSeq: ev.Seq, kind: s.kind, origin: s.origin, source: s.source, runID: ev.RunID,
+			backend: s.placement.Backend, spec: s.placement.Spec, usage: s.usage, createdSeq: ev.Seq, incomplete: inc}
+		return nil
+	}
 	err := a.tx.ExecPipelined(insertSession, s.id, ev.Version, s.kind, s.origin, nullable(s.source), nullable(s.base), s.baseLen, s.length,
 		s.placement.Backend, s.placement.Spec, s.usage.PromptTokens, s.usage.CompletionTokens, s.usage.TotalTokens, s.usage.Calls,
 		inc, nullable(ev.RunID), ev.Seq, ev.Seq)
 	if err != nil {
 		return fmt.Errorf("projections: insert session %q: %w", s.id, err)
 	}
-	if a.cache != nil {
-		a.cache[s.id] = &sessionInfo{length: s.length, baseLen: s.baseLen, base: sql.NullString{String: s.base, Valid: s.base != ""}, version: ev.Version, updatedSeq: ev.Seq}
-	}
 	return nil
 }
 
-// counted records that the id counter in d's scope was used.
-func counted(tx *events.Tx, d events.Derivation) error {
-	return tx.ExecPipelined(`INSERT INTO id_counters (scope, n) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET n = CASE WHEN excluded.n > id_counters.n THEN excluded.n ELSE id_counters.n END`,
+// counted records that the id counter in d's scope was used: its value is
+// the highest counter used, plus one.
+func (a *applier) counted(d events.Derivation) error {
+	if a.cache != nil {
+		scope := CounterScope(d.Seed, d.Scope)
+		a.bulk.counterN[scope] = max(a.bulk.counterN[scope], d.Counter+1)
+		return nil
+	}
+	return a.tx.ExecPipelined(`INSERT INTO id_counters (scope, n) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET n = CASE WHEN excluded.n > id_counters.n THEN excluded.n ELSE id_counters.n END`,
 		CounterScope(d.Seed, d.Scope), d.Counter+1)
 }
 
@@ -293,7 +321,7 @@ func (a *applier) sessionCreated(ev *events.Event, e *events.SessionCreated) err
 	if err := a.insert(ev, newSession{id: e.Session, kind: "root", origin: e.Origin, length: int64(len(e.Chunks))}); err != nil {
 		return err
 	}
-	return counted(a.tx, e.Derivation)
+	return a.counted(e.Derivation)
 }
 
 func (a *applier) chunkAppended(ev *events.Event, e *events.ChunkAppended) error {
@@ -305,7 +333,7 @@ func (a *applier) chunkAppended(ev *events.Event, e *events.ChunkAppended) error
 		if e.Index != si.length {
 			return inconsistent("chunk index %d for session %q, which has %d chunks", e.Index, e.Session, si.length)
 		}
-		si.length, si.version, si.updatedSeq, si.dirty = si.length+1, ev.Version, ev.Seq, true
+		si.length, si.version, si.updatedSeq = si.length+1, ev.Version, ev.Seq
 		return nil
 	}
 	if a.held != nil {
@@ -377,14 +405,26 @@ func (a *applier) derive(ev *events.Event, id, kind, source string, baseLen int6
 	if err := a.insert(ev, newSession{id: id, kind: kind, source: source, base: base, baseLen: baseLen, length: baseLen, placement: pl, usage: u}); err != nil {
 		return err
 	}
-	if err := a.tx.ExecPipelined(`UPDATE sessions SET children = children + 1 WHERE id = ?`, source); err != nil {
+	if err := a.childAdded(source); err != nil {
 		return err
 	}
-	return counted(a.tx, d)
+	return a.counted(d)
 }
 
-func edge(tx *events.Tx, child, parent, kind string, pos int, seq int64) error {
-	if err := tx.ExecPipelined(`INSERT INTO session_edges (child, parent, kind, position, seq) VALUES (?, ?, ?, ?, ?)`, child, parent, kind, pos, seq); err != nil {
+// childAdded counts a session derived from id.
+func (a *applier) childAdded(id string) error {
+	if si, ok := a.cache[id]; ok {
+		si.children++
+		return nil
+	}
+	return a.tx.ExecPipelined(`UPDATE sessions SET children = children + 1 WHERE id = ?`, id)
+}
+
+func (a *applier) edge(child, parent, kind string, pos int, seq int64) error {
+	if a.cache != nil {
+		return a.bulk.edges.add(a.tx, child, parent, kind, pos, seq)
+	}
+	if err := a.tx.ExecPipelined(`INSERT INTO session_edges (child, parent, kind, position, seq) VALUES (?, ?, ?, ?, ?)`, child, parent, kind, pos, seq); err != nil {
 		return fmt.Errorf("projections: edge %s -> %s: %w", child, parent, err)
 	}
 	return nil
@@ -394,7 +434,7 @@ func (a *applier) sessionForked(ev *events.Event, e *events.SessionForked) error
 	if err := a.derive(ev, e.Session, "fork", e.Source, e.BaseLen, e.Placement, e.Usage, e.Derivation); err != nil {
 		return err
 	}
-	return edge(a.tx, e.Session, e.Source, "fork", 0, ev.Seq)
+	return a.edge(e.Session, e.Source, "fork", 0, ev.Seq)
 }
 
 func (a *applier) sessionDetached(ev *events.Event, e *events.SessionDetached) error {
@@ -408,11 +448,10 @@ func (a *applier) sessionMerged(ev *events.Event, e *events.SessionMerged) error
 	if err := a.derive(ev, e.Session, "merge", first.ID, first.Len, e.Placement, e.Usage, e.Derivation); err != nil {
 		return err
 	}
-	if _, err := a.tx.Exec(`UPDATE sessions SET length = ? WHERE id = ?`, first.Len+int64(len(e.Chunks)), e.Session); err != nil {
-		return err
-	}
 	if c, ok := a.cache[e.Session]; ok {
 		c.length = first.Len + int64(len(e.Chunks))
+	} else if _, err := a.tx.Exec(`UPDATE sessions SET length = ? WHERE id = ?`, first.Len+int64(len(e.Chunks)), e.Session); err != nil {
+		return err
 	}
 	for i, p := range e.Parents {
 		if i > 0 {
@@ -421,11 +460,11 @@ func (a *applier) sessionMerged(ev *events.Event, e *events.SessionMerged) error
 			} else if !ok {
 				return inconsistent("merge of unknown session %q", p.ID)
 			}
-			if err := a.tx.ExecPipelined(`UPDATE sessions SET children = children + 1 WHERE id = ?`, p.ID); err != nil {
+			if err := a.childAdded(p.ID); err != nil {
 				return err
 			}
 		}
-		if err := edge(a.tx, e.Session, p.ID, "merge", i, ev.Seq); err != nil {
+		if err := a.edge(e.Session, p.ID, "merge", i, ev.Seq); err != nil {
 			return err
 		}
 	}
@@ -433,11 +472,18 @@ func (a *applier) sessionMerged(ev *events.Event, e *events.SessionMerged) error
 }
 
 func (a *applier) sessionPlaced(ev *events.Event, e *events.SessionPlaced) error {
+	if a.cache != nil {
+		si, ok := a.cache[e.Session]
+		if !ok {
+			return inconsistent("placement of unknown session %q", e.Session)
+		}
+		si.backend, si.spec, si.version, si.updatedSeq = e.Backend, e.Spec, ev.Version, ev.Seq
+		return nil
+	}
 	if err := requireRow(a.tx, func() error { return inconsistent("placement of unknown session %q", e.Session) },
 		`UPDATE sessions SET backend = ?, spec = ?, version = ?, updated_seq = ? WHERE id = ?`, e.Backend, e.Spec, ev.Version, ev.Seq, e.Session); err != nil {
 		return err
 	}
-	a.noteVersion(e.Session, ev)
 	return nil
 }
 
@@ -458,7 +504,7 @@ func (a *applier) sessionImported(ev *events.Event, e *events.SessionImported) e
 		} else if !ok {
 			return inconsistent("imported session %q names parent %q, which is not in the store", e.Session, p)
 		}
-		if err := edge(a.tx, e.Session, p, kind, i, ev.Seq); err != nil {
+		if err := a.edge(e.Session, p, kind, i, ev.Seq); err != nil {
 			return err
 		}
 	}
@@ -467,6 +513,9 @@ func (a *applier) sessionImported(ev *events.Event, e *events.SessionImported) e
 
 func (a *applier) insertUsage(ev *events.Event, e *events.ProviderCalled) error {
 	u := e.Usage
+	if a.cache != nil {
+		return a.bulk.usage.add(a.tx, ev.Seq, e.Session, nullable(ev.RunID), e.Agent, e.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, e.LatencyMS)
+	}
 	// Its answer is not needed: the row goes with a later statement, in
 	// its round trip.
 	return a.tx.ExecPipelined(`INSERT INTO usage (seq, session, run_id, agent, model, prompt_tokens, completion_tokens, total_tokens, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -484,6 +533,18 @@ func (a *applier) providerCalled(ev *events.Event, e *events.ProviderCalled) err
 		// the calls on its stream, as its handle does.
 		return nil
 	}
+	if a.cache != nil {
+		si, ok := a.cache[e.Session]
+		if !ok {
+			return inconsistent("provider call for unknown session %q", e.Session)
+		}
+		si.usage.PromptTokens += u.PromptTokens
+		si.usage.CompletionTokens += u.CompletionTokens
+		si.usage.TotalTokens += u.TotalTokens
+		si.usage.Calls++
+		si.version, si.updatedSeq = ev.Version, ev.Seq
+		return nil
+	}
 	if a.held != nil {
 		a.held.holdCall(ev, e)
 		return nil
@@ -496,7 +557,6 @@ func (a *applier) providerCalled(ev *events.Event, e *events.ProviderCalled) err
 	if n, _ := res.RowsAffected(); n == 0 {
 		return inconsistent("provider call for unknown session %q", e.Session)
 	}
-	a.noteVersion(e.Session, ev)
 	return nil
 }
 
@@ -512,13 +572,13 @@ func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompresse
 	if err := a.insert(ev, newSession{id: e.Session, kind: "compress", source: e.Source, length: int64(len(e.Chunks)), placement: e.Placement, usage: e.Usage}); err != nil {
 		return err
 	}
-	if err := a.tx.ExecPipelined(`UPDATE sessions SET children = children + 1 WHERE id = ?`, e.Source); err != nil {
+	if err := a.childAdded(e.Source); err != nil {
 		return err
 	}
-	if err := edge(a.tx, e.Session, e.Source, "compress", 0, ev.Seq); err != nil {
+	if err := a.edge(e.Session, e.Source, "compress", 0, ev.Seq); err != nil {
 		return err
 	}
-	return counted(a.tx, e.Derivation)
+	return a.counted(e.Derivation)
 }
 
 // runSubmitted lists a queued run; run.started fills in the rest. The

@@ -89,7 +89,7 @@ func replayLog(ctx context.Context, tx *events.Tx, store *events.Store, to int64
 	if err != nil {
 		return 0, fmt.Errorf("projections: rebuild: %w", err)
 	}
-	a := &applier{tx: tx, cache: map[string]*sessionInfo{}, redactedRequests: map[string]bool{}}
+	a := &applier{tx: tx, cache: map[string]*sessionInfo{}, bulk: newRebuildRows(), redactedRequests: map[string]bool{}}
 	// Read and decode on another goroutine while this one writes: the two
 	// halves cost about the same.
 	readCtx, stop := context.WithCancel(ctx)

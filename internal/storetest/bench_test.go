@@ -105,11 +105,10 @@ func BenchmarkPostgres_AppendLatency(b *testing.B) {
 }
 
 // BenchmarkPostgres_Rebuild rebuilds the projections of a 20,000-event
-// log on PostgreSQL.
+// log on PostgreSQL: 40 sessions of 500 chunks.
 func BenchmarkPostgres_Rebuild(b *testing.B) {
 	ctx := context.Background()
-	tg := postgresTarget(b)
-	rt, err := rath.OpenWith(ctx, tg.Options())
+	rt, err := rath.OpenWith(ctx, postgresTarget(b).Options())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,6 +129,26 @@ func BenchmarkPostgres_Rebuild(b *testing.B) {
 		}
 		evs += 501
 	}
+	benchRebuild(b, rt)
+}
+
+// BenchmarkPostgres_RebuildAgentLog rebuilds the projections of a log
+// shaped like agents' work (storetest.AgentLog): 400 sessions of 12
+// rounds, a provider call and a tool call a round, forks and merges;
+// about 20,000 events.
+func BenchmarkPostgres_RebuildAgentLog(b *testing.B) {
+	rt, err := rath.OpenWith(context.Background(), postgresTarget(b).Options())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	storetest.AgentLog(b, rt, 400, 12)
+	benchRebuild(b, rt)
+}
+
+// benchRebuild rebuilds rt's projections b.N times and reports events/s.
+func benchRebuild(b *testing.B, rt *rath.Runtime) {
+	ctx := context.Background()
 	b.ResetTimer()
 	start := time.Now()
 	var done int64

@@ -504,3 +504,31 @@ func TestPostgres_ASessionsUpdateSharesTheRowsRoundTrip(t *testing.T) {
 		t.Fatalf("session row: length %d, calls %d, tokens %d; want 7, 6, 18", length, calls, total)
 	}
 }
+
+// A rebuild's rows go in multi-row INSERTs and its session rows and id
+// counters are written once, at its end (package projections): its round
+// trips on the writer's connection are a few dozen however many events
+// it replays, where one a row cost about one an event.
+func TestPostgres_ARebuildWritesInBulk(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rt, err := rath.OpenWith(ctx, postgresTarget(t).Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	n := storetest.AgentLog(t, rt, 240, 2)
+	before := rt.Store().Stats()
+	st, err := rt.Rebuild(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips := rt.Store().Stats().RoundTrips - before.RoundTrips
+	if st.Events < n {
+		t.Fatalf("rebuilt %d events, want the %d written", st.Events, n)
+	}
+	if limit := int64(60); trips > limit {
+		t.Fatalf("rebuilding %d events took %d round trips on the writer's connection, want at most %d", st.Events, trips, limit)
+	}
+	t.Logf("%d events rebuilt in %d round trips", st.Events, trips)
+}
