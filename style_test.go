@@ -112,6 +112,7 @@ var allowedImports = map[string][]string{
 	// The fleet reads a run's state from the read model (projections),
 	// not by folding its streams, and shows statuses in projections' words.
 	"fleet":              {".", "approval", "events", "flow", "flow/mcptool", "flow/model", "migrations", "projections", "replay", "sandbox", "session"},
+	"eval":               {".", "events", "flow", "flow/model", "projections"},
 	"dossier":            {".", "approval", "events", "flow", "flow/model", "internal/textsafe", "projections", "replay", "session"},
 	"internal/demo":      {".", "events", "flow", "flow/builtin", "flow/model/scripted", "dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":    {"events", "flow/model"},
@@ -125,7 +126,7 @@ var allowedImports = map[string][]string{
 	"internal/textsafe":  {},
 	"internal/storetest": {".", "events", "flow", "flow/model/scripted", "projections", "replay", "retention", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "eval", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber.
