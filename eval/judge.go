@@ -130,6 +130,17 @@ func NewJudge(file string, opts JudgeOptions) (*Judge, error) {
 	if err != nil {
 		return nil, specErr("judge:%s: %v", file, err)
 	}
+	if resolved.APIKey != "" {
+		// The judge's key is the runtime's secret from now on: a model
+		// that echoes it reaches neither the log nor the terminal.
+		name := "judge key"
+		if len(cfg.Provider) > 0 && cfg.Provider[0] == '{' {
+			var pc flow.ProviderConfig
+			_ = json.Unmarshal(cfg.Provider, &pc)
+			name = pc.APIKeyEnv
+		}
+		opts.Runtime.Secrets().Add(name, resolved.APIKey)
+	}
 	if resolved.Model == "" {
 		return nil, specErr("judge:%s: no model: give \"model\" or a provider that has one", file)
 	}
@@ -171,6 +182,7 @@ func (j *Judge) Score(ctx context.Context, in ScoreInput) (Score, error) {
 	if err != nil {
 		return Score{}, fmt.Errorf("eval: judge %s on item %s: %w", j.file, in.Item.ID, err)
 	}
+	reason = j.opts.Runtime.Secrets().String(reason)
 	return Score{Value: value, Reason: reason, Reads: []events.ScoreRead{readOf(ev), readOf(call)}}, nil
 }
 

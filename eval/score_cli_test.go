@@ -159,7 +159,7 @@ func TestCLI_JudgeAnswersFromTheRecord(t *testing.T) {
 		judge := writeFile(t, home, "judge.json", fmt.Sprintf(`{"prompt": "Question: {{input}}\nAnswer: {{output}}\nIs it right? Reply {\"score\": 0 or 1, \"reason\": \"...\"}",
 			"provider": {"kind": "openai", "base_url": %q, "model": "judge-1", "api_key_env": "JUDGE_KEY"}}`, srv.URL()))
 		env := []string{"JUDGE_KEY=" + modeltest.Key}
-		srv.Push(modeltest.Reply{Content: `{"score": 1, "reason": "Paris is right"}`}, modeltest.Reply{Content: `{"score": 0, "reason": "Lyon is wrong"}`})
+		srv.Push(modeltest.Reply{Content: `{"score": 1, "reason": "Paris is right"}`}, modeltest.Reply{Content: `{"score": 0, "reason": "Lyon is wrong, says ` + modeltest.Key + `"}`})
 		first := decode[scoreResultJSON](t, st.must(t, home, env, "score", "capitals", "--scorer", "judge:"+judge, "--experiment", "j0", "--json"))
 		if first.ModelCalls != 2 || len(srv.Requests()) != 2 || len(first.Scores) != 2 {
 			t.Fatalf("first judge: %+v, %d requests", first, len(srv.Requests()))
@@ -227,6 +227,16 @@ func TestCLI_JudgeAnswersFromTheRecord(t *testing.T) {
 		}
 		if v := decode[verifyJSON](t, st.must(t, home, nil, "verify", "--json")); !v.OK || v.Scores.Scores != 14 {
 			t.Errorf("verify: %+v", v)
+		}
+		// A judge that echoes its key: the key reaches neither the log nor
+		// the terminal.
+		if strings.Contains(fmt.Sprint(first), modeltest.Key) || !strings.Contains(byRun[lyon.ID].Reason, "Lyon is wrong, says [redacted:JUDGE_KEY]") {
+			t.Errorf("the judge's key was printed: %+v", first)
+		}
+		for _, argv := range [][]string{{"events", "--json"}, {"dossier", lyon.ID, "--format", "jsonl"}} {
+			if out := st.must(t, home, nil, argv...); strings.Contains(out, modeltest.Key) {
+				t.Errorf("rath %v shows the judge's key", argv)
+			}
 		}
 	})
 }
