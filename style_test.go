@@ -119,7 +119,7 @@ var allowedImports = map[string][]string{
 	"internal/pgtest":    {},
 	"internal/netdelay":  {},
 	"internal/rathbin":   {},
-	"internal/console":   {".", "approval", "events", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
+	"internal/console":   {".", "approval", "eval", "events", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
 	"internal/tmpfs":     {},
 	"internal/jsonview":  {".", "checkpoint", "events", "projections"},
 	"internal/shellgate": {},

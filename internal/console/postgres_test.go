@@ -16,20 +16,7 @@ import (
 // the run graph) and the live tail run on PostgreSQL too.
 func TestPostgres_RunsSearchGraphAndLiveTail(t *testing.T) {
 	ctx := t.Context()
-	pg, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Stop()
-	dsn, err := pg.CreateDatabase(ctx, "rath")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: filepath.Join(t.TempDir(), "local"), DSN: dsn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := pgRuntime(t)
 	first := startRun(t, rt, "shouter_100%", "Shout "+hostile)
 	startRun(t, rt, "other", "again")
 	srv, err := console.New(console.Options{Runtime: rt})
@@ -106,4 +93,25 @@ func TestPostgres_RunsSearchGraphAndLiveTail(t *testing.T) {
 	if n < 3 {
 		t.Fatalf("%d events streamed", n)
 	}
+}
+
+// pgRuntime opens a runtime on a throwaway PostgreSQL cluster.
+func pgRuntime(t *testing.T) *rath.Runtime {
+	t.Helper()
+	ctx := t.Context()
+	pg, err := pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Stop() })
+	dsn, err := pg.CreateDatabase(ctx, "rath")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: filepath.Join(t.TempDir(), "local"), DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
 }

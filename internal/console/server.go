@@ -174,11 +174,16 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/memory/forget", s.apiMemoryForget)
 	m.HandleFunc("GET /api/approvals", s.apiApprovals)
 	m.HandleFunc("POST /api/approvals/{id}", s.apiDecide) // a write: CSRF applies
+	m.HandleFunc("GET /api/evals/datasets", s.apiEvalDatasets)
+	m.HandleFunc("GET /api/evals/datasets/{name}", s.apiEvalDataset)
+	m.HandleFunc("GET /api/evals/experiments/{name}", s.apiEvalExperiment)
+	m.HandleFunc("GET /api/evals/compare", s.apiEvalCompare)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	})
 	m.HandleFunc("GET /{$}", s.page)
 	m.HandleFunc("GET /app.js", s.asset("app.js", "text/javascript; charset=utf-8"))
+	m.HandleFunc("GET /evals.js", s.asset("evals.js", "text/javascript; charset=utf-8"))
 	m.HandleFunc("GET /app.css", s.asset("app.css", "text/css; charset=utf-8"))
 }
 
