@@ -511,11 +511,15 @@
     return box;
   }
 
-  async function runPage(id) {
+  // runPage shows a run; ?seqs=S,T (the events a score read) marks
+  // those events and scrolls to the first.
+  async function runPage(id, params) {
     const enc = encodeURIComponent(id);
     main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)), el("p", { class: "muted" }, "Loading…"));
     let run;
+    const gen = generation;
     try { run = await api("/api/runs/" + enc); } catch (e) {
+      if (gen !== generation) return;
       if (e.status === 404) {
         main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)),
           el("div", { class: "verdict bad", id: "not-found" }, el("strong", {}, "No such run"), " in this store: " + e.message),
@@ -527,6 +531,7 @@
       main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)), el("p", { class: "error", id: "load-error" }, "Could not load the run."));
       return;
     }
+    if (gen !== generation) return;
     const liveBadge = el("span", { class: "live", id: "live", hidden: true }, "LIVE");
     const waiting = el("div", { id: "waiting-box" });
     const verdicts = el("div", { id: "verdicts" });
@@ -576,6 +581,7 @@
     const jsonBox = el("input", { type: "checkbox", id: "events-json" });
     const evBody = el("tbody", { id: "events-body" });
     const moreBtn = el("button", { id: "events-more", hidden: true }, "More events");
+    const evNote = el("p", { class: "muted", id: "events-note" });
     let cards = runCards(run);
     main.replaceChildren(
       el("h1", {}, "Run ", el("span", { class: "mono" }, id), liveBadge),
@@ -589,7 +595,7 @@
       el("h2", {}, "Session graph"), graphBox,
       el("h2", {}, "Tool calls"), toolsBox,
       el("h2", {}, "Events"),
-      el("div", { class: "filters" }, typeSel, agentSel, el("label", {}, jsonBox, " JSON")),
+      el("div", { class: "filters" }, typeSel, agentSel, el("label", {}, jsonBox, " JSON")), evNote,
       scroll(el("table", { id: "events" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "seq"), el("th", {}, "at"), el("th", {}, "type"),
         el("th", {}, "stream"), el("th", {}, "what"), el("th", {}, ""))), evBody)),
       el("p", {}, moreBtn));
@@ -713,8 +719,23 @@
       row.classList.add("target");
       row.scrollIntoView({ block: "center" });
     }
+    // showEvents marks each of seqs (loading pages until all are there).
+    async function showEvents(seqs) {
+      const rows = [];
+      for (const seq of seqs) {
+        while (!document.getElementById("ev-" + seq) && !moreBtn.hidden) await loadMore();
+        const row = document.getElementById("ev-" + seq);
+        if (row) { row.classList.add("target"); rows.push(row); }
+      }
+      const missing = seqs.length - rows.length;
+      evNote.replaceChildren(el("span", { id: "events-read" }, "Marked: the " + rows.length + " event" + (rows.length === 1 ? "" : "s") + " a score read (seq " + seqs.join(", ") + ")" +
+        (missing ? "; " + missing + " of them not in this run" : "") + "."));
+      if (rows.length) rows[0].scrollIntoView({ block: "center" });
+    }
     moreBtn.addEventListener("click", loadMore);
-    loadMore();
+    const seqs = ((params && params.get("seqs")) || "").split(",").map(Number).filter((n) => n > 0);
+    const first = loadMore();
+    if (seqs.length) first.then(() => showEvents(seqs));
   }
 
   // drawGraph lays the sessions out in layers by lineage (a node one
@@ -1099,15 +1120,26 @@
 
   // ---- routing ------------------------------------------------------
 
+  // Pages other scripts add (evals.js), by the hash's first segment.
+  const pages = {};
+
+  // route reads #/PAGE/ARG?K=V: ARG is encoded, so a "?" in it is the
+  // query's.
+  // generation counts the routes taken: a page whose data arrives after
+  // the user moved on draws nothing.
+  let generation = 0;
   function route() {
+    generation++;
     for (const f of cleanup) f();
     cleanup = [];
     ok("");
-    const h = location.hash.replace(/^#\/?/, "");
+    const [h, q] = location.hash.replace(/^#\/?/, "").split("?");
+    const params = new URLSearchParams(q || "");
     const [page, ...rest] = h.split("/");
     const arg = decodeURIComponent(rest.join("/"));
+    if (Object.prototype.hasOwnProperty.call(pages, page)) return pages[page](rest.map(decodeURIComponent), params);
     switch (page) {
-      case "run": return runPage(arg);
+      case "run": return runPage(arg, params);
       case "session": return sessionPage(arg);
       case "workers": return workersPage();
       case "memory": return memoryPage(arg);
@@ -1131,6 +1163,10 @@
   pendingBadge();
   setInterval(pendingBadge, 5000);
 
+  // What evals.js (loaded after this script) builds its pages with.
+  window.rathConsole = Object.freeze({ el, api, fail, ok, scroll, clip, ago, runLink, sessionLink, main, pages, generation: () => generation });
+
   window.addEventListener("hashchange", route);
-  route();
+  // Deferred scripts have all run by DOMContentLoaded: every page is known.
+  document.addEventListener("DOMContentLoaded", route);
 })();
