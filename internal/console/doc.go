@@ -31,6 +31,9 @@
 // (replay.Run in a scratch store, rath.Runtime.Verify). Its one append
 // is POST /api/runs, which hands runs to Options.Submit (the CLI's
 // batch submit) and writes them to the fleet's queue.
+// The Evals endpoints (/api/evals/, evals.go) read what package eval
+// recorded: datasets, experiments, scores and the events each score read;
+// they never score.
 // The approvals inbox (issue: human in the loop) has its place reserved in
 // routes (server.go) and in the UI's navigation (static/app.js).
 package console
