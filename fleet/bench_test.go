@@ -52,18 +52,7 @@ func benchFleet(b *testing.B, workers int) {
 	}
 	defer sub.Close()
 	n := max(b.N, 40)
-	ids := make([]string, 0, n)
-	for i := range n {
-		in, err := rt.NewUserSession(ctx, fmt.Sprint("q", i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		id, err := sub.Submit(ctx, "instant", in, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	ids := submitInstant(ctx, b, rt, sub, n)
 	b.ResetTimer()
 	start := time.Now()
 	wctx, stop := context.WithCancel(ctx)
@@ -104,6 +93,25 @@ func benchFleet(b *testing.B, workers int) {
 	// runs are submitted before the workers start.
 	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-submit-to-start-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "p99-submit-to-start-ms")
+}
+
+// submitInstant submits n runs of the instant workflow, each on an input
+// session of its own, and returns their ids.
+func submitInstant(ctx context.Context, b *testing.B, rt *rath.Runtime, f *fleet.Fleet, n int) []string {
+	b.Helper()
+	ids := make([]string, 0, n)
+	for i := range n {
+		in, err := rt.NewUserSession(ctx, fmt.Sprint("q", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, err := f.Submit(ctx, "instant", in, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 func BenchmarkFleet_1Worker(b *testing.B)  { benchFleet(b, 1) }
