@@ -316,7 +316,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	sessions := session.NewManager(store, reader, session.WithBackendCheck(check), session.WithPlacementCheck(guard), local, session.WithChunkCache(cacheBytes))
 	rt := &Runtime{dir: opts.Dir, store: store, reader: reader, sessions: sessions,
-		entropy: entropy, models: models, wfs: workflows{m: map[string]flow.Workflow{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
+		entropy: entropy, models: models, wfs: workflows{m: map[string]flow.Workflow{}, b: map[string]Builder{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
 		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory,
 		memCfg: opts.MemoryBackend, memBackends: opts.MemoryBackends, signer: signer, trustedKeys: opts.TrustedKeys,
 		witnesses: opts.TrustedWitnesses}

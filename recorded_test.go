@@ -42,7 +42,7 @@ func TestRuntime_RecordedWorkflow(t *testing.T) {
 	if _, err := fresh.Workflow("capitals"); !errors.Is(err, rath.ErrUnknownWorkflow) {
 		t.Fatalf("registered in a fresh runtime: %v", err)
 	}
-	wf, err := fresh.RecordedWorkflow(ctx, run.ID)
+	wf, err := fresh.RecordedWorkflow(ctx, run.ID, rath.ReplayMode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestRuntime_RecordedWorkflow(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("replay of the rebuilt workflow: %v %v", rep, err)
 	}
-	if _, err := fresh.RecordedWorkflow(ctx, "run-nosuch"); err == nil {
+	if _, err := fresh.RecordedWorkflow(ctx, "run-nosuch", rath.ReplayMode); err == nil {
 		t.Fatal("an unknown run rebuilt")
 	}
 }

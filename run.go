@@ -66,8 +66,9 @@ func WithCodeVersion(v string) RunOption { return func(c *runConfig) { c.codeVer
 
 // workflows is the runtime's name -> workflow registry.
 type workflows struct {
-	mu sync.RWMutex // protects m
+	mu sync.RWMutex // protects m and b
 	m  map[string]flow.Workflow
+	b  map[string]Builder
 }
 
 // Register makes a workflow known by name, so runs of it can be replayed
@@ -129,7 +130,8 @@ func codeVersion() string {
 // events (all carrying the run id, ids derived from the run's seed), then
 // run.finished with the status and output. The name is recorded and, if
 // no workflow is registered under it yet, wf is registered, so the run can
-// be replayed by name. The returned Run is set even when the workflow
+// be replayed by name (not under AgentWorkflow or a Builder's name: those
+// are built from each run's parameters). The returned Run is set even when the workflow
 // fails, with the workflow's error.
 func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, input *session.Session, opts ...RunOption) (*Run, error) {
 	if name == "" || wf == nil || input == nil {
@@ -148,11 +150,16 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	if cfg.codeVersion == "" {
 		cfg.codeVersion = codeVersion()
 	}
-	rt.wfs.mu.Lock()
-	if _, ok := rt.wfs.m[name]; !ok {
-		rt.wfs.m[name] = wf
+	// A workflow built from its parameters (the built-in agent, a
+	// Builder's) is built again for each run: registering this one would
+	// make RecordedWorkflow take it for every later run of the name.
+	if !rt.built(name) {
+		rt.wfs.mu.Lock()
+		if _, ok := rt.wfs.m[name]; !ok {
+			rt.wfs.m[name] = wf
+		}
+		rt.wfs.mu.Unlock()
 	}
-	rt.wfs.mu.Unlock()
 	params, err := withSpec(cfg.params, wf)
 	if err != nil {
 		return nil, err

@@ -101,7 +101,7 @@ var allowedImports = map[string][]string{
 	"telemetry":                     {"events", "flow", "flow/model"},
 	"telemetry/otlptest":            {},
 
-	".": {"checkpoint", "events", "flow", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "internal/scratchopt", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
+	".": {"checkpoint", "events", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "internal/scratchopt", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
 
 	"replay":                              {".", "approval", "events", "flow", "flow/builtin", "flow/model", "internal/oracle", "internal/scratchopt", "sandbox", "session"},
 	"retention":                           {".", "bundle", "checkpoint", "events", "signkey"},

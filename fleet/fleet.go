@@ -90,9 +90,18 @@ type Options struct {
 	// what the first attempt resolved and recorded (a provider, rules
 	// a worker imposed) holds for the whole run. A Resolve that adds to
 	// params before a run starts has its additions recorded with it. Nil
-	// means the workflows registered on the runtime
-	// (rath.Runtime.Register).
+	// means the runtime's own resolution, live: a workflow registered by
+	// name, the built-in agent (rath.AgentWorkflow, whose parameters
+	// Policy judges first) or a registered rath.Builder; a resumed run's
+	// through rath.Runtime.RecordedWorkflow, as `rath resume` and the
+	// console resolve it.
 	Resolve func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error)
+	// Policy is what this worker lets a submitted run of the built-in
+	// agent ask for (Policy.CheckAgent), and the approval rules it
+	// imposes on each (Policy.Impose). It applies when Resolve is nil.
+	// The zero value allows the DefaultBackends, no MCP server a run
+	// brings, any workspace, and imposes no rule.
+	Policy Policy
 	// Logger receives River's and the workers' logs. Nil discards them.
 	Logger *slog.Logger
 	// Clock is this machine's clock; nil means time.Now. Leases and

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gorath/rath"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -45,7 +46,7 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // ApprovalsParam is the run parameter a worker records its imposed
 // approval rules in (JSON, as flow.ParseApprovalRules reads), so that a
 // replay and a resume rebuild the same gate.
-const ApprovalsParam = "worker_approvals"
+const ApprovalsParam = rath.ParamImposed
 
 // Policy is what a worker's operator lets submitted runs make the worker
 // do. Whoever can submit to the store writes a run's parameters, so
@@ -132,6 +133,20 @@ func (p Policy) Check(a Asks) error {
 			Allow: "it starts only the MCP servers of its own config file, which a run names with --tools NAME.* and no --mcp (or start the worker with --allow-submitted-mcp)"}
 	}
 	return nil
+}
+
+// CheckAgent refuses, with a *RefusedError, the parameters of a run of
+// the built-in agent (rath.AgentWorkflow) that ask for more than the
+// policy allows: its workspace, backend and cassette, and the MCP
+// servers it brings.
+func (p Policy) CheckAgent(params map[string]string) error {
+	asks := Asks{Workspace: params[rath.ParamWorkspace], Backend: params[rath.ParamBackend], Cassette: params[rath.ParamCassette]}
+	if raw := params[rath.ParamMCP]; raw != "" && !p.SubmittedMCP {
+		if err := json.Unmarshal([]byte(raw), &asks.MCP); err != nil {
+			return &RefusedError{What: "MCP servers", Allow: fmt.Sprintf("its %s parameter does not parse: %v", rath.ParamMCP, err)}
+		}
+	}
+	return p.Check(asks)
 }
 
 // Impose writes the policy's approval rules into a submitted run's

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/replay"
 )
@@ -26,6 +27,10 @@ type ResumeOptions struct {
 	// then (the console's "accepted", the CLI's notice). It is not called
 	// when the lease is refused.
 	Held func()
+
+	// held is the lease a fleet worker took and renews itself: Resume
+	// takes none and releases none (Work).
+	held *events.Lease
 }
 
 // Resume continues run, a run that started and never finished, under its
@@ -34,9 +39,20 @@ type ResumeOptions struct {
 // the lease's token, and releases the lease when the resume returns. A
 // live lease of another holder (a worker, another resume) is refused
 // with a *HeldError (errors.Is ErrHeld) before anything runs. A finished
-// run is not held, and replay.Resume refuses it. `rath resume` and the
-// console's resume both go through Resume, so they are guarded alike.
+// run is not held, and replay.Resume refuses it. `rath resume`, the
+// console's resume and a fleet worker that takes over a started run all
+// go through Resume, so they are guarded alike; wf is theirs to build
+// (rath.Runtime.RecordedWorkflow in rath.LiveMode).
 func Resume(ctx context.Context, rt *rath.Runtime, run string, wf flow.Workflow, opts ResumeOptions) (*rath.Run, error) {
+	if l := opts.held; l != nil {
+		if l.Run != run {
+			return nil, fmt.Errorf("fleet: resume run %s under the lease of run %s", run, l.Run)
+		}
+		if opts.Held != nil {
+			opts.Held()
+		}
+		return replay.Resume(events.ContextWithLease(ctx, *l), rt, run, wf)
+	}
 	if opts.Holder == "" {
 		host, _ := os.Hostname()
 		opts.Holder = fmt.Sprintf("resume:%s-%d", host, os.Getpid())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -13,7 +14,6 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/projections"
-	"github.com/gorath/rath/replay"
 )
 
 // runWorker is River's worker for RunArgs.
@@ -74,6 +74,10 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return nil
 	}
 	f.logf("run %s: taken (lease token %d, attempt %d)", run, lease.Token, job.Attempt)
+	if st.Params == nil {
+		// The build adds what it resolved to them, and Start records them.
+		st.Params = map[string]string{}
+	}
 	wf, err := f.resolve(ctx, st)
 	if err != nil {
 		// Record the run as failed: no worker of this fleet can run it.
@@ -100,7 +104,15 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		f.renew(lctx, lease, cancel)
 	}()
 	if st.Started {
-		_, err = replay.Resume(rctx, f.rt, run, wf)
+		// The one guarded resume every front end uses. The worker took
+		// the lease itself (take) and renews it itself (renew) rather
+		// than through Hold: its job's retries need what Hold hides, the
+		// cause a lost lease cancels the run with, a release only when
+		// not fenced, and a context that suspends the run on errors
+		// worth another attempt instead of ending it.
+		_, err = Resume(rctx, f.rt, run, wf, ResumeOptions{held: &lease, Held: func() {
+			f.logf("run %s: resuming from its record (lease token %d)", run, lease.Token)
+		}})
 	} else {
 		input, lerr := f.rt.Session(rctx, st.InputSession)
 		if lerr != nil {
@@ -202,13 +214,53 @@ func (f *Fleet) logf(format string, args ...any) {
 // read under the lease: for a run that started before, from the
 // parameters its run.started recorded (Options.Resolve).
 func (f *Fleet) resolve(ctx context.Context, st projections.RunState) (flow.Workflow, error) {
-	if f.opts.Resolve == nil {
-		return f.rt.Workflow(st.Workflow)
-	}
 	if st.Started {
 		ctx = context.WithValue(ctx, resumingKey{}, true)
 	}
-	return f.opts.Resolve(ctx, st.Workflow, st.Params)
+	if f.opts.Resolve != nil {
+		return f.opts.Resolve(ctx, st.Workflow, st.Params)
+	}
+	params := st.Params
+	if _, err := f.rt.Workflow(st.Workflow); err != nil && st.Workflow == rath.AgentWorkflow {
+		// Whoever can submit wrote these parameters: the policy judges
+		// them before anything they name is started or opened.
+		if err := f.opts.Policy.CheckAgent(params); err != nil {
+			return nil, err
+		}
+		// A run keeps the rules it started under: a resumed one's params
+		// are its run.started's, with the rules recorded then.
+		if !st.Started {
+			if err := f.opts.Policy.Impose(params); err != nil {
+				return nil, err
+			}
+		}
+		if err := reachable(params); err != nil {
+			return nil, err
+		}
+	}
+	if st.Started {
+		return f.rt.RecordedWorkflow(ctx, st.Run, rath.LiveMode)
+	}
+	// What the build resolves (a provider, MCP tool specs) lands in
+	// params, which the run records.
+	wf, err := f.rt.BuildWorkflow(ctx, st.Workflow, params, rath.LiveMode)
+	if errors.Is(err, rath.ErrUnknownWorkflow) {
+		return nil, fmt.Errorf("this worker does not know workflow %q: register it on the worker's runtime (rath.Runtime.Register or RegisterBuilder; for a rath binary, in cli.Config.Setup): %w", st.Workflow, err)
+	}
+	return wf, err
+}
+
+// reachable refuses a run whose local or bwrap workspace this worker
+// cannot see: it must be a path every worker shares.
+func reachable(params map[string]string) error {
+	ws, backend := params[rath.ParamWorkspace], params[rath.ParamBackend]
+	if ws == "" || (backend != "local" && backend != "bwrap") {
+		return nil
+	}
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return fmt.Errorf("the run's workspace %s is not reachable from this worker; it must be a path every worker shares", ws)
+	}
+	return nil
 }
 
 type resumingKey struct{}

@@ -132,7 +132,8 @@ func (s *Server) apiRunFork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fork: seq %d is not an event of run %s", req.Seq, id)
 		return
 	}
-	wf, err := s.opts.Workflow(ctx, s.rt, id)
+	// Everything after seq runs live: its providers call the model.
+	wf, err := s.opts.Workflow(ctx, s.rt, id, rath.LiveMode)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return
@@ -212,6 +213,11 @@ func (s *Server) submitted(ctx context.Context, run string) bool {
 // another holder (a `rath resume`) continues now is refused.
 func (s *Server) apiRunResume(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
+	// Where the record ends a resume calls the model and runs tools for
+	// real, as a fork does: the operator's decision, like the fork's.
+	if s.refuseLive(w, "resume") {
+		return
+	}
 	row, err := s.rt.Reader().Run(ctx, id)
 	if notFound(w, err) {
 		return
@@ -224,7 +230,7 @@ func (s *Server) apiRunResume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "resume: run %s belongs to the fleet: a worker resumes it (rath worker)", id)
 		return
 	}
-	wf, err := s.opts.Workflow(ctx, s.rt, id)
+	wf, err := s.opts.Workflow(ctx, s.rt, id, rath.LiveMode)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return

@@ -18,8 +18,8 @@ import (
 // rebuild is the console's workflow resolver in these tests: a fresh
 // scripted agent per run (a gated one for gated runs), as `rath serve`
 // rebuilds a run's workflow from its record.
-func rebuild(t *testing.T) func(context.Context, *rath.Runtime, string) (flow.Workflow, error) {
-	return func(ctx context.Context, rt *rath.Runtime, id string) (flow.Workflow, error) {
+func rebuild(t *testing.T) func(context.Context, *rath.Runtime, string, rath.Mode) (flow.Workflow, error) {
+	return func(ctx context.Context, rt *rath.Runtime, id string, _ rath.Mode) (flow.Workflow, error) {
 		row, err := rt.Reader().Run(ctx, id)
 		if err != nil {
 			return nil, err

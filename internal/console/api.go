@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gorath/rath"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -269,7 +270,7 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
 		return
 	}
-	wf, err := s.opts.Workflow(ctx, s.rt, id)
+	wf, err := s.opts.Workflow(ctx, s.rt, id, rath.ReplayMode)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return

@@ -331,7 +331,7 @@ func TestReplayAndVerify_Verdicts(t *testing.T) {
 		t.Fatalf("verify: %s", body)
 	}
 	// A workflow nobody can rebuild is a clear refusal.
-	srv, err := console.New(console.Options{Runtime: f.rt, Workflow: func(context.Context, *rath.Runtime, string) (flow.Workflow, error) {
+	srv, err := console.New(console.Options{Runtime: f.rt, Workflow: func(context.Context, *rath.Runtime, string, rath.Mode) (flow.Workflow, error) {
 		return nil, rath.ErrUnknownWorkflow
 	}})
 	if err != nil {
@@ -362,7 +362,7 @@ func TestReplay_DivergenceHasSeqWantGot(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Replay with changed code: the appended text differs.
-	srv, err := console.New(console.Options{Runtime: rt, Workflow: func(context.Context, *rath.Runtime, string) (flow.Workflow, error) {
+	srv, err := console.New(console.Options{Runtime: rt, Workflow: func(context.Context, *rath.Runtime, string, rath.Mode) (flow.Workflow, error) {
 		return appender{"changed"}, nil
 	}})
 	if err != nil {

@@ -91,7 +91,7 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 	if _, err := rt.Start(t.Context(), "gated-shouter", newAgent(t, flow.WithApproval("shout", flow.Always())), in, rath.WithRunID("run-wait")); !errors.Is(err, flow.ErrWaiting) {
 		t.Fatalf("start: %v, want the run waiting", err)
 	}
-	srv, err := console.New(console.Options{Runtime: rt, Workflow: func(ctx context.Context, rt *rath.Runtime, id string) (flow.Workflow, error) {
+	srv, err := console.New(console.Options{Runtime: rt, Workflow: func(ctx context.Context, rt *rath.Runtime, id string, mode rath.Mode) (flow.Workflow, error) {
 		row, err := rt.Reader().Run(ctx, id)
 		if err != nil {
 			return nil, err
@@ -99,7 +99,7 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 		if row.Workflow == "retrier" {
 			return newAgent(t), nil
 		}
-		return rebuild(t)(ctx, rt, id)
+		return rebuild(t)(ctx, rt, id, mode)
 	}, AllowLive: true})
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,9 @@ type RunView struct {
 
 // RunActions says which of the run page's actions the run's state allows:
 // a resume of a stopped run no worker owns, a cancel of a submitted run
-// that has not ended, a fork that goes on live (model and tools).
+// that has not ended, a fork that goes on live (model and tools). A
+// resume and a fork are offered only on a console allowed to run work
+// live (Options.AllowLive).
 type RunActions struct {
 	Resume bool `json:"resume"`
 	Cancel bool `json:"cancel"`
@@ -247,7 +249,7 @@ func (s *Server) runView(ctx context.Context, id string) (RunView, error) {
 	v := vs[0]
 	// The same rules as the resume and cancel handlers apply.
 	finished, submitted := row.FinishedSeq.Valid, s.submitted(ctx, id)
-	v.Actions = &RunActions{Resume: !finished && !submitted, Cancel: !finished && submitted, Fork: s.liveAllowed()}
+	v.Actions = &RunActions{Resume: !finished && !submitted && s.liveAllowed(), Cancel: !finished && submitted, Fork: s.liveAllowed()}
 	v.Replay = s.lastReplay(id)
 	return v, nil
 }

@@ -37,10 +37,12 @@ type Options struct {
 	Runtime *rath.Runtime
 	// Token, if set, is required on every request (Bearer or cookie).
 	Token string
-	// Workflow rebuilds the workflow a recorded run ran, for replay (the
-	// CLI passes its own resolver, which knows "rath run" and the demo).
-	// Nil means the runtime's registered workflows (rath.Runtime.Workflow).
-	Workflow func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error)
+	// Workflow rebuilds the workflow a recorded run ran: in
+	// rath.ReplayMode for a replay, in rath.LiveMode for a resume or a
+	// fork, which go on live. Nil (what rath serve uses) means
+	// rath.Runtime.RecordedWorkflow: registered workflows, the built-in
+	// agent, registered builders, and runs whose record describes them.
+	Workflow func(ctx context.Context, rt *rath.Runtime, runID string, mode rath.Mode) (flow.Workflow, error)
 	// Now is the clock for running runs' durations. Nil means time.Now.
 	Now func() time.Time
 	// Submit, if set, serves POST /api/runs (submit.go); nil answers
@@ -50,8 +52,8 @@ type Options struct {
 	// config file's "prices"); nil shows none.
 	Prices map[string]flow.ModelPrice
 	// AllowLive lets console users run recorded work again for real: a
-	// replay with live tools and a fork (which goes on live after its
-	// seq). Those run the run's tools in this process's sandboxes, so they
+	// replay with live tools, a fork (which goes on live after its seq)
+	// and a resume (which goes on live where the record ends). Those run the run's tools in this process's sandboxes, so they
 	// are the operator's decision; false refuses them with 403 and the
 	// page does not offer them. The runtime's sandbox registry is what
 	// confines them (rath serve --allow-live gives it only --backends).
@@ -101,12 +103,8 @@ func New(opts Options) (*Server, error) {
 		opts.Now = time.Now
 	}
 	if opts.Workflow == nil {
-		opts.Workflow = func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error) {
-			row, err := rt.Reader().Run(ctx, runID)
-			if err != nil {
-				return nil, err
-			}
-			return rt.Workflow(row.Workflow)
+		opts.Workflow = func(ctx context.Context, rt *rath.Runtime, runID string, mode rath.Mode) (flow.Workflow, error) {
+			return rt.RecordedWorkflow(ctx, runID, mode)
 		}
 	}
 	b := make([]byte, 32)

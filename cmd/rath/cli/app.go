@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/demo"
 	"github.com/gorath/rath/sandbox"
 	"github.com/gorath/rath/signkey"
 )
@@ -137,6 +138,9 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The demo is built from each run's parameters, here and in the
+	// console and the workers this binary runs.
+	rt.RegisterBuilder(demo.Name, buildDemo)
 	if a.setup != nil {
 		if err := a.setup(ctx, rt); err != nil {
 			return nil, errors.Join(fmt.Errorf("setup: %w", err), rt.Close())

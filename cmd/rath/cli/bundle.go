@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/gorath/rath"
 	"os"
 
 	"github.com/gorath/rath/bundle"
@@ -44,7 +45,7 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 	opts := bundle.Options{Key: key, StoredCheckpoint: storedCheckpoint(rt.Store(), key)}
 	diverged := false
 	if !f.noReplay {
-		wf, err := a.workflowForRun(ctx, rt, runID, false)
+		wf, err := a.workflowForRun(ctx, rt, runID, rath.ReplayMode)
 		if err != nil {
 			return fmt.Errorf("export --bundle: replay %s: %w (--no-replay attests no verdict)", runID, err)
 		}

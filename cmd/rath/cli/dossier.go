@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"github.com/gorath/rath"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,7 +65,7 @@ them a bundle no pinned witness cosigned, or signed by another key, fails
 				}
 			}
 			if doReplay {
-				wf, err := a.workflowForRun(ctx, rt, argv[0], false)
+				wf, err := a.workflowForRun(ctx, rt, argv[0], rath.ReplayMode)
 				if err != nil {
 					return err
 				}

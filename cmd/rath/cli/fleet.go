@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,9 +12,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/fleet"
-	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
-	"github.com/gorath/rath/internal/demo"
 	"github.com/spf13/cobra"
 )
 
@@ -192,18 +189,10 @@ own rules say, and the run records them, so its replay asks the same.`,
 				return err
 			}
 			defer stopOtel()
-			// Workflows the program registered (Config.Setup) come first,
-			// even under the built-in names; rt.Start registers every
-			// workflow it runs, so this is taken before the first run.
-			setup := map[string]bool{}
-			for _, name := range []string{runWorkflow, demo.Name} {
-				_, err := rt.Workflow(name)
-				setup[name] = err == nil
-			}
+			// A config file with a bad entry still names its good servers.
+			policy.Servers, _ = mcptool.LoadServers("")
 			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, Concurrency: concurrency, LeaseTime: lease, DeadAfter: deadAfter, Log: a.stderr,
-				Resolve: func(ctx context.Context, name string, params map[string]string) (flow.Workflow, error) {
-					return a.workflowForSubmitted(ctx, rt, name, params, setup, policy)
-				}})
+				Policy: policy})
 			if err != nil {
 				return err
 			}
@@ -238,41 +227,6 @@ own rules say, and the run records them, so its replay asks the same.`,
 	cmd.Flags().StringSliceVar(&approve, "approve", nil, "tools whose every call waits for a person's approval in every run, whatever the run's own rules (names or patterns like github__*); more rules in the config file's \"approvals\"")
 	cmd.Flags().BoolVar(&policy.SubmittedMCP, "allow-submitted-mcp", false, "start MCP servers a submitted run brings (--mcp: a command on this host, or a URL); without it, only this worker's configured servers")
 	return cmd
-}
-
-// workflowForSubmitted builds the workflow a submitted run names: a
-// registered one, the built-in agent from its parameters (if the
-// worker's policy allows what they ask), or the demo.
-func (a *app) workflowForSubmitted(ctx context.Context, rt *rath.Runtime, name string, params map[string]string, setup map[string]bool, policy fleet.Policy) (flow.Workflow, error) {
-	if _, builtin := setup[name]; !builtin || setup[name] {
-		if wf, err := rt.Workflow(name); err == nil {
-			return wf, nil
-		}
-	}
-	switch name {
-	case runWorkflow:
-		// A config file with a bad entry still names its good servers.
-		policy.Servers, _ = mcptool.LoadServers("")
-		if err := checkSubmitted(policy, params); err != nil {
-			return nil, err
-		}
-		// A run keeps the rules it started under: a resumed one's params
-		// are its run.started's, with the rules recorded then.
-		if !fleet.Resuming(ctx) {
-			if err := policy.Impose(params); err != nil {
-				return nil, err
-			}
-		}
-		if ws := params["workspace"]; ws != "" && slices.Contains([]string{"local", "bwrap"}, params["backend"]) {
-			if st, err := os.Stat(ws); err != nil || !st.IsDir() {
-				return nil, fmt.Errorf("the run's workspace %s is not reachable from this worker; it must be a path every worker shares", ws)
-			}
-		}
-		return a.agentFromParams(ctx, rt, params, true, nil)
-	case demo.Name:
-		return demo.Build(ctx, rt, nil)
-	}
-	return nil, fmt.Errorf("this worker does not know workflow %q: build a rath binary whose cli.Config.Setup registers it", name)
 }
 
 func newCancelCmd(a *app) *cobra.Command {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,16 +13,8 @@ import (
 )
 
 // memoryParam is the run parameter holding --memory: a JSON list of
-// memoryUse, in flag order.
-const memoryParam = "memory"
-
-// memoryUse is one --memory flag: a namespace the agent recalls from
-// before its first turn and, unless RecallOnly, commits its session to
-// when it ends.
-type memoryUse struct {
-	Namespace  string `json:"namespace"`
-	RecallOnly bool   `json:"recall_only,omitempty"`
-}
+// rath.MemoryUse, in flag order.
+const memoryParam = rath.ParamMemory
 
 // recallOnlySuffix makes a --memory namespace recall only.
 const recallOnlySuffix = ":recall"
@@ -33,8 +24,8 @@ func addMemoryFlag(cmd *cobra.Command, uses *[]string) {
 }
 
 // parseMemoryUses checks --memory values.
-func parseMemoryUses(values []string) ([]memoryUse, error) {
-	var uses []memoryUse
+func parseMemoryUses(values []string) ([]rath.MemoryUse, error) {
+	var uses []rath.MemoryUse
 	seen := map[string]bool{}
 	for _, v := range values {
 		ns, recallOnly := strings.CutSuffix(v, recallOnlySuffix)
@@ -45,7 +36,7 @@ func parseMemoryUses(values []string) ([]memoryUse, error) {
 			return nil, fmt.Errorf("namespace %q given twice", ns)
 		}
 		seen[ns] = true
-		uses = append(uses, memoryUse{Namespace: ns, RecallOnly: recallOnly})
+		uses = append(uses, rath.MemoryUse{Namespace: ns, RecallOnly: recallOnly})
 	}
 	return uses, nil
 }
@@ -53,7 +44,7 @@ func parseMemoryUses(values []string) ([]memoryUse, error) {
 // memoryBackendParam is the run parameter holding the memory backend's
 // config (a memory.BackendConfig as JSON, never a key: only the name of
 // the variable holding it), when it is not the local memory.
-const memoryBackendParam = "memory_backend"
+const memoryBackendParam = rath.ParamMemoryBackend
 
 // memoryParams records --memory in the run's parameters, with the memory
 // backend the config file selects, so a worker and a replay rebuild the
@@ -96,36 +87,4 @@ func configuredMemory() (memory.BackendConfig, error) {
 		return memory.BackendConfig{}, nil
 	}
 	return *cf.Memory, nil
-}
-
-// memoryOptions gives the agent of a run the memory its parameters name.
-// In a replay the recalls and commits are answered from the record; the
-// memory is still opened, as the agent needs one, but not searched.
-func memoryOptions(ctx context.Context, rt *rath.Runtime, params map[string]string) ([]flow.AgentOption, error) {
-	raw := params[memoryParam]
-	if raw == "" {
-		return nil, nil
-	}
-	var uses []memoryUse
-	if err := json.Unmarshal([]byte(raw), &uses); err != nil {
-		return nil, fmt.Errorf("run parameter %s: %w", memoryParam, err)
-	}
-	if len(uses) == 0 {
-		return nil, nil
-	}
-	var cfg memory.BackendConfig
-	if raw := params[memoryBackendParam]; raw != "" {
-		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-			return nil, fmt.Errorf("run parameter %s: %w", memoryBackendParam, err)
-		}
-	}
-	mem, err := rt.OpenMemory(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	opts := make([]flow.AgentOption, 0, len(uses))
-	for _, u := range uses {
-		opts = append(opts, flow.WithMemory(mem, flow.MemoryOptions{Namespace: u.Namespace, Commit: !u.RecallOnly}))
-	}
-	return opts, nil
 }

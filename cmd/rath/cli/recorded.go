@@ -2,82 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 )
-
-// resolvedProviderParam is the run parameter that holds the provider a
-// "rath run" run resolved (flow.Provider.Recordable as JSON: vendor,
-// name, model, base URL, sampling, retry, budget; never the key). A
-// replay rebuilds the provider from it alone, on any machine.
-const resolvedProviderParam = flow.ProviderParam
-
-// recordedProvider reads resolvedProviderParam; ok is false for runs
-// recorded before it existed.
-func recordedProvider(params map[string]string) (p flow.Provider, ok bool, err error) {
-	raw, ok := params[resolvedProviderParam]
-	if !ok {
-		return p, false, nil
-	}
-	if err := json.Unmarshal([]byte(raw), &p); err != nil {
-		return p, false, fmt.Errorf("%w: the run's recorded provider: %w", flow.ErrProvider, err)
-	}
-	return p, true, nil
-}
-
-// withRecordedProvider returns params with resolvedProviderParam. A run
-// recorded before that parameter existed gets one from its record: the
-// provider label and model of its first model call (what its events say),
-// over what today's environment and config resolve, if anything. Sampling
-// settings and a retry policy that came from a config file are not in
-// such a record: they are today's, or the defaults.
-func withRecordedProvider(ctx context.Context, rt *rath.Runtime, runID string, params map[string]string) (map[string]string, error) {
-	if _, ok := params[resolvedProviderParam]; ok {
-		return params, nil
-	}
-	base := flow.Provider{Name: params["provider"], Vendor: params["kind"], Model: params["model"], Cassette: params["cassette"]}
-	if today, err := flow.ResolveProviderConfig(base, flow.ResolveOptions{Models: rath.Models()}); err == nil {
-		base = today.Recordable()
-	}
-	evs, err := rt.Store().Read(ctx, events.Query{RunID: runID, Types: []string{events.TypeProviderCalled, events.TypeProviderFailed}, Limit: 1})
-	if err != nil {
-		return nil, err
-	}
-	if len(evs) == 1 {
-		p, err := evs[0].Decode()
-		if err != nil {
-			return nil, err
-		}
-		var label, model string
-		switch e := p.(type) {
-		case *events.ProviderCalled:
-			label, model = e.Provider, e.Model
-		case *events.ProviderFailed:
-			label, model = e.Provider, e.Model
-		}
-		// A call's provider label is the config name if there was one,
-		// else the vendor.
-		if params["provider"] != "" {
-			base.Name = label
-		} else {
-			base.Name, base.Vendor = "", label
-		}
-		base.Model = model
-	}
-	b, err := json.Marshal(base)
-	if err != nil {
-		return nil, err
-	}
-	out := maps.Clone(params)
-	out[resolvedProviderParam] = string(b)
-	return out, nil
-}
 
 // resolutionNotes compares the provider a "rath run" run recorded with
 // what today's environment and config file would resolve for its
@@ -93,13 +23,12 @@ func resolutionNotes(ctx context.Context, rt *rath.Runtime, runID string) []stri
 	if err != nil {
 		return nil
 	}
-	params := started.Params
-	rec, ok, err := recordedProvider(params)
-	if err != nil || !ok {
+	spec, err := rath.ParseAgentSpec(started.Params)
+	if err != nil || spec.Resolved == nil {
 		return nil
 	}
-	today, err := flow.ResolveProviderConfig(flow.Provider{Name: params["provider"], Vendor: params["kind"], Model: params["model"], Cassette: params["cassette"]},
-		flow.ResolveOptions{Models: rath.Models()})
+	rec := *spec.Resolved
+	today, err := flow.ResolveProviderConfig(spec.Provider, flow.ResolveOptions{Models: rt.Models()})
 	if err != nil {
 		return nil
 	}

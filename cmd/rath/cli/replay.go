@@ -49,7 +49,7 @@ refused (exit 1), naming the layer.`,
 			if err != nil {
 				return err
 			}
-			wf, err := a.workflowForRun(ctx, rt, argv[0], false)
+			wf, err := a.workflowForRun(ctx, rt, argv[0], rath.ReplayMode)
 			if err != nil {
 				return err
 			}
@@ -137,7 +137,7 @@ with --json, the events as JSON Lines and the summary object of run.`,
 			if err != nil {
 				return err
 			}
-			wf, err := a.workflowForRun(ctx, rt, argv[0], true)
+			wf, err := a.workflowForRun(ctx, rt, argv[0], rath.LiveMode)
 			if err != nil {
 				return err
 			}

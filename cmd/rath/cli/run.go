@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,9 +131,9 @@ func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
 		}
 		// Built-in tools act on the session's workspace; without one every
 		// call would fail no_placement in a run that still ends done.
-		if len(sel.builtins) > 0 && f.workspace == "" {
+		if len(sel.Builtins) > 0 && f.workspace == "" {
 			return nil, usagef(cmd, "--tools %s: built-in tools (%s) run in a workspace: pass --workspace DIR (created if missing), or name only MCP tools (SERVER.*)",
-				f.tools, strings.Join(sel.builtins, ", "))
+				f.tools, strings.Join(sel.Builtins, ", "))
 		}
 		// "all" stays as it is: it also means every MCP tool, which a
 		// worker lists itself.
@@ -227,7 +228,11 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 			progress.wait(ctx, h.Seq, time.Second)
 		}
 	}
-	agent, err := a.agentFromParams(ctx, rt, params, true, func(d model.Delta) {
+	spec, err := rath.ParseAgentSpec(params)
+	if err != nil {
+		return err
+	}
+	agent, err := rt.BuildAgent(ctx, &spec, rath.AgentOptions{Mode: rath.LiveMode, OnDelta: func(d model.Delta) {
 		if d.Content == "" || a.json {
 			return
 		}
@@ -235,7 +240,10 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 			caughtUp()
 		}
 		out("%s", d.Content)
-	})
+	}})
+	// What the build resolved (the provider, the MCP tools' specs) is
+	// recorded with the run: a replay needs nothing else.
+	maps.Copy(params, spec.Params())
 	if errors.Is(err, flow.ErrNoProviderKind) {
 		return usagef(cmd, "no model to run: pass --provider NAME (from %s) or --cassette FILE, or set OPENAI_API_KEY or ANTHROPIC_API_KEY",
 			flow.DefaultConfigPath(os.Getenv))

@@ -100,9 +100,6 @@ rath serve --allow-live --backends bwrap --workspace-root /srv/work`,
 				fmt.Fprintf(a.stderr, "rath: no cost column: %v\n", err)
 			}
 			srv, err := console.New(console.Options{Runtime: rt, Token: token, Prices: cf.Prices,
-				Workflow: func(ctx context.Context, rt *rath.Runtime, runID string) (flow.Workflow, error) {
-					return a.workflowForRun(ctx, rt, runID, false)
-				},
 				Submit: sub.submit, AllowLive: allowLive, LiveCopies: workspaceRoot})
 			if err != nil {
 				return err

@@ -131,7 +131,7 @@ func remoteCheck(f runFlags) error {
 		if err != nil {
 			return fmt.Errorf("tools: %w", err)
 		}
-		if f.tools == "all" || len(sel.mcp) > 0 {
+		if f.tools == "all" || len(sel.MCP) > 0 {
 			return errors.New("tools: a run submitted over HTTP selects built-in tools by name, no MCP tools")
 		}
 	}
@@ -197,12 +197,15 @@ func (a *app) prepareSubmission(cmd *cobra.Command, rt *rath.Runtime, c checkedR
 		// The MCP tools are listed now, so that the record has their
 		// specs (a replay needs them) and a server that cannot start
 		// fails here, not on a worker.
-		sel, err := parseTools(params["tools"])
+		spec, err := rath.ParseAgentSpec(params)
 		if err != nil {
 			return fleet.Submission{}, err
 		}
-		if _, err := mcpTools(ctx, rt, params, sel); err != nil {
+		if _, err := rt.AgentTools(ctx, &spec, rath.LiveMode); err != nil {
 			return fleet.Submission{}, err
+		}
+		if len(spec.MCPTools) > 0 {
+			params[rath.ParamMCPTools] = spec.Params()[rath.ParamMCPTools]
 		}
 	}
 	input, err := rt.PrepareUserSession(ctx, c.prompt, backend, ws)

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gorath/rath"
 	"maps"
 	"slices"
 	"strings"
@@ -57,7 +58,11 @@ rath tools --mcp remote=http://127.0.0.1:3001/mcp`,
 				views = append(views, toolView{Name: t.Name(), Source: "builtin", Select: t.Name(), Description: t.Description(),
 					Schema: t.Schema(), Annotations: flow.AnnotationsOf(t)})
 			}
-			all, err := mcpServers(params)
+			spec, err := rath.ParseAgentSpec(params)
+			if err != nil {
+				return err
+			}
+			all, err := rath.AgentServers(spec.MCP)
 			if all == nil {
 				return err
 			}

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/gorath/rath/fleet"
 )
 
 // parseBackends checks a --backends list against the CLI's backends.
@@ -28,16 +25,4 @@ func parseBackends(list []string) ([]string, error) {
 		return nil, fmt.Errorf("no backend: want some of %s", strings.Join(cliBackends, ", "))
 	}
 	return out, nil
-}
-
-// checkSubmitted refuses the parameters of a submitted "rath run" that
-// ask for more than policy allows.
-func checkSubmitted(policy fleet.Policy, params map[string]string) error {
-	asks := fleet.Asks{Workspace: params["workspace"], Backend: params["backend"], Cassette: params["cassette"]}
-	if raw := params[paramMCP]; raw != "" && !policy.SubmittedMCP {
-		if err := json.Unmarshal([]byte(raw), &asks.MCP); err != nil {
-			return &fleet.RefusedError{What: "MCP servers", Allow: fmt.Sprintf("its %s parameter does not parse: %v", paramMCP, err)}
-		}
-	}
-	return policy.Check(asks)
 }

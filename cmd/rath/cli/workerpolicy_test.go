@@ -252,7 +252,7 @@ func TestWorkerPolicy_CheckSubmitted(t *testing.T) {
 		{"garbage, any allowed", open, map[string]string{paramMCP: `{`}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkSubmitted(tc.policy, tc.params)
+			err := tc.policy.CheckAgent(tc.params)
 			if tc.refuse == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
