@@ -186,3 +186,77 @@ func TestDossier_View(t *testing.T) {
 		t.Fatalf("dossier view: %s %v", res.Status, res.Header)
 	}
 }
+
+// A resume goes on live where the record ends, so the console offers
+// and runs it only with AllowLive, as it does a fork: without, it is
+// refused (403) and the run left as it was. With it, the default
+// resolver (rath.Runtime.RecordedWorkflow, live) cannot go on with a
+// library program's run this process never registered: its record
+// describes the workflow but its tools are the program's own code. The
+// answer is a clear 422 naming that, and the run is left as it was.
+func TestResume_LiveOnlyAndProgramRunsRefusedClearly(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	rt, err := rath.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := serveFixture(t, mustConsole(t, console.Options{Runtime: rt}), rt, "")
+	run := waitingRun(t, f)
+	pend := decode[[]approval.View](t, f.get(t, "/api/approvals?run="+run, ""))
+	if res, body := f.postJSON(t, "/api/approvals/"+pend[0].ID, `{"decision":"approve","by":"ann"}`, true); res.StatusCode != http.StatusOK {
+		t.Fatalf("approve: %s %s", res.Status, body)
+	}
+	f.srv.Close()
+	rt.Close()
+
+	// A process that never registered the program's workflow: the stock
+	// binary's console.
+	fresh, err := rath.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fresh.Close() })
+	before, err := fresh.Store().ReadRun(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchanged := func(when string) {
+		t.Helper()
+		after, err := fresh.Store().ReadRun(ctx, run)
+		if err != nil || len(after) != len(before) {
+			t.Fatalf("%s: the run has %d events, then %d (%v)", when, len(before), len(after), err)
+		}
+	}
+	f = serveFixture(t, mustConsole(t, console.Options{Runtime: fresh}), fresh, run)
+	if v := decode[console.RunView](t, f.get(t, "/api/runs/"+run, "")); v.Actions == nil || v.Actions.Resume {
+		t.Errorf("a console without AllowLive offers the resume: %+v", v.Actions)
+	}
+	if res, body := f.postJSON(t, "/api/runs/"+run+"/resume", ``, true); res.StatusCode != http.StatusForbidden || !strings.Contains(body, "--allow-live") {
+		t.Fatalf("resume without AllowLive: %s %s", res.Status, body)
+	}
+	unchanged("refused without AllowLive")
+
+	f = serveFixture(t, mustConsole(t, console.Options{Runtime: fresh, AllowLive: true}), fresh, run)
+	if v := decode[console.RunView](t, f.get(t, "/api/runs/"+run, "")); v.Actions == nil || !v.Actions.Resume {
+		t.Errorf("a console with AllowLive does not offer the resume: %+v", v.Actions)
+	}
+	res, body := f.postJSON(t, "/api/runs/"+run+"/resume", ``, true)
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "cannot be rebuilt") || !strings.Contains(body, "program") {
+		t.Fatalf("resume of a program's run: %s %s", res.Status, body)
+	}
+	unchanged("refused as a program's run")
+	// A replay of it still works: the record describes the workflow.
+	if res, body := f.postJSON(t, "/api/runs/"+run+"/replay", ``, true); res.StatusCode != http.StatusOK || !strings.Contains(body, `"ok":true`) {
+		t.Fatalf("replay of a program's run: %s %s", res.Status, body)
+	}
+}
+
+func mustConsole(t *testing.T, opts console.Options) *console.Server {
+	t.Helper()
+	srv, err := console.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
