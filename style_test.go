@@ -112,7 +112,7 @@ var allowedImports = map[string][]string{
 	// The fleet reads a run's state from the read model (projections),
 	// not by folding its streams, and shows statuses in projections' words.
 	"fleet":              {".", "approval", "events", "flow", "flow/mcptool", "flow/model", "migrations", "projections", "replay", "sandbox", "session"},
-	"eval":               {".", "events", "flow", "flow/model", "projections"},
+	"eval":               {".", "events", "flow", "flow/model", "projections", "replay"},
 	"dossier":            {".", "approval", "events", "flow", "flow/model", "internal/textsafe", "projections", "replay", "session"},
 	"internal/demo":      {".", "events", "flow", "flow/builtin", "flow/model/scripted", "dossier", "memory", "replay", "sandbox", "session"},
 	"internal/oracle":    {"events", "flow/model"},

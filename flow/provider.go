@@ -195,6 +195,17 @@ type ConfigFile struct {
 	// Prices are what each model costs, by model name, for the console's
 	// cost column; a model with no price shows no cost.
 	Prices map[string]ModelPrice `json:"prices,omitempty"`
+	// Agents are named agents, for `rath run --agent NAME`: the run
+	// records the name and the settings it used, and `rath regress`
+	// rebuilds a named agent's runs with the file's settings as they are
+	// then, so an edited prompt shows which recorded runs it changes.
+	Agents map[string]AgentConfig `json:"agents,omitempty"`
+}
+
+// AgentConfig is one named agent of the config file.
+type AgentConfig struct {
+	// System is the agent's system prompt; empty means the CLI's default.
+	System string `json:"system,omitempty"`
 }
 
 // ModelPrice is a model's price per million tokens, in the currency the

@@ -82,7 +82,7 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		if !ok {
 			if d == nil {
 				d = &Divergence{Class: ClassMissing, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
-					Want: normalize(want.Payload), Hint: hintFor(ClassMissing, want.Type, "")}
+					Want: normalize(want.Payload), Hint: hintFor(ClassMissing, want.Type, ""), Change: ChangeStructural}
 			}
 			continue
 		}
@@ -94,7 +94,8 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		if g.Type != want.Type || w != gp {
 			if d == nil {
 				d = &Divergence{Class: ClassMismatch, Seq: want.Seq, Type: want.Type, Stream: want.Stream, Version: want.Version,
-					Want: w, Got: gp, Diff: fieldDiff(want.Type, w, g.Type, gp), Hint: hintFor(ClassMismatch, want.Type, g.Type)}
+					Want: w, Got: gp, Diff: fieldDiff(want.Type, w, g.Type, gp), Hint: hintFor(ClassMismatch, want.Type, g.Type),
+					Change: payloadChange(want.Type, w, g.Type, gp)}
 			}
 			continue
 		}
@@ -108,7 +109,7 @@ func compareIgnoring(recorded, produced []events.Event, ignore map[string]bool) 
 		for _, ev := range produced {
 			if !seen[key{ev.Stream, ev.Version}] {
 				return matched, &Divergence{Class: ClassExtra, Seq: last, Type: ev.Type, Stream: ev.Stream, Version: ev.Version,
-					Got: normalize(ev.Payload), Hint: hintFor(ClassExtra, "", ev.Type)}
+					Got: normalize(ev.Payload), Hint: hintFor(ClassExtra, "", ev.Type), Change: ChangeStructural}
 			}
 		}
 	}

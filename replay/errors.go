@@ -21,6 +21,12 @@ const (
 	ClassExtra    = "extra"    // the replay produced it, the record does not have it
 )
 
+// Kinds of change (Divergence.Change).
+const (
+	ChangeStructural = "structural" // another tool, other arguments, other messages, tools or settings
+	ChangeWording    = "wording"    // the same structure with other text
+)
+
 // Divergence is the first point where a replay differs from the record.
 type Divergence struct {
 	Class   string `json:"class"`
@@ -32,6 +38,15 @@ type Divergence struct {
 	Got     string `json:"got,omitempty"`  // replayed payload
 	Diff    string `json:"diff,omitempty"` // readable field diff
 	Hint    string `json:"hint"`
+	// Change is what kind of difference this is, where the replay can
+	// tell: ChangeStructural (another tool, other arguments, other
+	// messages, tools or settings) or ChangeWording (the same structure,
+	// other text); "" when it cannot tell.
+	Change string `json:"change,omitempty"`
+	// Unanswered is set when the replay stopped at a call the record has
+	// no answer for (a changed or extra request): going on from there
+	// needs a live answer.
+	Unanswered bool `json:"unanswered,omitempty"`
 }
 
 func (d *Divergence) Error() string {

@@ -158,17 +158,17 @@ func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAn
 			return proto.ModelAnswer{Live: true}, o.goLive(ctx)
 		}
 		return proto.ModelAnswer{}, o.pastEnd(&Divergence{Class: ClassExtra, Type: events.TypeProviderCalled, Stream: call.Session,
-			Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed%s", call.Agent, call.Attempt, o.renameHint(call.Agent))})
+			Change: ChangeStructural, Unanswered: true, Hint: fmt.Sprintf("extra model call: agent %s made a call (attempt %d) the record does not have; the code path changed%s", call.Agent, call.Attempt, o.renameHint(call.Agent))})
 	}
 	a := q[0]
 	o.models[call.Agent] = q[1:]
 	if a.digest() != call.Digest {
-		d := &Divergence{Class: ClassMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version,
+		d := &Divergence{Class: ClassMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version, Unanswered: true,
 			Hint: fmt.Sprintf("prompt changed: agent %s sent a different request than the record (digest %.12s, recorded %.12s)", call.Agent, call.Digest, a.digest())}
 		if a.failed != nil {
 			d.Type = events.TypeProviderFailed
 		}
-		d.Diff = o.requestDiff(ctx, a, call.Request)
+		d.Diff, d.Change = o.requestDiff(ctx, a, call.Request)
 		return proto.ModelAnswer{}, o.diverge(d)
 	}
 	if a.number() != call.Attempt {
@@ -208,7 +208,7 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 			return proto.ToolAnswer{Live: true}, o.goLive(ctx)
 		}
 		return proto.ToolAnswer{}, o.pastEnd(&Divergence{Class: ClassExtra, Type: events.TypeToolReturned, Stream: call.Session,
-			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), which the record does not have", call.Agent, call.Tool, call.CallID)})
+			Change: ChangeStructural, Unanswered: true, Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), which the record does not have", call.Agent, call.Tool, call.CallID)})
 	}
 	// Parallel-safe calls of one round reach the oracle in any order:
 	// match by call id within the agent's record, in order otherwise.
@@ -219,7 +219,7 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 	if i == len(q) || q[i].ret.Tool != call.Tool {
 		t := q[0]
 		return proto.ToolAnswer{}, o.diverge(&Divergence{Class: ClassMismatch, Seq: t.seq, Type: events.TypeToolReturned, Stream: t.at.stream, Version: t.at.version,
-			Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s) next", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
+			Change: ChangeStructural, Unanswered: true, Hint: fmt.Sprintf("tool sequence changed: agent %s called %s (%s), the record has %s (%s) next", call.Agent, call.Tool, call.CallID, t.ret.Tool, t.ret.CallID)})
 	}
 	t := q[i]
 	if i == 0 {
@@ -277,13 +277,13 @@ func (o *oracle) Recall(ctx context.Context, call proto.RecallCall) (proto.Recal
 			return proto.RecallAnswer{Live: true}, o.goLive(ctx)
 		}
 		return proto.RecallAnswer{}, o.pastEnd(&Divergence{Class: ClassExtra, Type: events.TypeMemoryRecalled, Stream: call.Session,
-			Hint: fmt.Sprintf("extra memory recall by agent %s; the code path changed", call.Agent)})
+			Change: ChangeStructural, Unanswered: true, Hint: fmt.Sprintf("extra memory recall by agent %s; the code path changed", call.Agent)})
 	}
 	r := q[0]
 	o.recalls[call.Agent] = q[1:]
 	if r.rec.Query != call.Query || r.rec.Namespace != call.Namespace {
 		return proto.RecallAnswer{}, o.diverge(&Divergence{Class: ClassMismatch, Seq: r.seq, Type: events.TypeMemoryRecalled, Stream: r.at.stream, Version: r.at.version,
-			Hint: fmt.Sprintf("memory recall changed: agent %s asked %q in %s, the record asked %q in %s", call.Agent, call.Query, call.Namespace, r.rec.Query, r.rec.Namespace)})
+			Change: ChangeWording, Unanswered: true, Hint: fmt.Sprintf("memory recall changed: agent %s asked %q in %s, the record asked %q in %s", call.Agent, call.Query, call.Namespace, r.rec.Query, r.rec.Namespace)})
 	}
 	o.answered++
 	return proto.RecallAnswer{Hits: r.rec.Hits, Error: r.rec.Error}, nil
@@ -360,16 +360,22 @@ func (o *oracle) unconsumed() *Divergence {
 		return nil
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
-	return &Divergence{Class: ClassMissing, Seq: all[0].seq, Type: all[0].typ, Stream: all[0].at.stream, Version: all[0].at.version, Hint: all[0].hint}
+	return &Divergence{Class: ClassMissing, Seq: all[0].seq, Type: all[0].typ, Stream: all[0].at.stream, Version: all[0].at.version, Hint: all[0].hint, Change: ChangeStructural}
 }
 
-// requestDiff shows how a request differs from the recorded one.
-func (o *oracle) requestDiff(ctx context.Context, a attempt, got model.Request) string {
+// requestDiff shows how a request differs from the recorded one, and
+// what kind of change it is (requestChange); the kind is "" when the
+// recorded request cannot be read.
+func (o *oracle) requestDiff(ctx context.Context, a attempt, got model.Request) (diff, change string) {
 	ref := a.requestRef()
 	want, err := flow.LoadRequest(ctx, o.store, ref)
 	if err != nil {
-		return fmt.Sprintf("(recorded request %s not available: %v)", ref, err)
+		return fmt.Sprintf("(recorded request %s not available: %v)", ref, err), ""
 	}
+	return describeRequestDiff(want, got), requestChange(want, got)
+}
+
+func describeRequestDiff(want, got model.Request) string {
 	var b strings.Builder
 	n := max(len(want.Messages), len(got.Messages))
 	for i := range n {

@@ -104,6 +104,7 @@ rath approve --as ann $(rath approvals -q --run RUN)`,
 		newDatasetCmd(a),
 		newScoreCmd(a),
 		newExperimentsCmd(a),
+		newRegressCmd(a),
 	)
 	groupCommands(root)
 	completeIDs(a, root)
@@ -119,7 +120,7 @@ var commandGroups = []struct {
 	{"runs", "Runs:", []string{"run", "runs", "wait", "replay", "resume", "demo", "tools", "config"}},
 	{"people", "A person in the loop:", []string{"approvals", "approve", "reject", "answer"}},
 	{"fleet", "Fleet:", []string{"submit", "worker", "workers", "cancel"}},
-	{"evals", "Evals:", []string{"dataset", "score", "experiments"}},
+	{"evals", "Evals:", []string{"dataset", "score", "experiments", "regress"}},
 	{"evidence", "Evidence:", []string{"verify", "dossier", "export", "checkpoint", "witness", "keys"}},
 	{"sessions", "Sessions and memory:", []string{"sessions", "show", "graph", "new", "append", "fork", "merge", "memory"}},
 	{"console", "Console and telemetry:", []string{"serve", "otel"}},

@@ -34,12 +34,12 @@ const DefaultSystemPrompt = "You are a careful assistant. Use the tools you are 
 var cliBackends = []string{"local", "bwrap", "opensandbox"}
 
 type runFlags struct {
-	model, provider, cassette, workspace, backend, tools, system string
-	approve                                                      []string
-	noStream                                                     bool
-	maxRounds                                                    int
-	mcp                                                          []string
-	memory                                                       []string
+	model, provider, cassette, workspace, backend, tools, system, agent string
+	approve                                                             []string
+	noStream                                                            bool
+	maxRounds                                                           int
+	mcp                                                                 []string
+	memory                                                              []string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -87,6 +87,7 @@ func addRunFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringVar(&f.tools, "tools", "", "comma-separated tools: built-ins ("+strings.Join(builtin.Names(), ", ")+"), MCP tools as SERVER.TOOL or SERVER.*, or all; empty: every MCP tool, no built-in")
 	fl.StringArrayVar(&f.mcp, "mcp", nil, "an MCP server: NAME=URL (streamable HTTP; sse+http://… for SSE) or NAME=COMMAND ARGS… (stdio); repeatable, beside the config file's mcp_servers")
 	fl.StringVar(&f.system, "system", DefaultSystemPrompt, "the agent's system prompt")
+	fl.StringVar(&f.agent, "agent", "", "a named agent of the config file's \"agents\": its system prompt (instead of --system); rath regress rebuilds its runs with the file as it is then")
 	fl.BoolVar(&f.noStream, "no-stream", false, "make plain requests instead of streaming")
 	fl.IntVar(&f.maxRounds, "max-rounds", flow.DefaultMaxRounds, "round cap of the agent loop")
 	addMemoryFlag(cmd, &f.memory)
@@ -116,6 +117,16 @@ func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
 	params := map[string]string{
 		"model": f.model, "provider": f.provider, "system": f.system, "backend": f.backend,
 		"max_rounds": strconv.Itoa(f.maxRounds), "stream": strconv.FormatBool(!f.noStream),
+	}
+	if f.agent != "" {
+		if cmd.Flags().Changed("system") {
+			return nil, usagef(cmd, "--agent %s and --system: the named agent has its own system prompt; give one or the other", f.agent)
+		}
+		system, err := namedAgentSystem(f.agent)
+		if err != nil {
+			return nil, usagef(cmd, "--agent: %v", err)
+		}
+		params[agentParam], params["system"] = f.agent, system
 	}
 	if f.cassette != "" {
 		abs, err := filepath.Abs(f.cassette)

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/eval"
+	"github.com/gorath/rath/flow"
+	"github.com/spf13/cobra"
+)
+
+// errRegressed makes regress --fail-on-regression exit ExitDiverged after
+// its report is printed.
+var errRegressed = fmt.Errorf("%w: a run of the regression check is not the same as its record", errDiverged)
+
+func newRegressCmd(a *app) *cobra.Command {
+	var (
+		runs    []string
+		live    bool
+		failOn  bool
+		expName string
+	)
+	cmd := &cobra.Command{
+		Use:   "regress [DATASET] [--run RUN]...",
+		Short: "Re-execute recorded runs with the workflow as it is now, answered from the record while requests match, and say per run where it first differs",
+		Long: `regress re-executes each recorded run of DATASET (or each --run) in a
+scratch store with the workflow as it is now: for "rath run" runs, this
+binary's agent with the recorded provider and, for a run of a named agent
+(--agent), the config file's agents as they are now; for a program's
+workflows, the program's code (a binary built on package
+github.com/gorath/rath/cmd/rath/cli); otherwise the recorded spec. Model
+and tool calls are answered from the record while the requests match.
+
+Per run it prints "same", or "diverged at seq S" with what differed (a
+model request, a tool call or result, the transcript) and whether the
+difference is structural (another tool, other arguments, other messages
+or settings) or wording (the same structure, other text), and "needs live
+answers" when the run made a request the record has no answer for. With
+--live such a run goes on against the configured provider as a new run
+linked to the baseline (parent_run), and the new run's id is printed.
+
+With --fail-on-regression it exits 4 when any run is not the same (or
+could not be re-executed).`,
+		Example: `rath regress --run run-0123456789abcdef --run run-fedcba9876543210
+rath regress --fail-on-regression --json --run run-0123456789abcdef`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			if len(argv) == 0 && len(runs) == 0 {
+				return usagef(cmd, "name a dataset or give --run RUN")
+			}
+			rt, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			var cases []eval.RegressCase
+			for _, r := range runs {
+				cases = append(cases, eval.RegressCase{Run: r})
+			}
+			opts := eval.RegressOptions{
+				Workflow: func(ctx context.Context, run string) (flow.Workflow, error) {
+					return a.workflowNow(ctx, rt, run, false)
+				},
+			}
+			if live {
+				opts.Live = func(ctx context.Context, run string) (flow.Workflow, error) { return a.workflowNow(ctx, rt, run, true) }
+			}
+			if progress := a.progress("regress"); progress != nil {
+				opts.Progress = func(done, total int) { progress(int64(done), int64(total)) }
+			}
+			rep, err := eval.Regress(ctx, rt, cases, opts)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				if err := a.printJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				printRegress(a, rep)
+			}
+			if failOn && rep.Regressed() {
+				return errRegressed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&runs, "run", nil, "a recorded run to check (repeatable)")
+	cmd.Flags().BoolVar(&live, "live", false, "go on against the configured provider where a run needs live answers, as a new run linked to the baseline")
+	cmd.Flags().BoolVar(&failOn, "fail-on-regression", false, "exit 4 when a run is not the same as its record")
+	cmd.Flags().StringVar(&expName, "experiment", "", "the experiment the check is recorded under")
+	jsonFlag(cmd, a)
+	return cmd
+}
+
+func printRegress(a *app, rep *eval.RegressReport) {
+	tw := &termWriter{w: a.stdout}
+	defer tw.Flush()
+	for _, it := range rep.Items {
+		name := it.Run
+		if it.Item != "" {
+			name = it.Item + " " + it.Run
+		}
+		// A divergence quotes model text and tool output: termWriter
+		// escapes it.
+		fmt.Fprintf(tw, "%s: %s\n", name, it.Verdict())
+		if d := it.Divergence; d != nil {
+			fmt.Fprintf(tw, "  %s\n", d.Hint)
+			if d.Diff != "" {
+				fmt.Fprintf(tw, "  %s\n", d.Diff)
+			}
+		}
+		if it.LiveError != "" {
+			fmt.Fprintf(tw, "  live: %s\n", it.LiveError)
+		}
+	}
+	fmt.Fprintf(tw, "%d runs: %d same, %d diverged, %d need live answers, %d could not be re-executed\n",
+		len(rep.Items), rep.Same, rep.Diverged, rep.NeedsLive, rep.Errors)
+}
+
+// workflowNow returns the workflow run would run today: for a "rath run"
+// run of a named agent, the config file's agent as it is now (its system
+// prompt) with the recorded provider (live: today's); otherwise what
+// replay (live: resume) rebuilds.
+func (a *app) workflowNow(ctx context.Context, rt *rath.Runtime, run string, live bool) (flow.Workflow, error) {
+	row, err := rt.Reader().Run(ctx, run)
+	if err != nil {
+		return a.workflowForRun(ctx, rt, run, live)
+	}
+	if _, err := rt.Workflow(row.Workflow); err == nil || row.Workflow != runWorkflow {
+		return a.workflowForRun(ctx, rt, run, live)
+	}
+	started, err := rt.RunStarted(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	name := started.Params[agentParam]
+	if name == "" {
+		return a.workflowForRun(ctx, rt, run, live)
+	}
+	params := maps.Clone(started.Params)
+	if params["system"], err = namedAgentSystem(name); err != nil {
+		return nil, fmt.Errorf("run %s: %w", run, err)
+	}
+	if !live {
+		if params, err = withRecordedProvider(ctx, rt, run, params); err != nil {
+			return nil, err
+		}
+	}
+	wf, err := a.agentFromParams(ctx, rt, params, live, nil)
+	if errors.Is(err, flow.ErrNoProviderKind) {
+		return nil, fmt.Errorf("run %s: %w", run, err)
+	}
+	return wf, err
+}

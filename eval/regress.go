@@ -1,0 +1,217 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/replay"
+)
+
+// Outcomes of a regression check (RegressItem.Outcome).
+const (
+	// OutcomeSame: the re-executed run reproduced every recorded event.
+	OutcomeSame = "same"
+	// OutcomeDiverged: the re-executed run differs from the record at
+	// RegressItem.Seq, every call it made having a recorded answer.
+	OutcomeDiverged = "diverged"
+	// OutcomeNeedsLive ("needs live answers"): the re-executed run made a request the record
+	// has no answer for (a changed or extra model or tool call) at
+	// RegressItem.Seq; it went no further, unless RegressOptions.Live
+	// continued it as a new run (RegressItem.LiveRun).
+	OutcomeNeedsLive = "needs_live"
+	// OutcomeError: the run could not be re-executed at all (its
+	// workflow cannot be rebuilt, its events were redacted).
+	OutcomeError = "error"
+)
+
+// RegressCase is one recorded run to check: Item names it in its
+// dataset ("" outside one).
+type RegressCase struct {
+	Item string
+	Run  string
+}
+
+// RegressOptions configure Regress. The zero value re-executes each run
+// with rath.Runtime.RecordedWorkflow and goes nowhere live.
+type RegressOptions struct {
+	// Workflow returns the workflow run is re-executed with: the one as
+	// it is now (today's code, prompts and config). Nil means
+	// rt.RecordedWorkflow, which gives a registered workflow's current
+	// code and a recorded spec otherwise.
+	Workflow func(ctx context.Context, run string) (flow.Workflow, error)
+	// Live, if set, returns the workflow a run that needs live answers
+	// goes on with, its providers calling the configured model: the run
+	// is re-executed as a new run linked to the baseline (parent_run),
+	// answered from the record up to the changed request and live from
+	// there. Nil: such a run stops at the changed request.
+	Live func(ctx context.Context, run string) (flow.Workflow, error)
+	// Progress, if set, is called after each run is checked.
+	Progress func(done, total int)
+}
+
+// RegressItem is what Regress found for one run.
+type RegressItem struct {
+	Item    string `json:"item,omitempty"`
+	Run     string `json:"run"`
+	Outcome string `json:"outcome"`
+	// Seq is the recorded event where the run first differs (0 when
+	// the same).
+	Seq int64 `json:"seq,omitempty"`
+	// Kind is what differs there: "model request", "tool call", "tool
+	// result", "transcript", "memory recall", or the event type.
+	Kind string `json:"kind,omitempty"`
+	// Change is replay.ChangeStructural (another tool, other arguments,
+	// other messages or settings) or replay.ChangeWording (the same
+	// structure, other text); "" when it cannot be told.
+	Change string `json:"change,omitempty"`
+	// Divergence is the replay's account of the first difference.
+	Divergence *replay.Divergence `json:"divergence,omitempty"`
+	// LiveRun is the new run that went on live (RegressOptions.Live),
+	// and LiveError why it stopped early, if it did.
+	LiveRun   string `json:"live_run,omitempty"`
+	LiveError string `json:"live_error,omitempty"`
+	// Error is why the run could not be re-executed (OutcomeError).
+	Error string `json:"error,omitempty"`
+	// Answered counts the model and tool calls answered from the record.
+	Answered int `json:"answered"`
+}
+
+// Regressed reports whether the item is not the same as its record.
+func (it RegressItem) Regressed() bool { return it.Outcome != OutcomeSame }
+
+// Verdict is the item in words: "same", "diverged at seq S: KIND
+// (CHANGE)", "needs live answers at seq S: …", "error: …".
+func (it RegressItem) Verdict() string {
+	switch it.Outcome {
+	case OutcomeSame:
+		return OutcomeSame
+	case OutcomeError:
+		return "error: " + it.Error
+	}
+	what := it.Kind
+	if it.Change != "" {
+		what += ", " + it.Change
+	}
+	v := fmt.Sprintf("diverged at seq %d: %s", it.Seq, what)
+	if it.Outcome == OutcomeNeedsLive {
+		v += "; needs live answers"
+		if it.LiveRun != "" {
+			v += ", went on live as " + it.LiveRun
+		}
+	}
+	return v
+}
+
+// RegressReport is the outcome of Regress over a set of runs.
+type RegressReport struct {
+	Items     []RegressItem `json:"items"`
+	Same      int           `json:"same"`
+	Diverged  int           `json:"diverged"`
+	NeedsLive int           `json:"needs_live"`
+	Errors    int           `json:"errors"`
+}
+
+// Regressed reports whether any item is not the same as its record.
+func (r *RegressReport) Regressed() bool { return r.Same != len(r.Items) }
+
+// Regress re-executes each case's run with the workflow as it is now
+// (opts.Workflow) in a scratch store, answering model and tool calls
+// from the record while the requests match, and reports per run whether
+// it reproduced the record. A run that cannot be re-executed is an item
+// of OutcomeError, not an error of Regress; the error is for the context
+// ending and failures of the store.
+func Regress(ctx context.Context, rt *rath.Runtime, cases []RegressCase, opts RegressOptions) (*RegressReport, error) {
+	if opts.Workflow == nil {
+		opts.Workflow = rt.RecordedWorkflow
+	}
+	rep := &RegressReport{Items: make([]RegressItem, 0, len(cases))}
+	for i, c := range cases {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		it := regressOne(ctx, rt, c, opts)
+		switch it.Outcome {
+		case OutcomeSame:
+			rep.Same++
+		case OutcomeDiverged:
+			rep.Diverged++
+		case OutcomeNeedsLive:
+			rep.NeedsLive++
+		default:
+			rep.Errors++
+		}
+		rep.Items = append(rep.Items, it)
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(cases))
+		}
+	}
+	return rep, ctx.Err()
+}
+
+func regressOne(ctx context.Context, rt *rath.Runtime, c RegressCase, opts RegressOptions) RegressItem {
+	it := RegressItem{Item: c.Item, Run: c.Run}
+	fail := func(err error) RegressItem {
+		it.Outcome, it.Error = OutcomeError, err.Error()
+		return it
+	}
+	wf, err := opts.Workflow(ctx, c.Run)
+	if err != nil {
+		return fail(err)
+	}
+	r, err := replay.Run(ctx, rt, c.Run, wf)
+	if err != nil {
+		return fail(err)
+	}
+	it.Answered = r.Answered
+	d := r.Divergence
+	if d == nil {
+		it.Outcome = OutcomeSame
+		return it
+	}
+	it.Outcome, it.Seq, it.Kind, it.Change, it.Divergence = OutcomeDiverged, d.Seq, kindOf(d), d.Change, d
+	if !d.Unanswered {
+		return it
+	}
+	it.Outcome = OutcomeNeedsLive
+	if opts.Live == nil || d.Seq <= 1 {
+		return it
+	}
+	live, err := opts.Live(ctx, c.Run)
+	if err != nil {
+		it.LiveError = err.Error()
+		return it
+	}
+	// The fork replays the record before the changed request and calls
+	// the model from there on.
+	run, err := replay.ForkAt(ctx, rt, c.Run, d.Seq-1, live)
+	if run != nil {
+		it.LiveRun = run.ID
+	}
+	if err != nil {
+		it.LiveError = err.Error()
+	}
+	return it
+}
+
+// kindOf names what a divergence is about, for a reader.
+func kindOf(d *replay.Divergence) string {
+	switch d.Type {
+	case events.TypeProviderCalled, events.TypeProviderFailed:
+		return "model request"
+	case events.TypeToolCalled:
+		return "tool call"
+	case events.TypeToolReturned:
+		if d.Unanswered {
+			return "tool call"
+		}
+		return "tool result"
+	case events.TypeChunkAppended:
+		return "transcript"
+	case events.TypeMemoryRecalled:
+		return "memory recall"
+	}
+	return d.Type
+}
