@@ -50,6 +50,11 @@ type RegressOptions struct {
 	Live func(ctx context.Context, run string) (flow.Workflow, error)
 	// Progress, if set, is called after each run is checked.
 	Progress func(done, total int)
+	// Experiment and Scorers, both set, score each run that went on live
+	// in that experiment (RecordScores; RegressDataset only): the new
+	// run beside the baseline's scores.
+	Experiment string
+	Scorers    []Scorer
 }
 
 // RegressItem is what Regress found for one run.
@@ -73,6 +78,8 @@ type RegressItem struct {
 	// and LiveError why it stopped early, if it did.
 	LiveRun   string `json:"live_run,omitempty"`
 	LiveError string `json:"live_error,omitempty"`
+	// Scores are the live run's scores (RegressOptions.Scorers).
+	Scores []Score `json:"scores,omitempty"`
 	// Error is why the run could not be re-executed (OutcomeError).
 	Error string `json:"error,omitempty"`
 	// Answered counts the model and tool calls answered from the record.
@@ -112,6 +119,45 @@ type RegressReport struct {
 	Diverged  int           `json:"diverged"`
 	NeedsLive int           `json:"needs_live"`
 	Errors    int           `json:"errors"`
+	// Unrecorded counts the dataset's items with no recording (cases from
+	// JSONL): there is nothing of theirs to re-execute.
+	Unrecorded int `json:"unrecorded,omitempty"`
+}
+
+// RegressDataset is Regress over the items of ds that have a recorded
+// run. With opts.Experiment and opts.Scorers, each run that went on live
+// is scored in that experiment as a run of its item.
+func RegressDataset(ctx context.Context, rt *rath.Runtime, ds *Dataset, opts RegressOptions) (*RegressReport, error) {
+	var cases []RegressCase
+	byID := map[string]Item{}
+	unrecorded := 0
+	for _, it := range ds.Items {
+		if it.Run == "" {
+			unrecorded++
+			continue
+		}
+		cases = append(cases, RegressCase{Item: it.ID, Run: it.Run})
+		byID[it.ID] = it
+	}
+	rep, err := Regress(ctx, rt, cases, opts)
+	if err != nil {
+		return rep, err
+	}
+	rep.Unrecorded = unrecorded
+	if opts.Experiment == "" || len(opts.Scorers) == 0 {
+		return rep, nil
+	}
+	for i, it := range rep.Items {
+		if it.LiveRun == "" {
+			continue
+		}
+		scores, err := RecordScores(ctx, rt, opts.Experiment, ds, byID[it.Item], it.LiveRun, opts.Scorers)
+		if err != nil {
+			return rep, fmt.Errorf("regress: score live run %s: %w", it.LiveRun, err)
+		}
+		rep.Items[i].Scores = scores
+	}
+	return rep, nil
 }
 
 // Regressed reports whether any item is not the same as its record.

@@ -22,9 +22,10 @@ func newRegressCmd(a *app) *cobra.Command {
 		live    bool
 		failOn  bool
 		expName string
+		specs   []string
 	)
 	cmd := &cobra.Command{
-		Use:   "regress [DATASET] [--run RUN]...",
+		Use:   "regress (DATASET | --run RUN...) [--live [--experiment NAME --scorer SPEC...]] [--fail-on-regression]",
 		Short: "Re-execute recorded runs with the workflow as it is now, answered from the record while requests match, and say per run where it first differs",
 		Long: `regress re-executes each recorded run of DATASET (or each --run) in a
 scratch store with the workflow as it is now: for "rath run" runs, this
@@ -56,6 +57,23 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 			if err != nil {
 				return err
 			}
+			var ds *eval.Dataset
+			if len(argv) == 1 {
+				if ds, err = eval.LoadDataset(ctx, rt, argv[0]); err != nil {
+					return err
+				}
+			}
+			var scorers []eval.Scorer
+			for _, spec := range specs {
+				sc, err := eval.ParseSpec(spec, eval.SpecOptions{})
+				if err != nil {
+					return usagef(cmd, "--scorer %s: %v", spec, err)
+				}
+				scorers = append(scorers, sc)
+			}
+			if len(scorers) > 0 && (ds == nil || expName == "") {
+				return usagef(cmd, "--scorer scores the runs that went on live in --experiment NAME over DATASET: give both")
+			}
 			var cases []eval.RegressCase
 			for _, r := range runs {
 				cases = append(cases, eval.RegressCase{Run: r})
@@ -71,7 +89,13 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 			if progress := a.progress("regress"); progress != nil {
 				opts.Progress = func(done, total int) { progress(int64(done), int64(total)) }
 			}
-			rep, err := eval.Regress(ctx, rt, cases, opts)
+			opts.Experiment, opts.Scorers = expName, scorers
+			var rep *eval.RegressReport
+			if ds != nil {
+				rep, err = eval.RegressDataset(ctx, rt, ds, opts)
+			} else {
+				rep, err = eval.Regress(ctx, rt, cases, opts)
+			}
 			if err != nil {
 				return err
 			}
@@ -91,7 +115,8 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 	cmd.Flags().StringArrayVar(&runs, "run", nil, "a recorded run to check (repeatable)")
 	cmd.Flags().BoolVar(&live, "live", false, "go on against the configured provider where a run needs live answers, as a new run linked to the baseline")
 	cmd.Flags().BoolVar(&failOn, "fail-on-regression", false, "exit 4 when a run is not the same as its record")
-	cmd.Flags().StringVar(&expName, "experiment", "", "the experiment the check is recorded under")
+	cmd.Flags().StringVar(&expName, "experiment", "", "with --live and --scorer: the experiment the runs that went on live are scored in")
+	cmd.Flags().StringArrayVar(&specs, "scorer", nil, "a scorer of the runs that went on live ("+eval.Specs+"); repeatable")
 	jsonFlag(cmd, a)
 	return cmd
 }
@@ -113,12 +138,18 @@ func printRegress(a *app, rep *eval.RegressReport) {
 				fmt.Fprintf(tw, "  %s\n", d.Diff)
 			}
 		}
+		for _, sc := range it.Scores {
+			fmt.Fprintf(tw, "  live run scored %s = %g\n", sc.Scorer, sc.Value)
+		}
 		if it.LiveError != "" {
 			fmt.Fprintf(tw, "  live: %s\n", it.LiveError)
 		}
 	}
 	fmt.Fprintf(tw, "%d runs: %d same, %d diverged, %d need live answers, %d could not be re-executed\n",
 		len(rep.Items), rep.Same, rep.Diverged, rep.NeedsLive, rep.Errors)
+	if rep.Unrecorded > 0 {
+		fmt.Fprintf(tw, "%d items of the dataset have no recorded run: nothing to re-execute\n", rep.Unrecorded)
+	}
 }
 
 // workflowNow returns the workflow run would run today: for a "rath run"
