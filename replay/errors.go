@@ -12,6 +12,9 @@ var (
 	ErrNotFound = errors.New("replay: run not found")
 	// ErrNotResumable is returned by Resume for a run that finished.
 	ErrNotResumable = errors.New("replay: run is not resumable")
+	// ErrCounterfactual is returned by NewCounterfactual for a seq it
+	// cannot fork at (not the run's, not a model answer or tool result).
+	ErrCounterfactual = errors.New("replay: cannot fork a counterfactual there")
 )
 
 // Divergence classes.

@@ -66,6 +66,10 @@ type oracle struct {
 	store     *events.Store // the original store, for blobs
 	strict    bool          // an exhausted record is a divergence (else: go live)
 	liveTools bool          // run recorded tool calls for real (after checking them)
+	// liveOnChange makes a lenient oracle answer a changed request by
+	// going live, and every call after it (a counterfactual with --live),
+	// instead of reporting a divergence.
+	liveOnChange bool
 	// retryAt is the seq of a failed model attempt a resume retries: the
 	// run was left open on it for a retry of the whole run.
 	retryAt int64
@@ -162,6 +166,10 @@ func (o *oracle) Model(ctx context.Context, call proto.ModelCall) (proto.ModelAn
 	}
 	a := q[0]
 	o.models[call.Agent] = q[1:]
+	if a.digest() != call.Digest && o.liveOnChange {
+		o.forgetRecord()
+		return proto.ModelAnswer{Live: true}, o.goLive(ctx)
+	}
 	if a.digest() != call.Digest {
 		d := &Divergence{Class: ClassMismatch, Seq: a.seq, Type: events.TypeProviderCalled, Stream: a.at.stream, Version: a.at.version, Unanswered: true,
 			Hint: fmt.Sprintf("prompt changed: agent %s sent a different request than the record (digest %.12s, recorded %.12s)", call.Agent, call.Digest, a.digest())}
@@ -215,6 +223,10 @@ func (o *oracle) Tool(ctx context.Context, call proto.ToolCall) (proto.ToolAnswe
 	i := 0
 	for i < len(q) && q[i].ret.CallID != call.CallID {
 		i++
+	}
+	if (i == len(q) || q[i].ret.Tool != call.Tool) && o.liveOnChange {
+		o.forgetRecord()
+		return proto.ToolAnswer{Live: true}, o.goLive(ctx)
 	}
 	if i == len(q) || q[i].ret.Tool != call.Tool {
 		t := q[0]
@@ -327,6 +339,14 @@ func (o *oracle) Effect(ctx context.Context, call proto.EffectCall) (proto.Effec
 	o.effects[k] = q[1:]
 	o.answered++
 	return proto.EffectAnswer{Value: q[0].Value}, nil
+}
+
+// forgetRecord drops the record's remaining model and tool answers: once
+// a request changed, what the record holds after it answers another
+// conversation. Call it with o.mu held.
+func (o *oracle) forgetRecord() {
+	clear(o.models)
+	clear(o.tools)
 }
 
 // unconsumed returns the first recorded attempt or tool result the replay

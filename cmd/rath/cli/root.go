@@ -105,6 +105,7 @@ rath approve --as ann $(rath approvals -q --run RUN)`,
 		newScoreCmd(a),
 		newExperimentsCmd(a),
 		newRegressCmd(a),
+		newCounterfactualCmd(a),
 	)
 	groupCommands(root)
 	completeIDs(a, root)
@@ -120,7 +121,7 @@ var commandGroups = []struct {
 	{"runs", "Runs:", []string{"run", "runs", "wait", "replay", "resume", "demo", "tools", "config"}},
 	{"people", "A person in the loop:", []string{"approvals", "approve", "reject", "answer"}},
 	{"fleet", "Fleet:", []string{"submit", "worker", "workers", "cancel"}},
-	{"evals", "Evals:", []string{"dataset", "score", "experiments", "regress"}},
+	{"evals", "Evals:", []string{"dataset", "score", "experiments", "regress", "counterfactual"}},
 	{"evidence", "Evidence:", []string{"verify", "dossier", "export", "checkpoint", "witness", "keys"}},
 	{"sessions", "Sessions and memory:", []string{"sessions", "show", "graph", "new", "append", "fork", "merge", "memory"}},
 	{"console", "Console and telemetry:", []string{"serve", "otel"}},
