@@ -56,9 +56,12 @@ func TestRegress_ChangedPromptOfOneAgent(t *testing.T) {
 				agents[id] = agent
 				regressArgs = append(regressArgs, "--run", id)
 			}
+			if r := rath(append([]string{"dataset", "create", "tickets", "--runs"}, regressArgs...)...); r.code != 0 {
+				t.Fatalf("dataset create: exit %d\n%s", r.code, r.stderr)
+			}
 			check := func() (eval.RegressReport, int) {
 				t.Helper()
-				r := rath(append([]string{"regress", "--json", "--fail-on-regression"}, regressArgs...)...)
+				r := rath("regress", "tickets", "--json", "--fail-on-regression")
 				return decodeJSON[eval.RegressReport](t, r.stdout), r.code
 			}
 			if rep, code := check(); code != 0 || rep.Same != 4 {
@@ -89,7 +92,8 @@ func TestRegress_ChangedPromptOfOneAgent(t *testing.T) {
 				}
 			}
 
-			// The text form says the same, one line a run.
+			// The text form says the same, one line a run; runs are also
+			// given one by one.
 			r := rath(append([]string{"regress"}, regressArgs...)...)
 			if r.code != 0 || strings.Count(r.stdout, ": same\n") != 2 || strings.Count(r.stdout, "model request, wording; needs live answers") != 2 {
 				t.Fatalf("regress: exit %d\n%s%s", r.code, r.stdout, r.stderr)
