@@ -171,7 +171,9 @@ func (r *RegressReport) Regressed() bool { return r.Same != len(r.Items) }
 // ending and failures of the store.
 func Regress(ctx context.Context, rt *rath.Runtime, cases []RegressCase, opts RegressOptions) (*RegressReport, error) {
 	if opts.Workflow == nil {
-		opts.Workflow = rt.RecordedWorkflow
+		opts.Workflow = func(ctx context.Context, run string) (flow.Workflow, error) {
+			return rt.RecordedWorkflow(ctx, run, rath.ReplayMode)
+		}
 	}
 	rep := &RegressReport{Items: make([]RegressItem, 0, len(cases))}
 	for i, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/internal/jsonview"
@@ -72,7 +73,11 @@ rath counterfactual run-0123456789abcdef --at 57 --tool-result out.txt --live`,
 			if err != nil {
 				return err
 			}
-			wf, err := a.workflowForRun(ctx, rt, argv[0], live)
+			mode := rath.ReplayMode
+			if live {
+				mode = rath.LiveMode
+			}
+			wf, err := a.workflowForRun(ctx, rt, argv[0], mode)
 			if err != nil {
 				return err
 			}

@@ -157,12 +157,16 @@ func printRegress(a *app, rep *eval.RegressReport) {
 // prompt) with the recorded provider (live: today's); otherwise what
 // replay (live: resume) rebuilds.
 func (a *app) workflowNow(ctx context.Context, rt *rath.Runtime, run string, live bool) (flow.Workflow, error) {
+	mode := rath.ReplayMode
+	if live {
+		mode = rath.LiveMode
+	}
 	row, err := rt.Reader().Run(ctx, run)
 	if err != nil {
-		return a.workflowForRun(ctx, rt, run, live)
+		return a.workflowForRun(ctx, rt, run, mode)
 	}
 	if _, err := rt.Workflow(row.Workflow); err == nil || row.Workflow != runWorkflow {
-		return a.workflowForRun(ctx, rt, run, live)
+		return a.workflowForRun(ctx, rt, run, mode)
 	}
 	started, err := rt.RunStarted(ctx, run)
 	if err != nil {
@@ -170,18 +174,15 @@ func (a *app) workflowNow(ctx context.Context, rt *rath.Runtime, run string, liv
 	}
 	name := started.Params[agentParam]
 	if name == "" {
-		return a.workflowForRun(ctx, rt, run, live)
+		return a.workflowForRun(ctx, rt, run, mode)
 	}
 	params := maps.Clone(started.Params)
 	if params["system"], err = namedAgentSystem(name); err != nil {
 		return nil, fmt.Errorf("run %s: %w", run, err)
 	}
-	if !live {
-		if params, err = withRecordedProvider(ctx, rt, run, params); err != nil {
-			return nil, err
-		}
-	}
-	wf, err := a.agentFromParams(ctx, rt, params, live, nil)
+	// A run of a named agent records its provider (flow.ProviderParam):
+	// --agent is newer than that record, so replay needs nothing more.
+	wf, err := rt.BuildWorkflow(ctx, rath.AgentWorkflow, params, mode)
 	if errors.Is(err, flow.ErrNoProviderKind) {
 		return nil, fmt.Errorf("run %s: %w", run, err)
 	}
