@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/mcptool"
@@ -255,7 +256,7 @@ func (rt *Runtime) withRecordedProvider(ctx context.Context, runID string, spec 
 	if today, err := flow.ResolveProviderConfig(base, flow.ResolveOptions{Models: rt.models}); err == nil {
 		base = today.Recordable()
 	}
-	evs, err := rt.store.Read(ctx, events.Query{RunID: runID, Types: []string{events.TypeProviderCalled, events.TypeProviderFailed}, Limit: 1})
+	evs, err := rt.store.Read(ctx, eventlog.Query{RunID: runID, Types: []string{events.TypeProviderCalled, events.TypeProviderFailed}, Limit: 1})
 	if err != nil {
 		return err
 	}

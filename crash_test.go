@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -108,7 +109,7 @@ func TestCrash_SIGKILLDuringAppends(t *testing.T) {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
 	defer rt.Close()
-	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify after SIGKILL: %+v, %v", rep.Failure, err)
 	}

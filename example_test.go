@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/sandbox"
 )
@@ -28,7 +29,7 @@ func ExampleOpen() {
 	s, _ = s.Append(ctx, events.Chunk{Role: events.RoleAssistant, Content: "hi, how can I help?"})
 	s, _ = s.To(ctx, "local", "./work")
 
-	rep, _ := rt.Verify(ctx, events.VerifyOptions{})
+	rep, _ := rt.Verify(ctx, eventlog.VerifyOptions{})
 	fmt.Println("chunks:", s.Len(), "version:", s.Version(), "placed on:", s.Placement().Backend)
 	fmt.Println("events verified:", rep.Events, "ok:", rep.OK())
 	// Output:

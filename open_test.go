@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/scratchopt"
 	"github.com/gorath/rath/migrations"
@@ -55,7 +56,7 @@ func TestOpen_RefusesANewerSchema(t *testing.T) {
 	}
 	rt.Close()
 	path := filepath.Join(dir, rath.DBFile)
-	db, err := sql.Open("sqlite", events.DSN(path, false))
+	db, err := sql.Open("sqlite", eventlog.DSN(path, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestOpen_WithoutReadIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		all, err := rt.Store().Read(ctx, events.Query{})
+		all, err := rt.Store().Read(ctx, eventlog.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +130,7 @@ func TestOpen_WithoutReadIndexes(t *testing.T) {
 		if got := seqs(rt.Store().ReadRun(ctx, "r1")); len(inRun) == 0 || !slices.Equal(got, inRun) {
 			t.Fatalf("WithoutReadIndexes=%v: ReadRun = seqs %v, want %v", lean, got, inRun)
 		}
-		if got := seqs(rt.Store().Read(ctx, events.Query{Types: []string{events.TypeSessionCreated}})); len(created) != 3 || !slices.Equal(got, created) {
+		if got := seqs(rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeSessionCreated}})); len(created) != 3 || !slices.Equal(got, created) {
 			t.Fatalf("WithoutReadIndexes=%v: read by type = seqs %v, want %v", lean, got, created)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/gorath/rath/checkpoint"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
@@ -52,7 +53,7 @@ type Options struct {
 	// process keeps for itself, such as the memory index. Empty (the
 	// default) means SQLite at Dir/rath.db.
 	DSN string
-	// HMACKey keys the event hash chain (see events.Options.HMACKey). Nil
+	// HMACKey keys the event hash chain (see eventlog.Options.HMACKey). Nil
 	// (the default) means an unkeyed SHA-256 chain.
 	HMACKey []byte
 	// Sandboxes are the backends sessions can be placed on. Nil means the
@@ -74,7 +75,7 @@ type Options struct {
 	MemoryBackends *memory.Registry
 	// Projectors are extra read models run in every append's transaction,
 	// after the built-in SQL projections. Nil means none.
-	Projectors []events.Projector
+	Projectors []eventlog.Projector
 	// Telemetry exports the runs made while the runtime is open as
 	// OpenTelemetry spans and metrics, when the standard
 	// OTEL_EXPORTER_OTLP_* variables name an endpoint (see package
@@ -129,15 +130,15 @@ type StoreOptions struct {
 	// (the default) keeps it at Dir/rath.db. It excludes Options.DSN.
 	InMemory bool
 	// Synchronous is the SQLite synchronous mode: "FULL" (the default,
-	// also for empty), "NORMAL" or "OFF" (see events.Options.Synchronous).
+	// also for empty), "NORMAL" or "OFF" (see eventlog.Options.Synchronous).
 	Synchronous string
 	// BusyTimeout is how long a write waits for another connection's
-	// write lock (see events.Options.BusyTimeout). Zero means
-	// events.DefaultBusyTimeout.
+	// write lock (see eventlog.Options.BusyTimeout). Zero means
+	// eventlog.DefaultBusyTimeout.
 	BusyTimeout time.Duration
 	// ReadMmapBytes is how much of the SQLite database each read
 	// connection maps into memory; zero means the default, negative none
-	// (see events.Options.ReadMmapBytes for the trade-off).
+	// (see eventlog.Options.ReadMmapBytes for the trade-off).
 	ReadMmapBytes int64
 	// ChunkCacheBytes bounds the chunks kept in memory for sessions read
 	// in this process, so reading one again, at its head or at a past
@@ -149,7 +150,7 @@ type StoreOptions struct {
 // Runtime is an open rath store. It is safe for concurrent use.
 type Runtime struct {
 	dir      string
-	store    *events.Store
+	store    *eventlog.Store
 	reader   *projections.Reader
 	sessions *session.Manager
 	entropy  io.Reader
@@ -205,7 +206,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		// The schema is checked through the pool that then serves the
 		// store's reads: one connection, not one each.
 		var err error
-		if readPool, err = events.OpenPostgresReadPool(opts.DSN); err != nil {
+		if readPool, err = eventlog.OpenPostgresReadPool(opts.DSN); err != nil {
 			return nil, fmt.Errorf("rath: open: %w", err)
 		}
 		if err := migrateDB(ctx, readPool, opts.DSN); err != nil {
@@ -217,7 +218,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		// one for the runtime's life, and migrate through it.
 		path = "rath-" + hex.EncodeToString(randomBytes(opts.Entropy, 12))
 		var err error
-		if keeper, err = migrations.OpenInMemory(ctx, events.DSN(path, true, "busy_timeout(10000)")); err != nil {
+		if keeper, err = migrations.OpenInMemory(ctx, eventlog.DSN(path, true, "busy_timeout(10000)")); err != nil {
 			return nil, fmt.Errorf("rath: open in-memory store: %w", err)
 		}
 		if opts.Scratch.WithoutReadIndexes {
@@ -239,7 +240,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		secrets.Add(s.Name, s.Value)
 	}
 	var signer *checkpoint.Signer
-	var afterCommit func(events.Commit)
+	var afterCommit func(eventlog.Commit)
 	if opts.SigningKey != nil {
 		// A local tool can read the key's file as this process's user.
 		for _, f := range opts.SigningKey.Forms() {
@@ -248,7 +249,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		signer = checkpoint.NewSigner(opts.SigningKey, opts.Checkpoints)
 		afterCommit = signer.Committed
 	}
-	store, err := events.Open(ctx, events.Options{
+	store, err := eventlog.Open(ctx, eventlog.Options{
 		AfterCommit:      afterCommit,
 		Redactor:         secrets,
 		InMemory:         opts.Store.InMemory,
@@ -262,7 +263,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		ReadMmapBytes:    opts.Store.ReadMmapBytes,
 		Clock:            opts.Clock,
 		BusyTimeout:      opts.Store.BusyTimeout,
-		Projectors:       append([]events.Projector{projections.Projector{}}, opts.Projectors...),
+		Projectors:       append([]eventlog.Projector{projections.Projector{}}, opts.Projectors...),
 	})
 	if err != nil {
 		if keeper != nil {
@@ -352,10 +353,10 @@ func migrateDB(ctx context.Context, db *sql.DB, target string) error {
 
 // describeTarget names a migration target without its password.
 func describeTarget(target string) string {
-	if !events.IsPostgresDSN(target) {
+	if !eventlog.IsPostgresDSN(target) {
 		return target
 	}
-	cfg, err := events.ParsePostgresDSN(target)
+	cfg, err := eventlog.ParsePostgresDSN(target)
 	if err != nil {
 		return "PostgreSQL"
 	}
@@ -374,8 +375,8 @@ func MigrationStatus(ctx context.Context, path string) ([]migrations.Migration, 
 }
 
 func openMigrationDB(path string) (*sql.DB, error) {
-	if events.IsPostgresDSN(path) {
-		cfg, err := events.ParsePostgresDSN(path)
+	if eventlog.IsPostgresDSN(path) {
+		cfg, err := eventlog.ParsePostgresDSN(path)
 		if err != nil {
 			return nil, err
 		}
@@ -383,7 +384,7 @@ func openMigrationDB(path string) (*sql.DB, error) {
 		db.SetMaxOpenConns(2)
 		return db, nil
 	}
-	db, err := sql.Open("sqlite", events.DSN(path, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
+	db, err := sql.Open("sqlite", eventlog.DSN(path, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("rath: open %s: %w", path, err)
 	}
@@ -393,7 +394,7 @@ func openMigrationDB(path string) (*sql.DB, error) {
 
 // Close closes the open sandboxes, stops the writer and closes the
 // database. Cleanup runs even if called with appends in flight; those fail
-// with events.ErrClosed.
+// with eventlog.ErrClosed.
 func (rt *Runtime) Close() error {
 	var err error
 	rt.memMu.Lock()
@@ -475,7 +476,7 @@ func (rt *Runtime) Secrets() *secret.Redactor { return rt.secrets }
 func (rt *Runtime) Dir() string { return rt.dir }
 
 // Store returns the event log.
-func (rt *Runtime) Store() *events.Store { return rt.store }
+func (rt *Runtime) Store() *eventlog.Store { return rt.store }
 
 // Reader returns the SQL read model.
 func (rt *Runtime) Reader() *projections.Reader { return rt.reader }
@@ -517,7 +518,7 @@ func (rt *Runtime) SessionAt(ctx context.Context, id string, seq int64) (*sessio
 // log. Failure names the first problem of either kind, so OK is false and
 // Failure is set whenever something did not verify.
 type VerifyReport struct {
-	*events.VerifyReport
+	*eventlog.VerifyReport
 	// Projections is the comparison with a rebuild; nil when the chain or
 	// a blob failed, as a rebuild from a bad log proves nothing.
 	Projections *projections.CheckReport `json:"projections,omitempty"`
@@ -526,13 +527,13 @@ type VerifyReport struct {
 	Attestation *checkpoint.Report `json:"attestation,omitempty"`
 }
 
-// Verify checks the hash chain and blobs (see events.Store.Verify), then
+// Verify checks the hash chain and blobs (see eventlog.Store.Verify), then
 // that the SQL projections equal a rebuild of the log into a scratch
 // database (see projections.Check): what `show`, `sessions`, `runs` and a
 // dossier display is read from the projections, which the chain alone does
 // not protect. A differing row is reported as the Failure, naming its table
 // and key. The error is for I/O failures.
-func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*VerifyReport, error) {
+func (rt *Runtime) Verify(ctx context.Context, opts eventlog.VerifyOptions) (*VerifyReport, error) {
 	chain, err := rt.store.Verify(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -544,14 +545,14 @@ func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*Veri
 	chk, err := projections.Check(ctx, rt.store, projections.CheckOptions{})
 	switch {
 	case errors.Is(err, projections.ErrInconsistent):
-		rep.Failure = &events.VerifyError{Reason: fmt.Sprintf("the log does not rebuild into projections: %v", err)}
+		rep.Failure = &eventlog.VerifyError{Reason: fmt.Sprintf("the log does not rebuild into projections: %v", err)}
 		return rep, nil
 	case err != nil:
 		return nil, fmt.Errorf("rath: verify projections: %w", err)
 	}
 	rep.Projections = chk
 	if !chk.OK() {
-		rep.Failure = &events.VerifyError{Reason: chk.Differences[0].Error() +
+		rep.Failure = &eventlog.VerifyError{Reason: chk.Differences[0].Error() +
 			" (rath rebuild restores the projections from the log)"}
 		return rep, nil
 	}
@@ -564,9 +565,9 @@ func (rt *Runtime) Verify(ctx context.Context, opts events.VerifyOptions) (*Veri
 	rep.Attestation = att
 	switch {
 	case att.Failure != nil:
-		rep.Failure = &events.VerifyError{Seq: att.Failure.Size, Reason: att.Failure.Error()}
+		rep.Failure = &eventlog.VerifyError{Seq: att.Failure.Size, Reason: att.Failure.Error()}
 	case att.Unwitnessed != nil:
-		rep.Failure = &events.VerifyError{Reason: att.Unwitnessed.Error()}
+		rep.Failure = &eventlog.VerifyError{Reason: att.Unwitnessed.Error()}
 	}
 	return rep, nil
 }

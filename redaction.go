@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -25,11 +26,11 @@ type RedactOptions struct {
 }
 
 // Redact deletes the payloads of the events opts names, keeping their
-// leaves (events.Store.Redact), then rebuilds what was derived from them:
+// leaves (eventlog.Store.Redact), then rebuilds what was derived from them:
 // the SQL projections, and for a memory namespace the local memory index,
 // so no copy of a deleted payload stays behind in a read model.
-func (rt *Runtime) Redact(ctx context.Context, opts RedactOptions) (events.RedactResult, error) {
-	req := events.RedactRequest{By: opts.By, Reason: opts.Reason}
+func (rt *Runtime) Redact(ctx context.Context, opts RedactOptions) (eventlog.RedactResult, error) {
+	req := eventlog.RedactRequest{By: opts.By, Reason: opts.Reason}
 	var n int
 	for _, set := range []bool{opts.Event != 0, opts.Session != "", opts.Memory != "", opts.Run != ""} {
 		if set {
@@ -37,7 +38,7 @@ func (rt *Runtime) Redact(ctx context.Context, opts RedactOptions) (events.Redac
 		}
 	}
 	if n != 1 {
-		return events.RedactResult{}, fmt.Errorf("rath: redact: name exactly one of an event, a session, a memory namespace and a run: %w", events.ErrInvalid)
+		return eventlog.RedactResult{}, fmt.Errorf("rath: redact: name exactly one of an event, a session, a memory namespace and a run: %w", events.ErrInvalid)
 	}
 	var err error
 	switch {
@@ -57,10 +58,10 @@ func (rt *Runtime) Redact(ctx context.Context, opts RedactOptions) (events.Redac
 		req.Seqs, err = rt.seqsWhere(ctx, `run_id = ? OR stream IN (SELECT stream FROM events WHERE run_id = ? AND type = ?)`, opts.Run, opts.Run, events.TypeApprovalRequested)
 	}
 	if err != nil {
-		return events.RedactResult{}, err
+		return eventlog.RedactResult{}, err
 	}
 	if len(req.Seqs) == 0 {
-		return events.RedactResult{}, fmt.Errorf("%w: %s %q has no events", ErrNothingToRedact, req.Scope, req.Target)
+		return eventlog.RedactResult{}, fmt.Errorf("%w: %s %q has no events", ErrNothingToRedact, req.Scope, req.Target)
 	}
 	res, err := rt.store.Redact(ctx, req)
 	if err != nil || len(res.Redacted) == 0 {
@@ -99,9 +100,9 @@ func (rt *Runtime) seqsWhere(ctx context.Context, cond string, args ...any) ([]i
 	return seqs, nil
 }
 
-// RedactEvents redacts the events of req (events.Store.Redact) and then
+// RedactEvents redacts the events of req (eventlog.Store.Redact) and then
 // rebuilds the SQL projections, as Redact does; retention uses it.
-func (rt *Runtime) RedactEvents(ctx context.Context, req events.RedactRequest) (events.RedactResult, error) {
+func (rt *Runtime) RedactEvents(ctx context.Context, req eventlog.RedactRequest) (eventlog.RedactResult, error) {
 	res, err := rt.store.Redact(ctx, req)
 	if err != nil || len(res.Redacted) == 0 {
 		return res, err

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/session"
@@ -171,7 +172,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	// first event, or run.finished), in that append's commit: nothing
 	// waits for it on its own. A run already started elsewhere refuses
 	// that append, and every later one, with the conflict.
-	rctx, carried, err := events.ContextWithCarried(rctx, events.Write{Stream: cfg.id, Expected: events.NoStream, Events: []events.Payload{started}})
+	rctx, carried, err := eventlog.ContextWithCarried(rctx, eventlog.Write{Stream: cfg.id, Expected: eventlog.NoStream, Events: []events.Payload{started}})
 	if err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)
 	}
@@ -235,14 +236,14 @@ func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, e
 	// The run record must land even if the caller's context was canceled.
 	ctx = context.WithoutCancel(ctx)
 	if w, ok := exit.Write(); ok {
-		_, ferr := rt.store.AppendWrites(ctx, w, events.Write{Stream: run.ID, Expected: 1, Events: []events.Payload{finished(run.ID, out, err)}})
+		_, ferr := rt.store.AppendWrites(ctx, w, eventlog.Write{Stream: run.ID, Expected: 1, Events: []events.Payload{finished(run.ID, out, err)}})
 		if ferr == nil {
 			return err
 		}
 		// Not written: the output is the handle without the exit
 		// record, and a refused record (a stale output handle) fails
 		// the run, as the record written on its own would have.
-		var conflict *events.ConflictError
+		var conflict *eventlog.ConflictError
 		if !errors.As(ferr, &conflict) || conflict.Stream != w.Stream {
 			run.Output, _ = exit.Refused(ferr)
 			return errors.Join(err, fmt.Errorf("rath: finish run %s: %w", run.ID, ferr))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -48,7 +49,7 @@ func TestStart_RunStartedOpensTheRunAndASecondStartWritesNothing(t *testing.T) {
 	in2, _ := rt.NewUserSession(ctx, "again")
 	head, _ := rt.Store().Head(ctx)
 	_, err = rt.Start(ctx, "geo", agent, in2, rath.WithRunID("run-once"))
-	if !errors.Is(err, events.ErrConflict) {
+	if !errors.Is(err, eventlog.ErrConflict) {
 		t.Fatalf("second start: err = %v, want a conflict", err)
 	}
 	if again, _ := rt.Store().Head(ctx); again.Seq != head.Seq {
@@ -143,7 +144,7 @@ func TestStart_TheRootsExitRidesWithRunFinished(t *testing.T) {
 			if n := rt.Store().Stats().Commits - before.Commits; n != c.commits {
 				t.Fatalf("%d commits, want %d", n, c.commits)
 			}
-			evs, err := rt.Store().Read(ctx, events.Query{FromSeq: before.Events + 1})
+			evs, err := rt.Store().Read(ctx, eventlog.Query{FromSeq: before.Events + 1})
 			if err != nil {
 				t.Fatal(err)
 			}

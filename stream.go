@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/session"
@@ -50,7 +51,7 @@ func (rt *Runtime) Stream(ctx context.Context, name string, wf flow.Workflow, in
 			result <- outcome{run, err}
 		}()
 		last, finished := head.Seq, false
-		for ev, err := range rt.store.Subscribe(follow, events.Query{RunID: id, FromSeq: head.Seq + 1}) {
+		for ev, err := range rt.store.Subscribe(follow, eventlog.Query{RunID: id, FromSeq: head.Seq + 1}) {
 			if err != nil {
 				if !yield(events.Event{}, err) {
 					return
@@ -71,7 +72,7 @@ func (rt *Runtime) Stream(ctx context.Context, name string, wf flow.Workflow, in
 			// The run ended without run.finished (it waits for a person,
 			// or could not record its end): the follower stopped when
 			// Start returned, maybe before its last events. Read them.
-			evs, err := rt.store.Read(context.WithoutCancel(ctx), events.Query{RunID: id, FromSeq: last + 1})
+			evs, err := rt.store.Read(context.WithoutCancel(ctx), eventlog.Query{RunID: id, FromSeq: last + 1})
 			if err != nil && !yield(events.Event{}, err) {
 				return
 			}

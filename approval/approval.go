@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -51,7 +52,7 @@ func (s State) Expired(now time.Time) bool {
 }
 
 // Load reads a request and its decision.
-func Load(ctx context.Context, store *events.Store, id string) (State, error) {
+func Load(ctx context.Context, store *eventlog.Store, id string) (State, error) {
 	evs, err := store.ReadStream(ctx, events.ApprovalStream(id), 1)
 	if err != nil {
 		return State{}, fmt.Errorf("approval: load %s: %w", id, err)
@@ -101,7 +102,7 @@ type Decision struct {
 // (*InvalidError: an answer not matching the schema, approve on a
 // question, edited arguments that are not a JSON object, no decider, a
 // run that finished meanwhile).
-func Decide(ctx context.Context, store *events.Store, id string, d Decision, now time.Time) (*events.ApprovalDecided, error) {
+func Decide(ctx context.Context, store *eventlog.Store, id string, d Decision, now time.Time) (*events.ApprovalDecided, error) {
 	st, err := Load(ctx, store, id)
 	if err != nil {
 		return nil, err
@@ -217,7 +218,7 @@ func Resolve(schema string) (*jsonschema.Resolved, error) {
 // by events.DecidedByDeadline, and returns it; nil when the request is
 // decided already or not due (then nothing is written). A decider who
 // wins the race first is kept: Expire returns that decision.
-func Expire(ctx context.Context, store *events.Store, id string, now time.Time) (*events.ApprovalDecided, error) {
+func Expire(ctx context.Context, store *eventlog.Store, id string, now time.Time) (*events.ApprovalDecided, error) {
 	st, err := Load(ctx, store, id)
 	if err != nil {
 		return nil, err
@@ -245,14 +246,14 @@ func Expire(ctx context.Context, store *events.Store, id string, now time.Time) 
 
 // record appends the decision at version 2: a concurrent decider who
 // landed first makes it a *DecidedError.
-func record(ctx context.Context, store *events.Store, id string, dec *events.ApprovalDecided) error {
+func record(ctx context.Context, store *eventlog.Store, id string, dec *events.ApprovalDecided) error {
 	// The decision is not part of what the run did: never stamped with a
 	// run id, even when ctx carries one.
 	if _, ok := events.RunFromContext(ctx); ok {
 		ctx = events.ContextWithRun(ctx, events.RunRef{})
 	}
 	_, err := store.Append(ctx, events.ApprovalStream(id), 1, *dec)
-	if errors.Is(err, events.ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		st, lerr := Load(ctx, store, id)
 		if lerr == nil && st.Decision != nil {
 			return &DecidedError{ID: id, Decision: st.Decision.Decision, By: st.Decision.By}

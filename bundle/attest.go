@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/signkey"
 )
@@ -64,7 +65,7 @@ type Replay struct {
 }
 
 // predicate summarises the run's leaves.
-func predicate(runID string, leaves []events.Leaf, ck Checkpoint, opts Options) Predicate {
+func predicate(runID string, leaves []eventlog.Leaf, ck Checkpoint, opts Options) Predicate {
 	p := Predicate{Run: runID, Status: "unfinished", FirstSeq: leaves[0].Seq, LastSeq: leaves[len(leaves)-1].Seq,
 		Events: len(leaves), Checkpoint: ck, Models: []string{}, Tools: []string{}, Approvals: []Approval{},
 		Replay: Replay{Verdict: "not replayed"}}
@@ -194,7 +195,7 @@ func marshal(v any) ([]byte, error) {
 // reachableBlobs reads every blob the payloads reference (events.BlobReferrer),
 // and every message segment a model request reaches through its
 // messages_ref and each segment's prev.
-func reachableBlobs(ctx context.Context, st Store, leaves []events.Leaf) (map[string][]byte, error) {
+func reachableBlobs(ctx context.Context, st Store, leaves []eventlog.Leaf) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	var next []string
 	from := map[string]int64{} // the seq that first named each blob, for errors
@@ -210,7 +211,7 @@ func reachableBlobs(ctx context.Context, st Store, leaves []events.Leaf) (map[st
 			for _, h := range br.BlobRefs() {
 				if !isHash(h) {
 					// Never a file name from the log that is not a hash.
-					return nil, &events.VerifyError{Seq: l.Seq, Reason: fmt.Sprintf("blob reference %q is not a SHA-256", h)}
+					return nil, &eventlog.VerifyError{Seq: l.Seq, Reason: fmt.Sprintf("blob reference %q is not a SHA-256", h)}
 				}
 				if _, seen := from[h]; !seen {
 					from[h] = l.Seq
@@ -228,7 +229,7 @@ func reachableBlobs(ctx context.Context, st Store, leaves []events.Leaf) (map[st
 		for _, h := range next {
 			b, ok := got[h]
 			if !ok {
-				return nil, &events.VerifyError{Seq: from[h], Blob: h, Reason: fmt.Sprintf("blob %s is missing", h)}
+				return nil, &eventlog.VerifyError{Seq: from[h], Blob: h, Reason: fmt.Sprintf("blob %s is missing", h)}
 			}
 			out[h] = b
 			// A request names its last message segment, a segment the one

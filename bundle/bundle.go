@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/signkey"
 )
@@ -31,17 +32,17 @@ const (
 	BlobsDir        = "blobs"
 )
 
-// Store is what Write reads of the log; *events.Store implements it.
+// Store is what Write reads of the log; *eventlog.Store implements it.
 type Store interface {
-	Read(ctx context.Context, q events.Query) ([]events.Event, error)
-	Leaves(ctx context.Context, seqs []int64) ([]events.Leaf, error)
-	TreeHead(ctx context.Context) (events.TreeHead, error)
-	TreeHeadAt(ctx context.Context, size int64) (events.TreeHead, error)
+	Read(ctx context.Context, q eventlog.Query) ([]events.Event, error)
+	Leaves(ctx context.Context, seqs []int64) ([]eventlog.Leaf, error)
+	TreeHead(ctx context.Context) (eventlog.TreeHead, error)
+	TreeHeadAt(ctx context.Context, size int64) (eventlog.TreeHead, error)
 	ProveInclusion(ctx context.Context, seq, size int64) (tlog.RecordProof, error)
 	GetBlobs(ctx context.Context, hashes []string) (map[string][]byte, error)
 }
 
-var _ Store = (*events.Store)(nil)
+var _ Store = (*eventlog.Store)(nil)
 
 // Options configure Write.
 type Options struct {
@@ -83,7 +84,7 @@ type Result struct {
 // decisions on its approval requests, its submission, leases and resumes,
 // and its scores with the events they read.
 // It returns ErrNoKey, ErrExists, ErrNoEvents, ErrCheckpoint (wrapped), a
-// *events.VerifyError for an event whose leaf cannot be computed, or an
+// *eventlog.VerifyError for an event whose leaf cannot be computed, or an
 // I/O error.
 func Write(ctx context.Context, st Store, runID, dir string, opts Options) (*Result, error) {
 	if opts.Key == nil {
@@ -187,7 +188,7 @@ func merkleLine(line []byte) bool { return bytes.Contains(line, []byte(`,"leaf":
 // runEvents reads the run's events: those recorded with its id, and the
 // streams that concern it without one, in seq order.
 func runEvents(ctx context.Context, st Store, runID string) ([]events.Event, error) {
-	evs, err := st.Read(ctx, events.Query{RunID: runID})
+	evs, err := st.Read(ctx, eventlog.Query{RunID: runID})
 	if err != nil {
 		return nil, fmt.Errorf("bundle: read run %s: %w", runID, err)
 	}
@@ -202,7 +203,7 @@ func runEvents(ctx context.Context, st Store, runID string) ([]events.Event, err
 		have[ev.Seq] = true
 	}
 	for _, s := range streams {
-		more, err := st.Read(ctx, events.Query{Stream: s})
+		more, err := st.Read(ctx, eventlog.Query{Stream: s})
 		if err != nil {
 			return nil, fmt.Errorf("bundle: read stream %s: %w", s, err)
 		}
@@ -227,7 +228,7 @@ func runEvents(ctx context.Context, st Store, runID string) ([]events.Event, err
 // the bundle does not hold yet (a judge's call), so that a bundle shows
 // each score with what it was computed from.
 func runScores(ctx context.Context, st Store, runID string, have map[int64]bool) ([]events.Event, error) {
-	all, err := st.Read(ctx, events.Query{Types: []string{events.TypeScoreRecorded}})
+	all, err := st.Read(ctx, eventlog.Query{Types: []string{events.TypeScoreRecorded}})
 	if err != nil {
 		return nil, fmt.Errorf("bundle: read scores: %w", err)
 	}
@@ -247,7 +248,7 @@ func runScores(ctx context.Context, st Store, runID string, have map[int64]bool)
 			if have[r.Seq] {
 				continue
 			}
-			read, err := st.Read(ctx, events.Query{FromSeq: r.Seq, ToSeq: r.Seq})
+			read, err := st.Read(ctx, eventlog.Query{FromSeq: r.Seq, ToSeq: r.Seq})
 			if err != nil {
 				return nil, fmt.Errorf("bundle: read seq %d, read by the score at seq %d: %w", r.Seq, ev.Seq, err)
 			}

@@ -13,13 +13,14 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/bundle"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/signkey"
 )
 
 // mustStore opens a store holding one small run, "run-1", and returns it
 // with a key.
-func mustStore(t *testing.T) (*events.Store, *signkey.Key) {
+func mustStore(t *testing.T) (*eventlog.Store, *signkey.Key) {
 	t.Helper()
 	ctx := t.Context()
 	rt, err := rath.Open(ctx, filepath.Join(t.TempDir(), "store"))
@@ -202,7 +203,7 @@ func TestOpenWith_Pins(t *testing.T) {
 
 // cosignedBy is an Options.Checkpoint: a fresh checkpoint signed by key
 // and cosigned by witness.
-func cosignedBy(t *testing.T, st *events.Store, key, witness *signkey.Key) func(context.Context, int64) ([]byte, error) {
+func cosignedBy(t *testing.T, st *eventlog.Store, key, witness *signkey.Key) func(context.Context, int64) ([]byte, error) {
 	return func(ctx context.Context, _ int64) ([]byte, error) {
 		b, err := bundle.SignCheckpoint(ctx, st, key, "")
 		if err != nil {
@@ -259,7 +260,7 @@ func TestVerifier_SmallAndPinned(t *testing.T) {
 	}
 }
 
-func mustHead(t *testing.T, st *events.Store, size int64) string {
+func mustHead(t *testing.T, st *eventlog.Store, size int64) string {
 	t.Helper()
 	h, err := st.TreeHeadAt(t.Context(), size)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/signkey"
 )
 
@@ -26,7 +26,7 @@ type Checkpoint struct {
 }
 
 // FormatCheckpoint returns the checkpoint body: "ORIGIN\nSIZE\nROOT\n".
-func FormatCheckpoint(origin string, head events.TreeHead) string {
+func FormatCheckpoint(origin string, head eventlog.TreeHead) string {
 	return origin + "\n" + strconv.FormatInt(head.Size, 10) + "\n" + head.Root.String() + "\n"
 }
 

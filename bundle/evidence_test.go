@@ -10,7 +10,7 @@ import (
 
 	"github.com/gorath/rath/bundle"
 	"github.com/gorath/rath/checkpoint"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/signkey"
 )
 
@@ -36,7 +36,7 @@ func TestWrite_StoredWitnessedCheckpointAndARedactedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// seq 3 is the tool result; its output blob is named by it alone.
-	if _, err := st.Redact(ctx, events.RedactRequest{Seqs: []int64{3}, By: "dpo", Reason: "erasure request"}); err != nil {
+	if _, err := st.Redact(ctx, eventlog.RedactRequest{Seqs: []int64{3}, By: "dpo", Reason: "erasure request"}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "b")

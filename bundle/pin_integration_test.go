@@ -13,7 +13,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/checkpoint"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/signkey"
 )
 
@@ -55,7 +55,7 @@ func storeArg(dir, dsn string) string {
 }
 
 // openStore opens a demo store's log (migrating a fresh one).
-func openStore(t *testing.T, dir, dsn string) *events.Store {
+func openStore(t *testing.T, dir, dsn string) *eventlog.Store {
 	t.Helper()
 	path := filepath.Join(dir, "store", rath.DBFile)
 	where := path
@@ -67,7 +67,7 @@ func openStore(t *testing.T, dir, dsn string) *events.Store {
 	if err := rath.Migrate(t.Context(), where); err != nil {
 		t.Fatal(err)
 	}
-	s, err := events.Open(t.Context(), events.Options{Path: path, DSN: dsn})
+	s, err := eventlog.Open(t.Context(), eventlog.Options{Path: path, DSN: dsn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestBundle_PinnedWitnessRefusesAForgedWitness(t *testing.T) {
 				t.Fatal(err)
 			}
 			fs := openStore(t, forgedDir, forgedDSN)
-			if err := fs.Exclusive(t.Context(), func(_ context.Context, tx *events.Tx) error {
+			if err := fs.Exclusive(t.Context(), func(_ context.Context, tx *eventlog.Tx) error {
 				_, err := tx.Exec(`UPDATE store_meta SET value = ? WHERE key = 'store_id'`, strings.TrimPrefix(origin, checkpoint.OriginPrefix))
 				return err
 			}); err != nil {

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/signkey"
 )
 
@@ -76,18 +76,18 @@ func (c *Checkpoint) Signed() []byte {
 
 // Text is the checkpoint's note text (its body).
 func (c *Checkpoint) Text() string {
-	return Body(c.Origin, events.TreeHead{Size: c.Size, Root: c.Root})
+	return Body(c.Origin, eventlog.TreeHead{Size: c.Size, Root: c.Root})
 }
 
 // Body formats the tlog-checkpoint body of head for origin.
-func Body(origin string, head events.TreeHead) string {
+func Body(origin string, head eventlog.TreeHead) string {
 	return origin + "\n" + strconv.FormatInt(head.Size, 10) + "\n" + head.Root.String() + "\n"
 }
 
 // ParseBody parses a tlog-checkpoint body as Body writes it: exactly
 // three lines (rath writes no extension lines and accepts none), a
 // positive decimal size without leading zeros and a 32-byte root.
-func ParseBody(text string) (origin string, head events.TreeHead, err error) {
+func ParseBody(text string) (origin string, head eventlog.TreeHead, err error) {
 	lines := strings.Split(text, "\n")
 	if len(lines) != 4 || lines[3] != "" || lines[0] == "" {
 		return "", head, fmt.Errorf("%w: want three lines (origin, size, root)", ErrMalformed)
@@ -100,11 +100,11 @@ func ParseBody(text string) (origin string, head events.TreeHead, err error) {
 	if err != nil || root.String() != lines[2] {
 		return "", head, fmt.Errorf("%w: root %q", ErrMalformed, lines[2])
 	}
-	return lines[0], events.TreeHead{Size: n, Root: root}, nil
+	return lines[0], eventlog.TreeHead{Size: n, Root: root}, nil
 }
 
 // Origin returns the store's origin line, OriginPrefix and its store id.
-func Origin(ctx context.Context, store *events.Store) (string, error) {
+func Origin(ctx context.Context, store *eventlog.Store) (string, error) {
 	var id string
 	err := store.DB().QueryRowContext(ctx, `SELECT value FROM store_meta WHERE key = 'store_id'`).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -124,7 +124,7 @@ func Origin(ctx context.Context, store *events.Store) (string, error) {
 // the head the writer recorded) so a damaged head is never signed. A
 // checkpoint of the same size by the same key already stored is returned
 // as is.
-func Sign(ctx context.Context, store *events.Store, key *signkey.Key) (*Checkpoint, error) {
+func Sign(ctx context.Context, store *eventlog.Store, key *signkey.Key) (*Checkpoint, error) {
 	recorded, err := store.TreeHead(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: sign: %w", err)
@@ -144,7 +144,7 @@ func Sign(ctx context.Context, store *events.Store, key *signkey.Key) (*Checkpoi
 
 // signHead signs head and stores the checkpoint through the store's
 // writer.
-func signHead(ctx context.Context, store *events.Store, key *signkey.Key, head events.TreeHead, now time.Time) (*Checkpoint, error) {
+func signHead(ctx context.Context, store *eventlog.Store, key *signkey.Key, head eventlog.TreeHead, now time.Time) (*Checkpoint, error) {
 	origin, err := Origin(ctx, store)
 	if err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func signHead(ctx context.Context, store *events.Store, key *signkey.Key, head e
 		return nil, fmt.Errorf("checkpoint: sign: %w", err)
 	}
 	cp := &Checkpoint{Origin: origin, Size: head.Size, Root: head.Root, KeyName: key.Name(), VerifierKey: key.VerifierKey(), Note: signed, SignedAt: now}
-	err = store.Exclusive(ctx, func(_ context.Context, tx *events.Tx) error {
+	err = store.Exclusive(ctx, func(_ context.Context, tx *eventlog.Tx) error {
 		_, err := tx.Exec(`INSERT INTO checkpoints (size, root, key_name, verifier_key, note, signed_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (size, verifier_key) DO NOTHING`,
 			cp.Size, cp.Root[:], cp.KeyName, cp.VerifierKey, cp.Note, now.UnixNano())
 		return err
@@ -169,13 +169,13 @@ const selectCheckpoints = `SELECT id, size, root, key_name, verifier_key, note, 
 
 // List returns the stored checkpoints in size order (then by id), with
 // their cosignatures. Rows are returned as stored: Verify checks them.
-func List(ctx context.Context, store *events.Store) ([]*Checkpoint, error) {
+func List(ctx context.Context, store *eventlog.Store) ([]*Checkpoint, error) {
 	return query(ctx, store, selectCheckpoints+` ORDER BY size, id`)
 }
 
 // Latest returns the stored checkpoint of the largest size (the first
 // stored of that size), or ErrNone.
-func Latest(ctx context.Context, store *events.Store) (*Checkpoint, error) {
+func Latest(ctx context.Context, store *eventlog.Store) (*Checkpoint, error) {
 	cps, err := query(ctx, store, selectCheckpoints+` ORDER BY size DESC, id LIMIT 1`)
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func Latest(ctx context.Context, store *events.Store) (*Checkpoint, error) {
 // and every witness's signature lines. It returns ErrNone if no stored
 // checkpoint covers size (sign one first). The checkpoint is returned as
 // stored: check it with Verify or note.Open.
-func Covering(ctx context.Context, store *events.Store, size int64) (*Checkpoint, error) {
+func Covering(ctx context.Context, store *eventlog.Store, size int64) (*Checkpoint, error) {
 	cps, err := query(ctx, store, selectCheckpoints+` WHERE size >= ? ORDER BY size, id LIMIT 1`, size)
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func Covering(ctx context.Context, store *events.Store, size int64) (*Checkpoint
 	return cps[0], nil
 }
 
-func query(ctx context.Context, store *events.Store, q string, args ...any) ([]*Checkpoint, error) {
+func query(ctx context.Context, store *eventlog.Store, q string, args ...any) ([]*Checkpoint, error) {
 	db := store.DB()
 	rows, err := db.QueryContext(ctx, db.Rebind(q), args...)
 	if err != nil {
@@ -288,7 +288,7 @@ func noteText(signed []byte) string {
 // none stored yet it signs and stores one now, so an exported checkpoint
 // is always one the store keeps, that verify checks and a witness can
 // cosign later, never a note that exists only in the export.
-func ForExport(ctx context.Context, store *events.Store, key *signkey.Key, minSize int64) (*Checkpoint, error) {
+func ForExport(ctx context.Context, store *eventlog.Store, key *signkey.Key, minSize int64) (*Checkpoint, error) {
 	all, err := List(ctx, store)
 	if err != nil {
 		return nil, err

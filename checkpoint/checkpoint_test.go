@@ -18,6 +18,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/checkpoint"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/pgtest"
 	"github.com/gorath/rath/signkey"
@@ -68,8 +69,8 @@ var backends = []backend{
 		path := filepath.Join(t.TempDir(), rath.DBFile)
 		return target{path: path, exec: func(t *testing.T, q string) {
 			t.Helper()
-			s := open(t, target{path: path}, events.Options{})
-			if err := s.Exclusive(t.Context(), func(_ context.Context, tx *events.Tx) error {
+			s := open(t, target{path: path}, eventlog.Options{})
+			if err := s.Exclusive(t.Context(), func(_ context.Context, tx *eventlog.Tx) error {
 				_, err := tx.Exec(q)
 				return err
 			}); err != nil {
@@ -100,7 +101,7 @@ var backends = []backend{
 }
 
 // open migrates and opens the store of tg with opts.
-func open(t *testing.T, tg target, opts events.Options) *events.Store {
+func open(t *testing.T, tg target, opts eventlog.Options) *eventlog.Store {
 	t.Helper()
 	where := tg.path
 	if tg.dsn != "" {
@@ -110,7 +111,7 @@ func open(t *testing.T, tg target, opts events.Options) *events.Store {
 		t.Fatal(err)
 	}
 	opts.Path, opts.DSN = tg.path, tg.dsn
-	s, err := events.Open(t.Context(), opts)
+	s, err := eventlog.Open(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +133,11 @@ func newKey(t *testing.T, name string) *signkey.Key {
 }
 
 // appendN appends n events, one commit each, to stream.
-func appendN(t *testing.T, s *events.Store, stream string, n int) {
+func appendN(t *testing.T, s *eventlog.Store, stream string, n int) {
 	t.Helper()
 	for i := range n {
 		p := &events.SessionPlaced{Session: stream, Backend: "local", Spec: fmt.Sprintf("/w/%s/%d", stream, i)}
-		if _, err := s.Append(t.Context(), stream, events.AnyVersion, p); err != nil {
+		if _, err := s.Append(t.Context(), stream, eventlog.AnyVersion, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,7 +155,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func sizes(t *testing.T, s *events.Store) []int64 {
+func sizes(t *testing.T, s *eventlog.Store) []int64 {
 	t.Helper()
 	cps, err := checkpoint.List(t.Context(), s)
 	if err != nil {
@@ -183,7 +184,7 @@ func TestSigner_SignsEveryKAtRunEndAndClose(t *testing.T) {
 		tg := b.new(t)
 		key := newKey(t, "log.example")
 		sg := checkpoint.NewSigner(key, checkpoint.SignerOptions{Every: 5, Interval: time.Hour, OnError: func(err error) { t.Logf("signer: %v", err) }})
-		s := open(t, tg, events.Options{AfterCommit: sg.Committed})
+		s := open(t, tg, eventlog.Options{AfterCommit: sg.Committed})
 		if err := sg.Start(t.Context(), s); err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +197,7 @@ func TestSigner_SignsEveryKAtRunEndAndClose(t *testing.T) {
 		// interleave (5 and 10, or 6 and 9, or 8 alone).
 		waitFor(t, "a checkpoint at 8 events or more", func() bool { return sg.Signed() >= 8 })
 		// A run's end is signed at once, though K events have not passed.
-		if _, err := s.Append(t.Context(), "r1", events.NoStream, &events.RunStarted{Run: "r1", Workflow: "w"}); err != nil {
+		if _, err := s.Append(t.Context(), "r1", eventlog.NoStream, &events.RunStarted{Run: "r1", Workflow: "w"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Append(t.Context(), "r1", 1, &events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
@@ -266,7 +267,7 @@ func TestVerify_CatchesCheckpointsTheLogContradicts(t *testing.T) {
 		key := newKey(t, "log.example")
 		other := newKey(t, "other.example")
 		tg := b.new(t)
-		s := open(t, tg, events.Options{})
+		s := open(t, tg, eventlog.Options{})
 		appendN(t, s, "s", 6)
 		if _, err := checkpoint.Sign(t.Context(), s, key); err != nil {
 			t.Fatal(err)
@@ -286,7 +287,7 @@ func TestVerify_CatchesCheckpointsTheLogContradicts(t *testing.T) {
 		for _, c := range cases {
 			t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 				tg := b.new(t)
-				s := open(t, tg, events.Options{})
+				s := open(t, tg, eventlog.Options{})
 				appendN(t, s, "s", 6)
 				if _, err := checkpoint.Sign(t.Context(), s, key); err != nil {
 					t.Fatal(err)
@@ -301,7 +302,7 @@ func TestVerify_CatchesCheckpointsTheLogContradicts(t *testing.T) {
 						t.Fatal(err)
 					}
 					_, h, _ := checkpoint.ParseBody(string(signed[:strings.Index(string(signed), "\n\n")+1]))
-					if err := s.Exclusive(t.Context(), func(_ context.Context, tx *events.Tx) error {
+					if err := s.Exclusive(t.Context(), func(_ context.Context, tx *eventlog.Tx) error {
 						_, err := tx.Exec(`INSERT INTO checkpoints (size, root, key_name, verifier_key, note, signed_at) VALUES (?, ?, ?, ?, ?, 0)`, h.Size, h.Root[:], c.signer.Name(), c.signer.VerifierKey(), signed)
 						return err
 					}); err != nil {
@@ -322,7 +323,7 @@ func TestVerify_CatchesCheckpointsTheLogContradicts(t *testing.T) {
 		}
 		// A stored checkpoint is append-only.
 		for _, q := range []string{`UPDATE checkpoints SET size = 5`, `DELETE FROM checkpoints`} {
-			err := s.Exclusive(t.Context(), func(_ context.Context, tx *events.Tx) error {
+			err := s.Exclusive(t.Context(), func(_ context.Context, tx *eventlog.Tx) error {
 				_, err := tx.Exec(q)
 				return err
 			})
@@ -333,7 +334,7 @@ func TestVerify_CatchesCheckpointsTheLogContradicts(t *testing.T) {
 	})
 }
 
-func mustOrigin(t *testing.T, s *events.Store) string {
+func mustOrigin(t *testing.T, s *eventlog.Store) string {
 	t.Helper()
 	o, err := checkpoint.Origin(t.Context(), s)
 	if err != nil {
@@ -350,7 +351,7 @@ func TestWitness_CatchesRewrittenHistorySignedWithTheLogKey(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		logKey := newKey(t, "log.example")
 		w := &checkpoint.Witness{Key: newKey(t, "witness.example"), LogKey: logKey.VerifierKey(), StatePath: filepath.Join(t.TempDir(), "state.json")}
-		honest := open(t, b.new(t), events.Options{})
+		honest := open(t, b.new(t), eventlog.Options{})
 		appendN(t, honest, "s", 10)
 		sign(t, honest, logKey)
 		res, err := w.Step(t.Context(), honest)
@@ -395,7 +396,7 @@ func TestWitness_CatchesRewrittenHistorySignedWithTheLogKey(t *testing.T) {
 		// The operator rewrites the log: another history under the same
 		// origin, longer, signed with the log's own key.
 		forked := b.new(t)
-		fs := open(t, forked, events.Options{})
+		fs := open(t, forked, eventlog.Options{})
 		forked.exec(t, `UPDATE store_meta SET value = '`+id+`' WHERE key = 'store_id'`)
 		appendN(t, fs, "other", 20)
 		sign(t, fs, logKey)
@@ -411,7 +412,7 @@ func TestWitness_CatchesRewrittenHistorySignedWithTheLogKey(t *testing.T) {
 		}
 		// Same size, another root.
 		same := b.new(t)
-		ss := open(t, same, events.Options{})
+		ss := open(t, same, eventlog.Options{})
 		same.exec(t, `UPDATE store_meta SET value = '`+id+`' WHERE key = 'store_id'`)
 		appendN(t, ss, "other", 15)
 		sign(t, ss, logKey)
@@ -420,7 +421,7 @@ func TestWitness_CatchesRewrittenHistorySignedWithTheLogKey(t *testing.T) {
 		}
 		// A shorter history: a rollback.
 		short := b.new(t)
-		rs := open(t, short, events.Options{})
+		rs := open(t, short, eventlog.Options{})
 		short.exec(t, `UPDATE store_meta SET value = '`+id+`' WHERE key = 'store_id'`)
 		appendN(t, rs, "s", 8)
 		sign(t, rs, logKey)
@@ -439,7 +440,7 @@ func TestWitness_CatchesRewrittenHistorySignedWithTheLogKey(t *testing.T) {
 	})
 }
 
-func sign(t *testing.T, s *events.Store, key *signkey.Key) {
+func sign(t *testing.T, s *eventlog.Store, key *signkey.Key) {
 	t.Helper()
 	if _, err := checkpoint.Sign(t.Context(), s, key); err != nil {
 		t.Fatal(err)

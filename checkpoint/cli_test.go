@@ -14,7 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/gorath/rath/checkpoint"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/signkey"
 
 	"github.com/gorath/rath/internal/rathbin"
@@ -118,7 +118,7 @@ func TestCLI_SignWitnessVerifyAndARewrittenHistory(t *testing.T) {
 
 		// The rewrite: the operator writes another history under the
 		// honest store's origin and signs it with the log key.
-		hs := open(t, honest, events.Options{})
+		hs := open(t, honest, eventlog.Options{})
 		id := strings.TrimPrefix(mustOrigin(t, hs), checkpoint.OriginPrefix)
 		rewritten.exec(t, `UPDATE store_meta SET value = '`+id+`' WHERE key = 'store_id'`)
 		renv := append(plain, signing)
@@ -142,8 +142,8 @@ func TestCLI_SignWitnessVerifyAndARewrittenHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		forged := tlog.Hash{7}
-		signed, _ := note.Sign(&note.Note{Text: checkpoint.Body(checkpoint.OriginPrefix+id, events.TreeHead{Size: 4, Root: forged})}, key.NoteSigner())
-		if err := hs.Exclusive(t.Context(), func(_ context.Context, tx *events.Tx) error {
+		signed, _ := note.Sign(&note.Note{Text: checkpoint.Body(checkpoint.OriginPrefix+id, eventlog.TreeHead{Size: 4, Root: forged})}, key.NoteSigner())
+		if err := hs.Exclusive(t.Context(), func(_ context.Context, tx *eventlog.Tx) error {
 			_, err := tx.Exec(`INSERT INTO checkpoints (size, root, key_name, verifier_key, note, signed_at) VALUES (4, ?, ?, ?, ?, 0)`, forged[:], key.Name(), key.VerifierKey(), signed)
 			return err
 		}); err != nil {

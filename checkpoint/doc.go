@@ -20,7 +20,7 @@
 //
 // # Signing
 //
-// A Signer, given to events.Options.AfterCommit, signs the head the
+// A Signer, given to eventlog.Options.AfterCommit, signs the head the
 // writer just committed every Every events, every Interval while events
 // arrive, at the end of each run (a commit holding run.finished) and when
 // it is closed. Checkpoints are stored in the store's checkpoints table,

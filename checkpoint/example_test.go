@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/checkpoint"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/signkey"
 )
@@ -30,7 +31,7 @@ func Example() {
 		panic(err)
 	}
 	signer := checkpoint.NewSigner(logKey, checkpoint.SignerOptions{Every: 1000, Interval: time.Hour})
-	store, err := events.Open(ctx, events.Options{Path: path, AfterCommit: signer.Committed})
+	store, err := eventlog.Open(ctx, eventlog.Options{Path: path, AfterCommit: signer.Committed})
 	if err != nil {
 		panic(err)
 	}
@@ -39,7 +40,7 @@ func Example() {
 		panic(err)
 	}
 	for i := range 2 {
-		store.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: fmt.Sprint(i)})
+		store.Append(ctx, "s", eventlog.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: fmt.Sprint(i)})
 	}
 	if err := signer.Close(); err != nil { // signs the last head
 		panic(err)

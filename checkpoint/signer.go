@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/signkey"
 )
 
@@ -32,7 +32,7 @@ type SignerOptions struct {
 }
 
 // Signer signs the heads a store's writer commits. Give its Committed
-// method to events.Options.AfterCommit, open the store, then Start it;
+// method to eventlog.Options.AfterCommit, open the store, then Start it;
 // Close it before the store. It is safe for concurrent use.
 type Signer struct {
 	key  *signkey.Key
@@ -40,10 +40,10 @@ type Signer struct {
 	poke chan struct{}
 
 	mu      sync.Mutex
-	pending events.TreeHead // the newest head committed
-	signed  int64           // the size of the last checkpoint signed
-	err     error           // the last signing error
-	store   *events.Store
+	pending eventlog.TreeHead // the newest head committed
+	signed  int64             // the size of the last checkpoint signed
+	err     error             // the last signing error
+	store   *eventlog.Store
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -59,9 +59,9 @@ func NewSigner(key *signkey.Key, opts SignerOptions) *Signer {
 	return &Signer{key: key, opts: opts, poke: make(chan struct{}, 1)}
 }
 
-// Committed records a commit's head (events.Options.AfterCommit). It
+// Committed records a commit's head (eventlog.Options.AfterCommit). It
 // never blocks: signing happens on the signer's goroutine.
-func (s *Signer) Committed(c events.Commit) {
+func (s *Signer) Committed(c eventlog.Commit) {
 	s.mu.Lock()
 	if c.Head.Size > s.pending.Size {
 		s.pending = c.Head
@@ -78,7 +78,7 @@ func (s *Signer) Committed(c events.Commit) {
 
 // Start starts signing for store, picking up after the newest checkpoint
 // this key stored.
-func (s *Signer) Start(ctx context.Context, store *events.Store) error {
+func (s *Signer) Start(ctx context.Context, store *eventlog.Store) error {
 	last, err := query(ctx, store, selectCheckpoints+` WHERE verifier_key = ? ORDER BY size DESC LIMIT 1`, s.key.VerifierKey())
 	if err != nil {
 		return err

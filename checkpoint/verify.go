@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/signkey"
 )
 
@@ -154,9 +154,9 @@ func (r *Report) Summary() string {
 // its origin against the store's, its root against the root of the
 // stored tree at its size, and every cosignature by the witness key
 // recorded with it. A mismatch is the Report's Failure, not an error;
-// errors are I/O. Verify the log itself (events.Store.Verify) first: this
+// errors are I/O. Verify the log itself (eventlog.Store.Verify) first: this
 // trusts the stored tree to be the tree of the stored events.
-func Verify(ctx context.Context, store *events.Store, opts VerifyOptions) (*Report, error) {
+func Verify(ctx context.Context, store *eventlog.Store, opts VerifyOptions) (*Report, error) {
 	cps, err := List(ctx, store)
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func keyIDs(keys []string) (map[string]bool, error) {
 }
 
 // checkOne returns why cp is wrong, or "".
-func checkOne(ctx context.Context, store *events.Store, origin string, head events.TreeHead, trusted note.Verifiers, cp *Checkpoint) (string, error) {
+func checkOne(ctx context.Context, store *eventlog.Store, origin string, head eventlog.TreeHead, trusted note.Verifiers, cp *Checkpoint) (string, error) {
 	v, _, err := signkey.ParseVerifierKey(cp.VerifierKey)
 	if err != nil {
 		return "records a verifier key that is not one: " + err.Error(), nil
@@ -278,7 +278,7 @@ func checkOne(ctx context.Context, store *events.Store, origin string, head even
 	}
 	at, err := store.TreeHeadAt(ctx, h.Size)
 	if err != nil {
-		if errors.Is(err, events.ErrTree) {
+		if errors.Is(err, eventlog.ErrTree) {
 			return "cannot be checked: " + err.Error(), nil
 		}
 		return "", err

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/signkey"
 )
@@ -24,8 +25,8 @@ var ErrRefused = errors.New("checkpoint: the witness refused the log")
 // ForkError reports a checkpoint whose tree does not extend the one the
 // witness cosigned last: the log's history was rewritten.
 type ForkError struct {
-	Cosigned events.TreeHead // the witness's last cosigned head
-	Offered  events.TreeHead // the new checkpoint's head
+	Cosigned eventlog.TreeHead // the witness's last cosigned head
+	Offered  eventlog.TreeHead // the new checkpoint's head
 	Reason   string
 }
 
@@ -41,8 +42,8 @@ func (e *ForkError) Is(target error) bool { return target == ErrRefused }
 // older than the checkpoint the witness cosigned last: the log was
 // rolled back or replaced.
 type RollbackError struct {
-	Cosigned events.TreeHead
-	Latest   events.TreeHead // the log's newest checkpoint or tree head (Size 0: none)
+	Cosigned eventlog.TreeHead
+	Latest   eventlog.TreeHead // the log's newest checkpoint or tree head (Size 0: none)
 }
 
 func (e *RollbackError) Error() string {
@@ -57,8 +58,8 @@ func (e *RollbackError) Is(target error) bool { return target == ErrRefused }
 type State struct {
 	Origin string `json:"origin"`
 	// LogKey is the verifier key of the log it trusts.
-	LogKey string          `json:"log_key"`
-	Head   events.TreeHead `json:"head"`
+	LogKey string            `json:"log_key"`
+	Head   eventlog.TreeHead `json:"head"`
 	// Note is the last checkpoint it cosigned, as the log signed it.
 	Note string `json:"note"`
 }
@@ -79,15 +80,15 @@ type Witness struct {
 
 // StepResult is what one Step did.
 type StepResult struct {
-	Cosigned []events.TreeHead // the checkpoints cosigned, in order
-	Head     events.TreeHead   // the witness's head afterwards
+	Cosigned []eventlog.TreeHead // the checkpoints cosigned, in order
+	Head     eventlog.TreeHead   // the witness's head afterwards
 }
 
 // Step checks every checkpoint the log key signed that is not older than
 // the witness's state and cosigns each one that extends it, moving the
 // state forward. It stops at the first one it refuses, with a *ForkError
 // or *RollbackError; the state is left at the last good checkpoint.
-func (w *Witness) Step(ctx context.Context, store *events.Store) (StepResult, error) {
+func (w *Witness) Step(ctx context.Context, store *eventlog.Store) (StepResult, error) {
 	var res StepResult
 	logV, _, err := signkey.ParseVerifierKey(w.LogKey)
 	if err != nil {
@@ -110,10 +111,10 @@ func (w *Witness) Step(ctx context.Context, store *events.Store) (StepResult, er
 	type offered struct {
 		cp   *Checkpoint
 		text string
-		head events.TreeHead
+		head eventlog.TreeHead
 	}
 	var todo []offered
-	var latest events.TreeHead
+	var latest eventlog.TreeHead
 	for _, cp := range cps {
 		n, err := note.Open(cp.Note, note.VerifierList(logV))
 		if err != nil {
@@ -169,8 +170,8 @@ func (w *Witness) Step(ctx context.Context, store *events.Store) (StepResult, er
 
 // latestSigned is the head of the largest checkpoint the log key signed
 // (zero if none), for a RollbackError.
-func (w *Witness) latestSigned(ctx context.Context, store *events.Store, logV note.Verifier) events.TreeHead {
-	var latest events.TreeHead
+func (w *Witness) latestSigned(ctx context.Context, store *eventlog.Store, logV note.Verifier) eventlog.TreeHead {
+	var latest eventlog.TreeHead
 	cps, err := List(ctx, store)
 	if err != nil {
 		return latest
@@ -186,7 +187,7 @@ func (w *Witness) latestSigned(ctx context.Context, store *events.Store, logV no
 }
 
 // checkExtends refuses next unless it extends the cosigned head.
-func (w *Witness) checkExtends(ctx context.Context, store *events.Store, cosigned, next events.TreeHead) error {
+func (w *Witness) checkExtends(ctx context.Context, store *eventlog.Store, cosigned, next eventlog.TreeHead) error {
 	switch {
 	case cosigned.Size == 0:
 		return nil
@@ -198,7 +199,7 @@ func (w *Witness) checkExtends(ctx context.Context, store *events.Store, cosigne
 	}
 	proof, err := store.ProveConsistency(ctx, cosigned.Size, next.Size)
 	if err != nil {
-		if errors.Is(err, events.ErrInvalid) || errors.Is(err, events.ErrTree) {
+		if errors.Is(err, events.ErrInvalid) || errors.Is(err, eventlog.ErrTree) {
 			return &ForkError{Cosigned: cosigned, Offered: next, Reason: "the log cannot prove it: " + err.Error()}
 		}
 		return fmt.Errorf("checkpoint: witness: consistency proof: %w", err)
@@ -219,13 +220,13 @@ func hasCosignature(cp *Checkpoint, vkey string) bool {
 }
 
 // cosign signs text with the witness key and stores the signature line.
-func (w *Witness) cosign(ctx context.Context, store *events.Store, cp *Checkpoint, text string) error {
+func (w *Witness) cosign(ctx context.Context, store *eventlog.Store, cp *Checkpoint, text string) error {
 	signed, err := note.Sign(&note.Note{Text: text}, w.Key.NoteSigner())
 	if err != nil {
 		return fmt.Errorf("checkpoint: cosign: %w", err)
 	}
 	line := string(signed[len(text)+1:]) // after the text and its blank line
-	err = store.Exclusive(ctx, func(_ context.Context, tx *events.Tx) error {
+	err = store.Exclusive(ctx, func(_ context.Context, tx *eventlog.Tx) error {
 		_, err := tx.Exec(`INSERT INTO checkpoint_cosignatures (checkpoint_id, witness_key, signature, at) VALUES (?, ?, ?, ?) ON CONFLICT (checkpoint_id, witness_key) DO NOTHING`,
 			cp.ID, w.Key.VerifierKey(), line, time.Now().UnixNano())
 		return err

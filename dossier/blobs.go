@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 )
@@ -12,7 +13,7 @@ import (
 // blobCache reads blobs once; it is the flow.BlobGetter for LoadRequest,
 // whose message segments are shared by successive calls.
 type blobCache struct {
-	store *events.Store
+	store *eventlog.Store
 	m     map[string][]byte
 }
 

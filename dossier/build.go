@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -138,7 +139,7 @@ func verify(ctx context.Context, rt *rath.Runtime, d *Dossier) error {
 	if d.opts.SkipVerify {
 		return nil
 	}
-	rep, err := rt.Verify(ctx, events.VerifyOptions{Head: d.opts.Head})
+	rep, err := rt.Verify(ctx, eventlog.VerifyOptions{Head: d.opts.Head})
 	if err != nil {
 		return fmt.Errorf("dossier: verify: %w", err)
 	}
@@ -155,8 +156,8 @@ func (b *builder) chain(ctx context.Context, evs []events.Event) error {
 	}
 	d.Chain.Head = head
 	if len(evs) > 0 {
-		d.Chain.First = events.Head{Seq: evs[0].Seq, Hash: evs[0].Hash}
-		d.Chain.Last = events.Head{Seq: evs[len(evs)-1].Seq, Hash: evs[len(evs)-1].Hash}
+		d.Chain.First = eventlog.Head{Seq: evs[0].Seq, Hash: evs[0].Hash}
+		d.Chain.Last = eventlog.Head{Seq: evs[len(evs)-1].Seq, Hash: evs[len(evs)-1].Hash}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorath/rath"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/replay"
@@ -31,8 +32,8 @@ type Options struct {
 	// the run was not replayed, and the dossier says so.
 	Replay *replay.Report
 	// Head, if set, is a head recorded elsewhere earlier; the chain is
-	// verified against it (see events.VerifyOptions.Head).
-	Head *events.Head
+	// verified against it (see eventlog.VerifyOptions.Head).
+	Head *eventlog.Head
 	// Attestation, if set, is the attestation of a verified bundle of the
 	// run (package bundle, rath dossier --bundle), shown as is.
 	Attestation *Attestation
@@ -126,11 +127,11 @@ type Run struct {
 // Chain is the integrity evidence.
 type Chain struct {
 	// Head is the last event of the whole log when the dossier was built.
-	Head events.Head `json:"head"`
+	Head eventlog.Head `json:"head"`
 	// First and Last are the run's first and last events: keep Last to
 	// check later (rath verify --head) that the run was not rewritten.
-	First events.Head `json:"first"`
-	Last  events.Head `json:"last"`
+	First eventlog.Head `json:"first"`
+	Last  eventlog.Head `json:"last"`
 	// Verify is the verification of the whole chain, its blobs and the
 	// projections the dossier is read from; nil when skipped.
 	Verify *rath.VerifyReport `json:"verify,omitempty"`

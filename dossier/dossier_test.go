@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath/dossier"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/replay"
 )
@@ -213,7 +214,7 @@ func TestBuild_MissingBlobIsAWarning(t *testing.T) {
 	ctx := t.Context()
 	f := mustFixture(t)
 	ref := f.d.Tools[2].Files[0].After
-	err := f.rt.Store().Exclusive(ctx, func(ctx context.Context, tx *events.Tx) error {
+	err := f.rt.Store().Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
 		_, err := tx.Exec(`DELETE FROM blobs WHERE hash = ?`, ref)
 		return err
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/dossier"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/session"
@@ -91,7 +92,7 @@ func TestBuild_UnfinishedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	rctx := events.ContextWithRun(ctx, events.RunRef{ID: "run-crashed", Seed: "s"})
-	if _, err := rt.Store().Append(rctx, "run-crashed", events.NoStream, events.RunStarted{Run: "run-crashed", Workflow: "w", InputSession: input.ID(), Seed: "s"}); err != nil {
+	if _, err := rt.Store().Append(rctx, "run-crashed", eventlog.NoStream, events.RunStarted{Run: "run-crashed", Workflow: "w", InputSession: input.ID(), Seed: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := flow.Forward(rctx, note, input); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -26,7 +27,7 @@ type Score struct {
 // scores reads the scores that name the run; they are not the run's own
 // events (an experiment recorded them, in its eval run).
 func (b *builder) scores(ctx context.Context, runID string) error {
-	evs, err := b.rt.Store().Read(ctx, events.Query{Types: []string{events.TypeScoreRecorded}})
+	evs, err := b.rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeScoreRecorded}})
 	if err != nil {
 		return fmt.Errorf("dossier: scores of %s: %w", runID, err)
 	}

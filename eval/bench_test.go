@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eval"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -29,14 +30,14 @@ func recordBenchRuns(b *testing.B, rt *rath.Runtime, n int) {
 			id := fmt.Sprintf("c%d", r)
 			call(events.Chunk{Role: events.RoleAssistant, Author: "root", ToolCalls: []events.ToolCall{{ID: id, Name: "list_files", Arguments: `{}`}}})
 			evs = append(evs, &events.ToolCalled{Session: sess, CallID: id, Tool: "list_files", Arguments: `{}`},
-				&events.ToolReturned{Session: sess, CallID: id, Tool: "list_files", OutputRef: events.BlobHash([]byte("a.go")), OutputSize: 4},
+				&events.ToolReturned{Session: sess, CallID: id, Tool: "list_files", OutputRef: eventlog.BlobHash([]byte("a.go")), OutputSize: 4},
 				&events.ChunkAppended{Session: sess, Index: index, Chunk: events.Chunk{Role: events.RoleToolResult, ToolCallID: id, Name: "list_files", Content: "a.go"}})
 			index++
 		}
 		call(events.Chunk{Role: events.RoleAssistant, Author: "root", Content: fmt.Sprintf("answer %d: done", i)})
 		_, err := rt.Store().AppendWrites(ctx,
-			events.Write{Stream: run, Expected: events.NoStream, Events: []events.Payload{&events.RunStarted{Run: run, Workflow: "bench", InputSession: sess, Seed: "bench"}}},
-			events.Write{Stream: sess, Expected: events.NoStream, Events: evs, Blobs: [][]byte{[]byte("a.go")}})
+			eventlog.Write{Stream: run, Expected: eventlog.NoStream, Events: []events.Payload{&events.RunStarted{Run: run, Workflow: "bench", InputSession: sess, Seed: "bench"}}},
+			eventlog.Write{Stream: sess, Expected: eventlog.NoStream, Events: evs, Blobs: [][]byte{[]byte("a.go")}})
 		if err != nil {
 			b.Fatal(err)
 		}

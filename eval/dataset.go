@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -225,8 +226,8 @@ func checkName(what, name string) error {
 }
 
 func appendDataset(ctx context.Context, rt *rath.Runtime, name string, evs []events.Payload) (*Dataset, error) {
-	stored, err := rt.Store().Append(ctx, events.DatasetStream(name), events.NoStream, evs...)
-	if errors.Is(err, events.ErrConflict) {
+	stored, err := rt.Store().Append(ctx, events.DatasetStream(name), eventlog.NoStream, evs...)
+	if errors.Is(err, eventlog.ErrConflict) {
 		return nil, fmt.Errorf("%w: dataset %q (rath dataset show %s)", ErrExists, name, name)
 	}
 	if err != nil {
@@ -287,7 +288,7 @@ type DatasetInfo struct {
 
 // ListDatasets lists the datasets, oldest first.
 func ListDatasets(ctx context.Context, rt *rath.Runtime) ([]DatasetInfo, error) {
-	evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeDatasetCreated}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeDatasetCreated}})
 	if err != nil {
 		return nil, fmt.Errorf("eval: list datasets: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -85,7 +86,7 @@ func means(scores []Score) []ScorerMean {
 // ListExperiments lists the experiments, oldest first, those over dataset
 // only when it is not empty.
 func ListExperiments(ctx context.Context, rt *rath.Runtime, dataset string) ([]*Experiment, error) {
-	evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeExperimentStarted}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeExperimentStarted}})
 	if err != nil {
 		return nil, fmt.Errorf("eval: list experiments: %w", err)
 	}

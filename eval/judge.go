@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -232,9 +233,9 @@ func (j *Judge) answer(ctx context.Context, stream, digest string, req model.Req
 	// Session names the judge, not the stream: a call on a stream that is
 	// not its session's is a side call, outside every session's usage.
 	call := &events.ProviderCalled{Session: judgeSession, Agent: "eval.judge", Provider: j.provider.Name, Model: j.provider.Model,
-		RequestRef: events.BlobHash(reqBytes), ResponseRef: events.BlobHash(respBytes), Digest: digest,
+		RequestRef: eventlog.BlobHash(reqBytes), ResponseRef: eventlog.BlobHash(respBytes), Digest: digest,
 		Usage: resp.Usage, LatencyMS: time.Since(start).Milliseconds(), Attempt: 1}
-	stored, err := store.AppendWrites(ctx, events.Write{Stream: stream, Expected: events.AnyVersion, Events: []events.Payload{call}, Blobs: [][]byte{reqBytes, respBytes}})
+	stored, err := store.AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.AnyVersion, Events: []events.Payload{call}, Blobs: [][]byte{reqBytes, respBytes}})
 	if err != nil {
 		return model.Response{}, events.Event{}, fmt.Errorf("eval: record judge call: %w", err)
 	}

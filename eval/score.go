@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -78,8 +79,8 @@ func StartExperiment(ctx context.Context, rt *rath.Runtime, name string, ds *Dat
 		return err
 	}
 	stream := events.ExperimentStream(name)
-	_, err := rt.Store().Append(ctx, stream, events.NoStream, &events.ExperimentStarted{Name: name, Dataset: ds.Name, DatasetSeq: ds.CreatedSeq})
-	if !errors.Is(err, events.ErrConflict) {
+	_, err := rt.Store().Append(ctx, stream, eventlog.NoStream, &events.ExperimentStarted{Name: name, Dataset: ds.Name, DatasetSeq: ds.CreatedSeq})
+	if !errors.Is(err, eventlog.ErrConflict) {
 		if err != nil {
 			return fmt.Errorf("eval: start experiment %q: %w", name, err)
 		}
@@ -113,8 +114,8 @@ func startNextExperiment(ctx context.Context, rt *rath.Runtime, ds *Dataset) (st
 		if taken[name] {
 			continue
 		}
-		_, err := rt.Store().Append(ctx, events.ExperimentStream(name), events.NoStream, &events.ExperimentStarted{Name: name, Dataset: ds.Name, DatasetSeq: ds.CreatedSeq})
-		if errors.Is(err, events.ErrConflict) {
+		_, err := rt.Store().Append(ctx, events.ExperimentStream(name), eventlog.NoStream, &events.ExperimentStarted{Name: name, Dataset: ds.Name, DatasetSeq: ds.CreatedSeq})
+		if errors.Is(err, eventlog.ErrConflict) {
 			continue // taken since we listed
 		}
 		if err != nil {
@@ -172,7 +173,7 @@ func recordScores(ctx context.Context, rt *rath.Runtime, experiment string, ds *
 		payloads = append(payloads, &events.ScoreRecorded{Experiment: experiment, Dataset: ds.Name, Item: item.ID, Run: run,
 			Scorer: s.Scorer, ScorerVersion: s.Version, ConfigHash: s.ConfigHash, Value: s.Value, Reason: s.Reason, Reads: s.Reads})
 	}
-	stored, err := rt.Store().Append(ctx, events.ExperimentStream(experiment), events.AnyVersion, payloads...)
+	stored, err := rt.Store().Append(ctx, events.ExperimentStream(experiment), eventlog.AnyVersion, payloads...)
 	if err != nil {
 		return nil, fmt.Errorf("eval: record scores of item %s: %w", item.ID, err)
 	}

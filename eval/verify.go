@@ -10,6 +10,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -36,7 +37,7 @@ type reference struct {
 // the leaf hash recorded then. An event edited behind rath's back, or a
 // score whose recorded hashes were edited, fails naming both seqs.
 func VerifyScores(ctx context.Context, rt *rath.Runtime) (*VerifyReport, error) {
-	evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeScoreRecorded, events.TypeDatasetItemAdded}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeScoreRecorded, events.TypeDatasetItemAdded}})
 	if err != nil {
 		return nil, fmt.Errorf("eval: verify scores: %w", err)
 	}
@@ -80,8 +81,8 @@ func VerifyScores(ctx context.Context, rt *rath.Runtime) (*VerifyReport, error) 
 			for _, seq := range part {
 				l, err := rt.Store().Leaves(ctx, []int64{seq})
 				if err != nil {
-					var ve *events.VerifyError
-					if !errors.As(err, &ve) && !errors.Is(err, events.ErrNotFound) {
+					var ve *eventlog.VerifyError
+					if !errors.As(err, &ve) && !errors.Is(err, eventlog.ErrNotFound) {
 						return nil, fmt.Errorf("eval: verify scores: %w", err)
 					}
 					bad[seq] = err.Error()
@@ -111,7 +112,7 @@ func VerifyScores(ctx context.Context, rt *rath.Runtime) (*VerifyReport, error) 
 // leafHash is the leaf hash of l as its row now stands: for an event of
 // the Merkle log, recomputed from its header and salted payload; for one
 // of the older hash chain, its chain hash (which the chain check covers).
-func leafHash(l events.Leaf) string {
+func leafHash(l eventlog.Leaf) string {
 	if l.Salt == nil {
 		return l.Event.Hash
 	}

@@ -85,8 +85,8 @@ func BenchmarkDecodeChunkAppended(b *testing.B) {
 func FuzzDecodeStoredChunkAppended(f *testing.F) {
 	for _, p := range chunkPayloads(f) {
 		f.Add("s-1", p)
-		f.Add("s-1", compactPayload("s-1", TypeChunkAppended, p))
-		f.Add("s-3", compactPayload("s-3", TypeChunkAppended, p))
+		f.Add("s-1", CompactPayload("s-1", TypeChunkAppended, p))
+		f.Add("s-3", CompactPayload("s-3", TypeChunkAppended, p))
 	}
 	f.Fuzz(func(t *testing.T, stream string, stored []byte) {
 		want, werr := DecodeChunkAppended(ExpandStored(stream, TypeChunkAppended, stored), 1)
@@ -107,7 +107,7 @@ func TestDecodeStoredChunkAppended_TakesTheFastPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got ChunkAppended
-		if !canonicalChunkAppended(compactPayload(ca.Session, TypeChunkAppended, p), &ca.Session, &got) {
+		if !canonicalChunkAppended(CompactPayload(ca.Session, TypeChunkAppended, p), &ca.Session, &got) {
 			t.Errorf("stored payload not taken by the fast path: %s", p)
 		}
 	}

@@ -130,7 +130,7 @@ func Decode(typ string, version int, payload []byte) (Payload, error) {
 
 // decodeWith is Decode against catalogue cat.
 func decodeWith(cat map[string]*typeInfo, typ string, version int, payload []byte) (Payload, error) {
-	if string(payload) == redactedMarker {
+	if string(payload) == RedactedMarker {
 		return nil, &DecodeError{Type: typ, Err: ErrRedacted}
 	}
 	ti, ok := cat[typ]

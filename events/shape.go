@@ -1,7 +1,6 @@
 package events
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -50,15 +49,18 @@ func IsRedactedChunk(c Chunk) bool {
 	return ok && c.Role == RoleSystem && c.Content == "[redacted]"
 }
 
-// shapes are the types whose redacted events keep a Shape.
+// shapedTypes are the types whose redacted events keep a Shape.
 var shapedTypes = map[string]bool{
 	TypeSessionCreated: true, TypeSessionForked: true, TypeSessionDetached: true,
 	TypeSessionMerged: true, TypeSessionCompressed: true, TypeSessionImported: true,
 }
 
-// shapeOf returns the Shape of the event seq of type typ whose payload is
+// KeepsShape reports whether a redacted event of type typ keeps a Shape.
+func KeepsShape(typ string) bool { return shapedTypes[typ] }
+
+// ShapeOf returns the Shape of the event seq of type typ whose payload is
 // payload, and false for a type that keeps none.
-func shapeOf(seq int64, typ string, version int, payload []byte) (Shape, bool, error) {
+func ShapeOf(seq int64, typ string, version int, payload []byte) (Shape, bool, error) {
 	if !shapedTypes[typ] {
 		return Shape{}, false, nil
 	}
@@ -93,27 +95,6 @@ func shapeOf(seq int64, typ string, version int, payload []byte) (Shape, bool, e
 // Decode decodes the shape as a payload of typ, the redacted event's type.
 func (s Shape) Decode(typ string) (Payload, error) { return Decode(typ, s.Version, s.Payload) }
 
-// Shapes returns the shapes every redaction recorded, by the seq of the
-// redacted event.
-func (s *Store) Shapes(ctx context.Context) (map[int64]Shape, error) {
-	out := map[int64]Shape{}
-	for ev, err := range s.Scan(ctx, Query{Stream: StreamEvidence}) {
-		if err != nil {
-			return nil, fmt.Errorf("events: read the redactions' shapes: %w", err)
-		}
-		p, err := ev.Decode()
-		if err != nil {
-			return nil, fmt.Errorf("events: read the redactions' shapes: %w", err)
-		}
-		if rec, ok := p.(*EvidenceRedacted); ok {
-			for _, sh := range rec.Shapes {
-				out[sh.Seq] = sh
-			}
-		}
-	}
-	return out, nil
-}
-
 // IsRedactedPayload reports whether a payload as stored is the marker a
 // redaction left in place of the deleted one.
-func IsRedactedPayload(stored []byte) bool { return isRedacted(string(stored)) }
+func IsRedactedPayload(stored []byte) bool { return string(stored) == RedactedMarker }

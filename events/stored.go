@@ -1,24 +1,20 @@
 package events
 
-import (
-	"bytes"
-	"encoding/hex"
-)
+import "bytes"
 
-// How an event is kept in its row, as opposed to what it is (Event). The
-// hash chain covers the row as stored, so every byte a reader sees is
-// covered: what the row leaves out is rebuilt from columns the chain also
-// covers.
-//
-//   - A chunk.appended payload leaves out its leading "session" field, the
-//     row's stream: a chat thread stores its text and little else.
-//   - SQLite keeps the hash as its 32 bytes, not 64 hex digits.
+// How a payload is kept in its row, as opposed to what it is. The hash
+// chain covers the row as stored, so what the row leaves out is rebuilt
+// from columns the chain also covers: a chunk.appended payload leaves out
+// its leading "session" field, the row's stream.
+
+// blobPrefix starts a payload kept in blobs, whose row holds a reference.
+var blobPrefix = []byte(`{"$blob":"`)
 
 // sessionKey is how a chunk.appended payload starts, before the stream.
 var sessionKey = []byte(`{"session":`)
 
-// compactPayload returns the payload as its row stores it.
-func compactPayload(stream, typ string, payload []byte) []byte {
+// CompactPayload returns the payload as its row stores it.
+func CompactPayload(stream, typ string, payload []byte) []byte {
 	if typ != TypeChunkAppended || !bytes.HasPrefix(payload, sessionKey) {
 		return payload
 	}
@@ -34,7 +30,7 @@ func compactPayload(stream, typ string, payload []byte) []byte {
 // (after fetching it from blobs, see StoredInBlob): Store.Read does this
 // for every row; a reader of raw rows calls it.
 func ExpandStored(stream, typ string, stored []byte) []byte {
-	if typ != TypeChunkAppended || len(stored) < 2 || stored[0] != '{' || bytes.HasPrefix(stored, sessionKey) || bytes.HasPrefix(stored, blobPrefix) || string(stored) == redactedMarker {
+	if typ != TypeChunkAppended || len(stored) < 2 || stored[0] != '{' || bytes.HasPrefix(stored, sessionKey) || bytes.HasPrefix(stored, blobPrefix) || string(stored) == RedactedMarker {
 		return stored
 	}
 	prefix := streamPrefix(stream)
@@ -51,25 +47,4 @@ func streamPrefix(stream string) []byte {
 	}
 	out := make([]byte, 0, len(sessionKey)+len(quoted)+1)
 	return append(append(append(out, sessionKey...), quoted...), ',')
-}
-
-// storedHash is the hash column's value: raw bytes for SQLite, hex text
-// for PostgreSQL (whose column is text).
-func storedHash(pg bool, hash string) any {
-	if pg {
-		return hash
-	}
-	if b, err := hex.DecodeString(hash); err == nil && len(b) == 32 {
-		return b
-	}
-	return hash
-}
-
-// hashText is the hex form of a hash column read back: rows written before
-// SQLite kept raw bytes hold the hex text already.
-func hashText(column string) string {
-	if len(column) == 32 {
-		return hex.EncodeToString([]byte(column))
-	}
-	return column
 }

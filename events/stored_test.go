@@ -17,7 +17,7 @@ func FuzzStoredPayload(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
-		stored := compactPayload(stream, typ, payload)
+		stored := CompactPayload(stream, typ, payload)
 		if typ == TypeChunkAppended && len(stored) >= len(payload) {
 			t.Fatalf("not compacted: %s", stored)
 		}
@@ -29,7 +29,7 @@ func FuzzStoredPayload(f *testing.F) {
 		}
 		// A payload naming another session is stored whole.
 		if other := stream + "x"; typ == TypeChunkAppended {
-			if s := compactPayload(other, typ, payload); !bytes.Equal(s, payload) || !bytes.Equal(ExpandStored(other, typ, s), payload) {
+			if s := CompactPayload(other, typ, payload); !bytes.Equal(s, payload) || !bytes.Equal(ExpandStored(other, typ, s), payload) {
 				t.Fatalf("another stream's payload: stored %s", s)
 			}
 		}

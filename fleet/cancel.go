@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -48,7 +49,7 @@ func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
 	if _, err := rt.Store().Append(ctx, events.LeaseStream(run), st.Lease.Version, events.RunLeased{Run: run, Worker: who, Token: token, ExpiresAt: at.Add(time.Hour).UnixNano()}); err != nil {
 		return fmt.Errorf("fleet: cancel %s: %w", run, err)
 	}
-	lease := events.Lease{Run: run, Token: token}
+	lease := eventlog.Lease{Run: run, Token: token}
 	if reason == "" {
 		reason = "canceled"
 	}
@@ -61,11 +62,11 @@ func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
 // run.started alone until a run.finished closes it: the finish is
 // appended at version 1, so a run that finished meanwhile is a conflict,
 // not a second ending.
-func (f *Fleet) finishWith(ctx context.Context, lease events.Lease, st projections.RunState, status, reason string) error {
-	lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: st.Run}), lease)
+func (f *Fleet) finishWith(ctx context.Context, lease eventlog.Lease, st projections.RunState, status, reason string) error {
+	lctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: st.Run}), lease)
 	store := f.rt.Store()
 	if !st.Started {
-		if _, err := store.Append(lctx, st.Run, events.NoStream, events.RunStarted{Run: st.Run, Workflow: st.Workflow, InputSession: st.InputSession, Seed: st.Run, Params: st.Params}); err != nil {
+		if _, err := store.Append(lctx, st.Run, eventlog.NoStream, events.RunStarted{Run: st.Run, Workflow: st.Workflow, InputSession: st.InputSession, Seed: st.Run, Params: st.Params}); err != nil {
 			return err
 		}
 	}

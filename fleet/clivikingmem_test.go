@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory/openvikingtest"
 )
@@ -61,7 +62,7 @@ func TestWorkerCLI_MemoryOnOpenViking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := rt.Store().Read(t.Context(), events.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted, events.TypeChunkAppended}})
+	evs, err := rt.Store().Read(t.Context(), eventlog.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted, events.TypeChunkAppended}})
 	rt.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@
 // lease recorded as a run.leased event with a fencing token, renewed well
 // inside the lease time; every append the worker makes for the run is
 // checked against the current token in its transaction
-// (events.ContextWithLease), so a worker that lost its lease (paused,
+// (eventlog.ContextWithLease), so a worker that lost its lease (paused,
 // partitioned, too slow) can no longer write to the run. A worker that
 // dies stops renewing and beating; once its lease is expired, another worker takes the
 // run (a new token) and continues it with replay's resume machinery:
@@ -34,7 +34,7 @@
 // time stops the run itself (ErrLeaseLost). On PostgreSQL leases and
 // heartbeats use the database's clock.
 //
-// A store error that passes (events.IsTransient) suspends the run like a
+// A store error that passes (eventlog.IsTransient) suspends the run like a
 // retryable model error: River retries the job with backoff, and only
 // the last of MaxAttempts ends the run, with the reason.
 package fleet

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/internal/pgtest"
@@ -186,7 +187,7 @@ func (c *chaos) check(ids []string, most int) {
 		}
 	}
 	c.t.Logf("%d runs done; %d tool calls ran more than once", len(ids), doubled)
-	rep, err := c.rt.Verify(c.ctx, events.VerifyOptions{})
+	rep, err := c.rt.Verify(c.ctx, eventlog.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		c.t.Fatalf("verify = %+v, %v", rep, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -191,14 +192,14 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	store := rt.Store()
 	switch {
 	case store.Postgres():
-		cfg, err := events.ParsePostgresDSN(store.Target())
+		cfg, err := eventlog.ParsePostgresDSN(store.Target())
 		if err != nil {
 			return nil, err
 		}
 		// River's connections get the event store's keepalives and user
 		// timeout: a worker paused or cut off while River holds a job row
 		// locked is found dead in seconds, not when the kernel gives up.
-		events.BoundStalls(cfg)
+		eventlog.BoundStalls(cfg)
 		if opts.SubmitOnly {
 			// An insert-only client listens for nothing, and inserts in
 			// the event store's transactions: it checks River's schema
@@ -214,7 +215,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 			f.db.Close()
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
-		events.BoundStalls(pcfg.ConnConfig)
+		eventlog.BoundStalls(pcfg.ConnConfig)
 		pcfg.MaxConns = 2
 		if f.listener, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 			f.db.Close()
@@ -357,7 +358,7 @@ func (f *Fleet) Submit(ctx context.Context, workflow string, input *session.Sess
 			return fmt.Errorf("fleet: enqueue %s: %w", run, err)
 		}
 		return nil
-	}, events.Write{Stream: events.SubmitStream(run), Expected: events.NoStream, Events: []events.Payload{sub}})
+	}, eventlog.Write{Stream: events.SubmitStream(run), Expected: eventlog.NoStream, Events: []events.Payload{sub}})
 	if err != nil {
 		return "", fmt.Errorf("fleet: submit: %w", err)
 	}

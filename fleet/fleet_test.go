@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
@@ -369,7 +370,7 @@ func testFleet(t *testing.T, dir, dsn string) {
 		}
 	}
 	t.Logf("%d runs were taken over by another worker", taken)
-	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}

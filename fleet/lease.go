@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -76,9 +77,9 @@ func Now(ctx context.Context, rt *rath.Runtime) (time.Time, error) {
 // run's lease as the read model held it a moment ago: one out of date
 // costs nothing but a second look, for the lease is appended at the
 // lease stream's version it names.
-func (f *Fleet) take(ctx context.Context, run string, seen projections.LeaseRow) (events.Lease, error) {
+func (f *Fleet) take(ctx context.Context, run string, seen projections.LeaseRow) (eventlog.Lease, error) {
 	l, err := f.takeOnce(ctx, run, seen)
-	if errors.Is(err, events.ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		// Another holder took it (or renewed it) just now: a second look
 		// names it, or takes the run if that lease is already over.
 		var st projections.RunState
@@ -86,16 +87,16 @@ func (f *Fleet) take(ctx context.Context, run string, seen projections.LeaseRow)
 			l, err = f.takeOnce(ctx, run, st.Lease)
 		}
 	}
-	if errors.Is(err, events.ErrConflict) {
-		return events.Lease{}, &HeldError{Run: run, Holder: "another holder", Since: time.Now()}
+	if errors.Is(err, eventlog.ErrConflict) {
+		return eventlog.Lease{}, &HeldError{Run: run, Holder: "another holder", Since: time.Now()}
 	}
 	return l, err
 }
 
-func (f *Fleet) takeOnce(ctx context.Context, run string, seen projections.LeaseRow) (events.Lease, error) {
+func (f *Fleet) takeOnce(ctx context.Context, run string, seen projections.LeaseRow) (eventlog.Lease, error) {
 	t, err := now(ctx, f.rt, f.opts.Clock)
 	if err != nil {
-		return events.Lease{}, err
+		return eventlog.Lease{}, err
 	}
 	// A live lease of this worker's own is held by another of its
 	// attempts only if that attempt is still going (held): f.hold
@@ -107,26 +108,26 @@ func (f *Fleet) takeOnce(ctx context.Context, run string, seen projections.Lease
 		if seen.TakenAt != 0 {
 			since = time.Unix(0, seen.TakenAt).UTC()
 		}
-		return events.Lease{}, &HeldError{Run: run, Holder: seen.Worker, Since: since}
+		return eventlog.Lease{}, &HeldError{Run: run, Holder: seen.Worker, Since: since}
 	}
 	token := seen.Token + 1
 	_, err = f.rt.Store().Append(ctx, events.LeaseStream(run), seen.Version,
 		events.RunLeased{Run: run, Worker: f.opts.WorkerID, Token: token, ExpiresAt: t.Add(f.opts.LeaseTime).UnixNano()})
 	if err != nil {
-		return events.Lease{}, err
+		return eventlog.Lease{}, err
 	}
-	return events.Lease{Run: run, Token: token}, nil
+	return eventlog.Lease{Run: run, Token: token}, nil
 }
 
 // release ends the lease now, so the run can be taken again at once.
-func (f *Fleet) release(ctx context.Context, lease events.Lease) error {
+func (f *Fleet) release(ctx context.Context, lease eventlog.Lease) error {
 	t, err := now(ctx, f.rt, f.opts.Clock)
 	if err != nil {
 		return err
 	}
-	_, err = f.rt.Store().Append(events.ContextWithLease(ctx, lease), events.LeaseStream(lease.Run), events.AnyVersion, events.RunLeased{
+	_, err = f.rt.Store().Append(eventlog.ContextWithLease(ctx, lease), events.LeaseStream(lease.Run), eventlog.AnyVersion, events.RunLeased{
 		Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: t.UnixNano(), Renewal: true})
-	if errors.Is(err, events.ErrFenced) {
+	if errors.Is(err, eventlog.ErrFenced) {
 		return nil // another worker took the run meanwhile: it is theirs
 	}
 	return err
@@ -138,7 +139,7 @@ func (f *Fleet) release(ctx context.Context, lease events.Lease) error {
 // renewals failed (the store was unreachable): by then another holder
 // may have taken the run, and this one must stop rather than run a call
 // that holder runs too.
-func (f *Fleet) renew(ctx context.Context, lease events.Lease, cancel context.CancelCauseFunc) {
+func (f *Fleet) renew(ctx context.Context, lease eventlog.Lease, cancel context.CancelCauseFunc) {
 	every := f.opts.LeaseTime / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -158,10 +159,10 @@ func (f *Fleet) renew(ctx context.Context, lease events.Lease, cancel context.Ca
 		start := time.Now()
 		at, err := now(ctx, f.rt, f.opts.Clock)
 		if err == nil {
-			_, err = f.rt.Store().Append(ctx, events.LeaseStream(lease.Run), events.AnyVersion, events.RunLeased{
+			_, err = f.rt.Store().Append(ctx, events.LeaseStream(lease.Run), eventlog.AnyVersion, events.RunLeased{
 				Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: at.Add(f.opts.LeaseTime).UnixNano(), Renewal: true})
 		}
-		if errors.Is(err, events.ErrFenced) {
+		if errors.Is(err, eventlog.ErrFenced) {
 			cancel(err)
 			return
 		}
@@ -200,7 +201,7 @@ func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime t
 	if err != nil {
 		return nil, nil, err
 	}
-	lctx, cancel := context.WithCancelCause(events.ContextWithLease(f.approvalClock(ctx), lease))
+	lctx, cancel := context.WithCancelCause(eventlog.ContextWithLease(f.approvalClock(ctx), lease))
 	var wg sync.WaitGroup
 	wg.Go(func() { f.renew(lctx, lease, cancel) })
 	var once sync.Once

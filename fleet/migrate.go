@@ -10,7 +10,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // Migrate creates or updates the job queue's tables (River's) in the
@@ -23,8 +23,8 @@ func Migrate(ctx context.Context, target string) (int, error) {
 		db     *sql.DB
 		driver riverdriver.Driver[*sql.Tx]
 	)
-	if events.IsPostgresDSN(target) {
-		cfg, err := events.ParsePostgresDSN(target)
+	if eventlog.IsPostgresDSN(target) {
+		cfg, err := eventlog.ParsePostgresDSN(target)
 		if err != nil {
 			return 0, err
 		}
@@ -52,5 +52,5 @@ func Migrate(ctx context.Context, target string) (int, error) {
 // openQueueSQLite opens the SQLite file at path for River: writes take
 // the lock up front (IMMEDIATE), and a busy database is waited for.
 func openQueueSQLite(path string) (*sql.DB, error) {
-	return sql.Open("sqlite", events.DSN(path, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
+	return sql.Open("sqlite", eventlog.DSN(path, false, "busy_timeout(10000)", "journal_mode(WAL)")+"&_txlock=immediate")
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/replay"
 )
@@ -30,7 +30,7 @@ type ResumeOptions struct {
 
 	// held is the lease a fleet worker took and renews itself: Resume
 	// takes none and releases none (Work).
-	held *events.Lease
+	held *eventlog.Lease
 }
 
 // Resume continues run, a run that started and never finished, under its
@@ -51,7 +51,7 @@ func Resume(ctx context.Context, rt *rath.Runtime, run string, wf flow.Workflow,
 		if opts.Held != nil {
 			opts.Held()
 		}
-		return replay.Resume(events.ContextWithLease(ctx, *l), rt, run, wf)
+		return replay.Resume(eventlog.ContextWithLease(ctx, *l), rt, run, wf)
 	}
 	if opts.Holder == "" {
 		host, _ := os.Hostname()

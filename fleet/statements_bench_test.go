@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/internal/pgtest"
 )
@@ -47,7 +47,7 @@ func BenchmarkFleet_StatementsPerRun(b *testing.B) {
 	defer f.Close()
 	n := max(b.N, 20)
 	ids := submitInstant(ctx, b, rt, f, n)
-	db, err := events.OpenPostgresReadPool(dsn)
+	db, err := eventlog.OpenPostgresReadPool(dsn)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -35,7 +36,7 @@ func (f *Fleet) SubmitBatch(ctx context.Context, subs []Submission) ([]string, e
 		return nil, nil
 	}
 	ids := make([]string, len(subs))
-	writes := make([]events.Write, 0, 2*len(subs))
+	writes := make([]eventlog.Write, 0, 2*len(subs))
 	jobs := make([]river.InsertManyParams, len(subs))
 	for i, s := range subs {
 		if s.Input.ID == "" || s.Input.Write.Stream != s.Input.ID {
@@ -51,7 +52,7 @@ func (f *Fleet) SubmitBatch(ctx context.Context, subs []Submission) ([]string, e
 			return nil, fmt.Errorf("fleet: submit: run %d: %w", i+1, err)
 		}
 		writes = append(writes, s.Input.Write,
-			events.Write{Stream: events.SubmitStream(run), Expected: events.NoStream, Events: []events.Payload{sub}})
+			eventlog.Write{Stream: events.SubmitStream(run), Expected: eventlog.NoStream, Events: []events.Payload{sub}})
 		jobs[i] = river.InsertManyParams{Args: RunArgs{Run: run}, InsertOpts: &river.InsertOpts{Queue: f.opts.Queue}}
 	}
 	_, err := f.rt.Store().AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/fleet"
 )
 
@@ -53,7 +53,7 @@ func TestFleet_SubmitBatchIsAllOrNothing(t *testing.T) {
 			rt.Store().DB().QueryRowContext(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs0)
 
 			_, err = fl.SubmitBatch(ctx, []fleet.Submission{prep("two"), first, prep("three")})
-			if !errors.Is(err, events.ErrConflict) {
+			if !errors.Is(err, eventlog.ErrConflict) {
 				t.Fatalf("a batch reusing a written session: %v, want a conflict", err)
 			}
 			after, _ := rt.Store().Head(ctx)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/approval"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/projections"
 )
@@ -84,7 +84,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		f.logf("run %s: finished: failed: %v", run, err)
 		return f.failUnresolvable(ctx, lease, st, err)
 	}
-	lctx, cancel := context.WithCancelCause(events.ContextWithLease(f.approvalClock(ctx), lease))
+	lctx, cancel := context.WithCancelCause(eventlog.ContextWithLease(f.approvalClock(ctx), lease))
 	defer cancel(nil)
 	last := job.Attempt >= job.MaxAttempts
 	rctx := lctx
@@ -95,7 +95,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		// context ended (the lease was lost, the worker is stopping).
 		// The last attempt records them like any other failure.
 		rctx = flow.ContextWithSuspend(lctx, func(err error) bool {
-			return lctx.Err() != nil || f.opts.Retryable(err) || events.IsTransient(err)
+			return lctx.Err() != nil || f.opts.Retryable(err) || eventlog.IsTransient(err)
 		})
 	}
 	renewed := make(chan struct{})
@@ -149,7 +149,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		err = errors.Join(err, cause)
 	}
-	fenced := errors.Is(err, events.ErrFenced)
+	fenced := errors.Is(err, eventlog.ErrFenced)
 	if !fenced {
 		// Handed back: whoever continues it may take it at once.
 		f.release(bg, lease)
@@ -275,7 +275,7 @@ func Resuming(ctx context.Context) bool {
 
 // failUnresolvable records a run whose workflow this worker cannot build
 // as failed, under its lease.
-func (f *Fleet) failUnresolvable(ctx context.Context, lease events.Lease, st projections.RunState, cause error) error {
+func (f *Fleet) failUnresolvable(ctx context.Context, lease eventlog.Lease, st projections.RunState, cause error) error {
 	return f.finishWith(ctx, lease, st, rath.RunError, "fleet: "+cause.Error())
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/approval"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/oracle"
 	"github.com/gorath/rath/internal/shellgate"
@@ -307,7 +308,7 @@ func runID(ctx context.Context) string {
 // its default decision recorded.
 func request(ctx context.Context, s *session.Session, req events.ApprovalRequested) (*events.ApprovalDecided, error) {
 	store := s.Manager().Store()
-	if _, err := store.Append(ctx, events.ApprovalStream(req.ID), events.NoStream, req); err != nil && !errors.Is(err, events.ErrConflict) {
+	if _, err := store.Append(ctx, events.ApprovalStream(req.ID), eventlog.NoStream, req); err != nil && !errors.Is(err, eventlog.ErrConflict) {
 		return nil, fmt.Errorf("flow: record approval request %s: %w", req.ID, err)
 	}
 	if o := oracle.From(ctx); o != nil {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/internal/oracle"
@@ -88,7 +89,7 @@ func (p *Provider) call(ctx context.Context, session, agent string, req model.Re
 				return model.Response{}, err
 			}
 			ev := events.ProviderCalled{Session: session, Agent: agent, Provider: p.label(), Model: req.Model,
-				RequestRef: reqRef, ResponseRef: events.BlobHash(respJSON), Digest: digest, Usage: resp.Usage,
+				RequestRef: reqRef, ResponseRef: eventlog.BlobHash(respJSON), Digest: digest, Usage: resp.Usage,
 				LatencyMS: latency, Attempt: attempt, Streamed: onDelta != nil}
 			if err := rec(ctx, blobsOnce(respJSON), ev); err != nil {
 				return model.Response{}, fmt.Errorf("flow: record provider call: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -24,7 +25,7 @@ type DeferredExit struct {
 	claimed bool
 	has     bool
 	path    string
-	write   events.Write
+	write   eventlog.Write
 	before  *session.Session // the output handle without the record
 	bodyErr error
 }
@@ -59,7 +60,7 @@ func claimFor(ctx context.Context) *DeferredExit {
 
 // Write returns the root workflow's workflow.exited write, if its exit
 // was deferred.
-func (d *DeferredExit) Write() (events.Write, bool) {
+func (d *DeferredExit) Write() (eventlog.Write, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.write, d.has
@@ -72,7 +73,7 @@ func (d *DeferredExit) Write() (events.Write, bool) {
 func (d *DeferredExit) Refused(err error) (*session.Session, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var ce *events.ConflictError
+	var ce *eventlog.ConflictError
 	if errors.As(err, &ce) && ce.Stream == d.write.Stream {
 		err = fmt.Errorf("session: record on %s: %w", ce.Stream, &session.StaleError{ID: ce.Stream, Have: ce.Expected, Head: ce.Actual})
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/oracle"
 )
@@ -80,7 +81,7 @@ func effect(ctx context.Context, kind string, live func() string) (string, error
 	if r, ok := events.RunFromContext(ctx); ok {
 		runID = r.ID
 	}
-	if _, err := store.Append(ctx, events.EffectStream(runID, path), events.AnyVersion, events.EffectRecorded{Path: path, Kind: kind, Value: value}); err != nil {
+	if _, err := store.Append(ctx, events.EffectStream(runID, path), eventlog.AnyVersion, events.EffectRecorded{Path: path, Kind: kind, Value: value}); err != nil {
 		return "", fmt.Errorf("flow: record %s: %w", kind, err)
 	}
 	return value, nil

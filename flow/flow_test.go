@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -177,7 +178,7 @@ func TestAgent_ToolRoundTrip(t *testing.T) {
 		t.Fatalf("loaded %+v v%d, handle %+v v%d", loaded.Usage(), loaded.Version(), out.Usage(), out.Version())
 	}
 	// The provider call's request and response are blobs.
-	evs, _ := rt.Store().Read(ctx, events.Query{Stream: out.ID(), Types: []string{"provider.called"}})
+	evs, _ := rt.Store().Read(ctx, eventlog.Query{Stream: out.ID(), Types: []string{"provider.called"}})
 	p, _ := evs[0].Decode()
 	pc := p.(*events.ProviderCalled)
 	if _, err := rt.Store().GetBlob(ctx, pc.RequestRef); err != nil {
@@ -243,7 +244,7 @@ func TestAgent_BadToolCallsBecomeTypedResults(t *testing.T) {
 	if last, _ := out.Last(); last.Content != "handled" {
 		t.Fatalf("last = %+v", last)
 	}
-	evs, _ := rt.Store().Read(ctx, events.Query{Stream: out.ID(), Types: []string{"tool.returned"}})
+	evs, _ := rt.Store().Read(ctx, eventlog.Query{Stream: out.ID(), Types: []string{"tool.returned"}})
 	if len(evs) != len(tests) {
 		t.Fatalf("tool.returned events = %d", len(evs))
 	}
@@ -335,7 +336,7 @@ func TestProvider_RetriesRetryableFailures(t *testing.T) {
 	if waits[1] < time.Millisecond/2 || waits[1] > 3*time.Millisecond {
 		t.Fatalf("second wait %v is not the jittered doubled backoff", waits[1])
 	}
-	evs, _ := rt.Store().Read(ctx, events.Query{Stream: out.ID(), Types: []string{"provider.failed", "provider.called"}})
+	evs, _ := rt.Store().Read(ctx, eventlog.Query{Stream: out.ID(), Types: []string{"provider.failed", "provider.called"}})
 	var got []string
 	for _, ev := range evs {
 		p, _ := ev.Decode()
@@ -378,7 +379,7 @@ func TestProvider_BudgetStopsTheRun(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, flow.ErrBudget) || be.Limit != "calls" {
 		t.Fatalf("err = %v, want a calls BudgetError", err)
 	}
-	evs, _ := rt.Store().Read(ctx, events.Query{Types: []string{"provider.failed"}})
+	evs, _ := rt.Store().Read(ctx, eventlog.Query{Types: []string{"provider.failed"}})
 	if len(evs) != 1 || !strings.Contains(string(evs[0].Payload), `"error_kind":"budget"`) {
 		t.Fatalf("budget stop not recorded: %v", evs)
 	}
@@ -464,7 +465,7 @@ func TestWorkflow_ModulePathsFromFieldNames(t *testing.T) {
 	if a, b := out.Chunk(1).Author, out.Chunk(2).Author; a != "root.review.writer" || b != "root.review.critic" {
 		t.Fatalf("authors = %q, %q", a, b)
 	}
-	evs, _ := rt.Store().Read(ctx, events.Query{Stream: out.ID(), Types: []string{"workflow.entered"}})
+	evs, _ := rt.Store().Read(ctx, eventlog.Query{Stream: out.ID(), Types: []string{"workflow.entered"}})
 	var paths []string
 	for _, ev := range evs {
 		p, _ := ev.Decode()
@@ -531,7 +532,7 @@ func TestParallel_CountsSharedCallsOnce(t *testing.T) {
 		t.Fatalf("merged usage = %+v, want 48 tokens in 4 calls", u)
 	}
 	var spent events.Usage
-	evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeProviderCalled}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeProviderCalled}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +614,7 @@ func TestSelector_LoopUntilNone(t *testing.T) {
 	if fmt.Sprint(ran) != "[draft review]" {
 		t.Fatalf("ran = %v", ran)
 	}
-	evs, _ := rt.Store().Read(ctx, events.Query{Stream: events.DecisionStream(s.ID()), Types: []string{"selector.decided"}})
+	evs, _ := rt.Store().Read(ctx, eventlog.Query{Stream: events.DecisionStream(s.ID()), Types: []string{"selector.decided"}})
 	var decided []string
 	for _, ev := range evs {
 		p, _ := ev.Decode()

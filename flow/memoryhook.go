@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/internal/oracle"
@@ -167,7 +168,7 @@ func (a *Agent) commitOne(ctx context.Context, c *memoryConfig, s *session.Sessi
 				}
 				evs = plan.Events(ans.First)
 			}
-			w := events.Write{Stream: events.MemoryStream(ns), Expected: ans.First - 1, Events: evs}
+			w := eventlog.Write{Stream: events.MemoryStream(ns), Expected: ans.First - 1, Events: evs}
 			if _, err := s.Manager().Store().AppendWrites(ctx, w); err != nil {
 				return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
 )
@@ -81,7 +82,7 @@ func (l *requestLog) encode(req model.Request) (encodedRequest, error) {
 		if err != nil {
 			return out, err
 		}
-		ref = events.BlobHash(seg)
+		ref = eventlog.BlobHash(seg)
 		out.blobs = append(out.blobs, seg)
 	}
 	envelope := requestRecord{Agent: req.Agent, Model: req.Model, Tools: req.Tools, ToolChoice: req.ToolChoice, Sampling: req.Sampling, Messages: len(req.Messages)}
@@ -98,7 +99,7 @@ func (l *requestLog) encode(req model.Request) (encodedRequest, error) {
 	if err != nil {
 		return out, err
 	}
-	out.ref = events.BlobHash(rec)
+	out.ref = eventlog.BlobHash(rec)
 	out.blobs = append(out.blobs, rec)
 	l.n, l.chain, l.ref = len(req.Messages), chain, ref
 	return out, nil
@@ -111,7 +112,7 @@ func RequestDigest(req model.Request) (string, error) {
 	return enc.digest, err
 }
 
-// BlobGetter reads blobs; *events.Store is one.
+// BlobGetter reads blobs; *eventlog.Store is one.
 type BlobGetter interface {
 	GetBlob(ctx context.Context, hash string) ([]byte, error)
 }

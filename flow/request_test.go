@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -16,7 +17,7 @@ import (
 
 // countingBlobs counts reads per blob and can serve a tampered blob.
 type countingBlobs struct {
-	store  *events.Store
+	store  *eventlog.Store
 	reads  map[string]int
 	forged map[string][]byte
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/session"
@@ -87,7 +88,7 @@ func (sel *Selector) Select(ctx context.Context, s *session.Session, candidates 
 	msgs := append([]model.Message{{Role: events.RoleSystem, Content: prompt + "\n\nCandidates:\n" + list.String()}}, s.Chunks()...)
 	stream := events.DecisionStream(s.ID())
 	rec := func(ctx context.Context, blobs [][]byte, ev events.Payload) error {
-		_, err := s.Manager().Store().AppendWrites(ctx, events.Write{Stream: stream, Expected: events.AnyVersion, Events: []events.Payload{ev}, Blobs: blobs})
+		_, err := s.Manager().Store().AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.AnyVersion, Events: []events.Payload{ev}, Blobs: blobs})
 		return err
 	}
 	spec := model.ToolSpec{Name: selectTool, Description: "Choose the next step, or \"none\" when done.", Parameters: schema}

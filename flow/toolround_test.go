@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -66,7 +67,7 @@ func effectAgent(tb testing.TB, rt *rath.Runtime, dir string, parallel, crash bo
 	b, err := flow.NewTool("b", "Tool b.", func(ctx context.Context, _ *session.Session, _ struct{}) (string, error) {
 		if crash {
 			for deadline := time.Now().Add(5 * time.Second); parallel && time.Now().Before(deadline); {
-				evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeToolReturned}})
+				evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeToolReturned}})
 				if err == nil && len(evs) > 0 {
 					break
 				}
@@ -149,7 +150,7 @@ func TestResume_RepeatsOnlyTheToolThatWasRunning(t *testing.T) {
 			if err != nil || !rep.OK() {
 				t.Fatalf("replay of the resumed run: %v, %v", rep, err)
 			}
-			if v, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !v.OK() {
+			if v, err := rt.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !v.OK() {
 				t.Fatalf("verify: %v, %v", v, err)
 			}
 		})
@@ -183,7 +184,7 @@ func TestReplay_ParallelResultsInRecordedOrder(t *testing.T) {
 				}
 				// b's result is written after b returns: wait for it.
 				for range 500 {
-					evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeToolReturned}})
+					evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeToolReturned}})
 					if err == nil && len(evs) > 0 {
 						break
 					}
@@ -212,7 +213,7 @@ func TestReplay_ParallelResultsInRecordedOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := rt.Store().Read(ctx, events.Query{RunID: run.ID, Types: []string{events.TypeToolReturned}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{RunID: run.ID, Types: []string{events.TypeToolReturned}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestAgent_AToolRoundIsTwoAppends(t *testing.T) {
 		if got := len(out.Chunks()); got != 2+2*rounds {
 			t.Fatalf("%d rounds: %d chunks, want %d", rounds, got, 2+2*rounds)
 		}
-		evs, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeToolReturned}})
+		evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeToolReturned}})
 		if err != nil || len(evs) != rounds {
 			t.Fatalf("%d rounds: %d tool.returned, %v", rounds, len(evs), err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/oracle"
 	"github.com/gorath/rath/session"
@@ -166,7 +167,7 @@ type roundWriter struct {
 func (w *roundWriter) write(ctx context.Context, o toolOutcome, i int) error {
 	content := o.content()
 	ret := events.ToolReturned{Session: w.s.ID(), Agent: w.path, CallID: o.call.ID, Tool: o.call.Name,
-		OutputRef: events.BlobHash([]byte(content)), OutputSize: len(content), ExitCode: o.result.ExitCode,
+		OutputRef: eventlog.BlobHash([]byte(content)), OutputSize: len(content), ExitCode: o.result.ExitCode,
 		DurationMS: o.duration.Milliseconds(), Files: o.result.Files, Backend: o.result.Backend, SandboxID: o.result.SandboxID,
 		IsError: o.result.IsError, Attachments: o.result.Attachments, Truncated: o.result.Truncated}
 	chunk := events.Chunk{Role: events.RoleToolResult, ToolCallID: o.call.ID, Name: o.call.Name, Content: content, Author: w.path}
@@ -226,7 +227,7 @@ func (a *Agent) consult(ctx context.Context, s *session.Session, call events.Too
 	// Questions the tool asked while it ran are recorded again: a replay
 	// answers the call without running it.
 	for _, q := range ans.Questions {
-		if _, err := s.Manager().Store().Append(ctx, events.ApprovalStream(q.ID), events.NoStream, q); err != nil && !errors.Is(err, events.ErrConflict) {
+		if _, err := s.Manager().Store().Append(ctx, events.ApprovalStream(q.ID), eventlog.NoStream, q); err != nil && !errors.Is(err, eventlog.ErrConflict) {
 			o.kind, o.err = ToolErrFailed, fmt.Errorf("flow: record question %s again: %w", q.ID, err)
 			return o, true
 		}

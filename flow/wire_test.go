@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -75,7 +76,7 @@ func TestAgent_OverTheWire(t *testing.T) {
 			if !strings.HasSuffix(streamed.String(), "The sums are 42 and 2.") {
 				t.Fatalf("streamed = %q", streamed.String())
 			}
-			failed, _ := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeProviderFailed}})
+			failed, _ := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeProviderFailed}})
 			if len(failed) != 4 {
 				t.Fatalf("failed attempts recorded = %d, want 4 (429, 500, malformed, cut stream)", len(failed))
 			}

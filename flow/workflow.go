@@ -8,6 +8,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -59,13 +60,13 @@ type frameKey struct{}
 type frame struct {
 	path  string
 	wf    Workflow
-	store *events.Store
+	store *eventlog.Store
 	// exitTo takes this workflow's exit record (the run's root, under
 	// ContextDeferringExit).
 	exitTo *DeferredExit
 }
 
-func storeFrom(ctx context.Context) *events.Store {
+func storeFrom(ctx context.Context) *eventlog.Store {
 	f, _ := ctx.Value(frameKey{}).(frame)
 	return f.store
 }

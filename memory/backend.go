@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -54,7 +55,7 @@ func (c BackendConfig) Name() string {
 type BackendEnv struct {
 	// Store is the runtime's event log, where every memory operation is
 	// recorded.
-	Store *events.Store
+	Store *eventlog.Store
 	// Local opens (once) the runtime's local memory.
 	Local func(context.Context) (*Local, error)
 	// Getenv reads the environment (the key named by APIKeyEnv). Nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory"
 )
@@ -64,7 +65,7 @@ func (g *textGen) queryRanks(lo, hi int) string {
 // spread over namespaces, in large atomic writes: much faster than n
 // Remember calls, and the same events. Every forgetEvery-th memory (if
 // > 0) is forgotten a little later in the log.
-func bulkRemember(tb testing.TB, store *events.Store, namespaces []string, n, size, forgetEvery int, g *textGen) {
+func bulkRemember(tb testing.TB, store *eventlog.Store, namespaces []string, n, size, forgetEvery int, g *textGen) {
 	tb.Helper()
 	ctx := context.Background()
 	versions := map[string]int64{}
@@ -91,9 +92,9 @@ func bulkRemember(tb testing.TB, store *events.Store, namespaces []string, n, si
 				pending[ns] = append(pending[ns], events.MemoryForgotten{Namespace: ns, ID: id})
 			}
 		}
-		writes := make([]events.Write, 0, len(order))
+		writes := make([]eventlog.Write, 0, len(order))
 		for _, ns := range order {
-			writes = append(writes, events.Write{Stream: events.MemoryStream(ns), Expected: versions[ns], Events: pending[ns]})
+			writes = append(writes, eventlog.Write{Stream: events.MemoryStream(ns), Expected: versions[ns], Events: pending[ns]})
 			versions[ns] += int64(len(pending[ns]))
 		}
 		if _, err := store.AppendWrites(ctx, writes...); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -116,7 +117,7 @@ func (l *Local) pass(ctx context.Context) error {
 // previous. After each batch is searchable it calls flushed with the state
 // it leads to; once the batch is on disk, bleve's persister calls
 // persisted with its checkpoint seq.
-func (l *Local) catchUp(ctx context.Context, idx bleve.Index, st state, from int64, head events.Head, flushed func(state), persisted func(seq int64, err error)) (state, error) {
+func (l *Local) catchUp(ctx context.Context, idx bleve.Index, st state, from int64, head eventlog.Head, flushed func(state), persisted func(seq int64, err error)) (state, error) {
 	p, err := newPreparer(idx, st, l.opts.BatchSize)
 	if err != nil {
 		return st, err
@@ -198,7 +199,7 @@ func newPreparer(idx bleve.Index, st state, size int) (*preparer, error) {
 		added: map[string]addedDoc{}, removed: map[string]int64{}}, nil
 }
 
-func (p *preparer) run(ctx context.Context, store *events.Store, from int64, head events.Head, out chan<- *pending) error {
+func (p *preparer) run(ctx context.Context, store *eventlog.Store, from int64, head eventlog.Head, out chan<- *pending) error {
 	send := func(seq int64, hash string) error {
 		b, err := p.take(seq, hash)
 		if err != nil {
@@ -211,7 +212,7 @@ func (p *preparer) run(ctx context.Context, store *events.Store, from int64, hea
 			return ctx.Err()
 		}
 	}
-	q := events.Query{Types: indexedTypes, FromSeq: from + 1, ToSeq: head.Seq}
+	q := eventlog.Query{Types: indexedTypes, FromSeq: from + 1, ToSeq: head.Seq}
 	for ev, err := range store.Scan(ctx, q) {
 		if err != nil {
 			return fmt.Errorf("memory: read log: %w", err)
@@ -403,7 +404,7 @@ func (l *Local) mirror(ctx context.Context) error {
 	if seq == l.mirrored {
 		return nil
 	}
-	err := l.store.Exclusive(ctx, func(ctx context.Context, tx *events.Tx) error {
+	err := l.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
 		_, err := tx.Exec(`INSERT INTO projection_checkpoints (name, seq) VALUES (?, ?)
 			ON CONFLICT (name) DO UPDATE SET seq = excluded.seq`, CheckpointName, seq)
 		return err

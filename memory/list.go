@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -21,11 +22,11 @@ func (l *Local) List(ctx context.Context, ns string) ([]Item, error) {
 // memories one backend stored there ("" for the local index), in the
 // order they were remembered. Backends that record their writes as
 // memory events list with it.
-func ListStream(ctx context.Context, store *events.Store, ns, backend string) ([]Item, error) {
+func ListStream(ctx context.Context, store *eventlog.Store, ns, backend string) ([]Item, error) {
 	var items []Item
 	pos := map[string]int{} // id -> index in items
 	forgotten := 0
-	for ev, err := range store.Scan(ctx, events.Query{Stream: events.MemoryStream(ns), Types: indexedTypes}) {
+	for ev, err := range store.Scan(ctx, eventlog.Query{Stream: events.MemoryStream(ns), Types: indexedTypes}) {
 		if err != nil {
 			return nil, fmt.Errorf("memory: list %q: %w", ns, err)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // Defaults for LocalOptions fields left zero.
@@ -92,7 +92,7 @@ type LocalOptions struct {
 // used and closes it once idle (LocalOptions.IdleClose): the processes of
 // one store take turns. Local is safe for concurrent use.
 type Local struct {
-	store *events.Store
+	store *eventlog.Store
 	dir   string
 	opts  LocalOptions
 	log   *slog.Logger
@@ -153,7 +153,7 @@ var _ Memory = (*Local)(nil)
 // *LockedError) if another process kept the index busy, ErrNotIndex if dir
 // holds something else, ErrInvalid for a nil store or empty dir, or the
 // failure to read the log or write the index.
-func OpenLocal(ctx context.Context, store *events.Store, dir string, opts LocalOptions) (*Local, error) {
+func OpenLocal(ctx context.Context, store *eventlog.Store, dir string, opts LocalOptions) (*Local, error) {
 	if store == nil || dir == "" {
 		return nil, invalidf("OpenLocal needs a store and a directory")
 	}
@@ -332,7 +332,7 @@ func (l *Local) shut() {
 	if err := l.durable.wait(ctx, l.st.Seq, func() {}); err != nil {
 		l.log.Warn("memory index not fully on disk at close; the rest is indexed again at the next open", "err", err)
 	}
-	if err := l.mirror(ctx); err != nil && !errors.Is(err, events.ErrClosed) {
+	if err := l.mirror(ctx); err != nil && !errors.Is(err, eventlog.ErrClosed) {
 		l.log.Debug("memory: record checkpoint", "err", err)
 	}
 	cancel()
@@ -408,7 +408,7 @@ func (l *Local) matchesLog(ctx context.Context, st state) error {
 		return nil
 	}
 	ev, err := l.store.Get(ctx, st.Seq)
-	if errors.Is(err, events.ErrNotFound) {
+	if errors.Is(err, eventlog.ErrNotFound) {
 		return corruptf("index checkpoint seq %d is past the end of the log", st.Seq)
 	}
 	if err != nil {
@@ -432,7 +432,7 @@ func (l *Local) recordedCheckpoint(ctx context.Context) (int64, error) {
 }
 
 func (l *Local) logHasMemories(ctx context.Context) (bool, error) {
-	evs, err := l.store.Read(ctx, events.Query{Types: indexedTypes, Limit: 1})
+	evs, err := l.store.Read(ctx, eventlog.Query{Types: indexedTypes, Limit: 1})
 	if err != nil {
 		return false, fmt.Errorf("memory: open: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/memory/memorytest"
@@ -388,12 +389,12 @@ func TestLocal_SeesOtherProcessAppends(t *testing.T) {
 	seed(t, m, "ns", "local fact")
 	// A second store on the same database stands in for another process:
 	// its commits do not wake this process's indexer.
-	other, err := events.Open(t.Context(), events.Options{Path: filepath.Join(dir, rath.DBFile)})
+	other, err := eventlog.Open(t.Context(), eventlog.Options{Path: filepath.Join(dir, rath.DBFile)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := other.Append(t.Context(), events.MemoryStream("ns"), events.AnyVersion,
+	if _, err := other.Append(t.Context(), events.MemoryStream("ns"), eventlog.AnyVersion,
 		events.MemoryRemembered{Namespace: "ns", ID: "m-other", Text: "remote fact"}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -67,7 +68,7 @@ func (l *Local) appendNS(ctx context.Context, ns string, build func(first int64)
 			w.version = v
 		}
 		stored, err := l.store.Append(ctx, stream, w.version, build(w.version+1)...)
-		var ce *events.ConflictError
+		var ce *eventlog.ConflictError
 		if errors.As(err, &ce) && ce.Stream == stream {
 			w.version = ce.Actual
 			continue

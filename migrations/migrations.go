@@ -331,7 +331,7 @@ func DropReadIndexes(ctx context.Context, db *sql.DB) error {
 }
 
 // OpenInMemory opens the in-memory SQLite database dsn names (see
-// events.DSN with inMemory set), applies the migrations, and returns the
+// eventlog.DSN with inMemory set), applies the migrations, and returns the
 // handle that keeps it alive: an in-memory database lives while one of its
 // connections is open, so the handle holds exactly one, forever, until
 // Close. The sqlite driver must be registered (package events does).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -14,7 +15,7 @@ import (
 const ApprovalPending = "pending"
 
 // approvalRequested lists a pending request and marks its run waiting.
-func approvalRequested(tx *events.Tx, ev *events.Event, e *events.ApprovalRequested) error {
+func approvalRequested(tx *eventlog.Tx, ev *events.Event, e *events.ApprovalRequested) error {
 	_, err := tx.Exec(`INSERT INTO approvals (id, run, session, agent, kind, tool, question, reason, status, deadline, requested_seq, requested_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ID, e.Run, e.Session, e.Agent, e.Kind, e.Tool, e.Question, e.Reason, ApprovalPending, e.Deadline, ev.Seq, ev.At.UnixNano())

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // A rebuild holds the writer alone and reads back none of the rows it
@@ -39,7 +39,7 @@ func newBulkInsert(table string, cols ...string) *bulkInsert {
 
 // add queues a row (one value per column, in order), writing a full
 // batch.
-func (b *bulkInsert) add(tx *events.Tx, row ...any) error {
+func (b *bulkInsert) add(tx *eventlog.Tx, row ...any) error {
 	b.rows = append(b.rows, row)
 	if len(b.rows) < b.max {
 		return nil
@@ -50,7 +50,7 @@ func (b *bulkInsert) add(tx *events.Tx, row ...any) error {
 }
 
 // flush writes what is queued, in one INSERT.
-func (b *bulkInsert) flush(tx *events.Tx) error {
+func (b *bulkInsert) flush(tx *eventlog.Tx) error {
 	if len(b.rows) == 0 {
 		return nil
 	}
@@ -59,7 +59,7 @@ func (b *bulkInsert) flush(tx *events.Tx) error {
 	return err
 }
 
-func (b *bulkInsert) write(tx *events.Tx, rows [][]any) error {
+func (b *bulkInsert) write(tx *eventlog.Tx, rows [][]any) error {
 	q, ok := b.texts[len(rows)]
 	if !ok {
 		one := "(?" + strings.Repeat(", ?", len(b.cols)-1) + ")"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/migrations"
 	"github.com/jmoiron/sqlx"
 )
@@ -92,7 +92,7 @@ func (d *Difference) Is(target error) bool { return target == ErrMismatch }
 // the store's read connections at once (the snapshot, and the scan of the
 // log), so the read pool needs at least two. A log that does not rebuild
 // (an event the projector refuses) is an error matching ErrInconsistent.
-func Check(ctx context.Context, store *events.Store, opts CheckOptions) (*CheckReport, error) {
+func Check(ctx context.Context, store *eventlog.Store, opts CheckOptions) (*CheckReport, error) {
 	if opts.Max <= 0 {
 		opts.Max = 1
 	}
@@ -114,7 +114,7 @@ func Check(ctx context.Context, store *events.Store, opts CheckOptions) (*CheckR
 	// Events up to the head never change (the log is append-only, and the
 	// chain check catches an edit), so reading them through the pool, not
 	// the snapshot, reads the same events.
-	err = sc.store.Exclusive(ctx, func(ctx context.Context, tx *events.Tx) error {
+	err = sc.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
 		_, err := replayLog(ctx, tx, store, rep.Seq, nil)
 		return err
 	})
@@ -135,7 +135,7 @@ func Check(ctx context.Context, store *events.Store, opts CheckOptions) (*CheckR
 // scratch is a throwaway in-memory store with rath's schema.
 type scratch struct {
 	keeper *sql.DB // holds the in-memory database open
-	store  *events.Store
+	store  *eventlog.Store
 }
 
 func openScratch(ctx context.Context) (*scratch, error) {
@@ -144,11 +144,11 @@ func openScratch(ctx context.Context) (*scratch, error) {
 		return nil, fmt.Errorf("projections: scratch name: %w", err)
 	}
 	name := "rath-check-" + hex.EncodeToString(b[:])
-	keeper, err := migrations.OpenInMemory(ctx, events.DSN(name, true, "busy_timeout(10000)"))
+	keeper, err := migrations.OpenInMemory(ctx, eventlog.DSN(name, true, "busy_timeout(10000)"))
 	if err != nil {
 		return nil, fmt.Errorf("projections: scratch: %w", err)
 	}
-	st, err := events.Open(ctx, events.Options{Path: name, InMemory: true, Synchronous: "OFF", BlobThreshold: -1, ReadConns: 1})
+	st, err := eventlog.Open(ctx, eventlog.Options{Path: name, InMemory: true, Synchronous: "OFF", BlobThreshold: -1, ReadConns: 1})
 	if err != nil {
 		keeper.Close()
 		return nil, fmt.Errorf("projections: open scratch: %w", err)

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -189,7 +190,7 @@ func (r *Reader) scanChunkEvents(ctx context.Context, cr *chunkReader, after, li
 		if err := rows.Scan(&ev.seq, &ev.version, &ev.typ, &ev.typeVersion, &payload); err != nil {
 			return last, blob, n, err
 		}
-		if hash, ok, err := events.StoredInBlob(payload); ok {
+		if hash, ok, err := eventlog.StoredInBlob(payload); ok {
 			if err != nil {
 				return last, blob, n, fmt.Errorf("event seq %d: %w", ev.seq, err)
 			}
@@ -231,7 +232,7 @@ type chunkReader struct {
 // event takes the chunks of one event: its payload as its row stores it,
 // or (stored false) as kept in blobs. A redacted event's chunks are
 // events.RedactedChunk: the session keeps its length and every session
-// sharing the prefix reads the same stand-ins (events/shape.go).
+// sharing the prefix reads the same stand-ins (eventlog/shape.go).
 func (cr *chunkReader) event(seq int64, typ string, typeVersion int, payload []byte, stored bool) error {
 	if events.IsRedactedPayload(payload) {
 		var n int64

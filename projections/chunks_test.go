@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/session"
@@ -26,7 +27,7 @@ func TestChunkRange(t *testing.T) {
 		c := session.Chunk{Role: "user", Content: fmt.Sprint("message ", i)}
 		switch i {
 		case 140:
-			c.Content = strings.Repeat("big ", events.DefaultBlobThreshold/2) // its event's payload goes to blobs
+			c.Content = strings.Repeat("big ", eventlog.DefaultBlobThreshold/2) // its event's payload goes to blobs
 		case 141:
 			c = session.Chunk{Role: "assistant", ToolCalls: []events.ToolCall{{ID: "c1", Name: "sh", Arguments: `{"cmd":"ls"}`}}}
 		case 142:
@@ -94,7 +95,7 @@ func TestChunkOnAnotherStreamIsInconsistent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = rt.Store().Append(ctx, "elsewhere", events.NoStream, events.ChunkAppended{Session: s.ID(), Index: 1, Chunk: events.Chunk{Role: "user", Content: "smuggled"}})
+	_, err = rt.Store().Append(ctx, "elsewhere", eventlog.NoStream, events.ChunkAppended{Session: s.ID(), Index: 1, Chunk: events.Chunk{Role: "user", Content: "smuggled"}})
 	if !errors.Is(err, events.ErrInvalid) {
 		t.Fatalf("append: %v, want ErrInvalid", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
@@ -32,20 +33,20 @@ func Example() {
 	}
 	db.Close()
 
-	store, err := events.Open(ctx, events.Options{Path: path, Projectors: []events.Projector{projections.Projector{}}})
+	store, err := eventlog.Open(ctx, eventlog.Options{Path: path, Projectors: []eventlog.Projector{projections.Projector{}}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer store.Close()
 
 	user := func(text string) events.Chunk { return events.Chunk{Role: events.RoleUser, Content: text} }
-	if _, err := store.Append(ctx, "s-a", events.NoStream,
+	if _, err := store.Append(ctx, "s-a", eventlog.NoStream,
 		events.SessionCreated{Session: "s-a", Origin: "user", Chunks: []events.Chunk{user("plan the work")}},
 		events.ChunkAppended{Session: "s-a", Index: 1, Chunk: user("step one")},
 	); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := store.Append(ctx, "s-b", events.NoStream,
+	if _, err := store.Append(ctx, "s-b", eventlog.NoStream,
 		events.SessionForked{Session: "s-b", Source: "s-a", SourceVersion: 2, BaseLen: 2},
 		events.ChunkAppended{Session: "s-b", Index: 2, Chunk: user("step two, on the fork")},
 	); err != nil {

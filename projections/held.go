@@ -3,6 +3,7 @@ package projections
 import (
 	"fmt"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -15,7 +16,7 @@ import (
 // increments and a latest version, so writing them together gives the
 // same row.
 
-// heldKey is the events.Tx value key of an Append's held updates.
+// heldKey is the eventlog.Tx value key of an Append's held updates.
 type heldKey struct{}
 
 // heldUpdates are the session row updates an Append has held back, in the
@@ -38,7 +39,7 @@ type sessionDelta struct {
 }
 
 // heldIn returns tx's held updates, making them on first use.
-func heldIn(tx *events.Tx) *heldUpdates {
+func heldIn(tx *eventlog.Tx) *heldUpdates {
 	if h, ok := tx.Value(heldKey{}).(*heldUpdates); ok {
 		return h
 	}
@@ -126,7 +127,7 @@ func (a *applier) flushHeld() error {
 
 // writeDelta writes a session's held update. Its answer is needed only to
 // refuse a request whose session row is missing or holds another length,
-// so it is pipelined (events.Tx.ExecPipelined): on PostgreSQL it goes with
+// so it is pipelined (eventlog.Tx.ExecPipelined): on PostgreSQL it goes with
 // the transaction's next statement instead of waiting for its own round
 // trip, and a batch in which it changed no row is written again with it
 // run at once, where the refusal below is made.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -35,11 +36,11 @@ func TestProjector_HeldUpdates(t *testing.T) {
 	// tool result, and a fork in the middle, which reads the source's
 	// length (so what is held must be written before it).
 	_, err = rt.Store().AppendWrites(ctx,
-		events.Write{Stream: s.ID(), Expected: 1, Events: []events.Payload{
+		eventlog.Write{Stream: s.ID(), Expected: 1, Events: []events.Payload{
 			call(s.ID(), 10), chunk(s.ID(), 1), tool, chunk(s.ID(), 2), call(s.ID(), 20),
 		}},
-		events.Write{Stream: "f1", Expected: events.NoStream, Events: []events.Payload{events.SessionForked{Session: "f1", Source: s.ID(), BaseLen: 3}}},
-		events.Write{Stream: other.ID(), Expected: 1, Events: []events.Payload{chunk(other.ID(), 1), call(other.ID(), 5)}},
+		eventlog.Write{Stream: "f1", Expected: eventlog.NoStream, Events: []events.Payload{events.SessionForked{Session: "f1", Source: s.ID(), BaseLen: 3}}},
+		eventlog.Write{Stream: other.ID(), Expected: 1, Events: []events.Payload{chunk(other.ID(), 1), call(other.ID(), 5)}},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestProjector_HeldUpdates(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := rt.Store().Append(ctx, tt.stream, events.AnyVersion, tt.evs...)
+			_, err := rt.Store().Append(ctx, tt.stream, eventlog.AnyVersion, tt.evs...)
 			if !errors.Is(err, projections.ErrInconsistent) {
 				t.Fatalf("err = %v, want ErrInconsistent", err)
 			}

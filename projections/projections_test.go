@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/session"
@@ -28,13 +29,13 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	tb.Helper()
 	ctx := events.ContextWithRun(context.Background(), events.RunRef{ID: "r1", Seed: "s"})
 	// r1 is a run submitted to the fleet and leased before it starts.
-	if _, err := rt.Store().Append(ctx, events.SubmitStream("r1"), events.NoStream, events.RunSubmitted{Run: "r1", Workflow: "wf", InputSession: "s-in", Queue: "default"}); err != nil {
+	if _, err := rt.Store().Append(ctx, events.SubmitStream("r1"), eventlog.NoStream, events.RunSubmitted{Run: "r1", Workflow: "wf", InputSession: "s-in", Queue: "default"}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := rt.Store().Append(ctx, events.LeaseStream("r1"), events.NoStream, events.RunLeased{Run: "r1", Worker: "w1", Token: 1, ExpiresAt: 1e18}); err != nil {
+	if _, err := rt.Store().Append(ctx, events.LeaseStream("r1"), eventlog.NoStream, events.RunLeased{Run: "r1", Worker: "w1", Token: 1, ExpiresAt: 1e18}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := rt.Store().Append(ctx, "r1", events.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
+	if _, err := rt.Store().Append(ctx, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
 		tb.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -55,7 +56,7 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 			next, err = s.To(ctx, "local", fmt.Sprint("/w", i))
 		case op < 7:
 			next, err = s.Emit(ctx, [][]byte{[]byte(fmt.Sprint("req", i))}, events.ProviderCalled{Session: s.ID(), Model: "m",
-				RequestRef: events.BlobHash([]byte(fmt.Sprint("req", i))), Usage: events.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, LatencyMS: 7})
+				RequestRef: eventlog.BlobHash([]byte(fmt.Sprint("req", i))), Usage: events.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, LatencyMS: 7})
 		case op < 8:
 			var f *session.Session
 			f, err = s.Fork(ctx)
@@ -90,7 +91,7 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	// A person in the loop: one request decided, one left pending.
 	for i, id := range []string{"apr-1", "apr-2"} {
 		req := events.ApprovalRequested{ID: id, Run: "r1", Session: heads[0].ID(), Kind: events.ApprovalTool, Tool: "run_shell_command", Arguments: `{"cmd":"ls"}`, ArgsHash: "h"}
-		if _, err := rt.Store().Append(ctx, events.ApprovalStream(id), events.NoStream, req); err != nil {
+		if _, err := rt.Store().Append(ctx, events.ApprovalStream(id), eventlog.NoStream, req); err != nil {
 			tb.Fatal(err)
 		}
 		if i == 0 {
@@ -167,7 +168,7 @@ func TestProjector_RefusesInconsistentEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := rt.Store().Append(ctx, tt.stream, events.AnyVersion, tt.p)
+			_, err := rt.Store().Append(ctx, tt.stream, eventlog.AnyVersion, tt.p)
 			if !errors.Is(err, projections.ErrInconsistent) {
 				t.Fatalf("err = %v, want ErrInconsistent", err)
 			}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -24,16 +25,16 @@ func inconsistent(format string, args ...any) error {
 // concurrent use; the store calls it from its writer goroutine.
 type Projector struct{}
 
-var _ events.RequestProjector = Projector{}
+var _ eventlog.RequestProjector = Projector{}
 
 // Project applies one event. The store hands payloads over as pointers.
-func (Projector) Project(ctx context.Context, tx *events.Tx, ev *events.Event, p events.Payload) error {
+func (Projector) Project(ctx context.Context, tx *eventlog.Tx, ev *events.Event, p events.Payload) error {
 	return (&applier{tx: tx, held: heldIn(tx)}).project(ev, p)
 }
 
 // EndRequest writes the session row updates held back while an Append's
 // events were projected.
-func (Projector) EndRequest(ctx context.Context, tx *events.Tx) error {
+func (Projector) EndRequest(ctx context.Context, tx *eventlog.Tx) error {
 	h, _ := tx.Value(heldKey{}).(*heldUpdates)
 	return (&applier{tx: tx, held: h}).flushHeld()
 }
@@ -45,7 +46,7 @@ func (Projector) EndRequest(ctx context.Context, tx *events.Tx) error {
 // updates of a session row are held back and written once at its end
 // (held).
 type applier struct {
-	tx    *events.Tx
+	tx    *eventlog.Tx
 	cache map[string]*sessionInfo // nil: read and write the table directly
 	bulk  *rebuildRows            // with cache: the rows written in bulk
 	held  *heldUpdates            // nil: write each update as it comes
@@ -584,7 +585,7 @@ func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompresse
 // runSubmitted lists a queued run; run.started fills in the rest. The
 // row keeps the submission's seq (a run a fleet may work) and its
 // params until the run starts.
-func runSubmitted(tx *events.Tx, ev *events.Event, e *events.RunSubmitted) error {
+func runSubmitted(tx *eventlog.Tx, ev *events.Event, e *events.RunSubmitted) error {
 	params, err := paramsText(e.Params)
 	if err != nil {
 		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
@@ -600,7 +601,7 @@ func runSubmitted(tx *events.Tx, ev *events.Event, e *events.RunSubmitted) error
 // runLeased keeps a run's current lease, the lease stream's version (the
 // one a take appends at) and when the holder took it: a renewal keeps
 // taken_at.
-func runLeased(tx *events.Tx, ev *events.Event, e *events.RunLeased) error {
+func runLeased(tx *eventlog.Tx, ev *events.Event, e *events.RunLeased) error {
 	takenAt, from := ev.At.UnixNano(), "excluded."
 	if e.Renewal {
 		takenAt, from = 0, "run_leases."
@@ -611,7 +612,7 @@ func runLeased(tx *events.Tx, ev *events.Event, e *events.RunLeased) error {
 		e.Run, e.Worker, e.Token, e.ExpiresAt, ev.Seq, ev.Version, takenAt)
 }
 
-func runStarted(tx *events.Tx, ev *events.Event, e *events.RunStarted) error {
+func runStarted(tx *eventlog.Tx, ev *events.Event, e *events.RunStarted) error {
 	// A submitted run has its row already (status queued); the params its
 	// run.started recorded replace the submission's.
 	params, err := paramsText(e.Params)
@@ -638,7 +639,7 @@ func paramsText(params map[string]string) (string, error) {
 	return string(b), err
 }
 
-func runFinished(tx *events.Tx, ev *events.Event, e *events.RunFinished) error {
+func runFinished(tx *eventlog.Tx, ev *events.Event, e *events.RunFinished) error {
 	if err := requireRow(tx, func() error { return inconsistent("run.finished for unknown run %q", e.Run) },
 		`UPDATE runs SET status = ?, error = ?, output_session = ?, finished_seq = ?, finished_at = ? WHERE id = ?`,
 		e.Status, e.Error, e.OutputSession, ev.Seq, ev.At.UnixNano(), e.Run); err != nil {
@@ -649,10 +650,10 @@ func runFinished(tx *events.Tx, ev *events.Event, e *events.RunFinished) error {
 
 // requireRow runs an UPDATE whose event is refused when it changes no row
 // (missing says why). Its answer is needed only for that, so it is
-// pipelined (events.Tx.ExecPipelinedRequiringRow): queued, a batch in
+// pipelined (eventlog.Tx.ExecPipelinedRequiringRow): queued, a batch in
 // which it changes no row is written again with it run at once, and
 // missing is reported then.
-func requireRow(tx *events.Tx, missing func() error, query string, args ...any) error {
+func requireRow(tx *eventlog.Tx, missing func() error, query string, args ...any) error {
 	queued, res, err := tx.ExecPipelinedRequiringRow(query, args...)
 	if err != nil || queued {
 		return err

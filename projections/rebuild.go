@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -49,10 +50,10 @@ type RebuildStats struct {
 // and replacing the rows: every event is in the rebuilt projections, and
 // appends made meanwhile wait for the rebuild and then apply to its result.
 // progress, if set, is called with events done and the total.
-func Rebuild(ctx context.Context, store *events.Store, progress func(done, total int64)) (RebuildStats, error) {
+func Rebuild(ctx context.Context, store *eventlog.Store, progress func(done, total int64)) (RebuildStats, error) {
 	var stats RebuildStats
 	var head int64
-	err := store.Exclusive(ctx, func(ctx context.Context, tx *events.Tx) error {
+	err := store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
 		stats = RebuildStats{}
 		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&head); err != nil {
 			return fmt.Errorf("projections: rebuild: read head: %w", err)
@@ -77,13 +78,13 @@ func Rebuild(ctx context.Context, store *events.Store, progress func(done, total
 
 // replayLog projects the events of store up to seq `to` through tx, which
 // must hold empty projection tables, and returns how many it applied.
-func replayLog(ctx context.Context, tx *events.Tx, store *events.Store, to int64, progress func(done, total int64)) (int64, error) {
+func replayLog(ctx context.Context, tx *eventlog.Tx, store *eventlog.Store, to int64, progress func(done, total int64)) (int64, error) {
 	var n int64
 	if to == 0 {
 		return 0, nil // an empty log (and ToSeq 0 would mean "to the head")
 	}
 	// The shapes kept of redacted events stand in for their payloads
-	// (events/shape.go). All of them, past `to` too: a redaction clears
+	// (eventlog/shape.go). All of them, past `to` too: a redaction clears
 	// payloads up to the head in the transaction of its record.
 	shapes, err := store.Shapes(ctx)
 	if err != nil {
@@ -133,7 +134,7 @@ type decodedEvent struct {
 // decodeLog sends the log up to seq `to`, decoded, and closes out; a
 // redacted event with a kept shape is sent as its shape. It stops at the
 // first error, which it sends.
-func decodeLog(ctx context.Context, store *events.Store, to int64, shapes map[int64]events.Shape, out chan<- decodedEvent) {
+func decodeLog(ctx context.Context, store *eventlog.Store, to int64, shapes map[int64]events.Shape, out chan<- decodedEvent) {
 	defer close(out)
 	send := func(d decodedEvent) bool {
 		select {
@@ -143,7 +144,7 @@ func decodeLog(ctx context.Context, store *events.Store, to int64, shapes map[in
 			return false
 		}
 	}
-	for ev, err := range store.Scan(ctx, events.Query{ToSeq: to}) {
+	for ev, err := range store.Scan(ctx, eventlog.Query{ToSeq: to}) {
 		if err != nil {
 			send(decodedEvent{err: err})
 			return

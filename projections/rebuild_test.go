@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/session"
 )
@@ -122,7 +122,7 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("checked %d rows at seq %d, head %d; the projections hold %d", rep.Rows, rep.Seq, head.Seq, rows)
 	}
 	// The read pool is query-only; edit through a connection of our own.
-	db, err := sql.Open("sqlite", events.DSN(filepath.Join(dir, rath.DBFile), false, "busy_timeout(10000)"))
+	db, err := sql.Open("sqlite", eventlog.DSN(filepath.Join(dir, rath.DBFile), false, "busy_timeout(10000)"))
 	if err != nil {
 		t.Fatal(err)
 	}

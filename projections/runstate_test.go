@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
@@ -49,7 +50,7 @@ func bothStores(t *testing.T) []store {
 func appendAll(tb testing.TB, rt *rath.Runtime, evs ...events.Payload) {
 	tb.Helper()
 	for _, p := range evs {
-		if _, err := rt.Store().Append(tb.Context(), p.(interface{ StreamID() string }).StreamID(), events.AnyVersion, p); err != nil {
+		if _, err := rt.Store().Append(tb.Context(), p.(interface{ StreamID() string }).StreamID(), eventlog.AnyVersion, p); err != nil {
 			tb.Fatalf("append %T: %v", p, err)
 		}
 	}
@@ -232,9 +233,9 @@ func downgrade(t *testing.T, st store) {
 		`ALTER TABLE runs DROP COLUMN params`, `ALTER TABLE runs DROP COLUMN submitted_seq`,
 	}
 	if st.dsn == "" {
-		db, err = sql.Open("sqlite", events.DSN(filepath.Join(st.dir, rath.DBFile), false, "busy_timeout(10000)"))
+		db, err = sql.Open("sqlite", eventlog.DSN(filepath.Join(st.dir, rath.DBFile), false, "busy_timeout(10000)"))
 	} else {
-		db, err = events.OpenPostgresReadPool(st.dsn)
+		db, err = eventlog.OpenPostgresReadPool(st.dsn)
 	}
 	if err != nil {
 		t.Fatal(err)

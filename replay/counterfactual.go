@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	proto "github.com/gorath/rath/internal/oracle"
@@ -70,7 +71,7 @@ func NewCounterfactual(ctx context.Context, rt *rath.Runtime, run string, seq in
 		return nil, fmt.Errorf("%w: give one replacement, an answer or a tool result", ErrCounterfactual)
 	}
 	store := rt.Store()
-	evs, err := store.Read(ctx, events.Query{FromSeq: seq, ToSeq: seq})
+	evs, err := store.Read(ctx, eventlog.Query{FromSeq: seq, ToSeq: seq})
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func NewCounterfactual(ctx context.Context, rt *rath.Runtime, run string, seq in
 	case ev.Type == events.TypeToolReturned && rep.ToolResult != nil:
 		// The fork starts at the model call whose answer asked for the
 		// tool: the last one on the session before the result.
-		calls, err := store.Read(ctx, events.Query{Stream: ev.Stream, Types: []string{events.TypeProviderCalled}, ToSeq: seq})
+		calls, err := store.Read(ctx, eventlog.Query{Stream: ev.Stream, Types: []string{events.TypeProviderCalled}, ToSeq: seq})
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +111,7 @@ func NewCounterfactual(ctx context.Context, rt *rath.Runtime, run string, seq in
 		want := "an answer (--answer) replaces a provider.called event, a tool result (--tool-result) a tool.returned event"
 		return nil, fmt.Errorf("%w: seq %d is a %s event: %s", ErrCounterfactual, seq, ev.Type, want)
 	}
-	cf.Replacement = events.BlobHash(cf.blob)
+	cf.Replacement = eventlog.BlobHash(cf.blob)
 	at, err := rt.SessionAt(ctx, ev.Stream, cf.call-1)
 	if err != nil {
 		return nil, fmt.Errorf("replay: counterfactual: session %s: %w", ev.Stream, err)
@@ -147,7 +148,7 @@ func (cf *Counterfactual) Continue(ctx context.Context, rt *rath.Runtime, agent 
 	if err != nil {
 		return nil, err
 	}
-	rest, err := store.Read(ctx, events.Query{RunID: cf.Run, FromSeq: cf.call})
+	rest, err := store.Read(ctx, eventlog.Query{RunID: cf.Run, FromSeq: cf.call})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/replay"
@@ -35,11 +36,11 @@ func BenchmarkCounterfactualFork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	calls, err := rt.Store().Read(ctx, events.Query{RunID: run.ID, Types: []string{events.TypeProviderCalled}})
+	calls, err := rt.Store().Read(ctx, eventlog.Query{RunID: run.ID, Types: []string{events.TypeProviderCalled}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	all, err := rt.Store().Read(ctx, events.Query{RunID: run.ID})
+	all, err := rt.Store().Read(ctx, eventlog.Query{RunID: run.ID})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func BenchmarkCounterfactualFork(b *testing.B) {
 					b.Fatal(err)
 				}
 				worst = max(worst, time.Since(t0))
-				added, err := rt.Store().Read(ctx, events.Query{FromSeq: head.Seq + 1})
+				added, err := rt.Store().Read(ctx, eventlog.Query{FromSeq: head.Seq + 1})
 				if err != nil {
 					b.Fatal(err)
 				}

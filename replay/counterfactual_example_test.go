@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -32,7 +33,7 @@ func ExampleNewCounterfactual() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	calls, _ := rt.Store().Read(ctx, events.Query{RunID: run.ID, Types: []string{events.TypeProviderCalled}})
+	calls, _ := rt.Store().Read(ctx, eventlog.Query{RunID: run.ID, Types: []string{events.TypeProviderCalled}})
 
 	cf, err := replay.NewCounterfactual(ctx, rt, run.ID, calls[0].Seq, replay.Replacement{Answer: &model.Response{Content: "Lyon."}})
 	if err != nil {

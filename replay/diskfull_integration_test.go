@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/tmpfs"
 	"github.com/gorath/rath/replay"
@@ -38,10 +38,10 @@ func TestResume_AfterTheDiskFilledUp(t *testing.T) {
 	}
 	defer rt.Close()
 	_, runErr := startCounting(ctx, rt, agent)
-	if !errors.Is(runErr, events.ErrFull) {
-		t.Fatalf("run on a full disk: %v, want an error matching events.ErrFull", runErr)
+	if !errors.Is(runErr, eventlog.ErrFull) {
+		t.Fatalf("run on a full disk: %v, want an error matching eventlog.ErrFull", runErr)
 	}
-	if rep, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
+	if rep, err := rt.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify on the full disk: %+v %v", rep, err)
 	}
 
@@ -68,7 +68,7 @@ func TestResume_AfterTheDiskFilledUp(t *testing.T) {
 			t.Fatalf("call %d ran %d times; effects:\n%s", n, c, b)
 		}
 	}
-	if rep, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
+	if rep, err := rt.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify after resume: %+v %v", rep, err)
 	}
 	rep, err := replay.Run(ctx, rt, "run-count", agent)

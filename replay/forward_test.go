@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -21,7 +22,7 @@ type failingProjector struct {
 	refused error
 }
 
-func (p *failingProjector) Project(_ context.Context, _ *events.Tx, ev *events.Event, _ events.Payload) error {
+func (p *failingProjector) Project(_ context.Context, _ *eventlog.Tx, ev *events.Event, _ events.Payload) error {
 	switch ev.Stream {
 	case events.MemoryStream("gate"):
 		<-p.gate
@@ -62,18 +63,20 @@ func TestForwarder_RedoneBatchForwardsOnce(t *testing.T) {
 		}
 		store := src.rt.Store()
 		var wg sync.WaitGroup
-		wg.Go(func() { store.Append(ctx, events.MemoryStream("gate"), events.NoStream, remembered("gate")) })
+		wg.Go(func() { store.Append(ctx, events.MemoryStream("gate"), eventlog.NoStream, remembered("gate")) })
 		time.Sleep(20 * time.Millisecond) // the writer now holds the gate's batch
 		var okErr, badErr error
-		wg.Go(func() { _, okErr = store.Append(ctx, events.MemoryStream("ok"), events.NoStream, remembered("ok")) })
-		wg.Go(func() { _, badErr = store.Append(ctx, events.MemoryStream("bad"), events.NoStream, remembered("bad")) })
+		wg.Go(func() { _, okErr = store.Append(ctx, events.MemoryStream("ok"), eventlog.NoStream, remembered("ok")) })
+		wg.Go(func() {
+			_, badErr = store.Append(ctx, events.MemoryStream("bad"), eventlog.NoStream, remembered("bad"))
+		})
 		time.Sleep(20 * time.Millisecond) // both queued behind it
 		close(fp.gate)
 		wg.Wait()
 		ferr := fw.stop()
 		redone := fp.seenOK.Load() > 1
 		got := map[string]int{}
-		evs, rerr := dst.rt.Store().Read(ctx, events.Query{RunID: runID})
+		evs, rerr := dst.rt.Store().Read(ctx, eventlog.Query{RunID: runID})
 		for _, ev := range evs {
 			got[ev.Stream]++
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
@@ -73,7 +74,7 @@ var untrackedMarkers = []string{"\n[file changes not tracked: ", "\n[changed but
 // follows a link (links are copied as links), refuses special files,
 // keeps sparse files sparse, and the restore goes through an os.Root on
 // the copy, so no recorded path or planted link reaches the host.
-func workspaceCopies(ctx context.Context, store *events.Store, info *runInfo, lineage []events.Event, in string) (map[events.Placement]events.Placement, func(), error) {
+func workspaceCopies(ctx context.Context, store *eventlog.Store, info *runInfo, lineage []events.Event, in string) (map[events.Placement]events.Placement, func(), error) {
 	placements := map[events.Placement]bool{}
 	collect := func(evs []events.Event) error {
 		for _, ev := range evs {
@@ -162,7 +163,7 @@ func workspaceCopies(ctx context.Context, store *events.Store, info *runInfo, li
 // record: the model may have planted content untracked and then changed
 // it tracked, so a later "before" would smuggle it into the copy, and
 // files it left untracked would be in the copy anyway.
-func firstBefores(ctx context.Context, store *events.Store, evs []events.Event) (map[string]string, error) {
+func firstBefores(ctx context.Context, store *eventlog.Store, evs []events.Event) (map[string]string, error) {
 	firsts := map[string]string{}
 	for _, ev := range evs {
 		if ev.Type != events.TypeToolReturned {
@@ -189,7 +190,7 @@ func firstBefores(ctx context.Context, store *events.Store, evs []events.Event) 
 
 // untracked says why a command's file changes are not all in the record,
 // or "" when they are (or the tool is not a command).
-func untracked(ctx context.Context, store *events.Store, ret *events.ToolReturned) (string, error) {
+func untracked(ctx context.Context, store *eventlog.Store, ret *events.ToolReturned) (string, error) {
 	if ret.Tool != builtin.RunShellCommand && ret.Tool != builtin.RunCode {
 		return "", nil
 	}
@@ -223,7 +224,7 @@ func untracked(ctx context.Context, store *events.Store, ret *events.ToolReturne
 // leads outside the copy is an error, never a host write. Removals go
 // first, so a directory the run replaced by a file (or the reverse) ends
 // as it was.
-func restore(ctx context.Context, store *events.Store, dst string, firsts map[string]string) error {
+func restore(ctx context.Context, store *eventlog.Store, dst string, firsts map[string]string) error {
 	root, err := os.OpenRoot(dst)
 	if err != nil {
 		return fmt.Errorf("replay: open the workspace copy: %w", err)

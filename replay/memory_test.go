@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -100,7 +101,7 @@ func TestMemory_PersistsAcrossRunsAndReplays(t *testing.T) {
 // them. A replay with the current code must then diverge.
 type changedCommit struct {
 	*memory.Local
-	store  *events.Store
+	store  *eventlog.Store
 	change func([]memory.Memo) []memory.Memo
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	proto "github.com/gorath/rath/internal/oracle"
@@ -63,7 +64,7 @@ type recallRecord struct {
 // agent path in recorded order (parallel branches have their own paths, so
 // their interleaving does not matter).
 type oracle struct {
-	store     *events.Store // the original store, for blobs
+	store     *eventlog.Store // the original store, for blobs
 	strict    bool          // an exhausted record is a divergence (else: go live)
 	liveTools bool          // run recorded tool calls for real (after checking them)
 	// liveOnChange makes a lenient oracle answer a changed request by

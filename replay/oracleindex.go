@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -11,7 +12,7 @@ import (
 // the answers' blobs for, between two publications of what it indexed.
 const indexBatch = 256
 
-func emptyOracle(store *events.Store, strict bool) *oracle {
+func emptyOracle(store *eventlog.Store, strict bool) *oracle {
 	o := &oracle{store: store, strict: strict, models: map[string][]attempt{}, tools: map[string][]toolRecord{},
 		recalls: map[string][]recallRecord{}, commits: map[string][]commitRecord{}, effects: map[string][]*events.EffectRecorded{},
 		questions: map[string][]events.ApprovalRequested{}, blobs: map[string][]byte{}}
@@ -20,7 +21,7 @@ func emptyOracle(store *events.Store, strict bool) *oracle {
 }
 
 // newOracle indexes the recorded events up to limit (0: all).
-func newOracle(ctx context.Context, store *events.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
+func newOracle(ctx context.Context, store *eventlog.Store, recorded []events.Event, limit int64, strict bool) (*oracle, error) {
 	o := emptyOracle(store, strict)
 	if err := o.index(ctx, recorded, limit); err != nil {
 		return nil, err
@@ -33,9 +34,9 @@ func newOracle(ctx context.Context, store *events.Store, recorded []events.Event
 type recordPages func(ctx context.Context, after int64, limit int) ([]events.Event, error)
 
 // runRecord reads the events of run with seq <= toSeq.
-func runRecord(store *events.Store, run string, toSeq int64) recordPages {
+func runRecord(store *eventlog.Store, run string, toSeq int64) recordPages {
 	return func(ctx context.Context, after int64, limit int) ([]events.Event, error) {
-		return store.Read(ctx, events.Query{RunID: run, FromSeq: after + 1, ToSeq: toSeq, Limit: limit})
+		return store.Read(ctx, eventlog.Query{RunID: run, FromSeq: after + 1, ToSeq: toSeq, Limit: limit})
 	}
 }
 
@@ -46,7 +47,7 @@ func runRecord(store *events.Store, run string, toSeq int64) recordPages {
 // not-yet-indexed entry for the record's end and go live. expect is how
 // many events the record holds (a capacity hint). Call finish, or record,
 // before dropping it.
-func startOracle(ctx context.Context, store *events.Store, pages recordPages, expect int) *oracle {
+func startOracle(ctx context.Context, store *eventlog.Store, pages recordPages, expect int) *oracle {
 	o := emptyOracle(store, true)
 	o.indexing = true
 	go func() {

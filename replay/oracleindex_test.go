@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow/model"
 	proto "github.com/gorath/rath/internal/oracle"
@@ -24,12 +25,12 @@ func recordCalls(t *testing.T, n int) (*scratch, []events.Event) {
 	t.Cleanup(func() { sc.close() })
 	for i := range n {
 		resp, _ := json.Marshal(model.Response{Content: fmt.Sprint("answer ", i)})
-		call := events.ProviderCalled{Session: "s", Agent: "a", Model: "m", Digest: fmt.Sprint("d", i), Attempt: 1, ResponseRef: events.BlobHash(resp)}
-		if _, err := sc.rt.Store().AppendWrites(ctx, events.Write{Stream: "calls", Expected: events.AnyVersion, Events: []events.Payload{call}, Blobs: [][]byte{resp}}); err != nil {
+		call := events.ProviderCalled{Session: "s", Agent: "a", Model: "m", Digest: fmt.Sprint("d", i), Attempt: 1, ResponseRef: eventlog.BlobHash(resp)}
+		if _, err := sc.rt.Store().AppendWrites(ctx, eventlog.Write{Stream: "calls", Expected: eventlog.AnyVersion, Events: []events.Payload{call}, Blobs: [][]byte{resp}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	evs, err := sc.rt.Store().Read(ctx, events.Query{Stream: "calls"})
+	evs, err := sc.rt.Store().Read(ctx, eventlog.Query{Stream: "calls"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	proto "github.com/gorath/rath/internal/oracle"
@@ -180,7 +181,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 			return nil, err
 		}
 		orc.liveTools = true
-		lineage, err := sc.rt.Store().Read(ctx, events.Query{})
+		lineage, err := sc.rt.Store().Read(ctx, eventlog.Query{})
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +247,7 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 
 // explainOutputs adds the texts behind differing output blobs of a
 // tool.returned divergence: hashes alone say nothing to a reader.
-func explainOutputs(ctx context.Context, d *Divergence, recorded, produced *events.Store) {
+func explainOutputs(ctx context.Context, d *Divergence, recorded, produced *eventlog.Store) {
 	if d.Type != events.TypeToolReturned || d.Want == "" || d.Got == "" {
 		return
 	}
@@ -273,7 +274,7 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	orc.mu.Unlock()
 	run := events.RunRef{ID: info.started.Run, Seed: info.started.Seed}
 	rctx = proto.With(events.ContextWithRun(rctx, run), orc)
-	if _, err := target.Store().Append(rctx, run.ID, events.NoStream, info.started); err != nil {
+	if _, err := target.Store().Append(rctx, run.ID, eventlog.NoStream, info.started); err != nil {
 		return nil, fmt.Errorf("replay: start: %w", err)
 	}
 	input, err := target.Session(rctx, info.started.InputSession)
@@ -324,7 +325,7 @@ type collector struct {
 	total    int64
 }
 
-func (c *collector) Project(_ context.Context, _ *events.Tx, ev *events.Event, _ events.Payload) error {
+func (c *collector) Project(_ context.Context, _ *eventlog.Tx, ev *events.Event, _ events.Payload) error {
 	if ev.RunID != c.run {
 		return nil
 	}

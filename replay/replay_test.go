@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -185,7 +186,7 @@ func TestRun_ReportsAChangedPromptAtItsSeq(t *testing.T) {
 
 func firstCall(t *testing.T, rt *rath.Runtime, runID, agent string) int64 {
 	t.Helper()
-	evs, _ := rt.Store().Read(t.Context(), events.Query{RunID: runID, Types: []string{events.TypeProviderCalled}})
+	evs, _ := rt.Store().Read(t.Context(), eventlog.Query{RunID: runID, Types: []string{events.TypeProviderCalled}})
 	for _, ev := range evs {
 		p, _ := ev.Decode()
 		if p.(*events.ProviderCalled).Agent == agent {

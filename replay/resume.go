@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -86,7 +87,7 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 // store. A goroutine forwards after each scratch commit, and flush does so
 // at once (the oracle calls it before each live call).
 type forwarder struct {
-	dst      *events.Store
+	dst      *eventlog.Store
 	runID    string
 	recorded map[key]recordedEvent
 
@@ -94,7 +95,7 @@ type forwarder struct {
 	diverged *Divergence
 
 	flushMu sync.Mutex // protects the fields below; held for a whole flush
-	src     *events.Store
+	src     *eventlog.Store
 	ctx     context.Context
 	next    int64 // first scratch seq not yet forwarded
 	err     error // the first failed forward; later flushes return it
@@ -108,7 +109,7 @@ type recordedEvent struct {
 	payload string // normalized
 }
 
-func newForwarder(dst *events.Store, runID string, recorded []events.Event) *forwarder {
+func newForwarder(dst *eventlog.Store, runID string, recorded []events.Event) *forwarder {
 	f := &forwarder{dst: dst, runID: runID, recorded: make(map[key]recordedEvent, len(recorded))}
 	for _, ev := range recorded {
 		f.recorded[key{ev.Stream, ev.Version}] = recordedEvent{seq: ev.Seq, typ: ev.Type, payload: normalize(ev.Payload)}
@@ -117,7 +118,7 @@ func newForwarder(dst *events.Store, runID string, recorded []events.Event) *for
 }
 
 // start forwards the run's events src commits from now on.
-func (f *forwarder) start(ctx context.Context, src *events.Store) error {
+func (f *forwarder) start(ctx context.Context, src *eventlog.Store) error {
 	head, err := src.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("replay: resume: %w", err)
@@ -157,7 +158,7 @@ func (f *forwarder) failure() *Divergence {
 
 // Project checks an event of the run against the record; it forwards
 // nothing (see forwarder).
-func (f *forwarder) Project(_ context.Context, _ *events.Tx, ev *events.Event, _ events.Payload) error {
+func (f *forwarder) Project(_ context.Context, _ *eventlog.Tx, ev *events.Event, _ events.Payload) error {
 	if ev.RunID != f.runID {
 		return nil
 	}
@@ -186,7 +187,7 @@ func (f *forwarder) flush(ctx context.Context) error {
 	if f.err != nil || f.src == nil {
 		return f.err
 	}
-	evs, err := f.src.Read(ctx, events.Query{RunID: f.runID, FromSeq: f.next})
+	evs, err := f.src.Read(ctx, eventlog.Query{RunID: f.runID, FromSeq: f.next})
 	if err != nil {
 		return fmt.Errorf("replay: resume: read the scratch store: %w", err)
 	}
@@ -212,7 +213,7 @@ func (f *forwarder) isRecorded(ev events.Event) bool {
 }
 
 func (f *forwarder) forward(evs []events.Event) error {
-	w := events.Write{Stream: evs[0].Stream}
+	w := eventlog.Write{Stream: evs[0].Stream}
 	var refs []string
 	for _, ev := range evs {
 		if _, ok := f.recorded[key{ev.Stream, ev.Version}]; ok {
@@ -345,7 +346,7 @@ func recordResume(ctx context.Context, rt *rath.Runtime, runID string, info *run
 	if r, ok := events.RunFromContext(ctx); ok && r.ID == runID {
 		outside = events.ContextWithRun(outside, events.RunRef{})
 	}
-	if _, err := rt.Store().Append(outside, events.ResumeStream(runID), events.AnyVersion, rec); err != nil {
+	if _, err := rt.Store().Append(outside, events.ResumeStream(runID), eventlog.AnyVersion, rec); err != nil {
 		return fmt.Errorf("replay: record the resume of %s: %w", runID, err)
 	}
 	return nil

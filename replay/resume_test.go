@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/replay"
@@ -145,7 +146,7 @@ func TestResume_AfterSIGKILL(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("replay of the resumed run: %v, %v", rep, err)
 	}
-	if v, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !v.OK() {
+	if v, err := rt.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !v.OK() {
 		t.Fatalf("verify: %+v %v", v, err)
 	}
 	// Resuming a finished run is refused.
@@ -164,7 +165,7 @@ func TestForkAt_ContinuesLiveAsANewRun(t *testing.T) {
 	}
 	// Fork after the second tool result: calls up to there come from the
 	// record (no side effects), the rest run live.
-	evs, _ := rt.Store().Read(ctx, events.Query{RunID: orig.ID, Types: []string{events.TypeToolReturned}})
+	evs, _ := rt.Store().Read(ctx, eventlog.Query{RunID: orig.ID, Types: []string{events.TypeToolReturned}})
 	at := evs[1].Seq
 	os.Remove(filepath.Join(dir, "effects.log"))
 	forked, err := replay.ForkAt(ctx, rt, orig.ID, at, sideEffectAgent(t, dir, -1))

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/scratchopt"
 )
@@ -18,7 +19,7 @@ type scratch struct {
 	dir string
 }
 
-func newScratchWith(ctx context.Context, discardBlobs bool, projectors ...events.Projector) (*scratch, error) {
+func newScratchWith(ctx context.Context, discardBlobs bool, projectors ...eventlog.Projector) (*scratch, error) {
 	dir, err := os.MkdirTemp("", "rath-replay-")
 	if err != nil {
 		return nil, fmt.Errorf("replay: scratch dir: %w", err)
@@ -79,7 +80,7 @@ func copyLineage(ctx context.Context, src, dst *rath.Runtime, id string, before 
 	}
 	var all []events.Event
 	for stream := range closure {
-		evs, err := src.Store().Read(ctx, events.Query{Stream: stream, ToSeq: before - 1})
+		evs, err := src.Store().Read(ctx, eventlog.Query{Stream: stream, ToSeq: before - 1})
 		if err != nil {
 			return err
 		}
@@ -87,7 +88,7 @@ func copyLineage(ctx context.Context, src, dst *rath.Runtime, id string, before 
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
 	// Batch consecutive events, one write per stream per batch.
-	var batch []events.Write
+	var batch []eventlog.Write
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -112,7 +113,7 @@ func copyLineage(ctx context.Context, src, dst *rath.Runtime, id string, before 
 			index = map[string]int{}
 		}
 		index[ev.Stream] = len(batch)
-		batch = append(batch, events.Write{Stream: ev.Stream, Expected: ev.Version - 1, Events: []events.Payload{p}})
+		batch = append(batch, eventlog.Write{Stream: ev.Stream, Expected: ev.Version - 1, Events: []events.Payload{p}})
 	}
 	if err := flush(); err != nil {
 		return fmt.Errorf("replay: copy input lineage: %w", err)

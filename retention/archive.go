@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -64,7 +65,7 @@ func (LogArchiver) Archive(ctx context.Context, rt *rath.Runtime, run, dir strin
 	if err != nil {
 		return 0, fmt.Errorf("retention: archive %s: %w", run, err)
 	}
-	evs, err := store.Read(ctx, events.Query{RunID: run, ToSeq: head.Size})
+	evs, err := store.Read(ctx, eventlog.Query{RunID: run, ToSeq: head.Size})
 	if err != nil {
 		return 0, fmt.Errorf("retention: archive %s: %w", run, err)
 	}
@@ -135,13 +136,13 @@ func (LogArchiver) Archive(ctx context.Context, rt *rath.Runtime, run, dir strin
 
 // archiveBlob copies one blob into the archive; a hash that names no
 // stored blob (a payload may quote any hash) is skipped.
-func archiveBlob(ctx context.Context, store *events.Store, dir, ref string) (int64, error) {
+func archiveBlob(ctx context.Context, store *eventlog.Store, dir, ref string) (int64, error) {
 	path := filepath.Join(dir, ArchiveBlobs, ref)
 	if fi, err := os.Stat(path); err == nil {
 		return fi.Size(), nil
 	}
 	b, err := store.GetBlob(ctx, ref)
-	if errors.Is(err, events.ErrBlobNotFound) {
+	if errors.Is(err, eventlog.ErrBlobNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -182,7 +183,7 @@ var ErrArchive = errors.New("retention: the archive does not verify")
 // against, which a verifier compares with one it trusts (a checkpoint, a
 // head kept elsewhere).
 func VerifyArchive(dir string) (Verified, error) {
-	var head events.TreeHead
+	var head eventlog.TreeHead
 	var v Verified
 	fail := func(format string, args ...any) (Verified, error) {
 		return Verified{}, fmt.Errorf("%w: %s: %s", ErrArchive, dir, fmt.Sprintf(format, args...))
@@ -241,7 +242,7 @@ func VerifyArchive(dir string) (Verified, error) {
 		if err != nil {
 			return fail("seq %d: its salt is not hex", leaf.Seq)
 		}
-		commit := events.PayloadCommitment(salt, []byte(ap.Payload))
+		commit := eventlog.PayloadCommitment(salt, []byte(ap.Payload))
 		if hex.EncodeToString(commit[:]) != leaf.Payload {
 			return fail("seq %d: its payload does not open its leaf's commitment", leaf.Seq)
 		}
@@ -270,7 +271,7 @@ func VerifyArchive(dir string) (Verified, error) {
 // had their payloads deleted before the archive (their lines are proven,
 // their payloads absent), and the tree head it proves them against.
 type Verified struct {
-	Head     events.TreeHead
+	Head     eventlog.TreeHead
 	Events   int
 	Redacted int
 }

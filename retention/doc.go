@@ -7,7 +7,7 @@
 // directory per run: the run's leaf lines, the openings of their payload
 // commitments, the blobs they name, inclusion proofs and the tree head
 // they prove against; [VerifyArchive] checks one), then redacts their
-// payloads with reason "retention" (events.Store.Redact): run.started and
+// payloads with reason "retention" (eventlog.Store.Redact): run.started and
 // run.finished stay readable, so the run is still listed. It never touches
 // a run that is queued, running or waiting, nor a run a live session
 // descends from (the session graph): a fork of its output still reads it.

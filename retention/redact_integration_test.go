@@ -22,6 +22,7 @@ import (
 
 	rathpkg "github.com/gorath/rath"
 	"github.com/gorath/rath/bundle"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/retention"
 )
@@ -357,7 +358,7 @@ func holdWrites(t *testing.T, c *cli) (release func()) {
 		}
 		return func() { tx.Rollback(); db.Close() }
 	}
-	f, err := os.OpenFile(filepath.Join(c.dir(), "rath.db"+events.WriteGateSuffix), os.O_RDONLY|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(c.dir(), "rath.db"+eventlog.WriteGateSuffix), os.O_RDONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

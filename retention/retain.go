@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -105,7 +106,7 @@ func Retain(ctx context.Context, rt *rath.Runtime, opts Options) (*Report, error
 	for _, run := range runs {
 		if opts.ArchiveTo != "" {
 			n, err := archiveRun(ctx, rt, arch, run, opts.ArchiveTo)
-			if errors.Is(err, events.ErrNotRedactable) {
+			if errors.Is(err, eventlog.ErrNotRedactable) {
 				rep.Skipped = append(rep.Skipped, Skipped{run, err.Error()})
 				continue
 			}
@@ -146,7 +147,7 @@ func Retain(ctx context.Context, rt *rath.Runtime, opts Options) (*Report, error
 			}
 			return nil
 		}
-		res, err := rt.RedactEvents(ctx, events.RedactRequest{Seqs: seqs, By: by, Reason: ReasonRetention, Scope: "retention",
+		res, err := rt.RedactEvents(ctx, eventlog.RedactRequest{Seqs: seqs, By: by, Reason: ReasonRetention, Scope: "retention",
 			Target: fmt.Sprintf("%d runs finished before %s", len(retained), opts.CompletedBefore.UTC().Format(time.RFC3339)), Guard: guard})
 		if errors.Is(err, errDescended) {
 			// A session of these runs was forked (or continued) since they

@@ -7,7 +7,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // binarySniffLen is how much of a file IsBinary looks at: enough to see a
@@ -37,8 +37,8 @@ func IsBinary(data []byte) bool {
 }
 
 // Hash returns the content hash used in [FileChange]: the hex SHA-256 of
-// data, identical to events.BlobHash.
-func Hash(data []byte) string { return events.BlobHash(data) }
+// data, identical to eventlog.BlobHash.
+func Hash(data []byte) string { return eventlog.BlobHash(data) }
 
 // HashReader hashes a stream without holding it in memory; the result equals
 // Hash of the same bytes.

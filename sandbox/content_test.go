@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/sandbox"
 )
 
@@ -36,8 +36,8 @@ func TestIsBinary(t *testing.T) {
 
 func TestHash(t *testing.T) {
 	data := []byte("some file content")
-	if got, want := sandbox.Hash(data), events.BlobHash(data); got != want {
-		t.Errorf("Hash = %s, want events.BlobHash %s", got, want)
+	if got, want := sandbox.Hash(data), eventlog.BlobHash(data); got != want {
+		t.Errorf("Hash = %s, want eventlog.BlobHash %s", got, want)
 	}
 	got, err := sandbox.HashReader(bytes.NewReader(data))
 	if err != nil || got != sandbox.Hash(data) {

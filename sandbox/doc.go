@@ -25,7 +25,7 @@
 //     command that prints gigabytes costs no memory.
 //   - File-change evidence ([FileChange]): writes and removals report the
 //     SHA-256 of the content before and after, in the same hex form as
-//     events.BlobHash, so a tool layer can record diffs.
+//     eventlog.BlobHash, so a tool layer can record diffs.
 //   - Typed errors (errors.go).
 //
 // # What it does not own

@@ -181,7 +181,7 @@ func (f FileInfo) IsDir() bool { return f.Mode.IsDir() }
 
 // FileChange is the evidence of a write or a removal: the path and the
 // content hash before and after, as hex SHA-256 (the form of
-// events.BlobHash), empty when the file was absent.
+// eventlog.BlobHash), empty when the file was absent.
 type FileChange struct {
 	Path   string
 	Before string

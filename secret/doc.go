@@ -5,7 +5,7 @@
 // secret ("[redacted:OPENAI_API_KEY]"), never its value.
 //
 // The event store calls the Redactor on every payload and blob before it
-// is hashed and written (events.Options.Redactor), so tool output, model
+// is hashed and written (eventlog.Options.Redactor), so tool output, model
 // text, MCP results and error text are covered by one choke point, and
 // the log, its exports and dossiers hold only markers.
 //

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -27,7 +28,7 @@ const maxIDAttempts = 16
 
 // Manager creates and loads sessions. It is safe for concurrent use.
 type Manager struct {
-	store  *events.Store
+	store  *eventlog.Store
 	reader *projections.Reader
 
 	checkBackend   func(name string) error
@@ -76,7 +77,7 @@ func WithPlacementCheck(check func(backend, spec string) error) ManagerOption {
 
 // NewManager returns a Manager over a store whose projector set includes
 // projections.Projector.
-func NewManager(store *events.Store, reader *projections.Reader, opts ...ManagerOption) *Manager {
+func NewManager(store *eventlog.Store, reader *projections.Reader, opts ...ManagerOption) *Manager {
 	m := &Manager{store: store, reader: reader, reserved: map[string]int64{}, origins: map[string]origin{}, chunks: newChunkCache(DefaultChunkCacheBytes)}
 	for _, o := range opts {
 		o(m)
@@ -88,7 +89,7 @@ func NewManager(store *events.Store, reader *projections.Reader, opts ...Manager
 }
 
 // Store returns the event store.
-func (m *Manager) Store() *events.Store { return m.store }
+func (m *Manager) Store() *eventlog.Store { return m.store }
 
 // Reader returns the read model.
 func (m *Manager) Reader() *projections.Reader { return m.reader }
@@ -130,8 +131,8 @@ func (m *Manager) derive(ctx context.Context, scope, op string, build func(id st
 		}
 		d := events.Derivation{Seed: seed, Scope: scope, Op: op, Counter: counter}
 		id := DeriveID(seed, scope, op, counter)
-		_, err = m.store.Append(ctx, id, events.NoStream, build(id, d))
-		var ce *events.ConflictError
+		_, err = m.store.Append(ctx, id, eventlog.NoStream, build(id, d))
+		var ce *eventlog.ConflictError
 		if errors.As(err, &ce) && ce.Stream == id {
 			continue // another process took it; the next reserve re-reads
 		}
@@ -257,7 +258,7 @@ func (m *Manager) loadAt(ctx context.Context, id string, seq int64, fromSnapshot
 	st := state{id: id}
 	var evs []events.Event
 	if !fromSnapshot {
-		evs, err = m.store.Read(ctx, events.Query{Stream: id, ToSeq: seq})
+		evs, err = m.store.Read(ctx, eventlog.Query{Stream: id, ToSeq: seq})
 	} else {
 		snap, serr := m.reader.SnapshotAt(ctx, id, seq)
 		switch {
@@ -280,7 +281,7 @@ func (m *Manager) loadAt(ctx context.Context, id string, seq int64, fromSnapshot
 	for _, ev := range evs {
 		if ev.Type == events.TypeChunkAppended && ev.Redacted {
 			// Its content was deleted; its place in the session stays
-			// (events/shape.go).
+			// (eventlog/shape.go).
 			st.length++
 			st.version = ev.Version
 			continue

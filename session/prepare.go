@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -14,14 +15,14 @@ import (
 // and what refers to them commit at once or not at all (a batch submit).
 type Prepared struct {
 	ID    string
-	Write events.Write
+	Write eventlog.Write
 }
 
 // PrepareNew builds the events of a root session with the given origin
 // and chunks, placed on backend with spec unless backend is empty,
 // without writing them. The placement is checked as Session.To checks
 // it. The id is reserved in this process only: if another writer takes
-// it first, the append fails with a *events.ConflictError on ID's stream
+// it first, the append fails with a *eventlog.ConflictError on ID's stream
 // and nothing of the transaction is written.
 func (m *Manager) PrepareNew(ctx context.Context, origin string, backend, spec string, chunks ...Chunk) (Prepared, error) {
 	for i, c := range chunks {
@@ -54,5 +55,5 @@ func (m *Manager) PrepareNew(ctx context.Context, origin string, backend, spec s
 	if backend != "" {
 		evs = append(evs, events.SessionPlaced{Session: id, Backend: backend, Spec: spec})
 	}
-	return Prepared{ID: id, Write: events.Write{Stream: id, Expected: events.NoStream, Events: evs}}, nil
+	return Prepared{ID: id, Write: eventlog.Write{Stream: id, Expected: eventlog.NoStream, Events: evs}}, nil
 }

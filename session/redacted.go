@@ -8,7 +8,7 @@ import (
 )
 
 // keepRedacted replaces the chunks of add whose stored events the store
-// redacted (see events.Options.Redactor) with the chunks as stored, so the
+// redacted (see eventlog.Options.Redactor) with the chunks as stored, so the
 // handle, and the next model request built from it, hold no more than the
 // log does, and a replay of the log rebuilds the same requests.
 func keepRedacted(add []entry, stored []events.Event) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -158,7 +159,7 @@ func (s *Session) with(f func(*Session)) *Session {
 
 // stale converts a conflict on the session's own stream into a StaleError.
 func (s *Session) stale(err error) error {
-	var ce *events.ConflictError
+	var ce *eventlog.ConflictError
 	if errors.As(err, &ce) && ce.Stream == s.id {
 		return &StaleError{ID: s.id, Have: s.version, Head: ce.Actual}
 	}
@@ -237,7 +238,7 @@ func (s *Session) Record(ctx context.Context, r Record) (*Session, error) {
 	if len(evs) == 0 && len(r.Blobs) == 0 {
 		return s, nil
 	}
-	stored, err := s.m.store.AppendWrites(ctx, events.Write{Stream: s.id, Expected: s.version, Events: evs, Blobs: r.Blobs})
+	stored, err := s.m.store.AppendWrites(ctx, eventlog.Write{Stream: s.id, Expected: s.version, Events: evs, Blobs: r.Blobs})
 	if err != nil {
 		return nil, fmt.Errorf("session: record on %s: %w", s.id, s.stale(err))
 	}
@@ -262,22 +263,22 @@ func (s *Session) Record(ctx context.Context, r Record) (*Session, error) {
 // landed, for a caller that makes the write itself, atomically with
 // others (a run's last record and its run.finished, in one commit).
 // Chunks are not accepted: they go through Record.
-func (s *Session) Pending(evs ...events.Payload) (events.Write, *Session, error) {
+func (s *Session) Pending(evs ...events.Payload) (eventlog.Write, *Session, error) {
 	for _, p := range evs {
 		switch p.(type) {
 		case events.ChunkAppended, *events.ChunkAppended:
-			return events.Write{}, nil, invalidf("a pending write of chunks")
+			return eventlog.Write{}, nil, invalidf("a pending write of chunks")
 		}
 	}
 	if len(evs) == 0 {
-		return events.Write{}, nil, invalidf("a pending write of no events")
+		return eventlog.Write{}, nil, invalidf("a pending write of no events")
 	}
 	c := *s
 	c.version = s.version + int64(len(evs))
 	for _, p := range evs {
 		applyEffect(&c, p)
 	}
-	return events.Write{Stream: s.id, Expected: s.version, Events: evs}, &c, nil
+	return eventlog.Write{Stream: s.id, Expected: s.version, Events: evs}, &c, nil
 }
 
 // applyEffect applies what an emitted event changes on the handle.

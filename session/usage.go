@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -70,7 +71,7 @@ func (m *Manager) origin(ctx context.Context, id string) (origin, error) {
 	if ok {
 		return o, nil
 	}
-	first, err := m.store.Read(ctx, events.Query{Stream: id, Limit: 1})
+	first, err := m.store.Read(ctx, eventlog.Query{Stream: id, Limit: 1})
 	if err != nil {
 		return o, fmt.Errorf("usage of %s: %w", id, err)
 	}

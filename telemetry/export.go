@@ -11,7 +11,7 @@ import (
 // ErrRunNotFound is returned by ExportRuns for a run with no events.
 var ErrRunNotFound = errors.New("telemetry: run not found")
 
-// RunReader reads a run's events and blobs; *events.Store is one.
+// RunReader reads a run's events and blobs; *eventlog.Store is one.
 type RunReader interface {
 	BlobGetter
 	ReadRun(ctx context.Context, runID string) ([]events.Event, error)

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // Live exports runs while they run: it follows the store's new events and
@@ -16,7 +16,7 @@ import (
 // does nothing, which is what StartFromEnv returns when no endpoint is
 // configured.
 type Live struct {
-	store     *events.Store
+	store     *eventlog.Store
 	p         *Pipeline
 	own       bool // Close shuts the pipeline down
 	cancel    context.CancelFunc
@@ -31,7 +31,7 @@ type Live struct {
 // FromEnv). With no OTLP endpoint set it returns nil, nil: no provider
 // and no subscriber exist, so the program runs exactly as without
 // telemetry.
-func StartFromEnv(ctx context.Context, store *events.Store) (*Live, error) {
+func StartFromEnv(ctx context.Context, store *eventlog.Store) (*Live, error) {
 	p, err := FromEnv(ctx)
 	if err != nil || p == nil {
 		return nil, err
@@ -47,7 +47,7 @@ func StartFromEnv(ctx context.Context, store *events.Store) (*Live, error) {
 // StartLive follows store from its current head on and exports through p.
 // Events committed before the call are not exported (ExportRuns does
 // that). Close it to flush.
-func StartLive(ctx context.Context, store *events.Store, p *Pipeline) (*Live, error) {
+func StartLive(ctx context.Context, store *eventlog.Store, p *Pipeline) (*Live, error) {
 	if store == nil || p == nil {
 		return nil, errors.New("telemetry: live: a store and a pipeline are required")
 	}
@@ -62,7 +62,7 @@ func StartLive(ctx context.Context, store *events.Store, p *Pipeline) (*Live, er
 	t := p.translator(store)
 	go func() {
 		defer close(l.done)
-		for ev, err := range store.Subscribe(sctx, events.Query{FromSeq: head.Seq + 1}) {
+		for ev, err := range store.Subscribe(sctx, eventlog.Query{FromSeq: head.Seq + 1}) {
 			if err != nil {
 				l.fail(err)
 				break

@@ -16,7 +16,7 @@ import (
 	"github.com/gorath/rath/flow/model"
 )
 
-// BlobGetter reads blobs by hash; *events.Store is one.
+// BlobGetter reads blobs by hash; *eventlog.Store is one.
 type BlobGetter interface {
 	GetBlob(ctx context.Context, hash string) ([]byte, error)
 }

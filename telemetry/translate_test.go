@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/telemetry"
 )
@@ -350,7 +351,7 @@ func TestExportRuns_CrashedRunEndsIncomplete(t *testing.T) {
 }
 
 type truncated struct {
-	*events.Store
+	*eventlog.Store
 	evs []events.Event
 }
 

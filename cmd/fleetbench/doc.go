@@ -21,7 +21,7 @@
 // per run (batch, and single submits on their own), and the sequencing
 // lag: from an event's commit (its transaction's commit timestamp; the
 // cluster runs with track_commit_timestamp on) to its delivery to a
-// subscriber (events.Store.Subscribe in this process), over all events
+// subscriber (eventlog.Store.Subscribe in this process), over all events
 // and over the workers' alone (the batch submit's one big commit apart;
 // the workers start once the subscriber has the submit's events). It
 // also prints the lag from the event's own timestamp, taken by the

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/netdelay"
 	"github.com/gorath/rath/internal/pgtest"
@@ -177,7 +178,7 @@ type result struct {
 	haveSubmit, haveWorker bool
 	// writer sums the workers' event writer counters (the line each
 	// prints at exit), when every worker printed one.
-	writer     events.Stats
+	writer     eventlog.Stats
 	haveWriter bool
 }
 
@@ -186,16 +187,16 @@ type result struct {
 var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?(?:, (\d+) batches redone)?(?:, (\d+) optimistic commits, (\d+) missed)?`)
 
 // writerStats reads a worker's event writer counters from its stderr.
-func writerStats(stderr string) (events.Stats, bool) {
+func writerStats(stderr string) (eventlog.Stats, bool) {
 	m := writerLine.FindStringSubmatch(stderr)
 	if m == nil {
-		return events.Stats{}, false
+		return eventlog.Stats{}, false
 	}
 	var n [9]int64
 	for i := range n {
 		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
 	}
-	return events.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Redone: n[6],
+	return eventlog.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Redone: n[6],
 		Optimistic: n[7], Missed: n[8]}, true
 }
 
@@ -286,7 +287,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	}
 	// The subscriber follows the log from its head, as a console or an
 	// exporter would.
-	store, err := events.Open(ctx, events.Options{DSN: dsn})
+	store, err := eventlog.Open(ctx, eventlog.Options{DSN: dsn})
 	if err != nil {
 		return res, nil, err
 	}
@@ -413,13 +414,13 @@ type subscriber struct {
 	why      string // the first failed run's run.finished
 }
 
-func subscribe(ctx context.Context, store *events.Store, from int64, runs int) *subscriber {
+func subscribe(ctx context.Context, store *eventlog.Store, from int64, runs int) *subscriber {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &subscriber{finished: make(chan time.Time, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		n := 0
-		for ev, err := range store.Subscribe(ctx, events.Query{FromSeq: from}) {
+		for ev, err := range store.Subscribe(ctx, eventlog.Query{FromSeq: from}) {
 			if err != nil {
 				return
 			}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // writerStats reads the line every rath worker prints at exit, in each
@@ -13,18 +13,18 @@ import (
 func TestWriterStats(t *testing.T) {
 	for _, c := range []struct {
 		name, line string
-		want       events.Stats
+		want       eventlog.Stats
 		ok         bool
 	}{
 		{"round trips only", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips\n",
-			events.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40}, true},
+			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40}, true},
 		{"redone", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 1 appends staged, 2 staged appends written, 3 batches redone\n",
-			events.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3}, true},
+			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3}, true},
 		{"optimistic", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 1 appends staged, 2 staged appends written, 3 batches redone, 7 optimistic commits, 2 missed\n",
-			events.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Optimistic: 7, Missed: 2}, true},
+			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Optimistic: 7, Missed: 2}, true},
 		{"current", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 3 batches redone, 7 optimistic commits, 2 missed\n",
-			events.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Optimistic: 7, Missed: 2}, true},
-		{"none", "worker w1: stopped\n", events.Stats{}, false},
+			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Optimistic: 7, Missed: 2}, true},
+		{"none", "worker w1: stopped\n", eventlog.Stats{}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, ok := writerStats(c.line)

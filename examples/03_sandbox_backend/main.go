@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
@@ -108,7 +109,7 @@ func main() {
 
 // toolEvidence returns the tool.returned event recorded on a session.
 func toolEvidence(ctx context.Context, rt *rath.Runtime, id string) (*events.ToolReturned, error) {
-	evs, err := rt.Store().Read(ctx, events.Query{Stream: id, Types: []string{events.TypeToolReturned}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Stream: id, Types: []string{events.TypeToolReturned}})
 	if err != nil {
 		return nil, err
 	}

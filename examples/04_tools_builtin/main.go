@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
@@ -82,7 +83,7 @@ func main() {
 
 	// The evidence: every tool.returned event names the backend and the
 	// files the call changed, with content hashes (contents are blobs).
-	evs, err := rt.Store().Read(ctx, events.Query{Stream: run.Output.ID(), Types: []string{events.TypeToolReturned}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Stream: run.Output.ID(), Types: []string{events.TypeToolReturned}})
 	check(err)
 	fmt.Println("evidence:")
 	for _, ev := range evs {

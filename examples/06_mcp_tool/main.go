@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
@@ -99,7 +100,7 @@ func main() {
 			fmt.Println("answer:", c.Content)
 		}
 	}
-	evs, err := rt.Store().Read(ctx, events.Query{Stream: run.Output.ID(), Types: []string{events.TypeToolReturned}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Stream: run.Output.ID(), Types: []string{events.TypeToolReturned}})
 	check(err)
 	for _, ev := range evs {
 		payload, err := ev.Decode()

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -85,7 +86,7 @@ func main() {
 	}
 
 	// Each recall is an event with its hits: what the agent knew, when.
-	recalls, err := rt.Store().Read(ctx, events.Query{Types: []string{events.TypeMemoryRecalled}})
+	recalls, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeMemoryRecalled}})
 	check(err)
 	for _, ev := range recalls {
 		payload, err := ev.Decode()

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -72,7 +73,7 @@ func main() {
 	check(err)
 
 	// The route the model chose, read back from the log.
-	evs, err := rt.Store().Read(ctx, events.Query{RunID: run.ID, Types: []string{events.TypeSelectorDecided}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{RunID: run.ID, Types: []string{events.TypeSelectorDecided}})
 	check(err)
 	for i, ev := range evs {
 		payload, err := ev.Decode()

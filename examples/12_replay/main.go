@@ -36,6 +36,7 @@ import (
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver rath uses, registered as "sqlite"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -149,7 +150,7 @@ func parentName(parent, original string) string {
 
 // editorChunkSeq finds the chunk.appended event of the editor's answer.
 func editorChunkSeq(ctx context.Context, rt *rath.Runtime, runID string) (int64, error) {
-	evs, err := rt.Store().Read(ctx, events.Query{RunID: runID, Types: []string{events.TypeChunkAppended}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{RunID: runID, Types: []string{events.TypeChunkAppended}})
 	if err != nil {
 		return 0, err
 	}
@@ -211,7 +212,7 @@ func verify(ctx context.Context, dir string) string {
 	rt, err := rath.Open(ctx, dir)
 	check(err)
 	defer rt.Close()
-	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 	check(err)
 	if !rep.OK() {
 		return fmt.Sprintf("verify FAILED at seq %d: %s", rep.Failure.Seq, rep.Failure.Reason)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
@@ -14,7 +15,7 @@ import (
 	"github.com/gorath/rath/sandbox/local"
 )
 
-func h(s string) string { return events.BlobHash([]byte(s)) }
+func h(s string) string { return eventlog.BlobHash([]byte(s)) }
 
 // checkBlobs asserts every non-empty hash in files has its content stored
 // as a blob, equal to want[hash].

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,8 +34,8 @@ func render(res *mcp.CallToolResult) rendered {
 	)
 	keep := func(kind, mime, uri, name string, data []byte) string {
 		r.blobs = append(r.blobs, data)
-		r.attachments = append(r.attachments, events.ToolAttachment{Kind: kind, MIME: mime, Ref: events.BlobHash(data), Size: len(data), URI: uri, Name: name})
-		return fmt.Sprintf("[%s %s, %d bytes, sha256 %s]", kind, mime, len(data), events.BlobHash(data))
+		r.attachments = append(r.attachments, events.ToolAttachment{Kind: kind, MIME: mime, Ref: eventlog.BlobHash(data), Size: len(data), URI: uri, Name: name})
+		return fmt.Sprintf("[%s %s, %d bytes, sha256 %s]", kind, mime, len(data), eventlog.BlobHash(data))
 	}
 	for _, c := range res.Content {
 		switch v := c.(type) {
@@ -69,7 +70,7 @@ func render(res *mcp.CallToolResult) rendered {
 				parts = append(parts, string(b))
 			}
 			r.blobs = append(r.blobs, b)
-			r.attachments = append(r.attachments, events.ToolAttachment{Kind: "structured", MIME: "application/json", Ref: events.BlobHash(b), Size: len(b)})
+			r.attachments = append(r.attachments, events.ToolAttachment{Kind: "structured", MIME: "application/json", Ref: eventlog.BlobHash(b), Size: len(b)})
 		}
 	}
 	r.text = strings.Join(parts, "\n")

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
@@ -170,7 +171,7 @@ func TestManager_AgentLoop(t *testing.T) {
 		{"add", "", "2 + 40 = 42"},
 		{"mul", "", "42"},
 		{"fail", mcptool.KindToolError, "error (mcp_tool_error): mcptool: calc tool fail failed: the disk is on fire"},
-		{"pixel", "", "one pixel:\n[image image/png, 15 bytes, sha256 " + events.BlobHash(img) + "]"},
+		{"pixel", "", "one pixel:\n[image image/png, 15 bytes, sha256 " + eventlog.BlobHash(img) + "]"},
 		{"shout", "", `{"shouted":"hey!"}`},
 		{"bad args", flow.ToolErrSchema, "error (schema_violation): arguments do not match the schema of calc__add"},
 		{"bad draft7", flow.ToolErrSchema, "error (schema_violation): arguments do not match the schema of calc__shout"},
@@ -190,7 +191,7 @@ func TestManager_AgentLoop(t *testing.T) {
 			}
 		}
 	}
-	if b, err := rt.Store().GetBlob(t.Context(), events.BlobHash(img)); err != nil || string(b) != string(img) {
+	if b, err := rt.Store().GetBlob(t.Context(), eventlog.BlobHash(img)); err != nil || string(b) != string(img) {
 		t.Errorf("image blob = %q, %v", b, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
@@ -123,7 +124,7 @@ func (s *Server) apiRunFork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fork: seq %d is not an event of run %s", req.Seq, id)
 		return
 	}
-	evs, err := s.rt.Store().Read(ctx, events.Query{FromSeq: req.Seq, Limit: 1})
+	evs, err := s.rt.Store().Read(ctx, eventlog.Query{FromSeq: req.Seq, Limit: 1})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "fork: %v", err)
 		return

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/dossier"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/internal/jsonview"
@@ -70,7 +71,7 @@ func (s *Server) apiRunStream(w http.ResponseWriter, r *http.Request) {
 	ch := make(chan item)
 	go func() {
 		defer close(ch)
-		for ev, err := range s.rt.Store().Subscribe(ctx, events.Query{RunID: id, FromSeq: after + 1}) {
+		for ev, err := range s.rt.Store().Subscribe(ctx, eventlog.Query{RunID: id, FromSeq: after + 1}) {
 			select {
 			case ch <- item{ev, err}:
 			case <-ctx.Done():
@@ -304,9 +305,9 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 type VerifyView = jsonview.Verify
 
 func (s *Server) apiVerify(w http.ResponseWriter, r *http.Request) {
-	var opts events.VerifyOptions
+	var opts eventlog.VerifyOptions
 	if h := r.URL.Query().Get("head"); h != "" {
-		head, err := events.ParseHead(h)
+		head, err := eventlog.ParseHead(h)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "head: %v", err)
 			return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/console"
 )
@@ -71,11 +72,11 @@ func appendRun(rt *rath.Runtime, i int) error {
 		status = rath.RunError
 	}
 	_, err := rt.Store().AppendWrites(ctx,
-		events.Write{Stream: id, Expected: events.NoStream, Events: []events.Payload{
+		eventlog.Write{Stream: id, Expected: eventlog.NoStream, Events: []events.Payload{
 			events.RunStarted{Run: id, Workflow: fmt.Sprintf("wf-%d", i%7), InputSession: sid, Seed: "seed", CodeVersion: "bench"},
 			events.RunFinished{Run: id, Status: status, OutputSession: sid},
 		}},
-		events.Write{Stream: sid, Expected: events.NoStream, Events: session})
+		eventlog.Write{Stream: sid, Expected: eventlog.NoStream, Events: session})
 	return err
 }
 

@@ -8,7 +8,7 @@
 // HTML, CSS and JavaScript, no CDN, works offline) at /. The runs list and
 // a run's events are keyset-paged SQL queries over the projections and the
 // events table's run index: no request loads the whole log. A run's live
-// tail is Server-Sent Events fed by events.Store.Subscribe, which wakes on
+// tail is Server-Sent Events fed by eventlog.Store.Subscribe, which wakes on
 // the store's append notifications.
 //
 // # Security

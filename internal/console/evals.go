@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/gorath/rath/eval"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -212,7 +213,7 @@ func (s *Server) eventAt(ctx context.Context, seq int64, seen map[int64]events.E
 	if ev, ok := seen[seq]; ok {
 		return ev, nil
 	}
-	evs, err := s.rt.Store().Read(ctx, events.Query{FromSeq: seq, ToSeq: seq, Limit: 1})
+	evs, err := s.rt.Store().Read(ctx, eventlog.Query{FromSeq: seq, ToSeq: seq, Limit: 1})
 	if err != nil {
 		return events.Event{}, fmt.Errorf("read seq %d: %w", seq, err)
 	}

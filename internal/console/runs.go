@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/jsonview"
 	"github.com/gorath/rath/projections"
@@ -298,7 +299,7 @@ func (s *Server) apiRunEvents(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.rt.Reader().Run(r.Context(), id); notFound(w, err) {
 		return
 	}
-	evs, err := s.rt.Store().Read(r.Context(), events.Query{RunID: id, FromSeq: after + 1, Limit: int(limit) + 1})
+	evs, err := s.rt.Store().Read(r.Context(), eventlog.Query{RunID: id, FromSeq: after + 1, Limit: int(limit) + 1})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return

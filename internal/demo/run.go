@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/dossier"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -50,7 +51,7 @@ type Summary struct {
 	Tokens    int64          `json:"tokens"`
 	Events    int            `json:"events"`
 	Verified  bool           `json:"verified"`
-	Head      events.Head    `json:"head"`
+	Head      eventlog.Head  `json:"head"`
 	Replay    *replay.Report `json:"replay"`
 	Usage     events.Usage   `json:"usage"`
 	Err       string         `json:"error,omitempty"`
@@ -131,7 +132,7 @@ func Run(ctx context.Context, rt *rath.Runtime, opts Options) (*Summary, error) 
 	if err := sum.count(ctx, rt, run.ID); err != nil {
 		return sum, err
 	}
-	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 	if err != nil {
 		return sum, err
 	}

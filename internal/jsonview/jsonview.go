@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/checkpoint"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 )
@@ -103,7 +104,7 @@ type Verify struct {
 	Attestation *checkpoint.Report `json:"attestation,omitempty"`
 	// Redactions are the redacted events, each with the evidence.redacted
 	// event that redacted it (by whom, why).
-	Redactions []events.RedactionInfo `json:"redactions,omitempty"`
+	Redactions []eventlog.RedactionInfo `json:"redactions,omitempty"`
 }
 
 // VerifyOf is rep's view.

@@ -10,7 +10,7 @@ package scratchopt
 // store.
 type Options struct {
 	// DiscardBlobs makes the store drop the blobs events reference (see
-	// events.Options.DiscardBlobs); only a strict replay wants that.
+	// eventlog.Options.DiscardBlobs); only a strict replay wants that.
 	DiscardBlobs bool
 	// WithoutReadIndexes leaves out of an in-memory store the event log's
 	// indexes by run and by type: reads by run or type still answer, by
@@ -18,7 +18,7 @@ type Options struct {
 	// store that holds about one run.
 	WithoutReadIndexes bool
 	// WithoutTree keeps no Merkle tree over an in-memory store's events
-	// (events.Options.WithoutTree): its log does not verify. For a store
+	// (eventlog.Options.WithoutTree): its log does not verify. For a store
 	// whose events are compared with another log's.
 	WithoutTree bool
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -172,7 +173,7 @@ func BenchmarkPostgres_CatchUpLag(b *testing.B) {
 	writer, reader := storetest.OpenStore(b, tg), storetest.OpenStore(b, tg)
 	seen := make(chan time.Time, 1)
 	go func() {
-		for _, err := range reader.Subscribe(ctx, events.Query{}) {
+		for _, err := range reader.Subscribe(ctx, eventlog.Query{}) {
 			if err != nil {
 				return
 			}

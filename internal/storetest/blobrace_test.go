@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 )
@@ -36,7 +37,7 @@ func TestPostgres_ABlobAnotherPartyInsertsMeanwhileIsNotAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `INSERT INTO blobs (hash, size, bytes) VALUES ($1, $2, $3)`, events.BlobHash(blob), len(blob), blob); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO blobs (hash, size, bytes) VALUES ($1, $2, $3)`, eventlog.BlobHash(blob), len(blob), blob); err != nil {
 		t.Fatal(err)
 	}
 	put := make(chan error, 1)
@@ -71,13 +72,13 @@ func TestPostgres_ABlobAnotherPartyInsertsMeanwhileIsNotAFailure(t *testing.T) {
 		t.Fatalf("PutBlob after a colliding insert: %v", err)
 	}
 	var n int
-	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM blobs WHERE hash = $1`, events.BlobHash(blob)).Scan(&n); err != nil || n != 1 {
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM blobs WHERE hash = $1`, eventlog.BlobHash(blob)).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d copies of the blob (%v), want 1", n, err)
 	}
-	if _, err := s.Append(ctx, "s", events.NoStream, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "1"}); err != nil {
+	if _, err := s.Append(ctx, "s", eventlog.NoStream, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Verify(ctx, events.VerifyOptions{}); err != nil {
+	if _, err := s.Verify(ctx, eventlog.VerifyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

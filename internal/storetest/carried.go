@@ -5,10 +5,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
-// testCarriedWrites checks events.ContextWithCarried: the carried write
+// testCarriedWrites checks eventlog.ContextWithCarried: the carried write
 // lands in the commit of the next append under its context, ahead of it,
 // exactly once however many appends race; a conflict on its stream
 // refuses every append under the context and writes nothing; a write to
@@ -16,9 +17,9 @@ import (
 func testCarriedWrites(t *testing.T, b Backend) {
 	ctx := t.Context()
 	s := OpenStore(t, b.New(t))
-	carry := func(stream string, expected int64) (*events.Carried, func(stream string, expected int64, n int) ([]events.Event, error)) {
+	carry := func(stream string, expected int64) (*eventlog.Carried, func(stream string, expected int64, n int) ([]events.Event, error)) {
 		t.Helper()
-		cctx, c, err := events.ContextWithCarried(ctx, events.Write{Stream: stream, Expected: expected, Events: []events.Payload{placed(stream, 0)}})
+		cctx, c, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: stream, Expected: expected, Events: []events.Payload{placed(stream, 0)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,9 +37,9 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	}
 
 	t.Run("RidesInTheNextCommit", func(t *testing.T) {
-		c, appendUnder := carry("c1", events.NoStream)
+		c, appendUnder := carry("c1", eventlog.NoStream)
 		before := s.Stats().Commits
-		evs, err := appendUnder("a1", events.NoStream, 1)
+		evs, err := appendUnder("a1", eventlog.NoStream, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +52,7 @@ func testCarriedWrites(t *testing.T, b Backend) {
 		if !c.Written() || version("c1") != 1 {
 			t.Fatalf("carried write: written %v, stream at %d", c.Written(), version("c1"))
 		}
-		carried, err := s.Read(ctx, events.Query{Stream: "c1"})
+		carried, err := s.Read(ctx, eventlog.Query{Stream: "c1"})
 		if err != nil || len(carried) != 1 || carried[0].Seq != evs[0].Seq-1 {
 			t.Fatalf("carried event %+v (%v), want it just ahead of seq %d", carried, err, evs[0].Seq)
 		}
@@ -62,7 +63,7 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("MergedWithAWriteToItsStream", func(t *testing.T) {
-		c, appendUnder := carry("c2", events.NoStream)
+		c, appendUnder := carry("c2", eventlog.NoStream)
 		evs, err := appendUnder("c2", 1, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -73,9 +74,9 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("AnotherExpectationGoesAfterIt", func(t *testing.T) {
-		c, appendUnder := carry("c3", events.NoStream)
-		_, err := appendUnder("c3", events.NoStream, 1)
-		var ce *events.ConflictError
+		c, appendUnder := carry("c3", eventlog.NoStream)
+		_, err := appendUnder("c3", eventlog.NoStream, 1)
+		var ce *eventlog.ConflictError
 		if !errors.As(err, &ce) || ce.Stream != "c3" || ce.Actual != 1 {
 			t.Fatalf("err = %v, want the caller's own conflict after the carried write", err)
 		}
@@ -85,21 +86,21 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("AConflictRefusesEveryAppend", func(t *testing.T) {
-		if _, err := s.Append(ctx, "c4", events.NoStream, placed("c4", 9)); err != nil {
+		if _, err := s.Append(ctx, "c4", eventlog.NoStream, placed("c4", 9)); err != nil {
 			t.Fatal(err)
 		}
-		c, appendUnder := carry("c4", events.NoStream)
+		c, appendUnder := carry("c4", eventlog.NoStream)
 		for i := range 2 {
-			_, err := appendUnder("a4", events.NoStream, i)
-			var ce *events.ConflictError
+			_, err := appendUnder("a4", eventlog.NoStream, i)
+			var ce *eventlog.ConflictError
 			if !errors.As(err, &ce) || ce.Stream != "c4" {
 				t.Fatalf("append %d: err = %v, want the carried write's conflict", i, err)
 			}
 		}
-		if !errors.Is(c.Refused(), events.ErrConflict) || c.Written() {
+		if !errors.Is(c.Refused(), eventlog.ErrConflict) || c.Written() {
 			t.Fatalf("refused %v, written %v", c.Refused(), c.Written())
 		}
-		if !errors.Is(c.Flush(ctx, s), events.ErrConflict) {
+		if !errors.Is(c.Flush(ctx, s), eventlog.ErrConflict) {
 			t.Fatal("Flush of a refused write succeeded")
 		}
 		if version("a4") != 0 || version("c4") != 1 {
@@ -108,14 +109,14 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("RacingAppendsCarryItOnce", func(t *testing.T) {
-		c, appendUnder := carry("c5", events.NoStream)
+		c, appendUnder := carry("c5", eventlog.NoStream)
 		const n = 12
 		seqs := make([]int64, n)
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
 		for i := range n {
 			wg.Go(func() {
-				evs, err := appendUnder("a5", events.AnyVersion, i)
+				evs, err := appendUnder("a5", eventlog.AnyVersion, i)
 				if err != nil {
 					errs <- err
 					return
@@ -128,7 +129,7 @@ func testCarriedWrites(t *testing.T, b Backend) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		carried, err := s.Read(ctx, events.Query{Stream: "c5"})
+		carried, err := s.Read(ctx, eventlog.Query{Stream: "c5"})
 		if err != nil || len(carried) != 1 || !c.Written() {
 			t.Fatalf("carried stream %+v (%v), written %v: want one event", carried, err, c.Written())
 		}
@@ -140,7 +141,7 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("FlushWritesItAlone", func(t *testing.T) {
-		c, _ := carry("c6", events.AnyVersion)
+		c, _ := carry("c6", eventlog.AnyVersion)
 		for range 2 {
 			if err := c.Flush(ctx, s); err != nil {
 				t.Fatal(err)
@@ -152,15 +153,15 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("NestedOnOneStream", func(t *testing.T) {
-		octx, outer, err := events.ContextWithCarried(ctx, events.Write{Stream: "c8", Expected: events.NoStream, Events: []events.Payload{placed("c8", 1)}})
+		octx, outer, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "c8", Expected: eventlog.NoStream, Events: []events.Payload{placed("c8", 1)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ictx, inner, err := events.ContextWithCarried(octx, events.Write{Stream: "c8", Expected: 1, Events: []events.Payload{placed("c8", 2)}})
+		ictx, inner, err := eventlog.ContextWithCarried(octx, eventlog.Write{Stream: "c8", Expected: 1, Events: []events.Payload{placed("c8", 2)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, err := s.Append(ictx, "a8", events.NoStream, placed("a8", 1))
+		evs, err := s.Append(ictx, "a8", eventlog.NoStream, placed("a8", 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,22 +172,22 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("AnAppendNamingItsStreamTwiceIsRefused", func(t *testing.T) {
-		cctx, c, err := events.ContextWithCarried(ctx, events.Write{Stream: "c9", Expected: events.NoStream, Events: []events.Payload{placed("c9", 1)}})
+		cctx, c, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "c9", Expected: eventlog.NoStream, Events: []events.Payload{placed("c9", 1)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.AppendWrites(cctx, events.Write{Stream: "c9", Expected: 1, Events: []events.Payload{placed("c9", 2)}},
-			events.Write{Stream: "c9", Expected: events.AnyVersion, Events: []events.Payload{placed("c9", 3)}})
+		_, err = s.AppendWrites(cctx, eventlog.Write{Stream: "c9", Expected: 1, Events: []events.Payload{placed("c9", 2)}},
+			eventlog.Write{Stream: "c9", Expected: eventlog.AnyVersion, Events: []events.Payload{placed("c9", 3)}})
 		if !errors.Is(err, events.ErrInvalid) || !c.Written() || version("c9") != 1 {
 			t.Fatalf("err = %v, written %v, stream at %d: want the append refused as invalid after the carried write", err, c.Written(), version("c9"))
 		}
 	})
 
 	t.Run("InvalidIsRefusedAtOnce", func(t *testing.T) {
-		if _, _, err := events.ContextWithCarried(ctx, events.Write{Stream: "c7", Expected: events.NoStream}); !errors.Is(err, events.ErrInvalid) {
+		if _, _, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "c7", Expected: eventlog.NoStream}); !errors.Is(err, events.ErrInvalid) {
 			t.Fatalf("a write of no events: err = %v, want ErrInvalid", err)
 		}
-		if _, _, err := events.ContextWithCarried(ctx, events.Write{Stream: "c7", Expected: events.NoStream, Events: []events.Payload{placed("other", 1)}}); !errors.Is(err, events.ErrInvalid) {
+		if _, _, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "c7", Expected: eventlog.NoStream, Events: []events.Payload{placed("other", 1)}}); !errors.Is(err, events.ErrInvalid) {
 			t.Fatalf("a payload of another stream: err = %v, want ErrInvalid", err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 )
@@ -49,7 +50,7 @@ func TestPostgres_ListenerStartsWithTheFirstSubscriber(t *testing.T) {
 	}
 	tg := storetest.Target{Dir: t.TempDir(), DSN: dsn}
 	writer := storetest.OpenStore(t, tg)
-	if _, err := writer.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "a"}); err != nil {
+	if _, err := writer.Append(ctx, "s", eventlog.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	// A listener started at Open would show up within this second.
@@ -62,7 +63,7 @@ func TestPostgres_ListenerStartsWithTheFirstSubscriber(t *testing.T) {
 	reader := storetest.OpenStore(t, tg)
 	got := make(chan int64, 4)
 	go func() {
-		for ev, err := range reader.Subscribe(ctx, events.Query{FromSeq: 2}) {
+		for ev, err := range reader.Subscribe(ctx, eventlog.Query{FromSeq: 2}) {
 			if err != nil {
 				return
 			}
@@ -70,7 +71,7 @@ func TestPostgres_ListenerStartsWithTheFirstSubscriber(t *testing.T) {
 		}
 	}()
 	waitFor(1)
-	if _, err := writer.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "b"}); err != nil {
+	if _, err := writer.Append(ctx, "s", eventlog.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

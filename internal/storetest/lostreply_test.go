@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 )
@@ -167,7 +168,7 @@ func (p *replyDropper) answers(s, c net.Conn) {
 // append failed with an unknown outcome. Now the writer ends the old
 // connection's server process, finds the batch's first event at its seq
 // with its leaf hash, and answers the append as committed
-// (events/resolve.go). Both ways a transaction begins: optimistically,
+// (eventlog/resolve.go). Both ways a transaction begins: optimistically,
 // BEGIN and the lock in the same pipeline (the writer made the last
 // commit and knows the stream), and the usual way (a stream it has not
 // seen: its head is read with the lock first).
@@ -189,7 +190,7 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 			}
 			s, proxy := behindDropper(t, tg, "COMMIT", deferredInsert{})
 			proxy.armed.Store(true)
-			if _, err := s.Append(ctx, c.stream, events.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"}); err != nil {
+			if _, err := s.Append(ctx, c.stream, eventlog.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"}); err != nil {
 				t.Fatalf("append whose commit answer was lost: %v, want its outcome learned: committed", err)
 			}
 			if proxy.dropped.Load() != 1 {
@@ -199,7 +200,7 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 				t.Fatalf("the lost answer held BEGIN's: %v, want %v", began, c.optimistic)
 			}
 			// The store goes on, on a new connection.
-			if _, err := s.Append(ctx, c.stream, events.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "c"}); err != nil {
+			if _, err := s.Append(ctx, c.stream, eventlog.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "c"}); err != nil {
 				t.Fatalf("the next append: %v", err)
 			}
 			evs, err := s.ReadStream(ctx, c.stream, 1)
@@ -239,7 +240,7 @@ func TestPostgres_ACommitThatNeverArrivesIsWrittenAgainOnce(t *testing.T) {
 			ctx := t.Context()
 			s, proxy := behindDropper(t, postgresTarget(t), "COMMIT")
 			proxy.cut.Store(c.cut)
-			evs, err := s.Append(ctx, c.stream, events.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"})
+			evs, err := s.Append(ctx, c.stream, eventlog.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"})
 			if err != nil {
 				t.Fatalf("append whose COMMIT never arrived: %v, want it written again", err)
 			}
@@ -265,7 +266,7 @@ func TestPostgres_ACommitThatNeverArrivesIsWrittenAgainOnce(t *testing.T) {
 // behindDropper opens the log of tg through a reply dropper that drops
 // the answer holding tag, with projectors, and appends a first event to
 // stream "s" so that every statement is prepared before the fault.
-func behindDropper(t *testing.T, tg storetest.Target, tag string, projectors ...events.Projector) (*events.Store, *replyDropper) {
+func behindDropper(t *testing.T, tg storetest.Target, tag string, projectors ...eventlog.Projector) (*eventlog.Store, *replyDropper) {
 	t.Helper()
 	u, err := url.Parse(tg.DSN)
 	if err != nil {
@@ -274,12 +275,12 @@ func behindDropper(t *testing.T, tg storetest.Target, tag string, projectors ...
 	proxy := newReplyDropper(t, u.Host)
 	proxy.tag.Store(tag)
 	u.Host = proxy.ln.Addr().String()
-	s, err := events.Open(t.Context(), events.Options{DSN: u.String(), Projectors: projectors})
+	s, err := eventlog.Open(t.Context(), eventlog.Options{DSN: u.String(), Projectors: projectors})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := s.Append(t.Context(), "s", events.AnyVersion, placedS(0)); err != nil {
+	if _, err := s.Append(t.Context(), "s", eventlog.AnyVersion, placedS(0)); err != nil {
 		t.Fatal(err)
 	}
 	return s, proxy
@@ -302,14 +303,14 @@ func TestPostgres_ALostAnswerToTheLockIsRetriedOrNothing(t *testing.T) {
 	// A stream the writer has not seen: its head is read with the lock,
 	// in the pipeline that begins (an append the writer could check
 	// against its caches sends BEGIN with its COMMIT: the case above).
-	_, err := s.Append(ctx, "t", events.AnyVersion, &events.SessionPlaced{Session: "t", Backend: "good"})
+	_, err := s.Append(ctx, "t", eventlog.AnyVersion, &events.SessionPlaced{Session: "t", Backend: "good"})
 	if proxy.dropped.Load() != 1 {
 		t.Fatalf("the proxy dropped %d answers, want 1", proxy.dropped.Load())
 	}
 	t.Logf("the append after the lost answer: %v", err)
 	want := 1
 	if err != nil {
-		if !events.IsTransient(err) {
+		if !eventlog.IsTransient(err) {
 			t.Fatalf("append whose lock answer was lost: err = %v, want success or a transient error", err)
 		}
 		want = 0

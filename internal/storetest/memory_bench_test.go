@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory"
 )
@@ -44,7 +45,7 @@ func BenchmarkPostgres_MemoryCatchUp(b *testing.B) {
 				}
 				ps[i] = events.MemoryRemembered{Namespace: name, ID: memory.DeriveID(name, first+int64(i)), Text: sb.String()}
 			}
-			if _, err := rt.Store().Append(ctx, events.MemoryStream(name), events.AnyVersion, ps...); err != nil {
+			if _, err := rt.Store().Append(ctx, events.MemoryStream(name), eventlog.AnyVersion, ps...); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -7,19 +7,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
 // appendTen appends ten events to stream s, the fourth in run r1.
-func appendTen(t testing.TB, s *events.Store) {
+func appendTen(t testing.TB, s *eventlog.Store) {
 	t.Helper()
 	for i := range 10 {
 		ctx := t.Context()
 		if i == 3 {
 			ctx = events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "x"})
 		}
-		if _, err := s.Append(ctx, "s", events.AnyVersion, placed("s", i)); err != nil {
+		if _, err := s.Append(ctx, "s", eventlog.AnyVersion, placed("s", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -64,11 +65,11 @@ func testMerkleTampering(t *testing.T, b Backend) {
 					t.Fatalf("%s: %v", q, err)
 				}
 			}
-			rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+			rep, err := s.Verify(t.Context(), eventlog.VerifyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.OK() || rep.Failure.Seq != tc.seq || !errors.Is(rep.Failure, events.ErrVerify) || !strings.Contains(rep.Failure.Reason, tc.reason) {
+			if rep.OK() || rep.Failure.Seq != tc.seq || !errors.Is(rep.Failure, eventlog.ErrVerify) || !strings.Contains(rep.Failure.Reason, tc.reason) {
 				t.Fatalf("verify = %v, want a failure at seq %d saying %q", rep.Failure, tc.seq, tc.reason)
 			}
 		})
@@ -94,7 +95,7 @@ func testMerkleTampering(t *testing.T, b Backend) {
 			}
 		}
 		MustVerify(t, s)
-		rep, err := s.Verify(t.Context(), events.VerifyOptions{Tree: &head})
+		rep, err := s.Verify(t.Context(), eventlog.VerifyOptions{Tree: &head})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,9 +112,9 @@ func testMerkleProofs(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
 	s := OpenStore(t, tg)
-	var heads []events.TreeHead
+	var heads []eventlog.TreeHead
 	for i := range 21 {
-		if _, err := s.Append(ctx, "s", events.AnyVersion, placed("s", i)); err != nil {
+		if _, err := s.Append(ctx, "s", eventlog.AnyVersion, placed("s", i)); err != nil {
 			t.Fatal(err)
 		}
 		h, err := s.TreeHead(ctx)
@@ -157,7 +158,7 @@ func testMerkleProofs(t *testing.T, b Backend) {
 		if err := tlog.CheckTree(p, last.Size, last.Root, old.Size, old.Root); err != nil {
 			t.Fatalf("consistency %d -> %d: %v", old.Size, last.Size, err)
 		}
-		if rep, err := s.Verify(ctx, events.VerifyOptions{Tree: &old}); err != nil || !rep.OK() {
+		if rep, err := s.Verify(ctx, eventlog.VerifyOptions{Tree: &old}); err != nil || !rep.OK() {
 			t.Fatalf("verify with the tree head %v = %+v, %v", old, rep, err)
 		}
 	}
@@ -167,7 +168,7 @@ func testMerkleProofs(t *testing.T, b Backend) {
 }
 
 // One commit of ten events stores its eight tree hashes as one row
-// (events/treerows.go); an edit inside that row is found at the seq whose
+// (eventlog/treerows.go); an edit inside that row is found at the seq whose
 // leaf completes the altered node, and a row cut short or reaching past
 // the log's tail is found too.
 func testPackedTreeRows(t *testing.T, b Backend) {
@@ -193,7 +194,7 @@ func testPackedTreeRows(t *testing.T, b Backend) {
 			for i := range ps {
 				ps[i] = placed("s", i)
 			}
-			if _, err := s.Append(t.Context(), "s", events.NoStream, ps...); err != nil {
+			if _, err := s.Append(t.Context(), "s", eventlog.NoStream, ps...); err != nil {
 				t.Fatal(err)
 			}
 			MustVerify(t, s)
@@ -211,7 +212,7 @@ func testPackedTreeRows(t *testing.T, b Backend) {
 			if err := tg.Exec(t, fmt.Sprintf(`UPDATE tree_hashes SET hash = %s WHERE id = %d`, literal, id)); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+			rep, err := s.Verify(t.Context(), eventlog.VerifyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +235,7 @@ func testOneHashRowsThenPacked(t *testing.T, b Backend) {
 		for i := range ps {
 			ps[i] = placed("s", i)
 		}
-		if _, err := s.Append(ctx, "s", events.AnyVersion, ps...); err != nil {
+		if _, err := s.Append(ctx, "s", eventlog.AnyVersion, ps...); err != nil {
 			t.Fatal(err)
 		}
 	}

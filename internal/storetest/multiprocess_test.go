@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 )
@@ -39,11 +40,11 @@ func appender(spec string) int {
 	target, index := f[0], f[1]
 	n, _ := strconv.Atoi(f[2])
 	ctx := context.Background()
-	opts := events.Options{Path: filepath.Join(target, rath.DBFile)}
-	if events.IsPostgresDSN(target) {
-		opts = events.Options{DSN: target}
+	opts := eventlog.Options{Path: filepath.Join(target, rath.DBFile)}
+	if eventlog.IsPostgresDSN(target) {
+		opts = eventlog.Options{DSN: target}
 	}
-	s, err := events.Open(ctx, opts)
+	s, err := eventlog.Open(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 3
@@ -61,7 +62,7 @@ func appender(spec string) int {
 			stream = "shared"
 		}
 		t0 := time.Now()
-		evs, err := s.Append(ctx, stream, events.AnyVersion, &events.SessionPlaced{Session: stream, Backend: "local", Spec: fmt.Sprintf("%s/%d", index, i)})
+		evs, err := s.Append(ctx, stream, eventlog.AnyVersion, &events.SessionPlaced{Session: stream, Backend: "local", Spec: fmt.Sprintf("%s/%d", index, i)})
 		slowest = max(slowest, time.Since(t0))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "append:", err)
@@ -147,7 +148,7 @@ func multiProcess(t *testing.T, tg storetest.Target) {
 		t.Fatal("process 0 ended before it could be killed")
 	}
 	s := storetest.OpenStore(t, tg)
-	rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+	rep, err := s.Verify(t.Context(), eventlog.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
@@ -155,7 +156,7 @@ func multiProcess(t *testing.T, tg storetest.Target) {
 		t.Fatalf("head %d, want at least %d", rep.Head.Seq, min)
 	}
 	seq := int64(0)
-	for ev, err := range s.Scan(t.Context(), events.Query{}) {
+	for ev, err := range s.Scan(t.Context(), eventlog.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

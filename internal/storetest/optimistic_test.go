@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 )
 
-// An optimistic commit (events/optimistic.go) checks, in its one round
+// An optimistic commit (eventlog/optimistic.go) checks, in its one round
 // trip, that no other process committed since its writer's last commit.
 // When one did, nothing of it is written and it is done again the usual
 // way: a version conflict the writer's stale cache saw is not returned,
@@ -21,7 +22,7 @@ func TestPostgres_AnOptimisticCommitThatMissesIsDoneAgain(t *testing.T) {
 	ctx := t.Context()
 	tg := postgresTarget(t)
 	a, b := storetest.OpenStore(t, tg), storetest.OpenStore(t, tg)
-	place := func(s *events.Store, stream string, expected int64) ([]events.Event, error) {
+	place := func(s *eventlog.Store, stream string, expected int64) ([]events.Event, error) {
 		return s.Append(ctx, stream, expected, &events.SessionPlaced{Session: stream, Backend: "local"})
 	}
 	must := func(evs []events.Event, err error) []events.Event {
@@ -34,7 +35,7 @@ func TestPostgres_AnOptimisticCommitThatMissesIsDoneAgain(t *testing.T) {
 	for v := range int64(3) { // a's caches hold x; its commits are optimistic
 		must(place(a, "x", v))
 	}
-	must(place(a, "y", events.NoStream))
+	must(place(a, "y", eventlog.NoStream))
 	missed := func(want int64) {
 		t.Helper()
 		if got := a.Stats().Missed; got != want {
@@ -59,7 +60,7 @@ func TestPostgres_AnOptimisticCommitThatMissesIsDoneAgain(t *testing.T) {
 	missed(1)
 	// A batch written optimistically whose check finds b's commit at
 	// the flush: rolled back and written at the next seq.
-	must(place(b, "z", events.NoStream))
+	must(place(b, "z", eventlog.NoStream))
 	evs := must(place(a, "y", 5))
 	missed(2)
 	tail, err := b.Head(ctx)
@@ -75,7 +76,7 @@ func TestPostgres_AnOptimisticCommitThatMissesIsDoneAgain(t *testing.T) {
 		must(place(a, "y", v))
 	}
 	before := a.Stats()
-	var conflict *events.ConflictError
+	var conflict *eventlog.ConflictError
 	if _, err := place(a, "y", 3); !errors.As(err, &conflict) || conflict.Actual != 13 {
 		t.Fatalf("a stale append to y: %v, want a ConflictError at version 13", err)
 	}
@@ -84,7 +85,7 @@ func TestPostgres_AnOptimisticCommitThatMissesIsDoneAgain(t *testing.T) {
 	}
 
 	// Every append is in the log once, gap-free, and the log verifies.
-	all, err := a.Read(ctx, events.Query{})
+	all, err := a.Read(ctx, eventlog.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -19,7 +20,7 @@ func testOutlineRun(t *testing.T, b Backend) {
 			c = events.ContextWithRun(ctx, events.RunRef{ID: run})
 		}
 		for i := range n {
-			if _, err := s.Append(c, stream, events.AnyVersion, placed(stream, i)); err != nil {
+			if _, err := s.Append(c, stream, eventlog.AnyVersion, placed(stream, i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -53,7 +54,7 @@ func testOutlineRun(t *testing.T, b Backend) {
 			t.Errorf("OutlineRun(%s, %d) = %+v, want %d events on %v", tc.run, tc.toSeq, got, tc.events, tc.streams)
 		}
 		// The outline agrees with the record it outlines.
-		evs, err := s.Read(ctx, events.Query{RunID: tc.run, ToSeq: tc.toSeq})
+		evs, err := s.Read(ctx, eventlog.Query{RunID: tc.run, ToSeq: tc.toSeq})
 		if err != nil {
 			t.Fatal(err)
 		}

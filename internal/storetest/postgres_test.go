@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"sync"
 	"sync/atomic"
@@ -144,7 +145,7 @@ func TestPostgres_SubscriberSurvivesDroppedConnections(t *testing.T) {
 	reader, writer := storetest.OpenStore(t, tg), storetest.OpenStore(t, tg)
 	got := make(chan int64, 100)
 	go func() {
-		for ev, err := range reader.Subscribe(ctx, events.Query{}) {
+		for ev, err := range reader.Subscribe(ctx, eventlog.Query{}) {
 			if err != nil {
 				t.Errorf("subscriber: %v", err)
 				return
@@ -155,7 +156,7 @@ func TestPostgres_SubscriberSurvivesDroppedConnections(t *testing.T) {
 	want := int64(1)
 	for round := range 4 {
 		for i := range 3 {
-			if _, err := writer.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: fmt.Sprint(round, i)}); err != nil {
+			if _, err := writer.Append(ctx, "s", eventlog.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: fmt.Sprint(round, i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -177,30 +178,30 @@ func TestPostgres_SubscriberSurvivesDroppedConnections(t *testing.T) {
 	}
 }
 
-// A read pool handed to events.Open is the store's: its reads go through
+// A read pool handed to eventlog.Open is the store's: its reads go through
 // it, and Close closes it, as does an Open that fails, whatever the reason.
 func TestPostgresReadPool_IsTakenOverByTheStore(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	target := postgresTarget(t)
-	open := func(opts events.Options) (*events.Store, *sql.DB, error) {
+	open := func(opts eventlog.Options) (*eventlog.Store, *sql.DB, error) {
 		t.Helper()
-		pool, err := events.OpenPostgresReadPool(target.DSN)
+		pool, err := eventlog.OpenPostgresReadPool(target.DSN)
 		if err != nil {
 			t.Fatal(err)
 		}
 		opts.PostgresReadPool = pool
-		s, err := events.Open(ctx, opts)
+		s, err := eventlog.Open(ctx, opts)
 		return s, pool, err
 	}
-	s, pool, err := open(events.Options{DSN: target.DSN})
+	s, pool, err := open(eventlog.Options{DSN: target.DSN})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.DB().DB != pool {
 		t.Error("the store reads through a pool of its own, not the one it was given")
 	}
-	if _, err := s.Append(ctx, "s1", events.NoStream, events.SessionCreated{Session: "s1", Origin: "user"}); err != nil {
+	if _, err := s.Append(ctx, "s1", eventlog.NoStream, events.SessionCreated{Session: "s1", Origin: "user"}); err != nil {
 		t.Fatal(err)
 	}
 	if evs, err := s.ReadStream(ctx, "s1", 0); err != nil || len(evs) != 1 {
@@ -212,7 +213,7 @@ func TestPostgresReadPool_IsTakenOverByTheStore(t *testing.T) {
 	if err := pool.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("the pool after the store closed: %v, want it closed", err)
 	}
-	for name, opts := range map[string]events.Options{
+	for name, opts := range map[string]eventlog.Options{
 		"no DSN":           {Path: filepath.Join(t.TempDir(), "rath.db")},
 		"bad option":       {DSN: target.DSN, Synchronous: "SOMETIMES"},
 		"server not there": {DSN: "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"},
@@ -238,7 +239,7 @@ func TestPostgres_ExclusiveSurvivesALockTimeout(t *testing.T) {
 	dsn := target.DSN
 	target.DSN += "&statement_timeout=300"
 	s := storetest.OpenStore(t, target)
-	if _, err := s.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "first"}); err != nil {
+	if _, err := s.Append(ctx, "s", eventlog.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "first"}); err != nil {
 		t.Fatal(err)
 	}
 	holder, err := sql.Open("pgx", dsn)
@@ -253,17 +254,17 @@ func TestPostgres_ExclusiveSurvivesALockTimeout(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Exclusive(ctx, func(context.Context, *events.Tx) error { return nil }); err == nil {
+	if err := s.Exclusive(ctx, func(context.Context, *eventlog.Tx) error { return nil }); err == nil {
 		t.Error("an exclusive transaction ran while another connection held the chain lock")
 
 	}
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Exclusive(ctx, func(context.Context, *events.Tx) error { return nil }); err != nil {
+	if err := s.Exclusive(ctx, func(context.Context, *eventlog.Tx) error { return nil }); err != nil {
 		t.Fatalf("exclusive once the lock is free: %v", err)
 	}
-	if _, err := s.Append(ctx, "s", events.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "last"}); err != nil {
+	if _, err := s.Append(ctx, "s", eventlog.AnyVersion, &events.SessionPlaced{Session: "s", Backend: "local", Spec: "last"}); err != nil {
 		t.Fatalf("append once the lock is free: %v", err)
 	}
 }

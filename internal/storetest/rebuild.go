@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/projections"
 )
 
@@ -24,7 +24,7 @@ func testRebuildInBulk(t *testing.T, b Backend) {
 			t.Fatalf("the log projects %d rows into %s, want at least %d", got, table, least)
 		}
 	}
-	if rep, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
+	if rep, err := rt.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify after the rebuild = %v, %v", fmt.Sprint(rep.Failure), err)
 	}
 }

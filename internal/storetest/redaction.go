@@ -6,15 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
 // redactedLog is appendTen plus three tool results on stream "t": seq 11
 // and 12 with outputs of their own, seq 13 sharing seq 12's output.
 type redactedLog struct {
-	s           *events.Store
+	s           *eventlog.Store
 	own, shared string // the blob only seq 11 names, the one 12 and 13 name
-	before      events.TreeHead
+	before      eventlog.TreeHead
 }
 
 func newRedactedLog(t *testing.T, tg Target) *redactedLog {
@@ -32,7 +33,7 @@ func newRedactedLog(t *testing.T, tg Target) *redactedLog {
 	}
 	for i, ref := range []string{l.own, l.shared, l.shared} {
 		p := &events.ToolReturned{Session: "t", CallID: string(rune('a' + i)), Tool: "shell", OutputRef: ref, OutputSize: 30}
-		if _, err := s.Append(ctx, "t", events.AnyVersion, p); err != nil {
+		if _, err := s.Append(ctx, "t", eventlog.AnyVersion, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,14 +50,14 @@ func testRedaction(t *testing.T, b Backend) {
 		tg := b.New(t)
 		l := newRedactedLog(t, tg)
 		s := l.s
-		res, err := s.Redact(ctx, events.RedactRequest{Seqs: []int64{12, 5, 11}, By: "alice", Reason: "erasure request 7", Scope: "event"})
+		res, err := s.Redact(ctx, eventlog.RedactRequest{Seqs: []int64{12, 5, 11}, By: "alice", Reason: "erasure request 7", Scope: "event"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := res.Redacted; len(got) != 3 || got[0] != 5 || got[2] != 12 || res.Blobs != 1 || res.Record.Seq != 14 {
 			t.Fatalf("redact = %+v, want seqs 5, 11, 12, one blob deleted, the record at seq 14", res)
 		}
-		if _, err := s.GetBlob(ctx, l.own); !errors.Is(err, events.ErrBlobNotFound) {
+		if _, err := s.GetBlob(ctx, l.own); !errors.Is(err, eventlog.ErrBlobNotFound) {
 			t.Fatalf("the blob only seq 11 named: %v, want it deleted", err)
 		}
 		if _, err := s.GetBlob(ctx, l.shared); err != nil {
@@ -85,7 +86,7 @@ func testRedaction(t *testing.T, b Backend) {
 		if err != nil || at != l.before {
 			t.Fatalf("the tree at size %d is %v (%v), want %v as before the redaction", l.before.Size, at, err, l.before)
 		}
-		if r, err := s.Verify(ctx, events.VerifyOptions{Tree: &l.before}); err != nil || !r.OK() {
+		if r, err := s.Verify(ctx, eventlog.VerifyOptions{Tree: &l.before}); err != nil || !r.OK() {
 			t.Fatalf("verify against the head from before: %v %v", r.Failure, err)
 		}
 		info, ok, err := s.Redacted(ctx, 11)
@@ -95,7 +96,7 @@ func testRedaction(t *testing.T, b Backend) {
 		if _, ok, err := s.Redacted(ctx, 13); ok || err != nil {
 			t.Fatalf("Redacted(13) = %v %v, want not redacted", ok, err)
 		}
-		again, err := s.Redact(ctx, events.RedactRequest{Seqs: []int64{5}, By: "bob", Reason: "twice"})
+		again, err := s.Redact(ctx, eventlog.RedactRequest{Seqs: []int64{5}, By: "bob", Reason: "twice"})
 		if err != nil || len(again.Already) != 1 || again.Record.Seq != 0 {
 			t.Fatalf("redacting seq 5 again = %+v, %v; want it reported as already redacted", again, err)
 		}
@@ -116,23 +117,23 @@ func testRedaction(t *testing.T, b Backend) {
 	t.Run("refused", func(t *testing.T) {
 		l := newRedactedLog(t, b.New(t))
 		for _, tc := range []struct {
-			req  events.RedactRequest
+			req  eventlog.RedactRequest
 			want error
 		}{
-			{events.RedactRequest{Seqs: []int64{99}, By: "a", Reason: "r"}, events.ErrNotRedactable},
-			{events.RedactRequest{Seqs: []int64{3}, By: "a"}, events.ErrInvalid},
-			{events.RedactRequest{Seqs: []int64{3}, By: "a", Reason: "line\x1b[2Jbreak"}, events.ErrInvalid},
+			{eventlog.RedactRequest{Seqs: []int64{99}, By: "a", Reason: "r"}, eventlog.ErrNotRedactable},
+			{eventlog.RedactRequest{Seqs: []int64{3}, By: "a"}, events.ErrInvalid},
+			{eventlog.RedactRequest{Seqs: []int64{3}, By: "a", Reason: "line\x1b[2Jbreak"}, events.ErrInvalid},
 		} {
 			if _, err := l.s.Redact(ctx, tc.req); !errors.Is(err, tc.want) {
 				t.Errorf("redact %+v: %v, want %v", tc.req, err, tc.want)
 			}
 		}
-		res, err := l.s.Redact(ctx, events.RedactRequest{Seqs: []int64{3}, By: "a", Reason: "r"})
+		res, err := l.s.Redact(ctx, eventlog.RedactRequest{Seqs: []int64{3}, By: "a", Reason: "r"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var re *events.RedactError
-		if _, err := l.s.Redact(ctx, events.RedactRequest{Seqs: []int64{res.Record.Seq}, By: "a", Reason: "r"}); !errors.As(err, &re) {
+		var re *eventlog.RedactError
+		if _, err := l.s.Redact(ctx, eventlog.RedactRequest{Seqs: []int64{res.Record.Seq}, By: "a", Reason: "r"}); !errors.As(err, &re) {
 			t.Fatalf("redacting the record: %v, want a *RedactError", err)
 		}
 		MustVerify(t, l.s)
@@ -163,7 +164,7 @@ func testRedaction(t *testing.T, b Backend) {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := b.New(t)
 			l := newRedactedLog(t, tg)
-			if _, err := l.s.Redact(ctx, events.RedactRequest{Seqs: []int64{5}, By: "alice", Reason: "r"}); err != nil {
+			if _, err := l.s.Redact(ctx, eventlog.RedactRequest{Seqs: []int64{5}, By: "alice", Reason: "r"}); err != nil {
 				t.Fatal(err)
 			}
 			qs := tc.sql(l)
@@ -173,7 +174,7 @@ func testRedaction(t *testing.T, b Backend) {
 					t.Fatalf("%s: %v", q, err)
 				}
 			}
-			rep, err := l.s.Verify(ctx, events.VerifyOptions{})
+			rep, err := l.s.Verify(ctx, eventlog.VerifyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,6 +197,6 @@ func (l *redactedLog) commitment(t *testing.T, seq int64) string {
 	if err := l.s.DB().QueryRowContext(t.Context(), l.s.DB().Rebind(`SELECT salt FROM events WHERE seq = ?`), seq).Scan(&salt); err != nil {
 		t.Fatal(err)
 	}
-	c := events.PayloadCommitment(salt, ev.Payload)
+	c := eventlog.PayloadCommitment(salt, ev.Payload)
 	return hex.EncodeToString(c[:])
 }

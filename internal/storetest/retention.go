@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -56,7 +57,7 @@ func testRetention(t *testing.T, b Backend) {
 	}
 	// A run still running: started, never finished.
 	running := events.ContextWithRun(ctx, events.RunRef{ID: "run-still-going", Seed: "s"})
-	if _, err := rt.Store().Append(running, "run-still-going", events.NoStream, events.RunStarted{Run: "run-still-going", Workflow: "geo", Seed: "s"}); err != nil {
+	if _, err := rt.Store().Append(running, "run-still-going", eventlog.NoStream, events.RunStarted{Run: "run-still-going", Workflow: "geo", Seed: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	future := time.Now().Add(time.Hour)
@@ -75,7 +76,7 @@ func testRetention(t *testing.T, b Backend) {
 		if tg.DSN != "" {
 			return 0
 		}
-		db, err := sql.Open("sqlite", events.DSN(sqlitePath, false))
+		db, err := sql.Open("sqlite", eventlog.DSN(sqlitePath, false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func testRetention(t *testing.T, b Backend) {
 	if len(vr.Redactions) == 0 || vr.Redactions[0].Reason != retention.ReasonRetention {
 		t.Fatalf("verify lists %v, want the retention's redactions", vr.Redactions)
 	}
-	if v, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !v.OK() {
+	if v, err := rt.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !v.OK() {
 		t.Fatalf("verify with the projections: %v %v", v.Failure, err)
 	}
 	// The archive verifies alone, against a head the live tree still has.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 )
@@ -19,7 +20,7 @@ import (
 // whatever its events and blobs: one pipeline with BEGIN, the chain lock,
 // the check of the tail, the statement for the rows, the tree and the
 // NOTIFY, and COMMIT, when its writer made the last commit (two when it
-// must read the tail first). Counted on the wire (events.Stats.RoundTrips).
+// must read the tail first). Counted on the wire (eventlog.Stats.RoundTrips).
 func TestPostgres_RoundTripsPerCommit(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -37,7 +38,7 @@ func TestPostgres_RoundTripsPerCommit(t *testing.T) {
 			&events.SessionPlaced{Session: "s", Backend: "local", Spec: big + fmt.Sprint(i)},
 			&events.SessionPlaced{Session: "s", Backend: "local", Spec: "c"},
 		}
-		if _, err := s.Append(ctx, "s", events.AnyVersion, ps...); err != nil {
+		if _, err := s.Append(ctx, "s", eventlog.AnyVersion, ps...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,7 +66,7 @@ func TestPostgres_RoundTripsPerCommit(t *testing.T) {
 // A transaction of the writer costs the round trips of its statements
 // only. An append whose writer made the log's last commit is one round
 // trip: its BEGIN, the chain lock and a check that the tail is the one
-// the writer cached go ahead of its rows and COMMIT (events/optimistic.go).
+// the writer cached go ahead of its rows and COMMIT (eventlog/optimistic.go).
 // One that must read first (a stream it has not seen, a lease token it has
 // not cached) sends its BEGIN with the lock, the tail and those reads, and
 // its COMMIT with the rows: two. An AppendTx, whose function needs a
@@ -106,7 +107,7 @@ func TestPostgres_AnAppendIsOneRoundTripOrTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	leased := func(run string, token int64) context.Context {
-		return events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), events.Lease{Run: run, Token: token})
+		return eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: token})
 	}
 	for i, c := range []struct {
 		ctx     context.Context
@@ -118,7 +119,7 @@ func TestPostgres_AnAppendIsOneRoundTripOrTwo(t *testing.T) {
 		{leased("r2", 3), "new-3", true},  // a token not cached
 	} {
 		before := s.Stats()
-		if _, err := s.Append(c.ctx, c.stream, events.NoStream, &events.SessionPlaced{Session: c.stream, Backend: "local"}); err != nil {
+		if _, err := s.Append(c.ctx, c.stream, eventlog.NoStream, &events.SessionPlaced{Session: c.stream, Backend: "local"}); err != nil {
 			t.Fatal(err)
 		}
 		after := s.Stats()
@@ -126,8 +127,8 @@ func TestPostgres_AnAppendIsOneRoundTripOrTwo(t *testing.T) {
 			t.Fatalf("append %d to a new stream: %d commits, %d round trips; want 1 and 2", i, commits, trips)
 		}
 	}
-	var fenced *events.FencedError
-	if _, err := s.Append(leased("r1", 6), "new-4", events.NoStream, &events.SessionPlaced{Session: "new-4", Backend: "local"}); !errors.As(err, &fenced) || fenced.Current != 7 {
+	var fenced *eventlog.FencedError
+	if _, err := s.Append(leased("r1", 6), "new-4", eventlog.NoStream, &events.SessionPlaced{Session: "new-4", Backend: "local"}); !errors.As(err, &fenced) || fenced.Current != 7 {
 		t.Fatalf("an append with a stale lease token: %v, want a FencedError naming token 7", err)
 	}
 
@@ -138,7 +139,7 @@ func TestPostgres_AnAppendIsOneRoundTripOrTwo(t *testing.T) {
 		_, err := s.AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, `SELECT 1`)
 			return err
-		}, events.Write{Stream: "s", Expected: int64(7 + i), Events: []events.Payload{placed(fmt.Sprint("tx", i))}})
+		}, eventlog.Write{Stream: "s", Expected: int64(7 + i), Events: []events.Payload{placed(fmt.Sprint("tx", i))}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +149,7 @@ func TestPostgres_AnAppendIsOneRoundTripOrTwo(t *testing.T) {
 		}
 	}
 	// The log is whole: every append verifies.
-	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
+	if rep, err := s.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 }
@@ -158,7 +159,7 @@ func TestPostgres_AnAppendIsOneRoundTripOrTwo(t *testing.T) {
 // table refuses, which the server reports only at the batch's flush.
 type deferredInsert struct{}
 
-func (deferredInsert) Project(_ context.Context, tx *events.Tx, ev *events.Event, p events.Payload) error {
+func (deferredInsert) Project(_ context.Context, tx *eventlog.Tx, ev *events.Event, p events.Payload) error {
 	sp, ok := p.(*events.SessionPlaced)
 	if !ok {
 		return nil
@@ -176,7 +177,7 @@ func TestPostgres_AFailedDeferredStatementFailsItsRequestAlone(t *testing.T) {
 	if err := tg.Exec(t, `CREATE TABLE placements_seen (seq BIGINT PRIMARY KEY, backend TEXT NOT NULL CHECK (backend <> 'bad'))`); err != nil {
 		t.Fatal(err)
 	}
-	s, err := events.Open(ctx, events.Options{DSN: tg.DSN, Projectors: []events.Projector{deferredInsert{}}})
+	s, err := eventlog.Open(ctx, eventlog.Options{DSN: tg.DSN, Projectors: []eventlog.Projector{deferredInsert{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestPostgres_AFailedDeferredStatementFailsItsRequestAlone(t *testing.T) {
 			if i%4 == 0 {
 				backend = "bad"
 			}
-			_, errs[i] = s.Append(ctx, stream, events.NoStream, &events.SessionPlaced{Session: stream, Backend: backend})
+			_, errs[i] = s.Append(ctx, stream, eventlog.NoStream, &events.SessionPlaced{Session: stream, Backend: backend})
 		})
 	}
 	wg.Wait()
@@ -211,7 +212,7 @@ func TestPostgres_AFailedDeferredStatementFailsItsRequestAlone(t *testing.T) {
 	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM placements_seen p JOIN events e ON e.seq = p.seq`).Scan(&rows); err != nil || rows != good {
 		t.Fatalf("%d rows of the deferred inserts match events (%v), want %d", rows, err, good)
 	}
-	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != int64(good) {
+	if rep, err := s.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != int64(good) {
 		t.Fatalf("verify: %+v, %v; want %d events", rep, err, good)
 	}
 	// The failures and their batch-mates shared commits (120 appends at
@@ -229,7 +230,7 @@ func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := storetest.OpenStore(t, postgresTarget(t))
-	if _, err := s.Append(ctx, "warm", events.NoStream, &events.SessionPlaced{Session: "warm", Backend: "local"}); err != nil {
+	if _, err := s.Append(ctx, "warm", eventlog.NoStream, &events.SessionPlaced{Session: "warm", Backend: "local"}); err != nil {
 		t.Fatal(err)
 	}
 	holder, err := s.DB().BeginTx(ctx, nil)
@@ -249,7 +250,7 @@ func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
 		done.Go(func() {
 			stream := fmt.Sprintf("q%d", i)
 			started.Done()
-			_, errs[i] = s.Append(ctx, stream, events.NoStream, &events.SessionPlaced{Session: stream, Backend: "local"})
+			_, errs[i] = s.Append(ctx, stream, eventlog.NoStream, &events.SessionPlaced{Session: stream, Backend: "local"})
 		})
 	}
 	started.Wait()
@@ -282,7 +283,7 @@ func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
 	if commits := s.Stats().Commits - before.Commits; commits != 1 {
 		t.Fatalf("%d appends queued behind the lock took %d commits, want 1", n, commits)
 	}
-	if rep, err := s.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != n+1 {
+	if rep, err := s.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != n+1 {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 }
@@ -313,9 +314,9 @@ func TestPostgres_ACommitReadsNoWholeTable(t *testing.T) {
 	s := storetest.OpenStore(t, tg)
 	for i := range 12 { // past the five custom plans before a cached generic one
 		run := fmt.Sprint("r", i+1)
-		lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), events.Lease{Run: run, Token: 1})
+		lctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: 1})
 		stream := fmt.Sprint("s", i)
-		if _, err := s.AppendWrites(lctx, events.Write{Stream: stream, Expected: events.NoStream,
+		if _, err := s.AppendWrites(lctx, eventlog.Write{Stream: stream, Expected: eventlog.NoStream,
 			Events: []events.Payload{&events.SessionPlaced{Session: stream, Backend: "local"}},
 			Blobs:  [][]byte{fmt.Appendf(nil, "blob %d", i)}}); err != nil {
 			t.Fatal(err)
@@ -369,9 +370,9 @@ func TestPostgres_TheWritersStatementsAreNotReplanned(t *testing.T) {
 	}
 	for i := 1; i <= 12; i++ { // past the five custom plans the server tries first
 		run := fmt.Sprint("r", i)
-		lctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), events.Lease{Run: run, Token: 1})
+		lctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: 1})
 		stream := fmt.Sprint("s", i) // a new stream and an uncached token: both prefetched
-		if _, err := s.AppendWrites(lctx, events.Write{Stream: stream, Expected: events.NoStream,
+		if _, err := s.AppendWrites(lctx, eventlog.Write{Stream: stream, Expected: eventlog.NoStream,
 			Events: []events.Payload{&events.SessionPlaced{Session: stream, Backend: "local"}},
 			Blobs:  [][]byte{fmt.Appendf(nil, "blob %d", i)}}); err != nil {
 			t.Fatal(err)
@@ -397,7 +398,7 @@ func TestPostgres_TheWritersStatementsAreNotReplanned(t *testing.T) {
 			got = append(got, p)
 		}
 		return rows.Err()
-	}, events.Write{Stream: "tx", Expected: events.NoStream, Events: []events.Payload{&events.SessionPlaced{Session: "tx", Backend: "local"}}}); err != nil {
+	}, eventlog.Write{Stream: "tx", Expected: eventlog.NoStream, Events: []events.Payload{&events.SessionPlaced{Session: "tx", Backend: "local"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) < 3 {
@@ -424,10 +425,10 @@ func TestPostgres_ALeaseTakenElsewhereDropsOnlyItsRunsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	leased := func(run string, token int64) context.Context {
-		return events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), events.Lease{Run: run, Token: token})
+		return eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: token})
 	}
 	appendAs := func(run string, token int64) error {
-		_, err := a.Append(leased(run, token), "s-"+run, events.AnyVersion, &events.SessionPlaced{Session: "s-" + run, Backend: "local"})
+		_, err := a.Append(leased(run, token), "s-"+run, eventlog.AnyVersion, &events.SessionPlaced{Session: "s-" + run, Backend: "local"})
 		return err
 	}
 	for _, run := range []string{"r1", "r2", "r1", "r2"} { // the tokens cached, the statements prepared
@@ -437,13 +438,13 @@ func TestPostgres_ALeaseTakenElsewhereDropsOnlyItsRunsToken(t *testing.T) {
 	}
 	take := func(run string, token int64) {
 		t.Helper()
-		if _, err := b.Append(ctx, events.LeaseStream(run), events.AnyVersion, &events.RunLeased{Run: run, Worker: "b", Token: token, ExpiresAt: time.Now().Add(time.Minute).UnixNano()}); err != nil {
+		if _, err := b.Append(ctx, events.LeaseStream(run), eventlog.AnyVersion, &events.RunLeased{Run: run, Worker: "b", Token: token, ExpiresAt: time.Now().Add(time.Minute).UnixNano()}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	take("r3", 1)
 	// Past the idle bound a writer begins the usual way, which reads
-	// what the other process committed (events/optimistic.go).
+	// what the other process committed (eventlog/optimistic.go).
 	time.Sleep(1100 * time.Millisecond)
 	before := a.Stats()
 	if err := appendAs("r1", 7); err != nil {
@@ -458,7 +459,7 @@ func TestPostgres_ALeaseTakenElsewhereDropsOnlyItsRunsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	take("r2", 8)
-	var fenced *events.FencedError
+	var fenced *eventlog.FencedError
 	if err := appendAs("r2", 7); !errors.As(err, &fenced) || fenced.Current != 8 {
 		t.Fatalf("an append with r2's token after another process took it over: %v, want a FencedError naming token 8", err)
 	}
@@ -486,7 +487,7 @@ func TestPostgres_ASessionsUpdateSharesTheRowsRoundTrip(t *testing.T) {
 	store := rt.Store()
 	for i := int64(1); i <= 6; i++ {
 		before := store.Stats()
-		if _, err := store.Append(ctx, s.ID(), events.AnyVersion,
+		if _, err := store.Append(ctx, s.ID(), eventlog.AnyVersion,
 			events.ProviderCalled{Session: s.ID(), Model: "m", Agent: "a", Usage: events.Usage{PromptTokens: 2, CompletionTokens: 1, TotalTokens: 3}},
 			events.ChunkAppended{Session: s.ID(), Index: i, Chunk: events.Chunk{Role: "assistant", Content: fmt.Sprint("reply ", i)}}); err != nil {
 			t.Fatal(err)

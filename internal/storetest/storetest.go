@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
@@ -93,7 +94,7 @@ func open(t testing.TB, tg Target) *rath.Runtime {
 
 // OpenStore opens the bare event log of tg (no projections), migrating it
 // first, with key as the HMAC key.
-func OpenStore(t testing.TB, tg Target, key ...byte) *events.Store {
+func OpenStore(t testing.TB, tg Target, key ...byte) *eventlog.Store {
 	t.Helper()
 	path := filepath.Join(tg.Dir, rath.DBFile)
 	target := path
@@ -103,7 +104,7 @@ func OpenStore(t testing.TB, tg Target, key ...byte) *events.Store {
 	if err := rath.Migrate(t.Context(), target); err != nil {
 		t.Fatal(err)
 	}
-	s, err := events.Open(t.Context(), events.Options{Path: path, DSN: tg.DSN, HMACKey: key})
+	s, err := eventlog.Open(t.Context(), eventlog.Options{Path: path, DSN: tg.DSN, HMACKey: key})
 	if err != nil {
 		t.Fatalf("open %s: %v", describe(tg), err)
 	}
@@ -123,9 +124,9 @@ func placed(session string, n int) events.Payload {
 }
 
 // MustVerify verifies s and fails t unless its log verifies.
-func MustVerify(t testing.TB, s *events.Store) *events.VerifyReport {
+func MustVerify(t testing.TB, s *eventlog.Store) *eventlog.VerifyReport {
 	t.Helper()
-	rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+	rep, err := s.Verify(t.Context(), eventlog.VerifyOptions{})
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
@@ -138,10 +139,10 @@ func MustVerify(t testing.TB, s *events.Store) *events.VerifyReport {
 func testAppendAndRead(t *testing.T, b Backend) {
 	ctx := t.Context()
 	s := OpenStore(t, b.New(t))
-	if _, err := s.Append(ctx, "s1", events.NoStream, placed("s1", 1), placed("s1", 2)); err != nil {
+	if _, err := s.Append(ctx, "s1", eventlog.NoStream, placed("s1", 1), placed("s1", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, "s2", events.NoStream, placed("s2", 1)); err != nil {
+	if _, err := s.Append(ctx, "s2", eventlog.NoStream, placed("s2", 1)); err != nil {
 		t.Fatal(err)
 	}
 	big := strings.Repeat("x", 40<<10) // over the blob threshold
@@ -169,7 +170,7 @@ func testAppendAndRead(t *testing.T, b Backend) {
 	if got, err := s.Get(ctx, 3); err != nil || got.Stream != "s2" {
 		t.Fatalf("Get(3) = %+v, %v", got, err)
 	}
-	if _, err := s.Get(ctx, 99); !errors.Is(err, events.ErrNotFound) {
+	if _, err := s.Get(ctx, 99); !errors.Is(err, eventlog.ErrNotFound) {
 		t.Fatalf("Get(99) = %v, want ErrNotFound", err)
 	}
 	rep := MustVerify(t, s)
@@ -197,13 +198,13 @@ func testConcurrentStores(t *testing.T, b Backend) {
 				stream := fmt.Sprintf("st%d-w%d", i, w)
 				shared := "shared"
 				for k := range each {
-					evs, err := s.Append(ctx, stream, events.AnyVersion, placed(stream, k))
+					evs, err := s.Append(ctx, stream, eventlog.AnyVersion, placed(stream, k))
 					if err != nil {
 						errs <- err
 						return
 					}
 					if k%5 == 0 { // some appends on one stream shared by all
-						more, err := s.Append(ctx, shared, events.AnyVersion, placed(shared, k))
+						more, err := s.Append(ctx, shared, eventlog.AnyVersion, placed(shared, k))
 						if err != nil {
 							errs <- err
 							return
@@ -229,7 +230,7 @@ func testConcurrentStores(t *testing.T, b Backend) {
 	if rep.Head.Seq != int64(len(acked)) {
 		t.Fatalf("head %d, %d appends acknowledged", rep.Head.Seq, len(acked))
 	}
-	all, err := check.Read(ctx, events.Query{})
+	all, err := check.Read(ctx, eventlog.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,14 +254,14 @@ func testConflicts(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
 	s1, s2 := OpenStore(t, tg), OpenStore(t, tg)
-	if _, err := s1.Append(ctx, "sess", events.NoStream, placed("sess", 0)); err != nil {
+	if _, err := s1.Append(ctx, "sess", eventlog.NoStream, placed("sess", 0)); err != nil {
 		t.Fatal(err)
 	}
 	v := int64(1)
 	for round := range 20 {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		for i, s := range []*events.Store{s1, s2} {
+		for i, s := range []*eventlog.Store{s1, s2} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -270,11 +271,11 @@ func testConflicts(t *testing.T, b Backend) {
 		wg.Wait()
 		var won, lost int
 		for _, err := range errs {
-			var ce *events.ConflictError
+			var ce *eventlog.ConflictError
 			switch {
 			case err == nil:
 				won++
-			case errors.As(err, &ce) && errors.Is(err, events.ErrConflict):
+			case errors.As(err, &ce) && errors.Is(err, eventlog.ErrConflict):
 				if ce.Stream != "sess" || ce.Expected != v || ce.Actual != v+2 {
 					t.Fatalf("conflict %+v", ce)
 				}
@@ -303,7 +304,7 @@ func testConflicts(t *testing.T, b Backend) {
 func testTriggers(t *testing.T, b Backend) {
 	tg := b.New(t)
 	s := OpenStore(t, tg)
-	if _, err := s.Append(t.Context(), "s", events.NoStream, placed("s", 1)); err != nil {
+	if _, err := s.Append(t.Context(), "s", eventlog.NoStream, placed("s", 1)); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`UPDATE events SET payload = '{}'`, `DELETE FROM events`} {
@@ -314,10 +315,10 @@ func testTriggers(t *testing.T, b Backend) {
 	MustVerify(t, s)
 }
 
-func appendN(t testing.TB, s *events.Store, stream string, n int) {
+func appendN(t testing.TB, s *eventlog.Store, stream string, n int) {
 	t.Helper()
 	for i := range n {
-		if _, err := s.Append(t.Context(), stream, events.AnyVersion, placed(stream, i)); err != nil {
+		if _, err := s.Append(t.Context(), stream, eventlog.AnyVersion, placed(stream, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -346,11 +347,11 @@ func testTampering(t *testing.T, b Backend) {
 			if err := tg.Exec(t, tc.sql); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+			rep, err := s.Verify(t.Context(), eventlog.VerifyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.OK() || rep.Failure.Seq != tc.seq || !errors.Is(rep.Failure, events.ErrVerify) {
+			if rep.OK() || rep.Failure.Seq != tc.seq || !errors.Is(rep.Failure, eventlog.ErrVerify) {
 				t.Fatalf("verify = %v, want a failure at seq %d", rep.Failure, tc.seq)
 			}
 		})
@@ -359,7 +360,7 @@ func testTampering(t *testing.T, b Backend) {
 		tg := b.New(t)
 		s := OpenStore(t, tg)
 		big := strings.Repeat("y", 40<<10)
-		if _, err := s.Append(t.Context(), "s", events.NoStream, &events.SessionPlaced{Session: "s", Backend: "local", Spec: big}); err != nil {
+		if _, err := s.Append(t.Context(), "s", eventlog.NoStream, &events.SessionPlaced{Session: "s", Backend: "local", Spec: big}); err != nil {
 			t.Fatal(err)
 		}
 		tg.DropGuards(t)
@@ -369,7 +370,7 @@ func testTampering(t *testing.T, b Backend) {
 		if err := tg.Exec(t, `DELETE FROM blobs`); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+		rep, err := s.Verify(t.Context(), eventlog.VerifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +397,7 @@ func testTruncation(t *testing.T, b Backend) {
 	}
 	// The Merkle tree keeps the leaves of the deleted events: deleting the
 	// events alone is found at the first one.
-	rep, err := s.Verify(t.Context(), events.VerifyOptions{})
+	rep, err := s.Verify(t.Context(), eventlog.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func testTruncation(t *testing.T, b Backend) {
 		}
 	}
 	MustVerify(t, s)
-	rep, err = s.Verify(t.Context(), events.VerifyOptions{Head: &head})
+	rep, err = s.Verify(t.Context(), eventlog.VerifyOptions{Head: &head})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,11 +432,11 @@ func testKeyedChains(t *testing.T, b Backend) {
 	MustVerify(t, s)
 	for _, k := range []string{"k2", ""} {
 		other := OpenStore(t, tg, []byte(k)...)
-		_, err := other.Append(ctx, "s", events.AnyVersion, placed("s", 9))
-		if !errors.Is(err, events.ErrKey) {
+		_, err := other.Append(ctx, "s", eventlog.AnyVersion, placed("s", 9))
+		if !errors.Is(err, eventlog.ErrKey) {
 			t.Fatalf("append with key %q: %v, want ErrKey", k, err)
 		}
-		rep, err := other.Verify(ctx, events.VerifyOptions{})
+		rep, err := other.Verify(ctx, eventlog.VerifyOptions{})
 		if err != nil || rep.OK() {
 			t.Fatalf("verify with key %q: %+v, %v; want a failure", k, rep, err)
 		}
@@ -474,14 +475,14 @@ func testRebuild(t *testing.T, b Backend) {
 	if len(before["sessions"]) != 4 || len(before["session_edges"]) != 4 {
 		t.Fatalf("projected %d sessions and %d edges, want 4 and 4", len(before["sessions"]), len(before["session_edges"]))
 	}
-	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 	if err := tg.Exec(t, `UPDATE sessions SET length = length + 1 WHERE kind = 'merge'`); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = rt.Verify(ctx, events.VerifyOptions{})
+	rep, err = rt.Verify(ctx, eventlog.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +492,7 @@ func testRebuild(t *testing.T, b Backend) {
 	if _, err := rt.Rebuild(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
+	if rep, err := rt.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify after rebuild = %+v, %v", rep, err)
 	}
 }
@@ -511,8 +512,8 @@ func testHeldUpdates(t *testing.T, b Backend) {
 	}
 	call := events.ProviderCalled{Session: s.ID(), Model: "m", Agent: "a", Usage: events.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}}
 	_, err = rt.Store().AppendWrites(ctx,
-		events.Write{Stream: s.ID(), Expected: 1, Events: []events.Payload{call, chunk(1), events.ToolReturned{Session: s.ID(), CallID: "t1", Tool: "count"}, chunk(2), call}},
-		events.Write{Stream: "fork-1", Expected: events.NoStream, Events: []events.Payload{events.SessionForked{Session: "fork-1", Source: s.ID(), BaseLen: 3}}})
+		eventlog.Write{Stream: s.ID(), Expected: 1, Events: []events.Payload{call, chunk(1), events.ToolReturned{Session: s.ID(), CallID: "t1", Tool: "count"}, chunk(2), call}},
+		eventlog.Write{Stream: "fork-1", Expected: eventlog.NoStream, Events: []events.Payload{events.SessionForked{Session: "fork-1", Source: s.ID(), BaseLen: 3}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +528,7 @@ func testHeldUpdates(t *testing.T, b Backend) {
 	if _, err := rt.Store().Append(ctx, s.ID(), 6, chunk(3), chunk(5)); !errors.Is(err, projections.ErrInconsistent) {
 		t.Fatalf("an Append with a gap after its first chunk: %v, want ErrInconsistent", err)
 	}
-	rep, err := rt.Verify(ctx, events.VerifyOptions{})
+	rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
@@ -583,7 +584,7 @@ func testHeldUpdatesRefusedInABatch(t *testing.T, b Backend) {
 					evs = []events.Payload{events.ProviderCalled{Session: id, Model: "m", Agent: "a", Usage: events.Usage{TotalTokens: 3}},
 						chunk(id, int64(1+2*round)), chunk(id, int64(2+2*round))}
 				}
-				_, errs[i] = rt.Store().Append(ctx, stream, events.AnyVersion, evs...)
+				_, errs[i] = rt.Store().Append(ctx, stream, eventlog.AnyVersion, evs...)
 			})
 		}
 		wg.Wait()
@@ -611,7 +612,7 @@ func testHeldUpdatesRefusedInABatch(t *testing.T, b Backend) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("projections against a rebuild: %+v, %v", rep, err)
 	}
-	if rep, err := rt.Verify(ctx, events.VerifyOptions{}); err != nil || !rep.OK() {
+	if rep, err := rt.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 }
@@ -626,7 +627,7 @@ func testSubscribe(t *testing.T, b Backend) {
 	appendN(t, writer, "s", 3)
 	got := make(chan events.Event, 100)
 	go func() {
-		for ev, err := range reader.Subscribe(ctx, events.Query{FromSeq: 2}) {
+		for ev, err := range reader.Subscribe(ctx, eventlog.Query{FromSeq: 2}) {
 			if err != nil {
 				return
 			}
@@ -701,25 +702,25 @@ func testFenced(t *testing.T, b Backend) {
 		}
 	}
 	lease(1, "a")
-	a := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), events.Lease{Run: "r1", Token: 1})
-	if _, err := s.Append(a, "r1", events.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
+	a := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), eventlog.Lease{Run: "r1", Token: 1})
+	if _, err := s.Append(a, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
 		t.Fatalf("the holder's append: %v", err)
 	}
 	lease(2, "b") // b takes the run over
 	head, _ := s.Head(ctx)
 	_, err := s.Append(a, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"})
-	var fe *events.FencedError
-	if !errors.As(err, &fe) || !errors.Is(err, events.ErrFenced) || fe.Token != 1 || fe.Current != 2 {
+	var fe *eventlog.FencedError
+	if !errors.As(err, &fe) || !errors.Is(err, eventlog.ErrFenced) || fe.Token != 1 || fe.Current != 2 {
 		t.Fatalf("append under the lost lease = %v, want a *FencedError (1 vs 2)", err)
 	}
 	// Its renewals are refused too, and nothing was written.
-	if _, err := s.Append(a, events.LeaseStream("r1"), events.AnyVersion, events.RunLeased{Run: "r1", Worker: "a", Token: 1, ExpiresAt: time.Now().Add(time.Minute).UnixNano(), Renewal: true}); !errors.Is(err, events.ErrFenced) {
+	if _, err := s.Append(a, events.LeaseStream("r1"), eventlog.AnyVersion, events.RunLeased{Run: "r1", Worker: "a", Token: 1, ExpiresAt: time.Now().Add(time.Minute).UnixNano(), Renewal: true}); !errors.Is(err, eventlog.ErrFenced) {
 		t.Fatalf("renewal under the lost lease = %v, want ErrFenced", err)
 	}
 	if after, _ := s.Head(ctx); after != head {
 		t.Fatalf("the refused appends wrote: head %v -> %v", head, after)
 	}
-	bctx := events.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), events.Lease{Run: "r1", Token: 2})
+	bctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), eventlog.Lease{Run: "r1", Token: 2})
 	if _, err := s.Append(bctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
 		t.Fatalf("the new holder's append: %v", err)
 	}

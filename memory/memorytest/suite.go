@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/session"
@@ -277,7 +278,7 @@ func newTranscript(t *testing.T, h Harness) *session.Session {
 // committed returns the last memory.committed event of ns.
 func committed(t *testing.T, h Harness, ns string) *events.MemoryCommitted {
 	t.Helper()
-	evs, err := h.Sessions.Store().Read(t.Context(), events.Query{Stream: events.MemoryStream(ns), Types: []string{events.TypeMemoryCommitted}})
+	evs, err := h.Sessions.Store().Read(t.Context(), eventlog.Query{Stream: events.MemoryStream(ns), Types: []string{events.TypeMemoryCommitted}})
 	if err != nil || len(evs) == 0 {
 		t.Fatalf("no memory.committed in %s: %v", ns, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/memory/openviking"
@@ -50,7 +51,7 @@ type Options struct {
 // Memory is a memory.Memory kept by an OpenViking server, every operation
 // recorded in rath's log. It is safe for concurrent use.
 type Memory struct {
-	store *events.Store
+	store *eventlog.Store
 	c     *openviking.Client
 	opts  Options
 
@@ -62,7 +63,7 @@ var _ memory.Memory = (*Memory)(nil)
 var _ memory.CommitReplayer = (*Memory)(nil)
 
 // New returns a Memory recording into store; it makes no request.
-func New(store *events.Store, opts Options) (*Memory, error) {
+func New(store *eventlog.Store, opts Options) (*Memory, error) {
 	if store == nil || opts.Client == nil {
 		return nil, fmt.Errorf("%w: vikingmem: a store and a client are required", memory.ErrInvalid)
 	}
@@ -211,7 +212,7 @@ func (m *Memory) Remember(ctx context.Context, ns, text string, meta map[string]
 			return "", failed("remember", err)
 		}
 		_, err = m.store.Append(ctx, stream, v, events.MemoryRemembered{Namespace: ns, ID: uri, Text: text, Meta: meta, Backend: Name})
-		var ce *events.ConflictError
+		var ce *eventlog.ConflictError
 		if errors.As(err, &ce) {
 			continue // another process wrote first; its event names another URI
 		}
@@ -351,7 +352,7 @@ func (m *Memory) Commit(ctx context.Context, ns string, s *session.Session, _ ..
 		rc.Error = opErr.Error()
 	}
 	ev := events.MemoryCommitted{Namespace: ns, Session: s.ID(), IDs: []string{}, Backend: Name, Remote: rc}
-	if _, err := m.store.Append(ctx, events.MemoryStream(ns), events.AnyVersion, ev); err != nil {
+	if _, err := m.store.Append(ctx, events.MemoryStream(ns), eventlog.AnyVersion, ev); err != nil {
 		if opErr != nil {
 			return nil, fmt.Errorf("memory: record commit to %q: %w (the server's failure: %v)", ns, err, opErr)
 		}
@@ -427,7 +428,7 @@ func (m *Memory) Forget(ctx context.Context, ns, id string) error {
 	if err := m.c.Delete(ctx, id, false); err != nil && !errors.Is(err, openviking.ErrNotFound) {
 		return failed("forget", err)
 	}
-	if _, err := m.store.Append(ctx, events.MemoryStream(ns), events.AnyVersion, events.MemoryForgotten{Namespace: ns, ID: id, Backend: Name}); err != nil {
+	if _, err := m.store.Append(ctx, events.MemoryStream(ns), eventlog.AnyVersion, events.MemoryForgotten{Namespace: ns, ID: id, Backend: Name}); err != nil {
 		return fmt.Errorf("memory: forget in %q: %w", ns, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/memory/memorytest"
@@ -81,7 +82,7 @@ func TestRecallFor_RecordsURIsLevelsAndScores(t *testing.T) {
 			t.Fatalf("%s: hits = %+v", ns, hits)
 		}
 	}
-	evs, err := f.rt.Store().Read(ctx, events.Query{Stream: s.ID(), Types: []string{events.TypeMemoryRecalled}})
+	evs, err := f.rt.Store().Read(ctx, eventlog.Query{Stream: s.ID(), Types: []string{events.TypeMemoryRecalled}})
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("recalled events: %d %v", len(evs), err)
 	}
@@ -182,7 +183,7 @@ func TestFailures_AreTypedAndRecorded(t *testing.T) {
 
 func lastCommit(t *testing.T, rt *rath.Runtime, ns string) *events.MemoryCommitted {
 	t.Helper()
-	evs, err := rt.Store().Read(t.Context(), events.Query{Stream: events.MemoryStream(ns), Types: []string{events.TypeMemoryCommitted}})
+	evs, err := rt.Store().Read(t.Context(), eventlog.Query{Stream: events.MemoryStream(ns), Types: []string{events.TypeMemoryCommitted}})
 	if err != nil || len(evs) == 0 {
 		t.Fatalf("no commit recorded: %v", err)
 	}

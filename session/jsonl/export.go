@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -63,7 +64,7 @@ func Export(ctx context.Context, m *session.Manager, id string, w io.Writer) err
 }
 
 func declaredLineage(ctx context.Context, m *session.Manager, id string, h *wireHeader) error {
-	evs, err := m.Store().Read(ctx, events.Query{Stream: id, Limit: 1})
+	evs, err := m.Store().Read(ctx, eventlog.Query{Stream: id, Limit: 1})
 	if err != nil {
 		return fmt.Errorf("jsonl: export %s: %w", id, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/session"
@@ -252,8 +253,8 @@ func write(ctx context.Context, m *session.Manager, t *transcript, placed events
 	for i, c := range t.chunks {
 		evs = append(evs, events.ChunkAppended{Session: t.id, Index: int64(i), Chunk: c})
 	}
-	_, err = m.Store().AppendWrites(ctx, events.Write{Stream: t.id, Expected: events.NoStream, Events: evs})
-	var ce *events.ConflictError
+	_, err = m.Store().AppendWrites(ctx, eventlog.Write{Stream: t.id, Expected: eventlog.NoStream, Events: evs})
+	var ce *eventlog.ConflictError
 	if errors.As(err, &ce) && ce.Stream == t.id {
 		// The stream exists: another writer created the session since the
 		// check above, or the id names a stream that is not a session.

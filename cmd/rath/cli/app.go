@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/internal/demo"
 	"github.com/gorath/rath/sandbox"
 	"github.com/gorath/rath/signkey"
@@ -31,7 +31,7 @@ type app struct {
 	dsn string
 	// hmacKey keys the hash chain (RATH_HMAC_KEY). A store written with a
 	// key must always be opened with it: the store refuses appends with
-	// no key or another one (events.KeyError), which would extend the
+	// no key or another one (eventlog.KeyError), which would extend the
 	// chain with links that never verify.
 	hmacKey []byte
 	// signingKey is the file of the key that signs checkpoints
@@ -124,7 +124,7 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	if a.rt != nil {
 		return a.rt, nil
 	}
-	if a.dsn != "" && !events.IsPostgresDSN(a.dsn) {
+	if a.dsn != "" && !eventlog.IsPostgresDSN(a.dsn) {
 		return nil, &usageError{err: fmt.Errorf("--dsn must be a postgres:// or postgresql:// URL (--dir selects the embedded store)"), hint: "rath --help"}
 	}
 	key, err := a.loadSigningKey()

@@ -9,7 +9,7 @@ import (
 	"github.com/gorath/rath/bundle"
 	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/dossier"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/replay"
 	"github.com/gorath/rath/signkey"
 )
@@ -72,7 +72,7 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 
 // storedCheckpoint gives a bundle the store's own signed checkpoint with
 // its witnesses' cosignatures (checkpoint.ForExport).
-func storedCheckpoint(st *events.Store, key *signkey.Key) func(context.Context, int64) ([]byte, []string, error) {
+func storedCheckpoint(st *eventlog.Store, key *signkey.Key) func(context.Context, int64) ([]byte, []string, error) {
 	return func(ctx context.Context, minSize int64) ([]byte, []string, error) {
 		cp, err := checkpoint.ForExport(ctx, st, key, minSize)
 		if err != nil {

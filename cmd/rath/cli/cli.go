@@ -15,7 +15,7 @@ import (
 	"github.com/gorath/rath/bundle"
 	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/eval"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/projections"
@@ -147,7 +147,7 @@ func exitCode(stderr io.Writer, err error) int {
 		return ExitTimedOut
 	case errors.Is(err, rath.ErrUnknownWorkflow), errors.Is(err, flow.ErrNotRebuildable):
 		return ExitNotRebuilt
-	case errors.Is(err, events.ErrVerify), errors.Is(err, eval.ErrScoreMismatch), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused), errors.Is(err, bundle.ErrInvalid):
+	case errors.Is(err, eventlog.ErrVerify), errors.Is(err, eval.ErrScoreMismatch), errors.As(err, &diff), errors.Is(err, checkpoint.ErrRefused), errors.Is(err, bundle.ErrInvalid):
 		return ExitVerifyFailed
 	}
 	return ExitFailure

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +48,7 @@ $RATH_HMAC_KEY; the copy keeps the key.`,
 				return err
 			}
 			defer src.close()
-			rep, err := src.rt.Store().Verify(ctx, events.VerifyOptions{})
+			rep, err := src.rt.Store().Verify(ctx, eventlog.VerifyOptions{})
 			if err != nil {
 				return err
 			}
@@ -62,7 +62,7 @@ $RATH_HMAC_KEY; the copy keeps the key.`,
 			defer dst.close()
 			stats, err := dst.rt.Store().CopyFrom(ctx, src.rt.Store(), a.progress("copy"))
 			if err != nil {
-				if errors.Is(err, events.ErrNotEmpty) {
+				if errors.Is(err, eventlog.ErrNotEmpty) {
 					return fmt.Errorf("%s already holds a log: %w", describeTarget(to), err)
 				}
 				return err
@@ -70,7 +70,7 @@ $RATH_HMAC_KEY; the copy keeps the key.`,
 			if _, err := dst.rt.Rebuild(ctx, nil); err != nil {
 				return fmt.Errorf("rebuild the destination's projections: %w", err)
 			}
-			after, err := dst.rt.Verify(ctx, events.VerifyOptions{Head: &stats.Head})
+			after, err := dst.rt.Verify(ctx, eventlog.VerifyOptions{Head: &stats.Head})
 			if err != nil {
 				return err
 			}
@@ -99,7 +99,7 @@ $RATH_HMAC_KEY; the copy keeps the key.`,
 
 // describeTarget names a directory or a DSN (without its password).
 func describeTarget(t string) string {
-	if events.IsPostgresDSN(t) {
+	if eventlog.IsPostgresDSN(t) {
 		return describeDSN(t)
 	}
 	return t
@@ -123,7 +123,7 @@ func (o *openedStore) close() {
 func (a *app) openStoreAt(ctx context.Context, target string, create bool) (*openedStore, error) {
 	other := &app{dir: target, hmacKey: a.hmacKey}
 	o := &openedStore{}
-	if events.IsPostgresDSN(target) {
+	if eventlog.IsPostgresDSN(target) {
 		dir, err := os.MkdirTemp("", "rath-copy-")
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/replay"
 )
 
@@ -74,7 +75,7 @@ func TestCounterfactual_ReplacedToolResult(t *testing.T) {
 				t.Fatalf("counterfactual --live: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			s := decodeJSON[counterfactualSummary](t, r.stdout)
-			if s.Status != "done" || s.Original != orig || s.Replaced != replaced.Hash || s.Replacement != events.BlobHash([]byte("cat: hello.txt: No such file or directory")) {
+			if s.Status != "done" || s.Original != orig || s.Replaced != replaced.Hash || s.Replacement != eventlog.BlobHash([]byte("cat: hello.txt: No such file or directory")) {
 				t.Fatalf("counterfactual --live: %+v (replaced event hash %s)", s, replaced.Hash)
 			}
 			added := all()[len(mark):]

@@ -19,7 +19,7 @@
 // Every command takes --dir (default ./.rath, or $RATH_DIR). A store whose
 // hash chain is keyed (rath.Options.HMACKey) needs the key in
 // $RATH_HMAC_KEY, for verify and for every command that appends; a command
-// that appends with no key or another key is refused (events.KeyError),
+// that appends with no key or another key is refused (eventlog.KeyError),
 // and so is a key for an unkeyed store that has events. Commands
 // whose output is data take --json and then print JSON on stdout; logs and
 // progress go to stderr, progress bars only when stderr is a terminal.

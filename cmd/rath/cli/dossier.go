@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gorath/rath/dossier"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/replay"
 	"github.com/spf13/cobra"
 )
@@ -53,7 +53,7 @@ them a bundle no pinned witness cosigned, or signed by another key, fails
 			}
 			opts := dossier.Options{SkipVerify: noVerify}
 			if head != "" {
-				h, err := events.ParseHead(head)
+				h, err := eventlog.ParseHead(head)
 				if err != nil {
 					return usagef(cmd, "--head: %v", err)
 				}

@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // describeDSN names a PostgreSQL database by host, port and name, never
 // with its password.
 func describeDSN(dsn string) string {
-	cfg, err := events.ParsePostgresDSN(dsn)
+	cfg, err := eventlog.ParsePostgresDSN(dsn)
 	if err != nil {
 		return "the PostgreSQL database of --dsn"
 	}
@@ -22,7 +22,7 @@ func describeDSN(dsn string) string {
 // existingDSN fails unless the DSN's database has rath's schema; a wrong
 // or unreachable server fails here, naming host and port.
 func (a *app) existingDSN() error {
-	if !events.IsPostgresDSN(a.dsn) {
+	if !eventlog.IsPostgresDSN(a.dsn) {
 		return &usageError{err: fmt.Errorf("--dsn must be a postgres:// or postgresql:// URL (--dir selects the embedded store)"), hint: "rath --help"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/spf13/cobra"
 )
 
 func newEventsCmd(a *app) *cobra.Command {
 	var (
-		q      events.Query
+		q      eventlog.Query
 		follow bool
 	)
 	cmd := &cobra.Command{

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +60,7 @@ func TestExitCode_ErrorsPrefixedOnce(t *testing.T) {
 		{"library error", fmt.Errorf("rath: open %s: %w", "s/rath.db", errors.New("mkdir s: not a directory")),
 			"rath: open s/rath.db: mkdir s: not a directory\n"},
 		{"plain error", errors.New("no rath store in x"), "rath: no rath store in x\n"},
-		{"wrapped verify failure", fmt.Errorf("rath: verify: %w", &events.VerifyError{Seq: 2, Reason: "hash mismatch"}), ""},
+		{"wrapped verify failure", fmt.Errorf("rath: verify: %w", &eventlog.VerifyError{Seq: 2, Reason: "hash mismatch"}), ""},
 		{"usage error", &usageError{err: errors.New(`unknown command "x"`), hint: "rath --help"},
 			"rath: unknown command \"x\"\nTry: rath --help\n"},
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -76,7 +77,7 @@ func seed(t *testing.T) world {
 		}
 		return s
 	}
-	if _, err := rt.Store().Append(ctx, "run-1", events.NoStream, events.RunStarted{Run: "run-1", Workflow: "wf", Seed: "cli"}); err != nil {
+	if _, err := rt.Store().Append(ctx, "run-1", eventlog.NoStream, events.RunStarted{Run: "run-1", Workflow: "wf", Seed: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	root := must(rt.NewUserSession(ctx, "List the files"))
@@ -86,7 +87,7 @@ func seed(t *testing.T) world {
 	))
 	root = must(root.To(ctx, "local", "/work"))
 	req := []byte(`{"model":"m","messages":[]}`)
-	root = must(root.Emit(ctx, [][]byte{req}, events.ProviderCalled{Session: root.ID(), Model: "m", RequestRef: events.BlobHash(req),
+	root = must(root.Emit(ctx, [][]byte{req}, events.ProviderCalled{Session: root.ID(), Model: "m", RequestRef: eventlog.BlobHash(req),
 		Usage: events.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}}))
 	fork := must(root.Fork(ctx))
 	fork = must(fork.Append(ctx, events.Chunk{Role: "assistant", Content: "fork answer", Author: "root.b"}))

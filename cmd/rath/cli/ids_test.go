@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -115,7 +116,7 @@ func TestRun_NewInConcurrentProcesses(t *testing.T) {
 			if cs := s.Chunks(); len(cs) != 1 || cs[0].Content != want {
 				t.Fatalf("%s holds %+v, want %q", id, cs, want)
 			}
-			evs, err := rt.Store().Read(t.Context(), events.Query{Stream: id, Limit: 1})
+			evs, err := rt.Store().Read(t.Context(), eventlog.Query{Stream: id, Limit: 1})
 			if err != nil || len(evs) != 1 {
 				t.Fatalf("creation of %s: %v %v", id, evs, err)
 			}
@@ -130,7 +131,7 @@ func TestRun_NewInConcurrentProcesses(t *testing.T) {
 			seedOwner[seed] = p
 		}
 	}
-	if v, err := rt.Verify(t.Context(), events.VerifyOptions{}); err != nil || !v.OK() {
+	if v, err := rt.Verify(t.Context(), eventlog.VerifyOptions{}); err != nil || !v.OK() {
 		t.Fatalf("verify: %v %v", v, err)
 	}
 }

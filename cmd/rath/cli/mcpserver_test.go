@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -197,7 +198,7 @@ func TestMCP_Faults(t *testing.T) {
 	for _, a := range got["c7"].Attachments {
 		kinds = append(kinds, a.Kind)
 	}
-	if strings.Join(kinds, ",") != "image,resource_link,structured" || got["c7"].Attachments[0].Ref != events.BlobHash(redDot) {
+	if strings.Join(kinds, ",") != "image,resource_link,structured" || got["c7"].Attachments[0].Ref != eventlog.BlobHash(redDot) {
 		t.Errorf("pixel: attachments %+v", got["c7"].Attachments)
 	}
 

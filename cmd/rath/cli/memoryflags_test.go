@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
@@ -34,7 +35,7 @@ func TestRun_MemoryFlag(t *testing.T) {
 	}
 	recalled := map[string]string{}
 	committed := map[string]int{}
-	evs, err := rt.Store().Read(t.Context(), events.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted}})
+	evs, err := rt.Store().Read(t.Context(), eventlog.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted}})
 	if err != nil {
 		t.Fatal(err)
 	}

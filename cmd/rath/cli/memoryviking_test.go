@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory/openvikingtest"
 )
@@ -53,7 +54,7 @@ func TestRun_MemoryOnOpenViking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := rt.Store().Read(t.Context(), events.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted, events.TypeChunkAppended}})
+	evs, err := rt.Store().Read(t.Context(), eventlog.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted, events.TypeChunkAppended}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestRun_MemoryOnOpenVikingSurvivesAServerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := rt.Store().Read(t.Context(), events.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted}})
+	evs, err := rt.Store().Read(t.Context(), eventlog.Query{Types: []string{events.TypeMemoryRecalled, events.TypeMemoryCommitted}})
 	rt.Close()
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("memory events: %d, %v", len(evs), err)

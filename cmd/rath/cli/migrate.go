@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/fleet"
 	"github.com/spf13/cobra"
 )
@@ -61,7 +61,7 @@ func newMigrateCmd(a *app) *cobra.Command {
 		Example: "rath --dsn postgres://rath@db:5432/rath migrate up",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.dsn != "" && !events.IsPostgresDSN(a.dsn) {
+			if a.dsn != "" && !eventlog.IsPostgresDSN(a.dsn) {
 				return usagef(cmd, "--dsn must be a postgres:// or postgresql:// URL")
 			}
 			if a.dsn == "" {

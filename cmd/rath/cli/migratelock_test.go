@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/migrations"
 )
 
@@ -198,7 +198,7 @@ func holdMigrationLock(t *testing.T, dir, dsn string) *migrationLock {
 	var once sync.Once
 	l := &migrationLock{path: filepath.Join(dir, rath.DBFile) + migrations.LockSuffix}
 	if dsn != "" {
-		cfg, err := events.ParsePostgresDSN(dsn)
+		cfg, err := eventlog.ParsePostgresDSN(dsn)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -86,7 +87,7 @@ func mpAppend(ctx context.Context, dir, index string) int {
 		return 3
 	}
 	defer rt.Close()
-	if _, err := rt.Store().Append(ctx, run, events.NoStream, events.RunStarted{Run: run, Workflow: "multiprocess", Seed: run}); err != nil {
+	if _, err := rt.Store().Append(ctx, run, eventlog.NoStream, events.RunStarted{Run: run, Workflow: "multiprocess", Seed: run}); err != nil {
 		fmt.Fprintln(os.Stderr, "run.started:", err)
 		return 3
 	}
@@ -101,7 +102,7 @@ func mpAppend(ctx context.Context, dir, index string) int {
 		if i%10 == 9 {
 			// Like a real call, with its request stored as a blob.
 			req := []byte(fmt.Sprintf(`{"model":"m","writer":%q,"i":%d}`, index, i))
-			next, err = s.Emit(ctx, [][]byte{req}, events.ProviderCalled{Session: s.ID(), Model: "m", RequestRef: events.BlobHash(req),
+			next, err = s.Emit(ctx, [][]byte{req}, events.ProviderCalled{Session: s.ID(), Model: "m", RequestRef: eventlog.BlobHash(req),
 				Usage: events.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}})
 		} else {
 			next, err = s.Append(ctx, session.Chunk{Role: events.RoleAssistant, Author: "writer", Content: fmt.Sprintf("line %d of %s", i, index)})

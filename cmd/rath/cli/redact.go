@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // redactView is what rath redact --json prints.
@@ -138,7 +138,7 @@ func (a *app) afterErasure(ctx context.Context, rt *rath.Runtime) {
 
 // redactionLines words verify's redactions, one line per run of
 // consecutive seqs one redaction deleted: a retention deletes thousands.
-func redactionLines(rs []events.RedactionInfo) []string {
+func redactionLines(rs []eventlog.RedactionInfo) []string {
 	var out []string
 	for i := 0; i < len(rs); {
 		j := i + 1

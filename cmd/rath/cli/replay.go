@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
@@ -228,7 +229,7 @@ func (a *app) streamResume(ctx context.Context, rt *rath.Runtime, run string, fr
 		defer stop()
 		r, rerr = resume()
 	}()
-	for ev, err := range rt.Store().Subscribe(sctx, events.Query{RunID: run, FromSeq: from}) {
+	for ev, err := range rt.Store().Subscribe(sctx, eventlog.Query{RunID: run, FromSeq: from}) {
 		if err != nil {
 			break // the read below says what is missing
 		}
@@ -239,7 +240,7 @@ func (a *app) streamResume(ctx context.Context, rt *rath.Runtime, run string, fr
 		}
 	}
 	<-done
-	rest, err := rt.Store().Read(ctx, events.Query{RunID: run, FromSeq: next})
+	rest, err := rt.Store().Read(ctx, eventlog.Query{RunID: run, FromSeq: next})
 	if err != nil {
 		return r, errors.Join(rerr, err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"encoding/json"
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"io"
 	"net/http"
@@ -48,7 +49,7 @@ func TestServe_APIMatchesTheCLIAndStopsOnInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	rctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "run-open", Seed: "seed"})
-	if _, err := rt.Store().Append(rctx, "run-open", events.NoStream, events.RunStarted{Run: "run-open", Workflow: "gone", InputSession: runs[0].Input, Seed: "seed"}); err != nil {
+	if _, err := rt.Store().Append(rctx, "run-open", eventlog.NoStream, events.RunStarted{Run: "run-open", Workflow: "gone", InputSession: runs[0].Input, Seed: "seed"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Close(); err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 )
 
 // A process stopped (SIGSTOP) while it holds PostgreSQL's chain lock
@@ -24,7 +24,7 @@ func TestPostgres_StoppedWriterHoldingTheLock(t *testing.T) {
 	mustRun(t, dir, "--dsn", dsn, "migrate", "up")
 	mustRun(t, dir, "--dsn", dsn, "new", "before")
 	stalled := execpkg.Command(os.Args[0], "--dir", t.TempDir(), "--dsn", dsn, "new", "stalled")
-	stalled.Env = append(os.Environ(), mainEnv+"=1", events.DebugStopHoldingLockEnv+"=1")
+	stalled.Env = append(os.Environ(), mainEnv+"=1", eventlog.DebugStopHoldingLockEnv+"=1")
 	var errb strings.Builder
 	stalled.Stderr = &errb
 	if err := stalled.Start(); err != nil {

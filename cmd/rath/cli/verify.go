@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gorath/rath/eval"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/internal/jsonview"
 )
 
@@ -69,16 +69,16 @@ mismatch names the score's seq and the event's.`,
 		Example: "rath verify --head 42:3f2a...\nrath verify --log-key log.vkey --witness-key witness.vkey",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var opts events.VerifyOptions
+			var opts eventlog.VerifyOptions
 			if headFlag != "" {
-				h, err := events.ParseHead(headFlag)
+				h, err := eventlog.ParseHead(headFlag)
 				if err != nil {
 					return usagef(cmd, "--head: %v", err)
 				}
 				opts.Head = &h
 			}
 			if treeFlag != "" {
-				h, err := events.ParseTreeHead(treeFlag)
+				h, err := eventlog.ParseTreeHead(treeFlag)
 				if err != nil {
 					return usagef(cmd, "--tree: %v", err)
 				}

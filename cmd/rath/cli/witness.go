@@ -13,7 +13,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/checkpoint"
-	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/signkey"
 )
 
@@ -22,8 +22,8 @@ import (
 const witnessStateFile = "witness-state.json"
 
 type witnessView struct {
-	Cosigned []events.TreeHead `json:"cosigned"`
-	Head     events.TreeHead   `json:"head"`
+	Cosigned []eventlog.TreeHead `json:"cosigned"`
+	Head     eventlog.TreeHead   `json:"head"`
 }
 
 func newWitnessCmd(a *app) *cobra.Command {
@@ -109,7 +109,7 @@ func (a *app) printWitness(res checkpoint.StepResult) error {
 	if a.json {
 		v := witnessView{Cosigned: res.Cosigned, Head: res.Head}
 		if v.Cosigned == nil {
-			v.Cosigned = []events.TreeHead{}
+			v.Cosigned = []eventlog.TreeHead{}
 		}
 		return a.printJSON(v)
 	}
@@ -171,10 +171,10 @@ func (a *app) pinKeys(logKeys, witnessKeys []string) error {
 
 // openWitnessStore opens the log of target without migrating it: a
 // witness reads someone else's store and never changes its schema.
-func openWitnessStore(ctx context.Context, target string) (*events.Store, error) {
-	opts := events.Options{}
+func openWitnessStore(ctx context.Context, target string) (*eventlog.Store, error) {
+	opts := eventlog.Options{}
 	switch {
-	case events.IsPostgresDSN(target):
+	case eventlog.IsPostgresDSN(target):
 		opts.DSN = target
 	default:
 		path := target
@@ -190,7 +190,7 @@ func openWitnessStore(ctx context.Context, target string) (*events.Store, error)
 		}
 		opts.Path = path
 	}
-	s, err := events.Open(ctx, opts)
+	s, err := eventlog.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,686 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/gorath/rath/events"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Redaction with proof (docs/EVIDENCE.md, "Redaction and retention"): a
+// payload is deleted, its leaf is not. The row keeps every column the leaf
+// line names; its payload becomes events.RedactedMarker and its salt NULL, and its
+// payload commitment moves to the redactions table, so the leaf line (and
+// with it the Merkle tree, every proof and every checkpoint) is recomputed
+// without the payload. Who, when and why is an evidence.redacted event on
+// StreamEvidence, itself a leaf; the redactions row names it. Not to be
+// confused with the Redactor (redact.go), which scrubs secrets before an
+// event is written.
+
+// ErrNotRedactable is matched by a *RedactError.
+var ErrNotRedactable = errors.New("events: the event cannot be redacted")
+
+// RedactError says why an event of a redaction cannot be redacted; nothing
+// was changed.
+type RedactError struct {
+	Seq    int64
+	Reason string
+}
+
+func (e *RedactError) Error() string {
+	return fmt.Sprintf("events: cannot redact seq %d: %s", e.Seq, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrNotRedactable) true.
+func (e *RedactError) Is(target error) bool { return target == ErrNotRedactable }
+
+// seqRanges folds ascending seqs into inclusive ranges.
+func seqRanges(seqs []int64) [][2]int64 {
+	var out [][2]int64
+	for _, s := range seqs {
+		if n := len(out); n > 0 && out[n-1][1]+1 == s {
+			out[n-1][1] = s
+			continue
+		}
+		out = append(out, [2]int64{s, s})
+	}
+	return out
+}
+
+// RedactRequest is one redaction: the events whose payloads go, and who
+// asks and why (both required, printed by verify).
+type RedactRequest struct {
+	Seqs   []int64
+	By     string
+	Reason string
+	Scope  string // as in EvidenceRedacted; optional
+	Target string // as in EvidenceRedacted; optional
+	// Guard, if set, runs in the redaction's transaction, under the write
+	// lock, before any payload is cleared: no event can be appended
+	// between what it reads and the commit. Its error aborts the
+	// redaction, changing nothing, and is returned as is (wrapped). A
+	// caller that chose the events from what the log said earlier (a
+	// retention) checks there that the choice still holds.
+	Guard func(ctx context.Context, tx *sql.Tx) error
+}
+
+// maxRedactText bounds By, Reason, Scope and Target.
+const maxRedactText = 1000
+
+func (r RedactRequest) check() error {
+	if len(r.Seqs) == 0 {
+		return invalid("redact: no events")
+	}
+	for name, v := range map[string]string{"by": r.By, "reason": r.Reason, "scope": r.Scope, "target": r.Target} {
+		if (name == "by" || name == "reason") && strings.TrimSpace(v) == "" {
+			return invalid("redact: %s is required", name)
+		}
+		if len(v) > maxRedactText {
+			return invalid("redact: %s is longer than %d bytes", name, maxRedactText)
+		}
+		if strings.ContainsFunc(v, func(c rune) bool { return unicode.IsControl(c) || c == unicode.ReplacementChar }) {
+			return invalid("redact: %s holds control characters", name)
+		}
+	}
+	return nil
+}
+
+// RedactResult reports a redaction.
+type RedactResult struct {
+	// Record is the evidence.redacted event (zero when nothing was left
+	// to redact).
+	Record events.Event
+	// Redacted are the seqs whose payloads were deleted; Already those
+	// that were redacted before (left as they were).
+	Redacted, Already []int64
+	// PayloadBytes is the size of the deleted payloads (as appended);
+	// Blobs and BlobBytes the blobs deleted with them.
+	PayloadBytes     int64
+	Blobs, BlobBytes int64
+}
+
+// RedactionInfo is one redacted event: its seq, the evidence.redacted
+// event that redacted it (RecordSeq, at At) and what that event says.
+type RedactionInfo struct {
+	Seq        int64     `json:"seq"`
+	RecordSeq  int64     `json:"record_seq"`
+	At         time.Time `json:"at"`
+	By         string    `json:"by"`
+	Reason     string    `json:"reason"`
+	Commitment string    `json:"commitment"` // hex SHA-256(salt || payload), as the leaf line holds it
+}
+
+// String formats the redaction as verify lists it.
+func (r RedactionInfo) String() string {
+	return fmt.Sprintf("seq %d: redacted at seq %d by %s: %s", r.Seq, r.RecordSeq, r.By, r.Reason)
+}
+
+// isRedacted reports whether a stored payload is the redaction marker.
+func isRedacted(stored string) bool { return stored == events.RedactedMarker }
+
+// Redact deletes the payloads of the events req.Seqs, with their salts and
+// every blob no unredacted payload still references, and keeps their
+// leaves: the log, its tree and every proof verify as before. It appends
+// an evidence.redacted event naming the events, req.By and req.Reason, in
+// the same transaction. Events already redacted are skipped (Already).
+//
+// It refuses, changing nothing (a *RedactError): an event that does not
+// exist, an evidence.redacted event, an event written before the Merkle
+// log (its leaf is its hash-chain record, which needs the payload), and an
+// event whose row no longer matches its leaf (redacting it would launder
+// the tampering; run verify). Finding unreferenced blobs reads every
+// unredacted payload that may reference one, inside the write transaction:
+// appends wait meanwhile.
+func (s *Store) Redact(ctx context.Context, req RedactRequest) (RedactResult, error) {
+	if err := req.check(); err != nil {
+		return RedactResult{}, err
+	}
+	seqs := slices.Clone(req.Seqs)
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	var res RedactResult
+	for attempt := 0; ; attempt++ {
+		todo, already, shapes, err := s.redactable(ctx, seqs)
+		if err != nil {
+			return RedactResult{}, err
+		}
+		res = RedactResult{Already: already}
+		if len(todo) == 0 {
+			return res, nil
+		}
+		version, err := s.StreamVersion(ctx, events.StreamEvidence)
+		if err != nil {
+			return RedactResult{}, err
+		}
+		rec := events.EvidenceRedacted{Ranges: seqRanges(todo), By: req.By, Reason: req.Reason, Scope: req.Scope, Target: req.Target, Shapes: shapes}
+		// The blobs to delete are only known inside the transaction, after
+		// the event is written; they are reported in the result and the
+		// event names the events, which is what verify checks.
+		fn := func(ctx context.Context, tx *sql.Tx) error {
+			if req.Guard != nil {
+				if err := req.Guard(ctx, tx); err != nil {
+					return err
+				}
+			}
+			return s.redactInTx(ctx, tx, version+1, todo, &res)
+		}
+		stored, err := s.AppendTx(ctx, fn, Write{Stream: events.StreamEvidence, Expected: version, Events: []events.Payload{rec}})
+		var ce *ConflictError
+		if errors.As(err, &ce) && attempt < 5 {
+			continue // another redaction took the version; recheck and retry
+		}
+		if err != nil {
+			return RedactResult{}, err
+		}
+		res.Record, res.Redacted = stored[0], todo
+		return res, nil
+	}
+}
+
+// redactable checks seqs before the transaction: which can be redacted,
+// which already are, and the shapes to keep of the former (shape.go).
+// redactInTx checks again under the write lock; a payload read here is
+// the one it clears, as a payload only ever changes to the marker.
+func (s *Store) redactable(ctx context.Context, seqs []int64) (todo, already []int64, shapes []events.Shape, err error) {
+	meta, err := readMeta(ctx, s.rdb)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rows, err := readLeafRowsBySeq(ctx, s.rdb, s.pg, seqs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, seq := range seqs {
+		r, ok := rows[seq]
+		if !ok {
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: "no such event"}
+		}
+		switch {
+		case r.Type == events.TypeEvidenceRedacted:
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: "it is the record of a redaction"}
+		case !meta.merkleFormat(seq):
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: "it was written before the Merkle log: its leaf is its hash-chain record, which needs the payload"}
+		case isRedacted(r.Payload):
+			already = append(already, seq)
+			continue
+		}
+		todo = append(todo, seq)
+		if !events.KeepsShape(r.Type) {
+			continue
+		}
+		payload, fail, err := s.fullPayload(ctx, s.rdb, r.row)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if fail != "" {
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: "its row does not match its leaf (" + fail + "); run verify"}
+		}
+		sh, _, err := events.ShapeOf(seq, r.Type, r.TypeVersion, payload)
+		if err != nil {
+			return nil, nil, nil, &RedactError{Seq: seq, Reason: err.Error()}
+		}
+		shapes = append(shapes, sh)
+	}
+	return todo, already, shapes, nil
+}
+
+// redactInTx clears the payloads of seqs on the writer's transaction, just
+// after the evidence.redacted event at version recVersion was written.
+func (s *Store) redactInTx(ctx context.Context, tx *sql.Tx, recVersion int64, seqs []int64, res *RedactResult) error {
+	var recSeq int64
+	for _, ev := range appendedFromContext(ctx) {
+		if ev.Stream == events.StreamEvidence && ev.Version == recVersion {
+			recSeq = ev.Seq
+		}
+	}
+	if recSeq == 0 {
+		return fmt.Errorf("events: redact: the redaction record (%s version %d) is not among the appended events", events.StreamEvidence, recVersion)
+	}
+	meta := storeMeta{merkleFrom: 1} // redactable checked the format
+	rows, err := readLeafRowsBySeq(ctx, tx, s.pg, seqs)
+	if err != nil {
+		return err
+	}
+	candidates := map[string]bool{}
+	for _, seq := range seqs {
+		r, ok := rows[seq]
+		if !ok || isRedacted(r.Payload) {
+			return &RedactError{Seq: seq, Reason: "it was deleted or redacted meanwhile; run it again"}
+		}
+		payload, fail, err := s.fullPayload(ctx, tx, r.row)
+		if err != nil {
+			return err
+		}
+		if fail != "" || len(r.Salt) != SaltSize {
+			return &RedactError{Seq: seq, Reason: "its row does not match its leaf (" + fail + "); run verify"}
+		}
+		commit := PayloadCommitment(r.Salt, payload)
+		line, _, err := s.rowLeafLine(ctx, tx, meta, r)
+		if err != nil {
+			return err
+		}
+		if leaf := tlog.RecordHash(line); hex.EncodeToString(leaf[:]) != r.Hash {
+			return &RedactError{Seq: seq, Reason: "its row does not match its leaf: it was altered; run verify"}
+		}
+		if ref, inBlob, _ := StoredInBlob([]byte(r.Payload)); inBlob {
+			candidates[ref] = true
+		}
+		if err := s.blobRefs(ctx, tx, r.Type, r.TypeVersion, payload, candidates); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO redactions (seq, record_seq, commitment) VALUES (?, ?, ?)`), seq, recSeq, hex.EncodeToString(commit[:])); err != nil {
+			return storageErr("redact: record the commitment", err)
+		}
+		if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE events SET payload = ?, salt = NULL WHERE seq = ?`), events.RedactedMarker, seq); err != nil {
+			return storageErr("redact: clear the payload", err)
+		}
+		res.PayloadBytes += int64(len(payload))
+	}
+	return s.dropUnreferenced(ctx, tx, candidates, res)
+}
+
+// readLeafRowsBySeq reads the rows of seqs, by seq.
+func readLeafRowsBySeq(ctx context.Context, q queryer, pg bool, seqs []int64) (map[int64]leafRow, error) {
+	out := make(map[int64]leafRow, len(seqs))
+	for start := 0; start < len(seqs); start += maxHashesPerRead {
+		part := seqs[start:min(start+maxHashesPerRead, len(seqs))]
+		text, args := inList(selectLeafRows+` WHERE seq IN (`, pg, part)
+		rs, err := q.QueryContext(ctx, text, args...)
+		if err != nil {
+			return nil, storageErr("read events", err)
+		}
+		for rs.Next() {
+			var r leafRow
+			if err := rs.Scan(&r.Seq, &r.Stream, &r.Version, &r.Type, &r.TypeVersion, &r.RunID, &r.Payload, &r.At, &r.Hash, &r.Salt); err != nil {
+				rs.Close()
+				return nil, storageErr("read events", err)
+			}
+			r.Hash = hashText(r.Hash)
+			out[r.Seq] = r
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, storageErr("read events", err)
+		}
+	}
+	return out, nil
+}
+
+// blobRefs adds to into every blob hash a payload names: any 64 lowercase
+// hex digits in it (a tool output, file contents, an attachment), and for
+// a model call the message segments its request record chains to.
+func (s *Store) blobRefs(ctx context.Context, q queryer, typ string, version int, payload []byte, into map[string]bool) error {
+	hexRefs(payload, func(h string) { into[h] = true })
+	if typ != events.TypeProviderCalled && typ != events.TypeProviderFailed {
+		return nil
+	}
+	p, err := events.Decode(typ, version, payload)
+	if err != nil {
+		return nil // verify reports a payload that does not decode
+	}
+	var next string
+	switch e := p.(type) {
+	case *events.ProviderCalled:
+		next = e.RequestRef
+	case *events.ProviderFailed:
+		next = e.RequestRef
+	}
+	for first := true; next != "" && (first || !into[next]); first = false {
+		into[next] = true
+		var b []byte
+		err := q.QueryRowContext(ctx, s.rebind(`SELECT bytes FROM blobs WHERE hash = ?`), next).Scan(&b)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return storageErr("redact: read a request blob", err)
+		}
+		if first {
+			var rec requestHead
+			if json.Unmarshal(b, &rec) != nil {
+				return nil
+			}
+			next = rec.MessagesRef
+			continue
+		}
+		var m messageSegment
+		if json.Unmarshal(b, &m) != nil {
+			return nil
+		}
+		next = m.Prev
+	}
+	return nil
+}
+
+// hexRefs calls fn with every run of exactly 64 lowercase hex digits in b.
+func hexRefs(b []byte, fn func(string)) {
+	n := 0
+	for i := 0; i <= len(b); i++ {
+		if i < len(b) && isHex(b[i]) {
+			n++
+			continue
+		}
+		if n == 64 {
+			fn(string(b[i-64 : i]))
+		}
+		n = 0
+	}
+}
+
+// dropUnreferenced deletes the candidate blobs that no unredacted payload
+// references, reading every such payload that may (a blob pointer, a type
+// that references blobs, or one naming a candidate's hash) in the
+// transaction.
+func (s *Store) dropUnreferenced(ctx context.Context, tx *sql.Tx, candidates map[string]bool, res *RedactResult) error {
+	if len(candidates) == 0 {
+		return nil
+	}
+	live := map[string]bool{}
+	for after := int64(0); ; {
+		rs, err := scanLeafRows(ctx, tx, s.pg, after, 1<<62, scanPage)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			after = r.Seq
+			if isRedacted(r.Payload) {
+				continue
+			}
+			stored := []byte(r.Payload)
+			_, inBlob, _ := StoredInBlob(stored)
+			_, refers := blobReferrers[r.Type]
+			if !inBlob && !refers {
+				hexRefs(stored, func(h string) { live[h] = true })
+				continue
+			}
+			if inBlob {
+				hexRefs(stored, func(h string) { live[h] = true })
+			}
+			payload, fail, err := s.fullPayload(ctx, tx, r.row)
+			if err != nil {
+				return err
+			}
+			if fail != "" {
+				continue
+			}
+			if err := s.blobRefs(ctx, tx, r.Type, r.TypeVersion, payload, live); err != nil {
+				return err
+			}
+		}
+		if len(rs) < scanPage {
+			break
+		}
+	}
+	var drop []string
+	for h := range candidates {
+		if !live[h] {
+			drop = append(drop, h)
+		}
+	}
+	slices.Sort(drop)
+	for _, h := range drop {
+		var size int64
+		err := tx.QueryRowContext(ctx, s.rebind(`DELETE FROM blobs WHERE hash = ? RETURNING size`), h).Scan(&size)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // a hex string that is not a stored blob
+		}
+		if err != nil {
+			return storageErr("redact: delete a blob", err)
+		}
+		res.Blobs++
+		res.BlobBytes += size
+	}
+	return nil
+}
+
+// Redacted reports whether the event at seq is redacted, and by what.
+func (s *Store) Redacted(ctx context.Context, seq int64) (RedactionInfo, bool, error) {
+	all, err := s.redactionsWhere(ctx, s.rdb, `WHERE r.seq = ?`, seq)
+	if err != nil || len(all) == 0 {
+		return RedactionInfo{}, false, err
+	}
+	return all[0], true, nil
+}
+
+// Redactions lists every redacted event in seq order.
+func (s *Store) Redactions(ctx context.Context) ([]RedactionInfo, error) {
+	return s.redactionsWhere(ctx, s.rdb, ``)
+}
+
+// redactionsWhere reads redactions rows with what their records say.
+func (s *Store) redactionsWhere(ctx context.Context, q queryer, where string, args ...any) ([]RedactionInfo, error) {
+	rs, err := q.QueryContext(ctx, s.rebind(`SELECT r.seq, r.record_seq, r.commitment, e.seq, e.stream, e.type, e.type_version, e.payload, e.at
+		FROM redactions r LEFT JOIN events e ON e.seq = r.record_seq `+where+` ORDER BY r.seq`), args...)
+	if err != nil {
+		return nil, storageErr("read redactions", err)
+	}
+	var out []RedactionInfo
+	recRows := map[int64]row{}
+	for rs.Next() {
+		var ri RedactionInfo
+		var seq, at, version sql.NullInt64
+		var stream, typ, payload sql.NullString
+		if err := rs.Scan(&ri.Seq, &ri.RecordSeq, &ri.Commitment, &seq, &stream, &typ, &version, &payload, &at); err != nil {
+			rs.Close()
+			return nil, storageErr("read redactions", err)
+		}
+		ri.At = time.Unix(0, at.Int64).UTC()
+		if typ.String == events.TypeEvidenceRedacted {
+			recRows[ri.RecordSeq] = row{Seq: seq.Int64, Stream: stream.String, Type: typ.String, TypeVersion: int(version.Int64), Payload: payload.String}
+		}
+		out = append(out, ri)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, storageErr("read redactions", err)
+	}
+	// The records are decoded with the cursor closed: one kept in blobs
+	// (a large retention's) is read with another query.
+	records := map[int64]*events.EvidenceRedacted{}
+	for seq, r := range recRows {
+		rec, err := s.decodeRecord(ctx, q, r)
+		if err != nil {
+			return nil, err
+		}
+		records[seq] = rec
+	}
+	for i := range out {
+		if rec := records[out[i].RecordSeq]; rec != nil {
+			out[i].By, out[i].Reason = rec.By, rec.Reason
+		}
+	}
+	return out, nil
+}
+
+// decodeRecord decodes an evidence.redacted row, its payload read from
+// blobs if kept there; nil for one that does not decode.
+func (s *Store) decodeRecord(ctx context.Context, q queryer, r row) (*events.EvidenceRedacted, error) {
+	payload, fail, err := s.fullPayload(ctx, q, r)
+	if err != nil || fail != "" {
+		return nil, err
+	}
+	p, err := events.Decode(r.Type, r.TypeVersion, payload)
+	if err != nil {
+		return nil, nil
+	}
+	rec, _ := p.(*events.EvidenceRedacted)
+	return rec, nil
+}
+
+func storageErrOrNil(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return storageErr(op, err)
+}
+
+// redactedCommitment is the payload commitment of a redacted event, from
+// the redactions table; fail says why there is none.
+func redactedCommitment(ctx context.Context, q queryer, pg bool, seq int64) (commit [32]byte, fail string, err error) {
+	query := `SELECT commitment FROM redactions WHERE seq = ?`
+	if pg {
+		query = `SELECT commitment FROM redactions WHERE seq = $1`
+	}
+	var text string
+	err = q.QueryRowContext(ctx, query, seq).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return commit, "its payload was cleared without a recorded redaction: the row was altered", nil
+	}
+	if err != nil {
+		return commit, "", storageErr("read redactions", err)
+	}
+	b, derr := hex.DecodeString(text)
+	if derr != nil || len(b) != len(commit) || !bytes.Equal([]byte(hex.EncodeToString(b)), []byte(text)) {
+		return commit, "its recorded redaction's commitment is not a hash: it was altered", nil
+	}
+	copy(commit[:], b)
+	return commit, "", nil
+}
+
+// noteRecord keeps an evidence.redacted event for checkRedactions.
+func (v *verifier) noteRecord(ctx context.Context, r row) error {
+	if v.records == nil {
+		v.records, v.atOf = map[int64]*events.EvidenceRedacted{}, map[int64]int64{}
+	}
+	rec, err := v.s.decodeRecord(ctx, v.tx, r)
+	if err != nil {
+		return err
+	}
+	v.records[r.Seq], v.atOf[r.Seq] = rec, r.At
+	return nil
+}
+
+// checkRedactions checks every redacted event against its redactions row:
+// the row must name an evidence.redacted event after it that covers it,
+// and no redactions row may name an event that is not redacted. It lists
+// them in the report, and reports done when it recorded a failure.
+func (v *verifier) checkRedactions(ctx context.Context) (bool, error) {
+	rows, err := v.tx.QueryContext(ctx, `SELECT seq, record_seq, commitment FROM redactions ORDER BY seq`)
+	if err != nil {
+		return false, storageErr("verify redactions", err)
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var ri RedactionInfo
+		if err := rows.Scan(&ri.Seq, &ri.RecordSeq, &ri.Commitment); err != nil {
+			return false, storageErr("verify redactions", err)
+		}
+		if i >= len(v.redacted) || v.redacted[i] != ri.Seq {
+			v.fail(ri.Seq, "", "a redaction is recorded for it but its payload is there: the redactions table was altered")
+			return true, nil
+		}
+		i++
+		rec := v.records[ri.RecordSeq]
+		if ri.RecordSeq <= ri.Seq || rec == nil || !rec.Covers(ri.Seq) {
+			v.fail(ri.Seq, "", "its payload was cleared but seq %d is no evidence.redacted event naming it: the redaction was forged", ri.RecordSeq)
+			return true, nil
+		}
+		ri.By, ri.Reason, ri.At = rec.By, rec.Reason, time.Unix(0, v.atOf[ri.RecordSeq]).UTC()
+		v.rep.Redactions = append(v.rep.Redactions, ri)
+	}
+	if err := rows.Err(); err != nil {
+		return false, storageErr("verify redactions", err)
+	}
+	if i < len(v.redacted) {
+		// rowLeafLine found its commitment, so this cannot happen unless
+		// the table changed under the snapshot.
+		v.fail(v.redacted[i], "", "its payload was cleared without a recorded redaction: the row was altered")
+		return true, nil
+	}
+	return false, nil
+}
+
+// RedactedInRun lists the redacted events of a run (its run_id) up to
+// toSeq (0: the head), in seq order.
+func (s *Store) RedactedInRun(ctx context.Context, runID string, toSeq int64) ([]int64, error) {
+	if toSeq <= 0 {
+		toSeq = 1 << 62
+	}
+	var seqs []int64
+	err := s.rdb.SelectContext(ctx, &seqs, s.rebind(`SELECT r.seq FROM redactions r JOIN events e ON e.seq = r.seq WHERE e.run_id = ? AND r.seq <= ? ORDER BY r.seq`), runID, toSeq)
+	if err != nil {
+		return nil, storageErr("read redactions", err)
+	}
+	return seqs, nil
+}
+
+// Opening is what opens an event's payload commitment: its salt and its
+// payload as appended, so that SHA-256(Salt || Payload) is the commitment
+// its leaf line holds. A redacted event has none.
+type Opening struct {
+	Salt    []byte
+	Payload []byte
+}
+
+// Opening returns the opening of the event at seq: an archive or a bundle
+// keeps it beside the leaf line so the payload checks against the log.
+// It fails with ErrRedacted (through a *DecodeError) for a redacted
+// event and with a *RedactError for one written before the Merkle log.
+func (s *Store) Opening(ctx context.Context, seq int64) (Opening, error) {
+	tx, err := s.Snapshot(ctx)
+	if err != nil {
+		return Opening{}, fmt.Errorf("events: opening: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := readLeafRowsBySeq(ctx, tx, s.pg, []int64{seq})
+	if err != nil {
+		return Opening{}, err
+	}
+	r, ok := rows[seq]
+	switch {
+	case !ok:
+		return Opening{}, invalid("opening: no event at seq %d", seq)
+	case isRedacted(r.Payload):
+		return Opening{}, &events.DecodeError{Seq: seq, Type: r.Type, Err: events.ErrRedacted}
+	case len(r.Salt) != SaltSize:
+		return Opening{}, &RedactError{Seq: seq, Reason: "it has no payload salt (written before the Merkle log, or altered)"}
+	}
+	payload, fail, err := s.fullPayload(ctx, tx, r.row)
+	if err != nil {
+		return Opening{}, err
+	}
+	if fail != "" {
+		return Opening{}, fmt.Errorf("events: opening of seq %d: %s", seq, fail)
+	}
+	return Opening{Salt: r.Salt, Payload: payload}, nil
+}
+
+// BlobRefs lists the stored blobs an event's payload references: its
+// outputs, files and attachments, and for a model call its request record
+// and every message segment that chains to.
+func (s *Store) BlobRefs(ctx context.Context, ev events.Event) ([]string, error) {
+	refs := map[string]bool{}
+	if err := s.blobRefs(ctx, s.rdb, ev.Type, ev.TypeVersion, ev.Payload, refs); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(refs))
+	for h := range refs {
+		out = append(out, h)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// appendedKey carries, to an AppendTx function, the events its append
+// wrote in the same transaction.
+type appendedKey struct{}
+
+func contextWithAppended(ctx context.Context, evs []events.Event) context.Context {
+	return context.WithValue(ctx, appendedKey{}, evs)
+}
+
+func appendedFromContext(ctx context.Context) []events.Event {
+	evs, _ := ctx.Value(appendedKey{}).([]events.Event)
+	return evs
+}

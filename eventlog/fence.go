@@ -1,0 +1,48 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Lease is a worker's hold on a run.
+type Lease struct {
+	Run   string
+	Token int64
+}
+
+type leaseKey struct{}
+
+// ContextWithLease returns a context whose appends to the lease's run
+// (events stamped with its run id, or on its lease stream) are fenced:
+// each append's transaction checks that the token is still the run's
+// current one, and fails with a *FencedError if another worker took the
+// run since.
+func ContextWithLease(ctx context.Context, l Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}
+
+func leaseFromContext(ctx context.Context) (Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(Lease)
+	return l, ok
+}
+
+// ErrFenced is matched by a *FencedError.
+var ErrFenced = errors.New("events: the run's lease is held by another worker")
+
+// FencedError is an append refused because the worker's lease on the run
+// is no longer current: another worker took the run (after this one was
+// paused, partitioned or too slow to renew). Nothing of it was written.
+type FencedError struct {
+	Run     string
+	Token   int64 // the token the append was made under
+	Current int64 // the run's current token
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("events: run %s: lease token %d is no longer current (now %d): another worker holds the run", e.Run, e.Token, e.Current)
+}
+
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }

@@ -1,0 +1,28 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"github.com/gorath/rath/events"
+)
+
+// Shapes returns the shapes every redaction recorded, by the seq of the
+// redacted event.
+func (s *Store) Shapes(ctx context.Context) (map[int64]events.Shape, error) {
+	out := map[int64]events.Shape{}
+	for ev, err := range s.Scan(ctx, Query{Stream: events.StreamEvidence}) {
+		if err != nil {
+			return nil, fmt.Errorf("events: read the redactions' shapes: %w", err)
+		}
+		p, err := ev.Decode()
+		if err != nil {
+			return nil, fmt.Errorf("events: read the redactions' shapes: %w", err)
+		}
+		if rec, ok := p.(*events.EvidenceRedacted); ok {
+			for _, sh := range rec.Shapes {
+				out[sh.Seq] = sh
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,698 @@
+package eventlog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"github.com/gorath/rath/events"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorath/rath/internal/stmtcache"
+	"github.com/jackc/pgx/v5"
+	"github.com/jmoiron/sqlx"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultBlobThreshold is the payload size in bytes above which a
+	// payload is stored in blobs and referenced by hash.
+	DefaultBlobThreshold = 16 << 10
+	// DefaultMaxBatch is the most events one group commit takes.
+	DefaultMaxBatch = 1024
+	// DefaultReadConns is the size of the read pool.
+	DefaultReadConns = 4
+	// DefaultReadMmapBytes is how much of the database file each read
+	// connection maps (see Options.ReadMmapBytes).
+	DefaultReadMmapBytes = 1 << 30
+	// DefaultBusyTimeout is how long a write waits for the write lock.
+	DefaultBusyTimeout = 10 * time.Second
+)
+
+// Expected stream versions with special meaning.
+const (
+	// AnyVersion skips the optimistic concurrency check.
+	AnyVersion int64 = -1
+	// NoStream expects the stream not to exist yet.
+	NoStream int64 = 0
+)
+
+// Options configure a Store.
+type Options struct {
+	// Path is the SQLite database file. Its schema must already be migrated
+	// (package migrations); Open does not create tables.
+	Path string
+	// DSN, if set, opens a PostgreSQL database instead (postgres://…; see
+	// IsPostgresDSN) and Path, InMemory and Synchronous are ignored. Its
+	// schema must already be migrated too. Many processes on many machines
+	// can share it: the chain is serialized by a lock row, and every
+	// process's subscribers wake on LISTEN/NOTIFY.
+	DSN string
+	// DiscardBlobs drops the blobs of Write.Blobs instead of storing them
+	// (payloads over BlobThreshold are still stored): for a strict replay's
+	// scratch store, where nothing reads them and only events are compared.
+	DiscardBlobs bool
+	// InMemory makes Path the name of an in-memory database (see DSN),
+	// for throwaway stores such as a replay's scratch store. The caller
+	// keeps a connection open for its whole life.
+	InMemory bool
+	// WithoutTree keeps no Merkle tree over an InMemory store's events (no
+	// tree hashes, no tree head): for a throwaway store whose events are
+	// compared with another log's and never verified, as a replay's
+	// scratch store's are. Each event still has its leaf hash; Verify of
+	// such a store fails at its first event, whose tree is missing.
+	// Hashing and storing the tree cost a replay a fifth of its time.
+	WithoutTree bool
+	// HMACKey, if set, keys the hash chain with HMAC-SHA256, so only holders
+	// of the key can produce a chain that verifies. Zero means plain SHA-256.
+	HMACKey []byte
+	// BlobThreshold is the payload size in bytes above which a payload goes
+	// to blobs. Zero means DefaultBlobThreshold; negative disables blobs.
+	BlobThreshold int
+	// MaxBatch caps the events per group commit. Zero means DefaultMaxBatch.
+	MaxBatch int
+	// ReadConns is the read pool size. Zero means DefaultReadConns.
+	ReadConns int
+	// PostgresReadPool, with DSN, is an open pool on the database the DSN
+	// names, from OpenPostgresReadPool, to serve the store's reads: a
+	// process that checked the schema through it reuses its connection
+	// instead of opening another one. The store takes it over: Close
+	// closes it, and so does an Open that fails.
+	PostgresReadPool *sql.DB
+	// ReadMmapBytes is how much of a SQLite database file each read
+	// connection maps into memory (SQLite's mmap_size): reads of pages in
+	// the map skip a system call and a copy each, which is most of the
+	// cost of reading a session's chunks from the log on a connection with
+	// a cold page cache. Zero means DefaultReadMmapBytes; negative turns it
+	// off. The trade-off (SQLite's): an I/O error on a mapped page, such
+	// as a failing disk, stops the process with a fault instead of
+	// returning an error. The writer never maps.
+	ReadMmapBytes int64
+	// Synchronous is SQLite's synchronous mode for the writer: "FULL" (the
+	// default: every commit is fsynced, so a returned Append survives power
+	// loss), "NORMAL" (survives a process crash, not power loss) or "OFF"
+	// (for throwaway stores such as a replay's scratch store).
+	Synchronous string
+	// BusyTimeout is how long a write waits for another connection's
+	// write lock before failing with a *StorageError matching ErrBusy.
+	// Zero means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// Clock stamps the at column. Nil means time.Now. The time is recorded,
+	// never used for ordering.
+	Clock func() time.Time
+	// Projectors are run for every appended event inside the append's
+	// transaction, in order.
+	Projectors []Projector
+	// AfterCommit, if set, is called on the writer goroutine after each
+	// commit of appended events, with the Merkle tree head as of that
+	// commit: how a checkpoint signer (package checkpoint) learns of new
+	// heads without polling the database. It must return quickly and must
+	// not call the store. Nil means no call.
+	AfterCommit func(Commit)
+	// Redactor, if set, removes secrets from every payload and blob before
+	// it is hashed and written, and each removal is recorded on
+	// StreamRedactions (see package secret).
+	Redactor Redactor
+
+	// afterVersionRead, for tests, runs when the writer has read
+	// data_version and before it reads the chain tail.
+	afterVersionRead func()
+	// chainRows, for tests, makes the writer write what a rath before the
+	// Merkle log wrote: hash-chain rows without a salt, and no tree (the
+	// schema may be one without tree_hashes).
+	chainRows bool
+	// withoutWriteGate, for benchmarks, leaves SQLite's busy handler
+	// alone to order the writers of several processes, as before the
+	// write gate (writegate_unix.go).
+	withoutWriteGate bool
+}
+
+// Projector updates a read model from events. It runs on the writer
+// goroutine inside the transaction that appends the event, so a read after
+// Append returns sees its effect; an error rolls back the whole Append.
+type Projector interface {
+	// Project applies one event. p is the decoded payload, always a
+	// pointer to its struct.
+	Project(ctx context.Context, tx *Tx, ev *events.Event, p events.Payload) error
+}
+
+// RequestProjector is a Projector that may hold writes back while one
+// Append's events are projected (several updates of one row become one,
+// say): EndRequest runs after the request's last event, in the same
+// transaction and savepoint, so its error still refuses the whole Append.
+// State kept between the calls belongs in Tx.Value, which lives for the
+// request.
+type RequestProjector interface {
+	Projector
+	EndRequest(ctx context.Context, tx *Tx) error
+}
+
+// Write is a set of events for one stream, appended at an expected version.
+type Write struct {
+	Stream   string
+	Expected int64
+	Events   []events.Payload
+	// Blobs are stored in the same transaction, so events can reference
+	// them by BlobHash.
+	Blobs [][]byte
+}
+
+// Commit describes one commit of appended events, for Options.AfterCommit.
+type Commit struct {
+	// Head is the Merkle tree head as of the commit: its size is the last
+	// seq committed.
+	Head TreeHead
+	// RunsFinished counts the run.finished events of the commit: the end
+	// of a run, when a signer signs a checkpoint at once.
+	RunsFinished int
+}
+
+// Store is the event log. It is safe for concurrent use.
+type Store struct {
+	opts Options
+	pg   bool     // PostgreSQL (Options.DSN), else SQLite
+	wdb  *sql.DB  // one connection, used only by the writer goroutine
+	rdb  *sqlx.DB // read pool
+	// q runs the fixed stream reads through prepared statements.
+	q      *stmtcache.Cache
+	reqs   chan *request
+	stop   chan struct{}
+	done   chan struct{}
+	closed sync.Once
+
+	commits, requests, evs atomic.Int64  // for Stats
+	redone                 atomic.Int64  // for Stats
+	optimistic, missed     atomic.Int64  // for Stats
+	roundTrips             *atomic.Int64 // the writer connection's, for Stats
+
+	// inflight counts callers inside send: the writer lingers for the ones
+	// its last commit released, who are about to queue again.
+	inflight atomic.Int64
+
+	notifyMu sync.Mutex // protects notifyCh
+	notifyCh chan struct{}
+	// listenDone is closed when the PostgreSQL listener stopped (nil
+	// for SQLite); the listener starts on the first Notify (listen.go).
+	listenDone chan struct{}
+	listenCfg  *pgx.ConnConfig
+	listenOnce sync.Once
+
+	rehash rehashes // blobs the Redactor changed
+	// legacyRows writes rows as before the compact row format (hex hash,
+	// whole payloads): tests build mixed logs with it.
+	legacyRows bool
+
+	// stopHoldingLock makes the first append stop the process (SIGSTOP)
+	// while it holds PostgreSQL's chain lock: the fault of a paused or
+	// partitioned writer, for tests (DebugStopHoldingLockEnv).
+	stopHoldingLock bool
+
+	// Owned by the writer goroutine.
+	w writerState
+}
+
+// DebugStopHoldingLockEnv, set to 1 in a process's environment, makes its
+// first append on a PostgreSQL store stop the process with SIGSTOP right
+// after it took the chain lock, inside its transaction: a fault
+// injection for tests of what a paused writer does to the others. Never
+// set it otherwise.
+const DebugStopHoldingLockEnv = "RATH_DEBUG_STOP_HOLDING_CHAIN_LOCK"
+
+type item struct {
+	typ     string
+	version int
+	payload []byte
+	p       events.Payload
+}
+
+type pendingWrite struct {
+	stream   string
+	expected int64
+	items    []item
+	blobs    [][]byte
+}
+
+type request struct {
+	ctx    context.Context
+	runID  string
+	writes []pendingWrite
+	fn     func(context.Context, *Tx) error
+	// txFn, for AppendTx, runs in the append's transaction after its
+	// events are written.
+	txFn func(context.Context, *sql.Tx) error
+	// lease, from ContextWithLease, fences the request's appends.
+	lease *Lease
+	n     int
+	reply chan result
+}
+
+type result struct {
+	events []events.Event
+	err    error
+}
+
+// DSN returns the SQLite data source name for a database file, or, with
+// inMemory, for an in-memory database named path (SQLite's memdb VFS,
+// shared by every connection of the process that opens the same name, and
+// gone when the last one closes). Each pragma becomes a _pragma parameter.
+//
+// The DSN is a file: URI with the path percent-encoded, so a path holding
+// '?', '#', '%', spaces or any other byte names that file and nothing
+// else ("/tmp/we?ird" must not open "/tmp/we").
+func DSN(path string, inMemory bool, pragmas ...string) string {
+	v := url.Values{}
+	for _, p := range pragmas {
+		v.Add("_pragma", p)
+	}
+	if inMemory {
+		v.Set("vfs", "memdb")
+		return "file:" + escapePath("/"+strings.TrimLeft(path, "/")) + "?" + v.Encode()
+	}
+	return "file:" + escapePath(path) + "?" + v.Encode()
+}
+
+// escapePath percent-encodes a path for a SQLite URI, which decodes %HH
+// and ends the path at '?' or '#'.
+func escapePath(path string) string {
+	return (&url.URL{Path: path}).EscapedPath()
+}
+
+// Open opens the log in an already migrated database and starts the writer.
+func Open(ctx context.Context, opts Options) (_ *Store, err error) {
+	if pool := opts.PostgresReadPool; pool != nil {
+		defer func() {
+			if err != nil {
+				pool.Close() // taken over, even by a failed Open
+			}
+		}()
+		if opts.DSN == "" {
+			return nil, errors.New("events: open: Options.PostgresReadPool needs Options.DSN")
+		}
+	}
+	if opts.Path == "" && opts.DSN == "" {
+		return nil, errors.New("events: open: Options.Path or Options.DSN is required")
+	}
+	if opts.DSN != "" && !IsPostgresDSN(opts.DSN) {
+		return nil, fmt.Errorf("events: open: DSN must start with postgres:// or postgresql://")
+	}
+	if opts.WithoutTree && (!opts.InMemory || opts.DSN != "") {
+		return nil, errors.New("events: open: WithoutTree is for InMemory stores only")
+	}
+	if opts.BlobThreshold == 0 {
+		opts.BlobThreshold = DefaultBlobThreshold
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = DefaultReadConns
+	}
+	if opts.ReadMmapBytes == 0 {
+		opts.ReadMmapBytes = DefaultReadMmapBytes
+	}
+	switch strings.ToUpper(opts.Synchronous) {
+	case "":
+		opts.Synchronous = "FULL"
+	case "FULL", "NORMAL", "OFF":
+		opts.Synchronous = strings.ToUpper(opts.Synchronous)
+	default:
+		return nil, fmt.Errorf("events: open: Synchronous %q: want FULL, NORMAL or OFF", opts.Synchronous)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	var wdb *sql.DB
+	var rdb *sqlx.DB
+	roundTrips := new(atomic.Int64)
+	if opts.DSN != "" {
+		wdb, rdb, err = openPostgres(ctx, opts, roundTrips)
+	} else {
+		wdb, rdb, err = openSQLite(opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		opts:     opts,
+		pg:       opts.DSN != "",
+		wdb:      wdb,
+		rdb:      rdb,
+		q:        stmtcache.New(rdb),
+		reqs:     make(chan *request, 4096),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		notifyCh: make(chan struct{}),
+
+		roundTrips: roundTrips,
+
+		stopHoldingLock: opts.DSN != "" && os.Getenv(DebugStopHoldingLockEnv) == "1",
+	}
+	if err := s.w.init(ctx, s); err != nil {
+		s.w.closeStmts()
+		wdb.Close()
+		rdb.Close()
+		return nil, err
+	}
+	if s.pg {
+		cfg, _ := ParsePostgresDSN(opts.DSN) // parsed once already
+		boundStalls(cfg)
+		s.listenDone, s.listenCfg = make(chan struct{}), cfg
+	}
+	go s.loop()
+	return s, nil
+}
+
+func openSQLite(opts Options) (*sql.DB, *sqlx.DB, error) {
+	busy := fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1))
+	base := []string{busy, "journal_mode(WAL)", "foreign_keys(1)"}
+	// _txlock=immediate: the writer's transactions take SQLite's write
+	// lock up front, so no read-to-write upgrade can fail with SQLITE_BUSY.
+	// secure_delete: what the writer deletes or overwrites (a redacted
+	// payload, a dropped blob, a rebuilt projection's rows) is zeroed in
+	// its page, and freed pages are zeroed, so no stale cell keeps it in
+	// the file (or in the WAL's copy of the page). Appends delete next to
+	// nothing: it cost no measurable CPU in the append benchmarks.
+	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")", "secure_delete(1)")...)+"&_txlock=immediate")
+	if err != nil {
+		return nil, nil, fmt.Errorf("events: open writer: %w", err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	read := append(base, "query_only(1)", fmt.Sprintf("mmap_size(%d)", max(opts.ReadMmapBytes, 0)))
+	rdb, err := sqlx.Open("sqlite", DSN(opts.Path, opts.InMemory, read...))
+	if err != nil {
+		wdb.Close()
+		return nil, nil, fmt.Errorf("events: open readers: %w", err)
+	}
+	rdb.SetMaxOpenConns(opts.ReadConns)
+	rdb.SetMaxIdleConns(opts.ReadConns)
+	return wdb, rdb, nil
+}
+
+// Close stops the writer after the commit in progress and closes the
+// database. Appends waiting to be written fail with ErrClosed.
+func (s *Store) Close() error {
+	var err error
+	s.closed.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.stopListening()
+		s.w.closeStmts()
+		err = errors.Join(s.wdb.Close(), s.rdb.Close())
+	})
+	return err
+}
+
+// Stats counts the writer's work since Open.
+type Stats struct {
+	Commits  int64 // group commits (transactions)
+	Requests int64 // Append calls they served
+	Events   int64 // events committed
+	// RoundTrips counts, on PostgreSQL, the round trips of the writer's
+	// connections: each time it sent something and then read the answer
+	// (a pipeline of statements is one). Zero on SQLite.
+	RoundTrips int64
+	// Redone counts the batches rolled back and written again: a cache
+	// another process made stale, or a projector's queued statement that
+	// failed (PostgreSQL).
+	Redone int64
+	// Optimistic counts the commits made without asking for the tail
+	// first (optimistic.go), Missed the transactions begun so that found
+	// another process's commit and were done again the usual way
+	// (PostgreSQL).
+	Optimistic, Missed int64
+}
+
+// Stats returns the writer's counters: Requests/Commits is the mean group
+// commit size, RoundTrips/Commits what a commit costs in waits on the
+// server.
+func (s *Store) Stats() Stats {
+	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load(),
+		Redone:     s.redone.Load(),
+		Optimistic: s.optimistic.Load(), Missed: s.missed.Load()}
+}
+
+// DB returns the read-only connection pool, for read models to query.
+// Write queries with ? placeholders and pass them through DB().Rebind:
+// PostgreSQL's are $1, $2, ….
+func (s *Store) DB() *sqlx.DB { return s.rdb }
+
+// rebind turns a query's ? placeholders into the backend's.
+func (s *Store) rebind(q string) string {
+	if s.pg {
+		return sqlx.Rebind(sqlx.DOLLAR, q)
+	}
+	return q
+}
+
+// Target is where the store's database is: its SQLite file's path, or,
+// for PostgreSQL, its DSN (a secret: never print it).
+func (s *Store) Target() string {
+	if s.pg {
+		return s.opts.DSN
+	}
+	return s.opts.Path
+}
+
+// Postgres reports whether the store is on PostgreSQL (else SQLite).
+func (s *Store) Postgres() bool { return s.pg }
+
+// Snapshot begins a read-only transaction that sees one consistent state
+// of the database for its whole life, on either backend (PostgreSQL
+// needs REPEATABLE READ for that; SQLite's read transactions are
+// snapshots already). Roll it back when done.
+func (s *Store) Snapshot(ctx context.Context) (*sqlx.Tx, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.pg {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	return s.rdb.BeginTxx(ctx, opts)
+}
+
+// Notify returns a channel that is closed at the next commit. Call it again
+// after each wake-up: every commit closes the channel and makes a new one,
+// so a slow reader never blocks the writer.
+func (s *Store) Notify() <-chan struct{} {
+	s.startListening()
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	return s.notifyCh
+}
+
+func (s *Store) broadcast() {
+	s.notifyMu.Lock()
+	close(s.notifyCh)
+	s.notifyCh = make(chan struct{})
+	s.notifyMu.Unlock()
+}
+
+// Append appends events to one stream. expected is the version the stream
+// must be at (NoStream for a new stream, AnyVersion to skip the check).
+// It returns the stored events once they are durable. Errors: a
+// *ConflictError (matching ErrConflict), ErrInvalid for a payload that fails
+// validation, ErrClosed, a projector's error, or the context's error (in
+// which case the events may or may not have been written).
+func (s *Store) Append(ctx context.Context, stream string, expected int64, evs ...events.Payload) ([]events.Event, error) {
+	return s.AppendWrites(ctx, Write{Stream: stream, Expected: expected, Events: evs})
+}
+
+// AppendWrites appends to several streams atomically: all writes commit or
+// none does.
+func (s *Store) AppendWrites(ctx context.Context, writes ...Write) ([]events.Event, error) {
+	return s.appendWrites(ctx, nil, writes)
+}
+
+func (s *Store) appendWrites(ctx context.Context, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]events.Event, error) {
+	cs, done, err := carriedFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return s.appendNow(ctx, txFn, writes)
+	}
+	out, pos, ok := withCarried(cs, writes)
+	if !ok {
+		// The carried writes go first, each on its own (two of them may
+		// name one stream), and the caller's append after them.
+		var err error
+		for _, c := range cs {
+			if err != nil {
+				settle([]*Carried{c}, errNotSent)
+				continue
+			}
+			_, err = s.appendNow(ctx, nil, []Write{c.w})
+			settle([]*Carried{c}, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s.appendNow(ctx, txFn, writes)
+	}
+	stored, err := s.appendNow(ctx, txFn, out)
+	done(err)
+	if err != nil {
+		return nil, err
+	}
+	return ownEvents(stored, pos)
+}
+
+// appendNow sends one request of writes to the writer and waits for it.
+func (s *Store) appendNow(ctx context.Context, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]events.Event, error) {
+	req := &request{ctx: ctx, reply: make(chan result, 1), txFn: txFn}
+	if r, ok := events.RunFromContext(ctx); ok {
+		req.runID = r.ID
+	}
+	if l, ok := leaseFromContext(ctx); ok {
+		req.lease = &l
+	}
+	for _, w := range writes {
+		if w.Stream == "" {
+			return nil, invalid("append: empty stream")
+		}
+		if w.Expected < AnyVersion {
+			return nil, invalid("append: expected version %d", w.Expected)
+		}
+		pw := pendingWrite{stream: w.Stream, expected: w.Expected, blobs: w.Blobs, items: make([]item, 0, len(w.Events))}
+		for _, p := range w.Events {
+			it, err := prepare(w.Stream, p)
+			if err != nil {
+				return nil, err
+			}
+			pw.items = append(pw.items, it)
+		}
+		req.n += len(pw.items)
+		req.writes = append(req.writes, pw)
+	}
+	found, err := s.redactRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := s.send(ctx, req)
+	if err == nil {
+		s.recordRedactions(ctx, req, stored, found)
+	}
+	return stored, err
+}
+
+// AppendTx is AppendWrites with more work in the same transaction: fn
+// runs after the events are written (and projected), on the writer's
+// transaction, and everything commits together or not at all. fn must
+// not commit or roll back tx, and must not touch the events or blobs
+// tables. A job queue sharing the database uses it to enqueue a job
+// exactly when its event is appended. fn's error fails the append.
+func (s *Store) AppendTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, writes ...Write) ([]events.Event, error) {
+	return s.appendWrites(ctx, fn, writes)
+}
+
+func prepare(stream string, p events.Payload) (item, error) {
+	if p == nil {
+		return item{}, invalid("append: nil payload")
+	}
+	typ := p.EventType()
+	if typ == "" {
+		return item{}, invalid("append: payload %T has an empty type", p)
+	}
+	if sp, ok := p.(events.StreamPayload); ok && sp.StreamID() != stream {
+		return item{}, invalid("append: %s for stream %q appended to stream %q", typ, sp.StreamID(), stream)
+	}
+	if v, ok := p.(events.Validator); ok {
+		if err := v.Validate(); err != nil {
+			return item{}, fmt.Errorf("append %s: %w", typ, err)
+		}
+	}
+	raw, err := events.Canonical(p)
+	if err != nil {
+		return item{}, fmt.Errorf("append %s: %w", typ, err)
+	}
+	return item{typ: typ, version: p.EventVersion(), payload: raw, p: asPointer(p)}, nil
+}
+
+// asPointer returns p as a pointer to its struct, so projectors see one
+// shape whether the caller appended a value or a pointer (Decode returns
+// pointers too).
+func asPointer(p events.Payload) events.Payload {
+	v := reflect.ValueOf(p)
+	if v.Kind() == reflect.Pointer {
+		return p
+	}
+	ptr := reflect.New(v.Type())
+	ptr.Elem().Set(v)
+	if q, ok := ptr.Interface().(events.Payload); ok {
+		return q
+	}
+	return p
+}
+
+// PutBlob stores b content-addressed and returns its hash. Storing the same
+// bytes twice stores them once. With a Redactor, what is stored (and
+// hashed) is b with its secrets removed.
+func (s *Store) PutBlob(ctx context.Context, b []byte) (string, error) {
+	req := &request{ctx: ctx, reply: make(chan result, 1), writes: []pendingWrite{{blobs: [][]byte{b}}}}
+	found, err := s.redactRequest(req)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.send(ctx, req); err != nil {
+		return "", err
+	}
+	s.recordRedactions(ctx, req, nil, found)
+	return BlobHash(req.writes[0].blobs[0]), nil
+}
+
+// Exclusive runs fn on the writer goroutine in a transaction of its own,
+// with no appends interleaved, and commits if fn returns nil. Rebuilds use
+// it. Events must not be inserted through tx.
+func (s *Store) Exclusive(ctx context.Context, fn func(context.Context, *Tx) error) error {
+	req := &request{ctx: ctx, reply: make(chan result, 1), fn: fn}
+	_, err := s.send(ctx, req)
+	return err
+}
+
+func (s *Store) send(ctx context.Context, req *request) ([]events.Event, error) {
+	select {
+	case <-s.stop:
+		return nil, ErrClosed
+	default:
+	}
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	select {
+	case s.reqs <- req:
+	case <-s.stop:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case res := <-req.reply:
+		return res.events, res.err
+	case <-s.done:
+		// The writer stopped; it answers every request it took before
+		// stopping, so a reply may still be waiting.
+		select {
+		case res := <-req.reply:
+			return res.events, res.err
+		default:
+			return nil, ErrClosed
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// lingerMax caps how long the writer lingers for more requests.
+const (
+	lingerMax = 300 * time.Microsecond
+)

@@ -1,0 +1,213 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The writer's side of the Merkle tree: a batch's leaves are hashed into
+// the tree in memory, their tree hashes inserted as rows of up to
+// maxHashesPerRow hashes each (treerows.go), with one multi-row INSERT per
+// batch (per maxTreeRows rows), and the new tree head recorded in
+// store_meta, just before the commit.
+
+// maxTreeRows is the most rows of one tree_hashes INSERT (two parameters
+// each, far below either backend's limit).
+const maxTreeRows = 256
+
+// catchUpTree reads back the leaves of events that are in the log but not
+// in the tree (a log written before the Merkle log, or copied from one),
+// inside the open write transaction, so the next flush stores them with
+// the batch's own. It re-reads the tree's size first: another process may
+// have built it since this one looked.
+func (w *writerState) catchUpTree(ctx context.Context) error {
+	if w.s.opts.chainRows || w.lastSeq <= w.treeSize+int64(len(w.leaves)) {
+		if w.treeSize > w.lastSeq {
+			return treeAheadErr(w.treeSize, w.lastSeq)
+		}
+		return nil
+	}
+	meta, err := readMeta(ctx, w.conn)
+	if err != nil {
+		return err
+	}
+	head, _, err := parseMerkleHead(meta.merkleHead)
+	if err != nil {
+		return err
+	}
+	n := head.Size
+	if n > w.lastSeq {
+		return treeAheadErr(n, w.lastSeq)
+	}
+	if n != w.treeSize {
+		w.treeSize, w.leaves, w.front = n, nil, nil
+	}
+	meta = storeMeta{merkleFrom: w.merkleFrom}
+	for after := w.treeSize + int64(len(w.leaves)); after < w.lastSeq; {
+		rs, err := scanLeafRows(ctx, w.conn, w.s.pg, after, w.lastSeq, scanPage)
+		if err != nil {
+			return err
+		}
+		if len(rs) == 0 {
+			return fmt.Errorf("events: build the Merkle tree: the log ends at seq %d, its head is %d; run verify", after, w.lastSeq)
+		}
+		for _, r := range rs {
+			if r.Seq != after+1 {
+				return fmt.Errorf("events: build the Merkle tree: seq %d is missing; run verify", after+1)
+			}
+			line, fail, err := w.s.rowLeafLine(ctx, w.conn, meta, r)
+			if err != nil {
+				return err
+			}
+			if fail != "" {
+				return fmt.Errorf("events: build the Merkle tree: seq %d: %s; run verify", r.Seq, fail)
+			}
+			w.leaves = append(w.leaves, tlog.RecordHash(line))
+			after = r.Seq
+		}
+	}
+	return nil
+}
+
+// treeAheadErr says the tree has more leaves than the log has events.
+func treeAheadErr(leaves, lastSeq int64) error {
+	return fmt.Errorf("events: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", leaves, lastSeq)
+}
+
+// flushTree stores the tree hashes of the open transaction's leaves. On
+// PostgreSQL it also sends the batch's pending rows, in the same statement
+// (pgbatch.go), and with commit, in a transaction begun in the lock's
+// pipeline, the COMMIT in the same round trip (pipelinedtx.go).
+func (w *writerState) flushTree(ctx context.Context, commit bool) error {
+	if w.s.opts.WithoutTree {
+		return nil // treeCommitted still moves past the leaves
+	}
+	if len(w.leaves) == 0 {
+		if w.batched() && !w.pend.empty() {
+			return w.flushPostgres(ctx, nil, nil, "", commit)
+		}
+		return nil
+	}
+	if w.front == nil {
+		idx := frontier(w.treeSize)
+		hs, err := readTreeHashes(ctx, w.conn, w.s.pg, storeMeta{merkleFrom: w.merkleFrom}, idx)
+		if err != nil {
+			return fmt.Errorf("events: read the Merkle tree's edge: %w", err)
+		}
+		w.front = make(map[int64]tlog.Hash, len(idx))
+		for i, id := range idx {
+			w.front[id] = hs[i]
+		}
+	}
+	made := make(map[int64]tlog.Hash, 2*len(w.leaves))
+	read := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		for i, id := range indexes {
+			h, ok := made[id]
+			if !ok {
+				if h, ok = w.front[id]; !ok {
+					return nil, &TreeError{Index: id, Reason: "not on the tree's edge"}
+				}
+			}
+			out[i] = h
+		}
+		return out, nil
+	})
+	meta := storeMeta{merkleFrom: w.merkleFrom}
+	var ids []int64 // to store, in order
+	for i, leaf := range w.leaves {
+		n := w.treeSize + int64(i)
+		hs, err := tlog.StoredHashesForRecordHash(n, leaf, read)
+		if err != nil {
+			return fmt.Errorf("events: hash the Merkle tree: %w", err)
+		}
+		id := tlog.StoredHashIndex(0, n)
+		for k, h := range hs {
+			made[id+int64(k)] = h
+			// A Merkle-format event's leaf hash is its hash column.
+			if k > 0 || !meta.merkleFormat(n+1) {
+				ids = append(ids, id+int64(k))
+			}
+		}
+	}
+	size := w.treeSize + int64(len(w.leaves))
+	w.nextFront = make(map[int64]tlog.Hash)
+	for _, id := range frontier(size) {
+		h, ok := made[id]
+		if !ok {
+			h = w.front[id]
+		}
+		w.nextFront[id] = h
+	}
+	w.nextHead = TreeHead{Size: size, Root: rootOf(size, w.nextFront)}
+	head := w.nextHead.String()
+	if mac := w.hasher.headMAC(head); mac != "" {
+		head += " " + mac
+	}
+	hashes := make([][]byte, len(ids))
+	for i, id := range ids {
+		h := made[id]
+		hashes[i] = h[:]
+	}
+	rowIDs, rows := packTreeRows(meta, ids, hashes)
+	if w.batched() {
+		return w.flushPostgres(ctx, rowIDs, rows, head, commit)
+	}
+	// On PostgreSQL (the old chain rows) the last INSERT of tree hashes
+	// and the head's UPSERT are one statement (a data-modifying WITH).
+	combined := w.s.pg
+	for start := 0; start < len(rowIDs) || combined && start == 0; start += maxTreeRows {
+		part := rowIDs[start:min(start+maxTreeRows, len(rowIDs))]
+		args := make([]any, 0, 2*len(part)+2)
+		for i, id := range part {
+			args = append(args, id, rows[start+i])
+		}
+		query := insertTreeRows(len(part))
+		if combined && start+maxTreeRows >= len(rowIDs) {
+			query, args = `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, append(args, metaMerkleHead, head)
+			if len(part) > 0 {
+				query = `WITH t AS (` + insertTreeRows(len(part)) + `) ` + query
+			}
+		}
+		if err := w.exec(ctx, query, args...); err != nil {
+			if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
+				return fmt.Errorf("events: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)
+			}
+			return storageErr("store the Merkle tree", err)
+		}
+	}
+	if combined {
+		return nil
+	}
+	if err := w.exec(ctx, `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, metaMerkleHead, head); err != nil {
+		return storageErr("record the Merkle tree head", err)
+	}
+	return nil
+}
+
+// treeCommitted moves the tree forward after the commit of its hashes.
+func (w *writerState) treeCommitted() {
+	if len(w.leaves) == 0 {
+		return
+	}
+	w.treeSize += int64(len(w.leaves))
+	w.leaves = w.leaves[:0]
+	w.front, w.nextFront = w.nextFront, nil
+}
+
+// insertTreeRows is the INSERT of n tree hashes (with ? placeholders,
+// rebound by the writer's statement cache).
+func insertTreeRows(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO tree_hashes (id, hash) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?, ?)")
+	}
+	return b.String()
+}

@@ -1,0 +1,63 @@
+package eventlog
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Tx is the writer's open transaction, handed to projectors. Statements
+// are prepared once per query text and reused.
+type Tx struct {
+	ctx  context.Context
+	w    *writerState
+	vals map[any]any // projectors' state for the request (Value)
+}
+
+// Value returns what a projector stored under key during the request being
+// written, or nil: a RequestProjector keeps its held-back writes here.
+func (t *Tx) Value(key any) any { return t.vals[key] }
+
+// SetValue stores v under key for the rest of the request.
+func (t *Tx) SetValue(key, v any) {
+	if t.vals == nil {
+		t.vals = map[any]any{}
+	}
+	t.vals[key] = v
+}
+
+// Exec runs a statement in the transaction.
+func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	if t.w.pend.unsent() > 0 {
+		return t.w.execAfterQueued(t.ctx, query, args...)
+	}
+	st, err := t.w.stmt(t.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(t.ctx, args...)
+}
+
+// QueryRow runs a query that returns at most one row.
+func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
+	// A queued statement that fails leaves the transaction aborted, so
+	// the query fails too; the writer then redoes the batch (pend.failed).
+	t.w.sendQueued(t.ctx)
+	st, err := t.w.stmt(t.ctx, query)
+	if err != nil {
+		// Surface the prepare error through Scan.
+		return t.w.conn.QueryRowContext(t.ctx, t.w.s.rebind(query), args...)
+	}
+	return st.QueryRowContext(t.ctx, args...)
+}
+
+// Query runs a query in the transaction.
+func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	if err := t.w.sendQueued(t.ctx); err != nil {
+		return nil, err
+	}
+	st, err := t.w.stmt(t.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(t.ctx, args...)
+}
