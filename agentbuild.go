@@ -9,8 +9,8 @@ import (
 	"os"
 	"slices"
 
-	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/eventlog"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/mcptool"

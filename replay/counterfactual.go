@@ -8,8 +8,8 @@ import (
 	"strconv"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/eventlog"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	proto "github.com/gorath/rath/internal/oracle"

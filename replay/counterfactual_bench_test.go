@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/eventlog"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/replay"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gorath/rath/approval"
-	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/eventlog"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
 	proto "github.com/gorath/rath/internal/oracle"
@@ -65,8 +65,8 @@ type recallRecord struct {
 // their interleaving does not matter).
 type oracle struct {
 	store     *eventlog.Store // the original store, for blobs
-	strict    bool          // an exhausted record is a divergence (else: go live)
-	liveTools bool          // run recorded tool calls for real (after checking them)
+	strict    bool            // an exhausted record is a divergence (else: go live)
+	liveTools bool            // run recorded tool calls for real (after checking them)
 	// liveOnChange makes a lenient oracle answer a changed request by
 	// going live, and every call after it (a counterfactual with --live),
 	// instead of reporting a divergence.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/eventlog"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/replay"
 )
 
