@@ -91,6 +91,17 @@ func testFleetAgentRun(t *testing.T, dsn string) {
 	if err != nil || ended[id] != (fleet.Ending{Status: fleet.StatusWaiting}) {
 		t.Fatalf("wait until a person: %+v %v\n%s", ended, err, log.String())
 	}
+	// The request is recorded (and the run reads as waiting) just before
+	// the worker looks for a decision: one taken in between lets the
+	// first attempt go on. Decide once the worker has handed it back.
+	handedBack := fmt.Sprintf("run %s: handed back: waiting for a decision", id)
+	for !strings.Contains(log.String(), handedBack) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the worker never handed the run back:\n%s", log.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	rows, err := rt.Reader().PendingApprovals(ctx)
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("pending requests %+v %v", rows, err)
