@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,30 +23,16 @@ import (
 
 var (
 	server *pgtest.Server
-	dbs    atomic.Int64
-)
-
-var (
-	template    sync.Once
-	templateErr error
+	// stores are copies of one migrated database (and so share its store
+	// id, as the fork tests make them do anyway).
+	stores *pgtest.Template
 )
 
 func TestMain(m *testing.M) {
-	// Durability is not under test here: no fsync keeps the many small
-	// databases cheap on a shared machine.
-	srv, err := pgtest.Start(context.Background(), pgtest.Options{Settings: map[string]string{"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}})
-	if err == nil {
-		err = srv.Exec(context.Background(), "postgres", `CREATE DATABASE cptemplate`)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: PostgreSQL for the tests:", err)
-		os.Exit(1)
-	}
-	server = srv
-	code := m.Run()
-	srv.Stop()
-	bin.Remove()
-	os.Exit(code)
+	// Durability is not under test here.
+	pgtest.MainWith(m, pgtest.Unsynced(), func(s *pgtest.Server) {
+		server, stores = s, s.Template("cptemplate", rath.Migrate)
+	}, bin.Remove)
 }
 
 // backend makes empty, migrated stores of one kind; exec runs SQL on the
@@ -79,18 +62,7 @@ var backends = []backend{
 		}}
 	}},
 	{"postgres", func(t *testing.T) target {
-		// Migrating a database costs seconds on a loaded machine: the
-		// stores are copies of one migrated template (and so share its
-		// store id, as the fork tests make them do anyway).
-		template.Do(func() { templateErr = rath.Migrate(context.Background(), server.DSN("cptemplate")) })
-		if templateErr != nil {
-			t.Fatal(templateErr)
-		}
-		name := fmt.Sprintf("cp%d", dbs.Add(1))
-		if err := server.Exec(t.Context(), "postgres", fmt.Sprintf(`CREATE DATABASE %s TEMPLATE cptemplate`, name)); err != nil {
-			t.Fatal(err)
-		}
-		dsn := server.DSN(name)
+		name, dsn := stores.New(t)
 		return target{dsn: dsn, exec: func(t *testing.T, q string) {
 			t.Helper()
 			if err := server.Exec(t.Context(), name, q); err != nil {

@@ -2,17 +2,13 @@ package eval_test
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -25,26 +21,14 @@ import (
 var (
 	bin    rathbin.Shared
 	server *pgtest.Server
-	dbs    atomic.Int64
-
-	template    sync.Once
-	templateErr error
+	// stores are copies of one migrated database.
+	stores *pgtest.Template
 )
 
 func TestMain(m *testing.M) {
-	srv, err := pgtest.Start(context.Background(), pgtest.Options{Settings: map[string]string{"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}})
-	if err == nil {
-		err = srv.Exec(context.Background(), "postgres", `CREATE DATABASE evaltemplate`)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: PostgreSQL for the tests:", err)
-		os.Exit(1)
-	}
-	server = srv
-	code := m.Run()
-	srv.Stop()
-	bin.Remove()
-	os.Exit(code)
+	pgtest.MainWith(m, pgtest.Unsynced(), func(s *pgtest.Server) {
+		server, stores = s, s.Template("evaltemplate", rath.Migrate)
+	}, bin.Remove)
 }
 
 // store is one empty store the CLI reaches through its environment, and a
@@ -77,15 +61,8 @@ var backends = []struct {
 			}}
 	}},
 	{"postgres", func(t *testing.T) store {
-		template.Do(func() { templateErr = rath.Migrate(context.Background(), server.DSN("evaltemplate")) })
-		if templateErr != nil {
-			t.Fatal(templateErr)
-		}
-		name := fmt.Sprintf("eval%d", dbs.Add(1))
-		if err := server.Exec(t.Context(), "postgres", fmt.Sprintf(`CREATE DATABASE %s TEMPLATE evaltemplate`, name)); err != nil {
-			t.Fatal(err)
-		}
-		return store{env: []string{"RATH_DSN=" + server.DSN(name), "RATH_DIR=" + t.TempDir()}, dropGuard: `DROP TRIGGER events_no_update ON events`,
+		name, dsn := stores.New(t)
+		return store{env: []string{"RATH_DSN=" + dsn, "RATH_DIR=" + t.TempDir()}, dropGuard: `DROP TRIGGER events_no_update ON events`,
 			exec: func(t *testing.T, q string) {
 				t.Helper()
 				if err := server.Exec(t.Context(), name, q); err != nil {

@@ -17,7 +17,12 @@ import (
 // the reason, it does not skip. Each cleanup runs after the tests (Main
 // ends with os.Exit, so a TestMain cannot clean up after it).
 func Main(m *testing.M, set func(*Server), cleanup ...func()) {
-	srv, err := Start(context.Background(), Options{})
+	MainWith(m, Options{}, set, cleanup...)
+}
+
+// MainWith is Main with a server started with opts.
+func MainWith(m *testing.M, opts Options, set func(*Server), cleanup ...func()) {
+	srv, err := Start(context.Background(), opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: PostgreSQL for the tests:", err)
 		os.Exit(1)
