@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/events"
@@ -48,8 +49,13 @@ type RegressOptions struct {
 	// answered from the record up to the changed request and live from
 	// there. Nil: such a run stops at the changed request.
 	Live func(ctx context.Context, run string) (flow.Workflow, error)
-	// Progress, if set, is called after each run is checked.
+	// Progress, if set, is called after each run is checked, one call at
+	// a time, done counting up.
 	Progress func(done, total int)
+	// Parallel is how many runs are re-executed at once, each in its own
+	// scratch store. The report lists them in case order whatever order
+	// they finish in. Zero or less means 1.
+	Parallel int
 	// Experiment and Scorers, both set, score each run that went on live
 	// in that experiment (RecordScores; RegressDataset only): the new
 	// run beside the baseline's scores.
@@ -166,7 +172,8 @@ func (r *RegressReport) Regressed() bool { return r.Same != len(r.Items) }
 // Regress re-executes each case's run with the workflow as it is now
 // (opts.Workflow) in a scratch store, answering model and tool calls
 // from the record while the requests match, and reports per run whether
-// it reproduced the record. A run that cannot be re-executed is an item
+// it reproduced the record. opts.Parallel runs are re-executed at once;
+// the report keeps the cases' order. A run that cannot be re-executed is an item
 // of OutcomeError, not an error of Regress; the error is for the context
 // ending and failures of the store.
 func Regress(ctx context.Context, rt *rath.Runtime, cases []RegressCase, opts RegressOptions) (*RegressReport, error) {
@@ -175,12 +182,46 @@ func Regress(ctx context.Context, rt *rath.Runtime, cases []RegressCase, opts Re
 			return rt.RecordedWorkflow(ctx, run, rath.ReplayMode)
 		}
 	}
-	rep := &RegressReport{Items: make([]RegressItem, 0, len(cases))}
-	for i, c := range cases {
-		if err := ctx.Err(); err != nil {
-			return rep, err
+	items := make([]RegressItem, len(cases))
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex // protects done, and serializes Progress
+		done int
+	)
+	next := make(chan int)
+	for range min(max(opts.Parallel, 1), len(cases)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				items[i] = regressOne(ctx, rt, cases[i], opts)
+				mu.Lock()
+				done++
+				if opts.Progress != nil {
+					opts.Progress(done, len(cases))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	fed := 0
+	for ; fed < len(cases) && ctx.Err() == nil; fed++ {
+		select {
+		case next <- fed:
+		case <-ctx.Done():
 		}
-		it := regressOne(ctx, rt, c, opts)
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		// What was handed out before the end may be cut short too.
+		fed = 0
+		for fed < len(items) && items[fed].Run != "" {
+			fed++
+		}
+	}
+	rep := &RegressReport{Items: items[:fed]}
+	for _, it := range rep.Items {
 		switch it.Outcome {
 		case OutcomeSame:
 			rep.Same++
@@ -190,10 +231,6 @@ func Regress(ctx context.Context, rt *rath.Runtime, cases []RegressCase, opts Re
 			rep.NeedsLive++
 		default:
 			rep.Errors++
-		}
-		rep.Items = append(rep.Items, it)
-		if opts.Progress != nil {
-			opts.Progress(i+1, len(cases))
 		}
 	}
 	return rep, ctx.Err()

@@ -2,6 +2,7 @@ package eval_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,7 +68,8 @@ func nowWorkflow(tb testing.TB, rt *rath.Runtime, prompts map[string]string) fun
 // BenchmarkRegress200 checks 200 recorded runs with the workflow
 // unchanged (all the same), then with the prompt of the agent 50 of them
 // used changed (exactly those 50 need live answers, each at its first
-// model request), and reports runs/s of each.
+// model request), and reports runs/s of each, re-executing one run at a
+// time and four at a time (RegressOptions.Parallel).
 func BenchmarkRegress200(b *testing.B) {
 	ctx := context.Background()
 	rt, err := rath.Open(ctx, b.TempDir())
@@ -78,22 +80,25 @@ func BenchmarkRegress200(b *testing.B) {
 	prompts := map[string]string{"triage": "You sort tickets.", "writer": "You write replies."}
 	cases := recordSupport(b, ctx, rt, prompts, 200)
 	changed := map[string]string{"triage": "You sort tickets, urgent ones first.", "writer": prompts["writer"]}
-	b.ResetTimer()
-	var same, changedTime time.Duration
-	for range b.N {
-		t0 := time.Now()
-		rep, err := eval.Regress(ctx, rt, cases, eval.RegressOptions{Workflow: nowWorkflow(b, rt, prompts)})
-		if err != nil || rep.Same != 200 {
-			b.Fatalf("unchanged: %+v %v", rep, err)
-		}
-		same += time.Since(t0)
-		t0 = time.Now()
-		rep, err = eval.Regress(ctx, rt, cases, eval.RegressOptions{Workflow: nowWorkflow(b, rt, changed)})
-		if err != nil || rep.Same != 150 || rep.NeedsLive != 50 {
-			b.Fatalf("changed prompt: %d same, %d need live answers, %v", rep.Same, rep.NeedsLive, err)
-		}
-		changedTime += time.Since(t0)
+	for _, parallel := range []int{1, 4} {
+		b.Run(fmt.Sprintf("parallel=%d", parallel), func(b *testing.B) {
+			var same, changedTime time.Duration
+			for range b.N {
+				t0 := time.Now()
+				rep, err := eval.Regress(ctx, rt, cases, eval.RegressOptions{Workflow: nowWorkflow(b, rt, prompts), Parallel: parallel})
+				if err != nil || rep.Same != 200 {
+					b.Fatalf("unchanged: %+v %v", rep, err)
+				}
+				same += time.Since(t0)
+				t0 = time.Now()
+				rep, err = eval.Regress(ctx, rt, cases, eval.RegressOptions{Workflow: nowWorkflow(b, rt, changed), Parallel: parallel})
+				if err != nil || rep.Same != 150 || rep.NeedsLive != 50 {
+					b.Fatalf("changed prompt: %d same, %d need live answers, %v", rep.Same, rep.NeedsLive, err)
+				}
+				changedTime += time.Since(t0)
+			}
+			b.ReportMetric(float64(200*b.N)/same.Seconds(), "same-runs/s")
+			b.ReportMetric(float64(200*b.N)/changedTime.Seconds(), "changed-runs/s")
+		})
 	}
-	b.ReportMetric(float64(200*b.N)/same.Seconds(), "same-runs/s")
-	b.ReportMetric(float64(200*b.N)/changedTime.Seconds(), "changed-runs/s")
 }

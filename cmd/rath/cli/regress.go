@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eval"
@@ -23,6 +24,7 @@ func newRegressCmd(a *app) *cobra.Command {
 		failOn  bool
 		expName string
 		specs   []string
+		workers int
 	)
 	cmd := &cobra.Command{
 		Use:   "regress (DATASET | --run RUN...) [--live [--experiment NAME --scorer SPEC...]] [--fail-on-regression]",
@@ -42,6 +44,10 @@ or settings) or wording (the same structure, other text), and "needs live
 answers" when the run made a request the record has no answer for. With
 --live such a run goes on against the configured provider as a new run
 linked to the baseline (parent_run), and the new run's id is printed.
+
+Runs are re-executed --parallel at a time (by default as many as the
+machine runs goroutines at once), each in its own scratch store; the
+report lists them in the dataset's (or the --run flags') order.
 
 With --fail-on-regression it exits 4 when any run is not the same (or
 could not be re-executed).`,
@@ -78,7 +84,11 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 			for _, r := range runs {
 				cases = append(cases, eval.RegressCase{Run: r})
 			}
+			if workers < 1 {
+				return usagef(cmd, "--parallel %d: give 1 or more runs at once", workers)
+			}
 			opts := eval.RegressOptions{
+				Parallel: workers,
 				Workflow: func(ctx context.Context, run string) (flow.Workflow, error) {
 					return a.workflowNow(ctx, rt, run, false)
 				},
@@ -114,6 +124,7 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 	}
 	cmd.Flags().StringArrayVar(&runs, "run", nil, "a recorded run to check (repeatable)")
 	cmd.Flags().BoolVar(&live, "live", false, "go on against the configured provider where a run needs live answers, as a new run linked to the baseline")
+	cmd.Flags().IntVar(&workers, "parallel", runtime.GOMAXPROCS(0), "how many runs to re-execute at once; the report keeps their order")
 	cmd.Flags().BoolVar(&failOn, "fail-on-regression", false, "exit 4 when a run is not the same as its record")
 	cmd.Flags().StringVar(&expName, "experiment", "", "with --live and --scorer: the experiment the runs that went on live are scored in")
 	cmd.Flags().StringArrayVar(&specs, "scorer", nil, "a scorer of the runs that went on live ("+eval.Specs+"); repeatable")

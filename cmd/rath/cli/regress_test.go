@@ -92,6 +92,17 @@ func TestRegress_ChangedPromptOfOneAgent(t *testing.T) {
 				}
 			}
 
+			// Four runs at a time, the report is the same as one at a
+			// time, byte for byte: the dataset's order, whatever order
+			// the runs finish in.
+			one, four := rath("regress", "tickets", "--json", "--parallel", "1"), rath("regress", "tickets", "--json", "--parallel", "4")
+			if one.code != 0 || four.code != 0 || one.stdout != four.stdout {
+				t.Fatalf("--parallel 1: exit %d\n%s\n--parallel 4: exit %d\n%s%s", one.code, one.stdout, four.code, four.stdout, four.stderr)
+			}
+			if r := rath("regress", "tickets", "--parallel", "0"); r.code != ExitUsage {
+				t.Errorf("--parallel 0: exit %d, want %d\n%s", r.code, ExitUsage, r.stderr)
+			}
+
 			// The text form says the same, one line a run; runs are also
 			// given one by one.
 			r := rath(append([]string{"regress"}, regressArgs...)...)
