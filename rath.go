@@ -28,6 +28,7 @@ import (
 	"github.com/gorath/rath/flow/mcptool"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/internal/scratchopt"
+	"github.com/gorath/rath/keyring"
 	"github.com/gorath/rath/memory"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/projections"
@@ -95,6 +96,14 @@ type Options struct {
 	// (the default) signs none. Its private key, in every form of signkey.Key.Forms, is
 	// redacted like Secrets: a local tool can read the key's file.
 	SigningKey *signkey.Key
+	// KEK, if set, is the key-encryption key that wraps each subject's
+	// data key (package keyring): content is sealed under the key of its
+	// subject before it is hashed and stored, and erasing a subject
+	// deletes its key. The CLI loads it from the file $RATH_KEK_FILE (or
+	// the config file's "kek_file") names. Nil (the default) stores
+	// content in clear; a store that holds sealed content then refuses
+	// to open (a *keyring.KEKError), as it does with another KEK.
+	KEK keyring.KEK
 	// Checkpoints tune the signing of checkpoints; the zero value is
 	// checkpoint's defaults (1,000 events, 10 s).
 	Checkpoints checkpoint.SignerOptions
@@ -266,6 +275,15 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		Projectors:       append([]eventlog.Projector{projections.Projector{}}, opts.Projectors...),
 	})
 	if err != nil {
+		if keeper != nil {
+			keeper.Close()
+		}
+		return nil, fmt.Errorf("rath: open: %w", err)
+	}
+	// A store whose content is sealed is not written in clear beside it,
+	// nor read as if it were lost: without its KEK it does not open.
+	if err := keyring.CheckKEK(ctx, store.DB(), store.DB().Rebind, opts.KEK); err != nil {
+		store.Close()
 		if keeper != nil {
 			keeper.Close()
 		}

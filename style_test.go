@@ -61,6 +61,7 @@ var allowedImports = map[string][]string{
 	"eventlog":            {"events", "internal/stmtcache"},
 	"migrations":          {},
 	"signkey":             {},
+	"keyring":             {},
 	"bundle":              {"events", "eventlog", "signkey"},
 	"cmd/rathverify":      {},
 	"secret":              {"events"},
@@ -102,7 +103,7 @@ var allowedImports = map[string][]string{
 	"telemetry":                     {"events", "eventlog", "flow", "flow/model"},
 	"telemetry/otlptest":            {},
 
-	".": {"checkpoint", "events", "eventlog", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "internal/scratchopt", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
+	".": {"checkpoint", "events", "eventlog", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/anthropic", "flow/model/openai", "flow/model/scripted", "internal/scratchopt", "keyring", "memory", "memory/vikingmem", "migrations", "projections", "sandbox", "sandbox/bwrap", "sandbox/local", "sandbox/opensandbox", "secret", "session", "signkey", "telemetry"},
 
 	"replay":                              {".", "approval", "events", "eventlog", "flow", "flow/builtin", "flow/model", "internal/oracle", "internal/scratchopt", "sandbox", "session"},
 	"retention":                           {".", "bundle", "checkpoint", "events", "eventlog", "signkey"},
@@ -127,7 +128,7 @@ var allowedImports = map[string][]string{
 	"internal/textsafe":  {},
 	"internal/storetest": {".", "events", "eventlog", "flow", "flow/model/scripted", "projections", "replay", "retention", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "eventlog", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "eval", "internal/jsonview", "internal/textsafe", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
+	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "eventlog", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "eval", "internal/jsonview", "internal/textsafe", "keyring", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber.

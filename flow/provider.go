@@ -200,6 +200,10 @@ type ConfigFile struct {
 	// rebuilds a named agent's runs with the file's settings as they are
 	// then, so an edited prompt shows which recorded runs it changes.
 	Agents map[string]AgentConfig `json:"agents,omitempty"`
+	// KEKFile is the key-encryption key file (rath keys kek) that seals
+	// the store's content under per-subject keys (package keyring);
+	// RATH_KEK_FILE overrides it. Empty means content is stored in clear.
+	KEKFile string `json:"kek_file,omitempty"`
 }
 
 // AgentConfig is one named agent of the config file.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
+	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/demo"
+	"github.com/gorath/rath/keyring"
 	"github.com/gorath/rath/sandbox"
 	"github.com/gorath/rath/signkey"
 )
@@ -39,6 +42,9 @@ type app struct {
 	// keys verify trusts to have signed them (verify --log-key).
 	signingKey  string
 	trustedKeys []string
+	// kekFile is the key-encryption key's file (RATH_KEK_FILE, else the
+	// config file's "kek_file"); "" stores content in clear.
+	kekFile string
 	json        bool
 	stdin       io.Reader
 	stdout      io.Writer
@@ -64,7 +70,7 @@ func newApp(cfg Config, stdin io.Reader, stdout, stderr io.Writer) *app {
 	if env := os.Getenv("RATH_DIR"); env != "" {
 		dir = env
 	}
-	a := &app{dir: dir, dsn: os.Getenv("RATH_DSN"), signingKey: os.Getenv("RATH_SIGNING_KEY"), stdin: stdin, stdout: stdout, stderr: stderr, setup: cfg.Setup}
+	a := &app{dir: dir, dsn: os.Getenv("RATH_DSN"), signingKey: os.Getenv("RATH_SIGNING_KEY"), kekFile: os.Getenv("RATH_KEK_FILE"), stdin: stdin, stdout: stdout, stderr: stderr, setup: cfg.Setup}
 	if key := os.Getenv("RATH_HMAC_KEY"); key != "" {
 		a.hmacKey = []byte(key)
 	}
@@ -131,9 +137,13 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	kek, err := a.loadKEK()
+	if err != nil {
+		return nil, err
+	}
 	stop := a.connecting(ctx)
 	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes, SigningKey: key, TrustedKeys: a.trustedKeys,
-		TrustedWitnesses: a.trustedWitnesses})
+		TrustedWitnesses: a.trustedWitnesses, KEK: kek})
 	stop()
 	if err != nil {
 		return nil, err
@@ -159,6 +169,33 @@ func (a *app) loadSigningKey() (*signkey.Key, error) {
 	k, err := signkey.Load(a.signingKey)
 	if err != nil {
 		return nil, fmt.Errorf("RATH_SIGNING_KEY: %w", err)
+	}
+	return k, nil
+}
+
+// loadKEK loads the key-encryption key of RATH_KEK_FILE, else of the
+// config file's "kek_file", or returns nil when neither names one.
+func (a *app) loadKEK() (keyring.KEK, error) {
+	path, from := a.kekFile, "RATH_KEK_FILE"
+	if path == "" {
+		cfgPath := flow.DefaultConfigPath(os.Getenv)
+		cf, err := flow.LoadConfig(cfgPath)
+		if err != nil {
+			// A config file commands other than run never needed to
+			// parse stops them only when it may name a KEK.
+			if b, _ := os.ReadFile(cfgPath); !bytes.Contains(b, []byte(`"kek_file"`)) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		path, from = cf.KEKFile, "kek_file of "+cfgPath
+	}
+	if path == "" {
+		return nil, nil
+	}
+	k, err := keyring.LoadKEKFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
 	return k, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gorath/rath/keyring"
 	"github.com/gorath/rath/signkey"
 )
 
@@ -67,6 +68,43 @@ which rath checkpoint prints.`,
 	gen.Flags().StringVar(&out, "out", "", "directory to write the key files into")
 	gen.Flags().StringVar(&name, "name", defaultKeyName, "the key's name, as its signatures carry it")
 	jsonFlag(gen, a)
-	cmd.AddCommand(gen)
+	cmd.AddCommand(gen, newKeysKEKCmd(a))
 	return cmd
+}
+
+func newKeysKEKCmd(a *app) *cobra.Command {
+	var out string
+	kek := &cobra.Command{
+		Use:   "kek --out FILE",
+		Short: "Write a new key-encryption key, which seals the store's content under per-subject keys",
+		Long: `kek writes a new random key-encryption key to FILE (mode 0600). Set
+RATH_KEK_FILE (or the config file's "kek_file") to its path and rath
+seals what it stores (payloads, blobs, the projections' content) under a
+data key per subject, each wrapped by this key; rath erase forgets a
+subject by deleting its data key (docs/SECURITY.md). It never overwrites
+a file: a store sealed under a key-encryption key cannot be read without
+it, so keep a copy where the store's backups are not.`,
+		Example: "rath keys kek --out ~/.rath/kek && export RATH_KEK_FILE=~/.rath/kek",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usagef(cmd, "--out FILE is required")
+			}
+			if err := keyring.GenerateKEKFile(out); err != nil {
+				return err
+			}
+			k, err := keyring.LoadKEKFile(out)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(map[string]string{"file": out, "kek_id": k.ID()})
+			}
+			fmt.Fprintf(a.stdout, "key-encryption key %s written to %s (keep it secret: RATH_KEK_FILE=%s)\n", k.ID(), out, out)
+			return nil
+		},
+	}
+	kek.Flags().StringVar(&out, "out", "", "file to write the key-encryption key into (must not exist)")
+	jsonFlag(kek, a)
+	return kek
 }

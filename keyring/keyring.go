@@ -1,0 +1,212 @@
+package keyring
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Querier is what the keyring reads and writes subject_keys through: a
+// *sql.DB, *sql.Tx or *sql.Conn (or sqlx's).
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Keyring makes, finds, caches and erases subjects' data keys, wrapped by
+// one KEK. It is safe for concurrent use.
+type Keyring struct {
+	kek    KEK
+	rebind func(string) string
+	now    func() time.Time
+
+	mu   sync.RWMutex        // protects keys
+	keys map[string]*DataKey // by subject, as last read from subject_keys
+}
+
+// New returns a keyring wrapping keys with kek. rebind turns a query's ?
+// placeholders into the database's (nil leaves them: SQLite's).
+func New(kek KEK, rebind func(string) string) *Keyring {
+	if rebind == nil {
+		rebind = func(q string) string { return q }
+	}
+	return &Keyring{kek: kek, rebind: rebind, now: time.Now, keys: map[string]*DataKey{}}
+}
+
+// KEK returns the key-encryption key.
+func (k *Keyring) KEK() KEK { return k.kek }
+
+// Create makes subject's data key in q (a transaction, which the caller
+// commits) unless it has one, and returns the key stored. It caches
+// nothing: a rolled-back transaction must leave no key behind, so the
+// cache fills from Key, after the commit.
+func (k *Keyring) Create(ctx context.Context, q Querier, subject string) (*DataKey, error) {
+	if err := ValidSubject(subject); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 32)
+	id := make([]byte, 12)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("keyring: create key: %w", err)
+	}
+	if _, err := rand.Read(id); err != nil {
+		return nil, fmt.Errorf("keyring: create key: %w", err)
+	}
+	wrapped, err := k.kek.Wrap(raw)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: create key of %s: %w", subject, err)
+	}
+	if _, err := q.ExecContext(ctx, k.rebind(`INSERT INTO subject_keys (subject, key_id, wrapped, kek_id, created_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING`),
+		subject, hex.EncodeToString(id), wrapped, k.kek.ID(), k.now().UnixNano()); err != nil {
+		return nil, fmt.Errorf("keyring: create key of %s: %w", subject, err)
+	}
+	return k.read(ctx, q, subject)
+}
+
+// Key returns subject's data key, from the cache or q. A subject with no
+// key (erased, or never given one) is an *ErasedError (ErrErased); a key
+// wrapped by another KEK is a *KEKError (ErrKEK).
+func (k *Keyring) Key(ctx context.Context, q Querier, subject string) (*DataKey, error) {
+	k.mu.RLock()
+	dk := k.keys[subject]
+	k.mu.RUnlock()
+	if dk != nil {
+		return dk, nil
+	}
+	dk, err := k.read(ctx, q, subject)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.keys[subject] = dk
+	k.mu.Unlock()
+	return dk, nil
+}
+
+func (k *Keyring) read(ctx context.Context, q Querier, subject string) (*DataKey, error) {
+	var id, kekID string
+	var wrapped []byte
+	err := q.QueryRowContext(ctx, k.rebind(`SELECT key_id, wrapped, kek_id FROM subject_keys WHERE subject = ?`), subject).Scan(&id, &wrapped, &kekID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &ErasedError{Subject: subject}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keyring: read key of %s: %w", subject, err)
+	}
+	if kekID != k.kek.ID() {
+		return nil, wrongKEK(kekID, k.kek.ID())
+	}
+	raw, err := k.kek.Unwrap(wrapped)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)
+	}
+	block, err := aes.NewCipher(raw)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)
+	}
+	return &DataKey{Subject: subject, ID: id, aead: aead}, nil
+}
+
+func wrongKEK(stored, have string) *KEKError {
+	return &KEKError{Reason: fmt.Sprintf("the store's keys are wrapped by key-encryption key %s, this one is %s", stored, have),
+		Hint: "set RATH_KEK_FILE (or the config file's \"kek_file\") to the store's key-encryption key"}
+}
+
+// Open returns the plaintext of a sealed payload, bound to binding. A
+// payload whose subject's key was erased (or replaced since) is an
+// *ErasedError (ErrErased); one that does not authenticate a
+// *SealedError (ErrSealed).
+func (k *Keyring) Open(ctx context.Context, q Querier, sealed, binding []byte) ([]byte, error) {
+	f, err := parseSealed(sealed)
+	if err != nil {
+		return nil, err
+	}
+	dk, err := k.Key(ctx, q, f.Subject)
+	if err != nil {
+		return nil, err
+	}
+	if dk.ID != f.KeyID {
+		// The cache may predate an erasure and a new key made by
+		// another process: ask the table again.
+		k.Forget(f.Subject)
+		if dk, err = k.Key(ctx, q, f.Subject); err != nil {
+			return nil, err
+		}
+		if dk.ID != f.KeyID {
+			return nil, &ErasedError{Subject: f.Subject}
+		}
+	}
+	return open(dk, f, binding)
+}
+
+// Erase deletes subject's key in q (a transaction: the caller commits it
+// with the event that records the erasure) and returns the destroyed
+// key's id. A subject with no key is an *ErasedError (ErrErased). The
+// cache forgets the key at once, even if q rolls back (it is read again).
+func (k *Keyring) Erase(ctx context.Context, q Querier, subject string) (keyID string, err error) {
+	k.Forget(subject)
+	err = q.QueryRowContext(ctx, k.rebind(`DELETE FROM subject_keys WHERE subject = ? RETURNING key_id`), subject).Scan(&keyID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", &ErasedError{Subject: subject}
+	}
+	if err != nil {
+		return "", fmt.Errorf("keyring: erase key of %s: %w", subject, err)
+	}
+	return keyID, nil
+}
+
+// Forget drops subject's key from the cache, so the next use reads the
+// table: another process may have erased it.
+func (k *Keyring) Forget(subject string) {
+	k.mu.Lock()
+	delete(k.keys, subject)
+	k.mu.Unlock()
+}
+
+// ForgetAll empties the cache.
+func (k *Keyring) ForgetAll() {
+	k.mu.Lock()
+	clear(k.keys)
+	k.mu.Unlock()
+}
+
+// CheckKEK says whether a store's keys can be opened with kek: with a nil
+// kek, a store holding any key is a *KEKError (its content is sealed and
+// would not open, and new content would go in clear beside it); with a
+// kek, a store holding keys wrapped by another is one too. It reads one
+// row at most.
+func CheckKEK(ctx context.Context, q Querier, rebind func(string) string, kek KEK) error {
+	if rebind == nil {
+		rebind = func(q string) string { return q }
+	}
+	var stored string
+	var err error
+	if kek == nil {
+		err = q.QueryRowContext(ctx, `SELECT kek_id FROM subject_keys LIMIT 1`).Scan(&stored)
+	} else {
+		err = q.QueryRowContext(ctx, rebind(`SELECT kek_id FROM subject_keys WHERE kek_id <> ? LIMIT 1`), kek.ID()).Scan(&stored)
+	}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("keyring: check key-encryption key: %w", err)
+	case kek == nil:
+		return &KEKError{Reason: fmt.Sprintf("the store holds content sealed under key-encryption key %s, and none is set", stored),
+			Hint: "set RATH_KEK_FILE (or the config file's \"kek_file\") to it"}
+	default:
+		return wrongKEK(stored, kek.ID())
+	}
+}

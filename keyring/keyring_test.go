@@ -1,0 +1,337 @@
+package keyring_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/migrations"
+	_ "modernc.org/sqlite"
+)
+
+// mustKEK writes a fresh key-encryption key file and loads it.
+func mustKEK(t *testing.T) keyring.KEK {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kek")
+	if err := keyring.GenerateKEKFile(path); err != nil {
+		t.Fatal(err)
+	}
+	k, err := keyring.LoadKEKFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// mustSQLite returns a migrated SQLite database in a temporary directory.
+func mustSQLite(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "rath.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := migrations.Up(t.Context(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestGenerateKEKFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kek")
+	if err := keyring.GenerateKEKFile(path); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.Mode().Perm(), os.FileMode(0o600); got != want {
+		t.Errorf("mode %v, want %v", got, want)
+	}
+	before, _ := os.ReadFile(path)
+	err = keyring.GenerateKEKFile(path)
+	if !errors.Is(err, keyring.ErrKEK) {
+		t.Fatalf("second generate: %v, want ErrKEK", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("the second generate changed the file")
+	}
+	a, err := keyring.LoadKEKFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := keyring.LoadKEKFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID() != b.ID() || len(a.ID()) != 16 {
+		t.Errorf("ids %q and %q: want one stable 16-digit id", a.ID(), b.ID())
+	}
+	if strings.Contains(string(before), a.ID()) {
+		t.Error("the id is part of the key file")
+	}
+}
+
+func TestLoadKEKFile_Errors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct{ name, path string }{
+		{"missing", filepath.Join(dir, "none")},
+		{"empty", write("empty", "")},
+		{"another format", write("pem", "-----BEGIN PRIVATE KEY-----\n")},
+		{"not base64", write("b64", "rath-kek-v1 !!!\n")},
+		{"short key", write("short", "rath-kek-v1 AAAA\n")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := keyring.LoadKEKFile(tc.path)
+			var ke *keyring.KEKError
+			if !errors.Is(err, keyring.ErrKEK) || !errors.As(err, &ke) || ke.Path != tc.path {
+				t.Fatalf("err %v, want a *KEKError for %s", err, tc.path)
+			}
+		})
+	}
+}
+
+func TestKEK_UnwrapWithAnotherKEK(t *testing.T) {
+	a, b := mustKEK(t), mustKEK(t)
+	w, err := a.Wrap(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Unwrap(w); err != nil || !bytes.Equal(got, bytes.Repeat([]byte{7}, 32)) {
+		t.Fatalf("unwrap: %x, %v", got, err)
+	}
+	if _, err := b.Unwrap(w); !errors.Is(err, keyring.ErrKEK) {
+		t.Fatalf("unwrap with another KEK: %v, want ErrKEK", err)
+	}
+}
+
+func TestValidSubject(t *testing.T) {
+	cases := []struct {
+		subject string
+		ok      bool
+	}{
+		{"user:alice", true},
+		{"run:01J0ABC", true},
+		{"session:s-1", true},
+		{"memory:team/notes", true},
+		{`user:a"b\c`, true},
+		{"user:" + strings.Repeat("x", 200), true},
+		{"user:" + strings.Repeat("x", 201), false},
+		{"user:", false},
+		{"alice", false},
+		{"tenant:alice", false},
+		{"user:al ice", false},
+		{"user:al\x1bice", false},
+		{"user:alicé", false},
+	}
+	for _, tc := range cases {
+		err := keyring.ValidSubject(tc.subject)
+		if got := err == nil; got != tc.ok {
+			t.Errorf("ValidSubject(%q) = %v, want ok %v", tc.subject, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, keyring.ErrSubject) {
+			t.Errorf("ValidSubject(%q) = %v, want ErrSubject", tc.subject, err)
+		}
+		if err != nil && strings.ContainsRune(err.Error(), 0x1b) {
+			t.Errorf("the error carries an escape byte: %q", err)
+		}
+	}
+}
+
+func TestSealedForm(t *testing.T) {
+	for _, p := range []string{`{"text":"hello"}`, `{"$sealed":2}`, ``, `[]`} {
+		if keyring.IsSealed([]byte(p)) {
+			t.Errorf("IsSealed(%s) = true", p)
+		}
+		if _, ok := keyring.SealedSubject([]byte(p)); ok {
+			t.Errorf("SealedSubject(%s) found one", p)
+		}
+	}
+}
+
+// keyringTests runs the keyring against one database; rebind turns ?
+// into its placeholders.
+func keyringTests(t *testing.T, db *sql.DB, rebind func(string) string) {
+	ctx := t.Context()
+	kek := mustKEK(t)
+	kr := keyring.New(kek, rebind)
+	create := func(subject string) {
+		t.Helper()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kr.Create(ctx, tx, subject); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const canary = "canary-7d1f: alice's diagnosis"
+	binding := []byte("stream-1\x00tool.returned")
+
+	if err := keyring.CheckKEK(ctx, db, rebind, nil); err != nil {
+		t.Fatalf("an empty store needs no KEK: %v", err)
+	}
+	if _, err := kr.Key(ctx, db, "user:alice"); !errors.Is(err, keyring.ErrErased) {
+		t.Fatalf("a subject with no key: %v, want ErrErased", err)
+	}
+
+	// A rolled-back creation leaves no key.
+	tx, _ := db.BeginTx(ctx, nil)
+	if _, err := kr.Create(ctx, tx, "user:alice"); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback()
+	if _, err := kr.Key(ctx, db, "user:alice"); !errors.Is(err, keyring.ErrErased) {
+		t.Fatalf("after a rolled-back create: %v, want ErrErased", err)
+	}
+
+	create("user:alice")
+	create("user:alice") // a second create keeps the first key
+	create("user:bob")
+	dk, err := kr.Key(ctx, db, "user:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := keyring.Seal(dk, binding, []byte(canary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(sealed, []byte("canary")) || !keyring.IsSealed(sealed) {
+		t.Fatalf("sealed form %s", sealed)
+	}
+	if s, ok := keyring.SealedSubject(sealed); !ok || s != "user:alice" {
+		t.Fatalf("SealedSubject = %q, %v", s, ok)
+	}
+	got, err := kr.Open(ctx, db, sealed, binding)
+	if err != nil || string(got) != canary {
+		t.Fatalf("open: %q, %v", got, err)
+	}
+	// Another process's keyring (a cold cache) opens it too.
+	if got, err := keyring.New(kek, rebind).Open(ctx, db, sealed, binding); err != nil || string(got) != canary {
+		t.Fatalf("open with a cold cache: %q, %v", got, err)
+	}
+	if _, err := kr.Open(ctx, db, sealed, []byte("stream-2\x00tool.returned")); !errors.Is(err, keyring.ErrSealed) {
+		t.Fatalf("open under another binding: %v, want ErrSealed", err)
+	}
+	swapped := bytes.Replace(sealed, []byte(`"s":"user:alice"`), []byte(`"s":"user:bob"`), 1)
+	if _, err := kr.Open(ctx, db, swapped, binding); err == nil {
+		t.Fatal("a payload relabelled with another subject opened")
+	}
+
+	// The store now needs this KEK.
+	if err := keyring.CheckKEK(ctx, db, rebind, kek); err != nil {
+		t.Fatalf("check with the store's KEK: %v", err)
+	}
+	if err := keyring.CheckKEK(ctx, db, rebind, nil); !errors.Is(err, keyring.ErrKEK) {
+		t.Fatalf("check with no KEK: %v, want ErrKEK", err)
+	}
+	other := mustKEK(t)
+	if err := keyring.CheckKEK(ctx, db, rebind, other); !errors.Is(err, keyring.ErrKEK) {
+		t.Fatalf("check with another KEK: %v, want ErrKEK", err)
+	}
+	if _, err := keyring.New(other, rebind).Open(ctx, db, sealed, binding); !errors.Is(err, keyring.ErrKEK) {
+		t.Fatalf("open with another KEK: %v, want ErrKEK", err)
+	}
+
+	// Erasure: a cold keyring (another process) still caches the old key;
+	// after Erase the subject's content no longer opens, even once a new
+	// key is made for the subject.
+	cold := keyring.New(kek, rebind)
+	if _, err := cold.Open(ctx, db, sealed, binding); err != nil {
+		t.Fatal(err)
+	}
+	etx, _ := db.BeginTx(ctx, nil)
+	id, err := kr.Erase(ctx, etx, "user:alice")
+	if err != nil || id != dk.ID {
+		t.Fatalf("erase: %q, %v; want key id %q", id, err, dk.ID)
+	}
+	if err := etx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var ee *keyring.ErasedError
+	if _, err := kr.Open(ctx, db, sealed, binding); !errors.As(err, &ee) || ee.Subject != "user:alice" {
+		t.Fatalf("open after erase: %v, want *ErasedError for user:alice", err)
+	}
+	if _, err := kr.Erase(ctx, db, "user:alice"); !errors.Is(err, keyring.ErrErased) {
+		t.Fatalf("a second erase: %v, want ErrErased", err)
+	}
+	create("user:alice")
+	cold.Forget("user:alice")
+	for name, k := range map[string]*keyring.Keyring{"eraser": kr, "other process": cold} {
+		if _, err := k.Open(ctx, db, sealed, binding); !errors.Is(err, keyring.ErrErased) {
+			t.Fatalf("%s: open under a new key of the subject: %v, want ErrErased", name, err)
+		}
+	}
+	// Bob is untouched.
+	bk, err := kr.Key(ctx, db, "user:bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, _ := keyring.Seal(bk, binding, []byte("bob"))
+	if got, err := kr.Open(ctx, db, bs, binding); err != nil || string(got) != "bob" {
+		t.Fatalf("bob: %q, %v", got, err)
+	}
+}
+
+func TestKeyring_SQLite(t *testing.T) {
+	keyringTests(t, mustSQLite(t), nil)
+}
+
+// Example_seal makes a key for a subject, seals a payload, opens it, and
+// erases the subject: what was sealed no longer opens.
+func Example_seal() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "keyring")
+	defer os.RemoveAll(dir)
+	db, _ := sql.Open("sqlite", filepath.Join(dir, "rath.db"))
+	defer db.Close()
+	if _, err := migrations.Up(ctx, db); err != nil {
+		panic(err)
+	}
+	kekFile := filepath.Join(dir, "kek")
+	if err := keyring.GenerateKEKFile(kekFile); err != nil {
+		panic(err)
+	}
+	kek, err := keyring.LoadKEKFile(kekFile)
+	if err != nil {
+		panic(err)
+	}
+	kr := keyring.New(kek, nil)
+	if _, err := kr.Create(ctx, db, "user:alice"); err != nil {
+		panic(err)
+	}
+	dk, _ := kr.Key(ctx, db, "user:alice")
+	sealed, _ := keyring.Seal(dk, []byte("run-1"), []byte(`{"text":"hello"}`))
+	subject, _ := keyring.SealedSubject(sealed)
+	plain, _ := kr.Open(ctx, db, sealed, []byte("run-1"))
+	fmt.Println(subject, string(plain))
+
+	if _, err := kr.Erase(ctx, db, "user:alice"); err != nil {
+		panic(err)
+	}
+	_, err = kr.Open(ctx, db, sealed, []byte("run-1"))
+	fmt.Println(errors.Is(err, keyring.ErrErased))
+	// Output:
+	// user:alice {"text":"hello"}
+	// true
+}

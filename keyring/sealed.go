@@ -1,0 +1,107 @@
+package keyring
+
+import (
+	"bytes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// sealedPrefix starts every sealed form: the keys come in a fixed order.
+const sealedPrefix = `{"$sealed":1,"s":`
+
+// DataKey is one subject's unwrapped data key. It never leaves the
+// process: only its wrapped form is stored.
+type DataKey struct {
+	Subject string
+	ID      string
+	aead    cipher.AEAD
+}
+
+// sealedForm is the JSON of a sealed payload.
+type sealedForm struct {
+	Version    int    `json:"$sealed"`
+	Subject    string `json:"s"`
+	KeyID      string `json:"k"`
+	Nonce      []byte `json:"n"`
+	Ciphertext []byte `json:"c"`
+}
+
+// IsSealed reports whether payload is in the sealed form.
+func IsSealed(payload []byte) bool { return bytes.HasPrefix(payload, []byte(sealedPrefix)) }
+
+// SealedSubject returns the subject a sealed payload belongs to, with no
+// key; false for a payload that is not sealed.
+func SealedSubject(payload []byte) (string, bool) {
+	f, err := parseSealed(payload)
+	if err != nil {
+		return "", false
+	}
+	return f.Subject, true
+}
+
+func parseSealed(payload []byte) (*sealedForm, error) {
+	if !IsSealed(payload) {
+		return nil, &SealedError{Reason: "not sealed"}
+	}
+	var f sealedForm
+	if err := json.Unmarshal(payload, &f); err != nil {
+		return nil, &SealedError{Reason: "malformed: " + err.Error()}
+	}
+	if f.Version != 1 || f.KeyID == "" {
+		return nil, &SealedError{Subject: f.Subject, Reason: fmt.Sprintf("unknown version %d", f.Version)}
+	}
+	return &f, nil
+}
+
+// additionalData binds a ciphertext to its subject and the caller's
+// binding (the event log's stream and type), with lengths so no two
+// pairs run together into the same bytes.
+func additionalData(subject string, binding []byte) []byte {
+	ad := make([]byte, 0, 32+len(subject)+len(binding))
+	ad = append(ad, "rath keyring: sealed v1\x00"...)
+	ad = strconv.AppendInt(ad, int64(len(subject)), 10)
+	ad = append(ad, ':')
+	ad = append(ad, subject...)
+	return append(ad, binding...)
+}
+
+// Seal encrypts plaintext under dk, bound to binding, and returns the
+// sealed form.
+func Seal(dk *DataKey, binding, plaintext []byte) ([]byte, error) {
+	ns := dk.aead.NonceSize()
+	buf := make([]byte, ns, ns+len(plaintext)+dk.aead.Overhead())
+	if _, err := rand.Read(buf); err != nil {
+		return nil, fmt.Errorf("keyring: seal: %w", err)
+	}
+	ct := dk.aead.Seal(buf, buf[:ns], plaintext, additionalData(dk.Subject, binding))
+	nonce, ct := ct[:ns], ct[ns:]
+	enc := base64.StdEncoding
+	out := make([]byte, 0, len(sealedPrefix)+len(dk.Subject)+len(dk.ID)+enc.EncodedLen(len(nonce))+enc.EncodedLen(len(ct))+32)
+	out = append(out, sealedPrefix...)
+	// A valid subject and a key id are printable ASCII, for which Go's
+	// quoting is JSON's.
+	out = strconv.AppendQuote(out, dk.Subject)
+	out = append(out, `,"k":`...)
+	out = strconv.AppendQuote(out, dk.ID)
+	out = append(out, `,"n":"`...)
+	out = enc.AppendEncode(out, nonce)
+	out = append(out, `","c":"`...)
+	out = enc.AppendEncode(out, ct)
+	return append(out, `"}`...), nil
+}
+
+// open decrypts a parsed sealed form under dk.
+func open(dk *DataKey, f *sealedForm, binding []byte) ([]byte, error) {
+	if len(f.Nonce) != dk.aead.NonceSize() {
+		return nil, &SealedError{Subject: f.Subject, Reason: "bad nonce"}
+	}
+	pt, err := dk.aead.Open(nil, f.Nonce, f.Ciphertext, additionalData(f.Subject, binding))
+	if err != nil {
+		return nil, &SealedError{Subject: f.Subject, Reason: "authentication failed (altered, or moved from another event)"}
+	}
+	return pt, nil
+}
