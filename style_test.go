@@ -71,6 +71,7 @@ var allowedImports = map[string][]string{
 	"session":     {"events", "eventlog", "projections", "secret"},
 	"memory":      {"events", "eventlog", "session"}, // never flow: flow uses memory
 	"approval":    {"events", "eventlog", "internal/textsafe"},
+	"access":      {"events", "eventlog"},
 
 	"sandbox":                 {"events", "eventlog"}, // never flow
 	"sandbox/internal/proc":   {"sandbox"},
@@ -121,14 +122,14 @@ var allowedImports = map[string][]string{
 	"internal/pgtest":    {},
 	"internal/netdelay":  {},
 	"internal/rathbin":   {},
-	"internal/console":   {".", "approval", "eval", "events", "eventlog", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
+	"internal/console":   {".", "access", "approval", "eval", "events", "eventlog", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
 	"internal/tmpfs":     {},
 	"internal/jsonview":  {".", "checkpoint", "events", "eventlog", "projections"},
 	"internal/shellgate": {},
 	"internal/textsafe":  {},
 	"internal/storetest": {".", "events", "eventlog", "flow", "flow/model/scripted", "projections", "replay", "retention", "session"},
 
-	"cmd/rath/cli":  {".", "approval", "bundle", "checkpoint", "events", "eventlog", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "eval", "internal/jsonview", "internal/textsafe", "keyring", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
+	"cmd/rath/cli":  {".", "access", "approval", "bundle", "checkpoint", "events", "eventlog", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "eval", "internal/jsonview", "internal/textsafe", "keyring", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber.

@@ -417,6 +417,9 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &DatasetItemAdded{} })
 	add(func() Payload { return &ExperimentStarted{} })
 	add(func() Payload { return &ScoreRecorded{} })
+	add(func() Payload { return &TokenCreated{} })
+	add(func() Payload { return &TokenRevoked{} })
+	add(func() Payload { return &AccessViewed{} })
 	// Version 2 added shapes; a version 1 record has none.
 	add(func() Payload { return &EvidenceRedacted{} }, upcasts{1: func(raw json.RawMessage) (json.RawMessage, error) { return raw, nil }})
 	return c

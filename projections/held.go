@@ -72,7 +72,7 @@ func mayHold(typ string) bool {
 		events.TypeToolCalled, events.TypeToolReturned, events.TypeWorkflowEntered, events.TypeWorkflowExited,
 		events.TypeSelectorDecided, events.TypeAgentCapped, events.TypeEffectRecorded,
 		events.TypeMemoryRemembered, events.TypeMemoryForgotten, events.TypeMemoryRecalled, events.TypeMemoryCommitted,
-		events.TypeRunResumed, events.TypeSecretRedacted:
+		events.TypeRunResumed, events.TypeSecretRedacted, events.TypeAccessViewed:
 		return true
 	}
 	return false

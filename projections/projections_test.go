@@ -101,6 +101,20 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 			}
 		}
 	}
+	// Tokens, one revoked, and a read of the run (api_tokens, access_records).
+	for i, id := range []string{"tok-1", "tok-2"} {
+		tok := events.TokenCreated{ID: id, Hash: fmt.Sprintf("%064x", i+1), Tenant: "acme", Role: "viewer", By: "os:ann"}
+		if _, err := rt.Store().Append(ctx, events.TokenStream(id), eventlog.NoStream, tok); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, err := rt.Store().Append(ctx, events.TokenStream("tok-1"), 1, events.TokenRevoked{ID: "tok-1", By: "os:ann"}); err != nil {
+		tb.Fatal(err)
+	}
+	viewed := events.AccessViewed{Who: "token:tok-2", Issuer: "rath-token", Tenant: "acme", Run: "r1", FromSeq: 1, ToSeq: 3, What: events.ViewedEvents, Route: "GET /api/runs/{id}/events", At: 1}
+	if _, err := rt.Store().Append(ctx, viewed.StreamID(), eventlog.AnyVersion, viewed); err != nil {
+		tb.Fatal(err)
+	}
 	// One long session, so it has snapshots (session_snapshots).
 	long := heads[len(heads)-1]
 	for i := range projections.SnapshotEvery + 2 {

@@ -150,6 +150,12 @@ func (a *applier) apply(ev *events.Event, p events.Payload) error {
 		return approvalRequested(tx, ev, e)
 	case *events.ApprovalDecided:
 		return a.approvalDecided(ev, e)
+	case *events.TokenCreated:
+		return tokenCreated(tx, ev, e)
+	case *events.TokenRevoked:
+		return tokenRevoked(tx, ev, e)
+	case *events.AccessViewed:
+		return accessViewed(tx, ev, e)
 	}
 	// Any other event on a session stream still moves its version.
 	return a.touch(ev)

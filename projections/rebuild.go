@@ -24,6 +24,8 @@ var tables = []struct {
 	{"run_leases", []string{"run"}},
 	{"session_snapshots", []string{"session", "seq"}},
 	{"approvals", []string{"id"}},
+	{"api_tokens", []string{"id"}},
+	{"access_records", []string{"seq"}},
 }
 
 // Tables are the SQL projections Rebuild clears and refills, in an order

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -224,14 +225,33 @@ func downgrade(t *testing.T, st store) {
 	if _, err := fmt.Sscanf(filepath.Base(files[0]), "%d_", &version); err != nil {
 		t.Fatal(err)
 	}
-	if latest := migrations.Latest(); latest != version {
-		t.Fatalf("the run_state migration is %d, the latest %d: take the later ones down first", version, latest)
+	// The migrations after it are taken down first, newest first.
+	later := map[int64][]string{
+		17: {`DROP TABLE access_records`, `DROP TABLE api_tokens`},
+	}
+	var stmts []string
+	all, err := filepath.Glob("../migrations/sqlite/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(all) // newest first
+	for _, f := range all {
+		var v int64
+		if _, err := fmt.Sscanf(filepath.Base(f), "%d_", &v); err != nil || v <= version {
+			continue
+		}
+		down, ok := later[v]
+		if !ok {
+			t.Fatalf("the run_state migration is %d, the latest %d: add how to take %d down to later", version, migrations.Latest(), v)
+		}
+		stmts = append(stmts, down...)
+		stmts = append(stmts, fmt.Sprintf(`DELETE FROM goose_db_version WHERE version_id = %d`, v))
 	}
 	var db *sql.DB
-	stmts := []string{
+	stmts = append(stmts,
 		`ALTER TABLE run_leases DROP COLUMN taken_at`, `ALTER TABLE run_leases DROP COLUMN version`,
 		`ALTER TABLE runs DROP COLUMN params`, `ALTER TABLE runs DROP COLUMN submitted_seq`,
-	}
+	)
 	if st.dsn == "" {
 		db, err = sql.Open("sqlite", eventlog.DSN(filepath.Join(st.dir, rath.DBFile), false, "busy_timeout(10000)"))
 	} else {

@@ -69,7 +69,9 @@ func asSchema8(t *testing.T, db *sql.DB) {
 	// The schema after 9 goes too (00010: checkpoints; 00011: redactions,
 	// whose trigger replaced events_no_update, dropped above; 00012: each
 	// worker's dead_after_ms; 00013: staged appends; 00015: a run's
-	// state for the fleet; 00016: subjects' data keys).
+	// state for the fleet; 00016: subjects' data keys; 00017: tokens and
+	// access records).
+	exec(t, db, `DROP TABLE access_records`, `DROP TABLE api_tokens`)
 	exec(t, db, `ALTER TABLE runs DROP COLUMN submitted_seq`, `ALTER TABLE runs DROP COLUMN params`,
 		`ALTER TABLE run_leases DROP COLUMN version`, `ALTER TABLE run_leases DROP COLUMN taken_at`)
 	exec(t, db, `DROP TABLE subject_keys`, `DROP TABLE append_outcomes`, `DROP TABLE append_intents`, `DROP TABLE checkpoint_cosignatures`, `DROP TABLE checkpoints`, `DELETE FROM store_meta WHERE key = 'store_id'`,

@@ -106,6 +106,7 @@ rath approve --as ann $(rath approvals -q --run RUN)`,
 		newExperimentsCmd(a),
 		newRegressCmd(a),
 		newCounterfactualCmd(a),
+		newTokensCmd(a),
 	)
 	groupCommands(root)
 	completeIDs(a, root)
@@ -125,6 +126,7 @@ var commandGroups = []struct {
 	{"evidence", "Evidence:", []string{"verify", "dossier", "export", "checkpoint", "witness", "keys"}},
 	{"sessions", "Sessions and memory:", []string{"sessions", "show", "graph", "new", "append", "fork", "merge", "memory"}},
 	{"console", "Console and telemetry:", []string{"serve", "otel"}},
+	{"access", "Access:", []string{"tokens"}},
 	{"store", "Store:", []string{"events", "import", "copy", "migrate", "rebuild", "redact", "retain", "version"}},
 }
 
