@@ -45,11 +45,11 @@ type app struct {
 	// kekFile is the key-encryption key's file (RATH_KEK_FILE, else the
 	// config file's "kek_file"); "" stores content in clear.
 	kekFile string
-	json        bool
-	stdin       io.Reader
-	stdout      io.Writer
-	stderr      io.Writer
-	rt          *rath.Runtime
+	json    bool
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	rt      *rath.Runtime
 
 	// trustedWitnesses are the note verifier keys of the witnesses verify
 	// and dossier trust (--witness-key).
