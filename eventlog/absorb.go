@@ -14,7 +14,7 @@ package eventlog
 // the loop, which runs it next; nothing is taken while the loop holds a
 // request already (mayTake) or the batch is one that runs alone.
 func (w *writerState) absorb(local []*request) []*request {
-	if !w.s.pg || !w.mayTake || w.held != nil || needsSQLTx(local) || len(local) == 0 {
+	if !w.mayTake || w.held != nil || needsSQLTx(local) || len(local) == 0 {
 		return nil
 	}
 	n := 0

@@ -157,11 +157,8 @@ func (w *writerState) afterCommit(results []result) {
 	w.s.opts.AfterCommit(c)
 }
 
-// commitTx commits the writer's transaction. On PostgreSQL it first
-// signals the commit to every listening process (NOTIFY is delivered at
-// commit, and only if it commits) and refuses to commit a transaction a
-// failed statement left aborted: PostgreSQL would roll it back while
-// reporting success.
+// commitTx commits the writer's transaction, after the dialect's last
+// word (PostgreSQL's NOTIFY and its check of an aborted transaction).
 func (w *writerState) commitTx() error {
 	ctx := context.Background()
 	if w.txEnded {
@@ -174,15 +171,8 @@ func (w *writerState) commitTx() error {
 		w.pend.reset()
 		return nil
 	}
-	if w.s.pg {
-		if pgTxFailed(w.conn) {
-			return storageErr("commit", errors.New("a statement in the transaction failed; rolled back"))
-		}
-		if !w.notified {
-			if err := w.exec(ctx, `NOTIFY `+notifyChannel); err != nil {
-				return storageErr("notify", err)
-			}
-		}
+	if err := w.s.d.beforeCommit(ctx, w); err != nil {
+		return err
 	}
 	var err error
 	if w.tx != nil {

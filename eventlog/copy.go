@@ -55,7 +55,7 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 		}
 		prev := ""
 		for after := int64(0); after < stats.Head.Seq; {
-			rows, err := scanLeafRows(ctx, snap, src.pg, after, stats.Head.Seq, scanPage)
+			rows, err := scanLeafRows(ctx, snap, src.d, after, stats.Head.Seq, scanPage)
 			if err != nil {
 				return fmt.Errorf("events: copy: %w", err)
 			}
@@ -74,7 +74,7 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 				if r.Salt != nil {
 					salt = r.Salt
 				}
-				if _, err := tx.Exec(insertEvent, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, runID, r.Payload, r.At, storedHash(s.pg, r.Hash), salt); err != nil {
+				if _, err := tx.Exec(insertEvent, r.Seq, r.Stream, r.Version, r.Type, r.TypeVersion, runID, r.Payload, r.At, s.d.storedHash(r.Hash), salt); err != nil {
 					return storageErr(fmt.Sprintf("copy seq %d", r.Seq), err)
 				}
 				after, prev = r.Seq, r.Hash
@@ -92,7 +92,7 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 			if v == "" {
 				continue
 			}
-			if _, err := tx.Exec(`INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
+			if _, err := tx.Exec(upsertMeta, k, v); err != nil {
 				return storageErr("copy store_meta", err)
 			}
 		}

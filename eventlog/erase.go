@@ -196,7 +196,7 @@ func (s *Store) redactable(ctx context.Context, seqs []int64) (todo, already []i
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rows, err := readLeafRowsBySeq(ctx, s.rdb, s.pg, seqs)
+	rows, err := readLeafRowsBySeq(ctx, s.rdb, s.d, seqs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -247,7 +247,7 @@ func (s *Store) redactInTx(ctx context.Context, tx *sql.Tx, recVersion int64, se
 		return fmt.Errorf("events: redact: the redaction record (%s version %d) is not among the appended events", events.StreamEvidence, recVersion)
 	}
 	meta := storeMeta{merkleFrom: 1} // redactable checked the format
-	rows, err := readLeafRowsBySeq(ctx, tx, s.pg, seqs)
+	rows, err := readLeafRowsBySeq(ctx, tx, s.d, seqs)
 	if err != nil {
 		return err
 	}
@@ -290,11 +290,11 @@ func (s *Store) redactInTx(ctx context.Context, tx *sql.Tx, recVersion int64, se
 }
 
 // readLeafRowsBySeq reads the rows of seqs, by seq.
-func readLeafRowsBySeq(ctx context.Context, q queryer, pg bool, seqs []int64) (map[int64]leafRow, error) {
+func readLeafRowsBySeq(ctx context.Context, q queryer, d dialect, seqs []int64) (map[int64]leafRow, error) {
 	out := make(map[int64]leafRow, len(seqs))
 	for start := 0; start < len(seqs); start += maxHashesPerRead {
 		part := seqs[start:min(start+maxHashesPerRead, len(seqs))]
-		text, args := inList(selectLeafRows+` WHERE seq IN (`, pg, part)
+		text, args := inList(selectLeafRows+` WHERE seq IN (`, d, part)
 		rs, err := q.QueryContext(ctx, text, args...)
 		if err != nil {
 			return nil, storageErr("read events", err)
@@ -387,7 +387,7 @@ func (s *Store) dropUnreferenced(ctx context.Context, tx *sql.Tx, candidates map
 	}
 	live := map[string]bool{}
 	for after := int64(0); ; {
-		rs, err := scanLeafRows(ctx, tx, s.pg, after, 1<<62, scanPage)
+		rs, err := scanLeafRows(ctx, tx, s.d, after, 1<<62, scanPage)
 		if err != nil {
 			return err
 		}
@@ -526,13 +526,9 @@ func storageErrOrNil(op string, err error) error {
 
 // redactedCommitment is the payload commitment of a redacted event, from
 // the redactions table; fail says why there is none.
-func redactedCommitment(ctx context.Context, q queryer, pg bool, seq int64) (commit [32]byte, fail string, err error) {
-	query := `SELECT commitment FROM redactions WHERE seq = ?`
-	if pg {
-		query = `SELECT commitment FROM redactions WHERE seq = $1`
-	}
+func redactedCommitment(ctx context.Context, q queryer, d dialect, seq int64) (commit [32]byte, fail string, err error) {
 	var text string
-	err = q.QueryRowContext(ctx, query, seq).Scan(&text)
+	err = q.QueryRowContext(ctx, d.rebind(`SELECT commitment FROM redactions WHERE seq = ?`), seq).Scan(&text)
 	if errors.Is(err, sql.ErrNoRows) {
 		return commit, "its payload was cleared without a recorded redaction: the row was altered", nil
 	}
@@ -633,7 +629,7 @@ func (s *Store) Opening(ctx context.Context, seq int64) (Opening, error) {
 		return Opening{}, fmt.Errorf("events: opening: %w", err)
 	}
 	defer tx.Rollback()
-	rows, err := readLeafRowsBySeq(ctx, tx, s.pg, []int64{seq})
+	rows, err := readLeafRowsBySeq(ctx, tx, s.d, []int64{seq})
 	if err != nil {
 		return Opening{}, err
 	}

@@ -167,7 +167,7 @@ const maxHashesPerRead = 256
 // The leaf hash of an event in the Merkle format is its row's hash column
 // and is not repeated in tree_hashes; every other tree hash is there, in
 // the row that holds it (treerows.go).
-func readTreeHashes(ctx context.Context, q queryer, pg bool, meta storeMeta, indexes []int64) ([]tlog.Hash, error) {
+func readTreeHashes(ctx context.Context, q queryer, d dialect, meta storeMeta, indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	var tree, seqs []int64
 	for _, id := range indexes {
@@ -178,7 +178,7 @@ func readTreeHashes(ctx context.Context, q queryer, pg bool, meta storeMeta, ind
 		}
 	}
 	got := make(map[int64][]byte, len(indexes))
-	rows, err := readTreeRows(ctx, q, pg, tree)
+	rows, err := readTreeRows(ctx, q, d, tree)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func readTreeHashes(ctx context.Context, q queryer, pg bool, meta storeMeta, ind
 		}
 	}
 	leaves := make(map[int64][]byte, len(seqs))
-	if err := readByKey(ctx, q, pg, `SELECT seq, hash FROM events WHERE seq IN (`, seqs, leaves); err != nil {
+	if err := readByKey(ctx, q, d, `SELECT seq, hash FROM events WHERE seq IN (`, seqs, leaves); err != nil {
 		return nil, err
 	}
 	for seq, h := range leaves {
@@ -208,7 +208,7 @@ func readTreeHashes(ctx context.Context, q queryer, pg bool, meta storeMeta, ind
 
 // inList completes query, which ends in "IN (", with a placeholder per
 // key in the store's dialect, and returns it with the keys as arguments.
-func inList(query string, pg bool, keys []int64) (string, []any) {
+func inList(query string, d dialect, keys []int64) (string, []any) {
 	var b strings.Builder
 	b.WriteString(query)
 	args := make([]any, len(keys))
@@ -216,27 +216,19 @@ func inList(query string, pg bool, keys []int64) (string, []any) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(placeholder(pg, i))
+		b.WriteByte('?')
 		args[i] = k
 	}
 	b.WriteByte(')')
-	return b.String(), args
-}
-
-// placeholder is the i-th (from 0) parameter of a statement.
-func placeholder(pg bool, i int) string {
-	if pg {
-		return "$" + strconv.Itoa(i+1)
-	}
-	return "?"
+	return d.rebind(b.String()), args
 }
 
 // readByKey runs query (ending in "IN (") for keys, a page at a time, and
 // puts each row's second column under its first.
-func readByKey(ctx context.Context, q queryer, pg bool, query string, keys []int64, into map[int64][]byte) error {
+func readByKey(ctx context.Context, q queryer, d dialect, query string, keys []int64, into map[int64][]byte) error {
 	for start := 0; start < len(keys); start += maxHashesPerRead {
 		part := keys[start:min(start+maxHashesPerRead, len(keys))]
-		text, args := inList(query, pg, part)
+		text, args := inList(query, d, part)
 		rows, err := q.QueryContext(ctx, text, args...)
 		if err != nil {
 			return storageErr("read tree hashes", err)
@@ -318,12 +310,12 @@ func frontier(n int64) []int64 {
 type treeReader struct {
 	ctx  context.Context
 	q    queryer
-	pg   bool
+	d    dialect
 	meta storeMeta
 }
 
 func (r treeReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
-	return readTreeHashes(r.ctx, r.q, r.pg, r.meta, indexes)
+	return readTreeHashes(r.ctx, r.q, r.d, r.meta, indexes)
 }
 
 // TreeHead returns the log's Merkle tree head: its size (the last seq)
@@ -353,7 +345,7 @@ func (s *Store) TreeHeadAt(ctx context.Context, size int64) (TreeHead, error) {
 	if err != nil {
 		return TreeHead{}, err
 	}
-	root, err := tlog.TreeHash(size, treeReader{ctx, tx, s.pg, meta})
+	root, err := tlog.TreeHash(size, treeReader{ctx, tx, s.d, meta})
 	if err != nil {
 		return TreeHead{}, fmt.Errorf("events: tree head: %w", err)
 	}
@@ -376,7 +368,7 @@ func (s *Store) ProveInclusion(ctx context.Context, seq, size int64) (tlog.Recor
 	if err != nil {
 		return nil, err
 	}
-	p, err := tlog.ProveRecord(size, seq-1, treeReader{ctx, tx, s.pg, meta})
+	p, err := tlog.ProveRecord(size, seq-1, treeReader{ctx, tx, s.d, meta})
 	if err != nil {
 		return nil, fmt.Errorf("events: inclusion proof: %w", err)
 	}
@@ -399,7 +391,7 @@ func (s *Store) ProveConsistency(ctx context.Context, oldSize, newSize int64) (t
 	if err != nil {
 		return nil, err
 	}
-	p, err := tlog.ProveTree(newSize, oldSize, treeReader{ctx, tx, s.pg, meta})
+	p, err := tlog.ProveTree(newSize, oldSize, treeReader{ctx, tx, s.d, meta})
 	if err != nil {
 		return nil, fmt.Errorf("events: consistency proof: %w", err)
 	}
@@ -435,7 +427,7 @@ func (s *Store) LeafLine(ctx context.Context, seq int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := scanLeafRows(ctx, tx, s.pg, seq-1, seq, 1)
+	rs, err := scanLeafRows(ctx, tx, s.d, seq-1, seq, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -461,12 +453,8 @@ type leafRow struct {
 const selectLeafRows = `SELECT seq, stream, version, type, type_version, run_id, payload, at, hash, salt FROM events`
 
 // scanLeafRows reads up to limit rows with after < seq <= to, in seq order.
-func scanLeafRows(ctx context.Context, q queryer, pg bool, after, to int64, limit int) ([]leafRow, error) {
-	query := selectLeafRows + ` WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`
-	if pg {
-		query = selectLeafRows + ` WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3`
-	}
-	rs, err := q.QueryContext(ctx, query, after, to, limit)
+func scanLeafRows(ctx context.Context, q queryer, d dialect, after, to int64, limit int) ([]leafRow, error) {
+	rs, err := q.QueryContext(ctx, d.rebind(selectLeafRows+` WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`), after, to, limit)
 	if err != nil {
 		return nil, storageErr("read events", err)
 	}
@@ -498,7 +486,7 @@ func (s *Store) rowLeafLine(ctx context.Context, q queryer, meta storeMeta, r le
 		return chainLeafLine(r.Seq, r.Hash), "", nil
 	}
 	if isRedacted(r.Payload) && r.Salt == nil {
-		commit, fail, err := redactedCommitment(ctx, q, s.pg, r.Seq)
+		commit, fail, err := redactedCommitment(ctx, q, s.d, r.Seq)
 		if fail != "" || err != nil {
 			return nil, fail, err
 		}

@@ -101,7 +101,7 @@ func (w *writerState) mayBeginOptimistically(batch []*request, pf prefetch) bool
 	o := &w.opt
 	if o.streak < max(o.need, 1) || w.conn == nil || len(batch) == 0 || !w.batched() ||
 		w.queueOff || w.savepoints ||
-		w.s.stopHoldingLock || needsSQLTx(batch) ||
+		needsSQLTx(batch) ||
 		w.dataVersion < 0 || w.lastSeq == 0 || w.keyErr != nil ||
 		w.fingerprint == "" || w.merkleFrom == 0 || w.v2From == 0 ||
 		w.lastSeq != w.treeSize+int64(len(w.leaves)) ||

@@ -55,9 +55,9 @@ type queuedStmt struct {
 type pgMark struct{ blobs, events, queued int }
 
 // batched reports whether the writer collects rows for pgBatchInsert:
-// PostgreSQL, in the Merkle format (a store told to write the old chain
-// rows writes them one by one, into a schema that may lack the salt).
-func (w *writerState) batched() bool { return w.s.pg && !w.s.opts.chainRows }
+// its dialect's way, in the Merkle format (a store told to write the old
+// chain rows writes them one by one, into a schema that may lack the salt).
+func (w *writerState) batched() bool { return w.s.d.batchesRows() && !w.s.opts.chainRows }
 
 func (p *pgPending) mark() pgMark {
 	return pgMark{blobs: len(p.blobHash), events: len(p.seq), queued: len(p.queued)}

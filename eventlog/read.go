@@ -99,7 +99,7 @@ func (q Query) where(after int64) (string, []any) {
 // rows reads one page of stored rows after seq `after`.
 func (s *Store) rows(ctx context.Context, q Query, after int64, limit int) ([]row, error) {
 	rs, err := s.scanRows(ctx, s.rdb, q, after, limit)
-	if s.pg && connectionLost(err) && ctx.Err() == nil {
+	if s.d.retryRead(err) && ctx.Err() == nil {
 		// The pool has dropped the dead connection: one retry on a new one.
 		rs, err = s.scanRows(ctx, s.rdb, q, after, limit)
 	}
@@ -332,7 +332,7 @@ func (s *Store) Subscribe(ctx context.Context, q Query) iter.Seq2[events.Event, 
 			sub.FromSeq = next
 			lost := false
 			for ev, err := range s.Scan(ctx, sub) {
-				if err != nil && s.pg && connectionLost(err) && ctx.Err() == nil &&
+				if err != nil && s.d.retryRead(err) && ctx.Err() == nil &&
 					(lostSince.IsZero() || time.Since(lostSince) < subscribeOutage) {
 					// The server went away: wait for it and read on from
 					// the last event yielded.

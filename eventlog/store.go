@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/gorath/rath/events"
 	"net/url"
-	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gorath/rath/internal/stmtcache"
-	"github.com/jackc/pgx/v5"
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -177,7 +175,7 @@ type Commit struct {
 // Store is the event log. It is safe for concurrent use.
 type Store struct {
 	opts Options
-	pg   bool     // PostgreSQL (Options.DSN), else SQLite
+	d    dialect  // the database's (dialect.go)
 	wdb  *sql.DB  // one connection, used only by the writer goroutine
 	rdb  *sqlx.DB // read pool
 	// q runs the fixed stream reads through prepared statements.
@@ -198,21 +196,11 @@ type Store struct {
 
 	notifyMu sync.Mutex // protects notifyCh
 	notifyCh chan struct{}
-	// listenDone is closed when the PostgreSQL listener stopped (nil
-	// for SQLite); the listener starts on the first Notify (listen.go).
-	listenDone chan struct{}
-	listenCfg  *pgx.ConnConfig
-	listenOnce sync.Once
 
 	rehash rehashes // blobs the Redactor changed
 	// legacyRows writes rows as before the compact row format (hex hash,
 	// whole payloads): tests build mixed logs with it.
 	legacyRows bool
-
-	// stopHoldingLock makes the first append stop the process (SIGSTOP)
-	// while it holds PostgreSQL's chain lock: the fault of a paused or
-	// partitioned writer, for tests (DebugStopHoldingLockEnv).
-	stopHoldingLock bool
 
 	// Owned by the writer goroutine.
 	w writerState
@@ -331,20 +319,15 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = DefaultBusyTimeout
 	}
-	var wdb *sql.DB
-	var rdb *sqlx.DB
+	d := newDialect(opts)
 	roundTrips := new(atomic.Int64)
-	if opts.DSN != "" {
-		wdb, rdb, err = openPostgres(ctx, opts, roundTrips)
-	} else {
-		wdb, rdb, err = openSQLite(opts)
-	}
+	wdb, rdb, err := d.open(ctx, opts, roundTrips)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{
 		opts:     opts,
-		pg:       opts.DSN != "",
+		d:        d,
 		wdb:      wdb,
 		rdb:      rdb,
 		q:        stmtcache.New(rdb),
@@ -354,8 +337,6 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		notifyCh: make(chan struct{}),
 
 		roundTrips: roundTrips,
-
-		stopHoldingLock: opts.DSN != "" && os.Getenv(DebugStopHoldingLockEnv) == "1",
 	}
 	if err := s.w.init(ctx, s); err != nil {
 		s.w.closeStmts()
@@ -363,42 +344,8 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		rdb.Close()
 		return nil, err
 	}
-	if s.pg {
-		cfg, _ := ParsePostgresDSN(opts.DSN) // parsed once already
-		boundStalls(cfg)
-		s.listenDone, s.listenCfg = make(chan struct{}), cfg
-	}
 	go s.loop()
 	return s, nil
-}
-
-func openSQLite(opts Options) (*sql.DB, *sqlx.DB, error) {
-	busy := fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1))
-	base := []string{busy, "journal_mode(WAL)", "foreign_keys(1)"}
-	// _txlock=immediate: the writer's transactions take SQLite's write
-	// lock up front, so no read-to-write upgrade can fail with SQLITE_BUSY.
-	// secure_delete: what the writer deletes or overwrites (a redacted
-	// payload, a dropped blob, a rebuilt projection's rows) is zeroed in
-	// its page, and freed pages are zeroed, so no stale cell keeps it in
-	// the file (or in the WAL's copy of the page). Appends delete next to
-	// nothing: it cost no measurable CPU in the append benchmarks.
-	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")", "secure_delete(1)")...)+"&_txlock=immediate")
-	if err != nil {
-		return nil, nil, fmt.Errorf("events: open writer: %w", err)
-	}
-	wdb.SetMaxOpenConns(1)
-	wdb.SetMaxIdleConns(1)
-	wdb.SetConnMaxLifetime(0)
-	wdb.SetConnMaxIdleTime(0)
-	read := append(base, "query_only(1)", fmt.Sprintf("mmap_size(%d)", max(opts.ReadMmapBytes, 0)))
-	rdb, err := sqlx.Open("sqlite", DSN(opts.Path, opts.InMemory, read...))
-	if err != nil {
-		wdb.Close()
-		return nil, nil, fmt.Errorf("events: open readers: %w", err)
-	}
-	rdb.SetMaxOpenConns(opts.ReadConns)
-	rdb.SetMaxIdleConns(opts.ReadConns)
-	return wdb, rdb, nil
 }
 
 // Close stops the writer after the commit in progress and closes the
@@ -408,7 +355,7 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.stop)
 		<-s.done
-		s.stopListening()
+		s.d.stopListening()
 		s.w.closeStmts()
 		err = errors.Join(s.wdb.Close(), s.rdb.Close())
 	})
@@ -450,42 +397,31 @@ func (s *Store) Stats() Stats {
 func (s *Store) DB() *sqlx.DB { return s.rdb }
 
 // rebind turns a query's ? placeholders into the backend's.
-func (s *Store) rebind(q string) string {
-	if s.pg {
-		return sqlx.Rebind(sqlx.DOLLAR, q)
-	}
-	return q
-}
+func (s *Store) rebind(q string) string { return s.d.rebind(q) }
 
 // Target is where the store's database is: its SQLite file's path, or,
 // for PostgreSQL, its DSN (a secret: never print it).
-func (s *Store) Target() string {
-	if s.pg {
-		return s.opts.DSN
-	}
-	return s.opts.Path
-}
+func (s *Store) Target() string { return s.d.target() }
 
 // Postgres reports whether the store is on PostgreSQL (else SQLite).
-func (s *Store) Postgres() bool { return s.pg }
+func (s *Store) Postgres() bool {
+	_, pg := s.d.(*postgresDialect)
+	return pg
+}
 
 // Snapshot begins a read-only transaction that sees one consistent state
 // of the database for its whole life, on either backend (PostgreSQL
 // needs REPEATABLE READ for that; SQLite's read transactions are
 // snapshots already). Roll it back when done.
 func (s *Store) Snapshot(ctx context.Context) (*sqlx.Tx, error) {
-	opts := &sql.TxOptions{ReadOnly: true}
-	if s.pg {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	return s.rdb.BeginTxx(ctx, opts)
+	return s.rdb.BeginTxx(ctx, s.d.snapshotOptions())
 }
 
 // Notify returns a channel that is closed at the next commit. Call it again
 // after each wake-up: every commit closes the channel and makes a new one,
 // so a slow reader never blocks the writer.
 func (s *Store) Notify() <-chan struct{} {
-	s.startListening()
+	s.d.startListening(s)
 	s.notifyMu.Lock()
 	defer s.notifyMu.Unlock()
 	return s.notifyCh

@@ -11,16 +11,14 @@ import "encoding/hex"
 //     row's stream: a chat thread stores its text and little else.
 //   - SQLite keeps the hash as its 32 bytes, not 64 hex digits.
 
-// storedHash is the hash column's value: raw bytes for SQLite, hex text
-// for PostgreSQL (whose column is text).
-func storedHash(pg bool, hash string) any {
-	if pg {
+// storedHash is the hash column's value: the dialect's form (raw bytes
+// for SQLite, hex text for PostgreSQL, whose column is text), or hex text
+// for a store writing the rows of before the compact format.
+func (w *writerState) storedHash(hash string) any {
+	if w.s.legacyRows {
 		return hash
 	}
-	if b, err := hex.DecodeString(hash); err == nil && len(b) == 32 {
-		return b
-	}
-	return hash
+	return w.s.d.storedHash(hash)
 }
 
 // hashText is the hex form of a hash column read back: rows written before

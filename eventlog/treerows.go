@@ -95,7 +95,7 @@ func (r treeRow) hashAt(m storeMeta, id int64) ([]byte, bool) {
 // readTreeRows reads, for each index, the row that may hold it: the row
 // with the greatest first index at or below it. The result is sorted by
 // first index, without repeats.
-func readTreeRows(ctx context.Context, q queryer, pg bool, ids []int64) ([]treeRow, error) {
+func readTreeRows(ctx context.Context, q queryer, d dialect, ids []int64) ([]treeRow, error) {
 	seen := map[int64]bool{}
 	var out []treeRow
 	for start := 0; start < len(ids); start += maxHashesPerRead {
@@ -107,11 +107,11 @@ func readTreeRows(ctx context.Context, q queryer, pg bool, ids []int64) ([]treeR
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(`(SELECT MAX(id) FROM tree_hashes WHERE id <= ` + placeholder(pg, i) + `)`)
+			b.WriteString(`(SELECT MAX(id) FROM tree_hashes WHERE id <= ?)`)
 			args[i] = id
 		}
 		b.WriteByte(')')
-		rows, err := q.QueryContext(ctx, b.String(), args...)
+		rows, err := q.QueryContext(ctx, d.rebind(b.String()), args...)
 		if err != nil {
 			return nil, storageErr("read tree hashes", err)
 		}

@@ -47,7 +47,7 @@ func (w *writerState) catchUpTree(ctx context.Context) error {
 	}
 	meta = storeMeta{merkleFrom: w.merkleFrom}
 	for after := w.treeSize + int64(len(w.leaves)); after < w.lastSeq; {
-		rs, err := scanLeafRows(ctx, w.conn, w.s.pg, after, w.lastSeq, scanPage)
+		rs, err := scanLeafRows(ctx, w.conn, w.s.d, after, w.lastSeq, scanPage)
 		if err != nil {
 			return err
 		}
@@ -77,10 +77,11 @@ func treeAheadErr(leaves, lastSeq int64) error {
 	return fmt.Errorf("events: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", leaves, lastSeq)
 }
 
-// flushTree stores the tree hashes of the open transaction's leaves. On
-// PostgreSQL it also sends the batch's pending rows, in the same statement
-// (pgbatch.go), and with commit, in a transaction begun in the lock's
-// pipeline, the COMMIT in the same round trip (pipelinedtx.go).
+// flushTree stores the tree hashes of the open transaction's leaves, the
+// dialect's way (storeTree). On PostgreSQL it also sends the batch's
+// pending rows, in the same statement (pgbatch.go), and with commit, in a
+// transaction begun in the lock's pipeline, the COMMIT in the same round
+// trip (pipelinedtx.go).
 func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 	if w.s.opts.WithoutTree {
 		return nil // treeCommitted still moves past the leaves
@@ -93,7 +94,7 @@ func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 	}
 	if w.front == nil {
 		idx := frontier(w.treeSize)
-		hs, err := readTreeHashes(ctx, w.conn, w.s.pg, storeMeta{merkleFrom: w.merkleFrom}, idx)
+		hs, err := readTreeHashes(ctx, w.conn, w.s.d, storeMeta{merkleFrom: w.merkleFrom}, idx)
 		if err != nil {
 			return fmt.Errorf("events: read the Merkle tree's edge: %w", err)
 		}
@@ -153,39 +154,7 @@ func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 		hashes[i] = h[:]
 	}
 	rowIDs, rows := packTreeRows(meta, ids, hashes)
-	if w.batched() {
-		return w.flushPostgres(ctx, rowIDs, rows, head, commit)
-	}
-	// On PostgreSQL (the old chain rows) the last INSERT of tree hashes
-	// and the head's UPSERT are one statement (a data-modifying WITH).
-	combined := w.s.pg
-	for start := 0; start < len(rowIDs) || combined && start == 0; start += maxTreeRows {
-		part := rowIDs[start:min(start+maxTreeRows, len(rowIDs))]
-		args := make([]any, 0, 2*len(part)+2)
-		for i, id := range part {
-			args = append(args, id, rows[start+i])
-		}
-		query := insertTreeRows(len(part))
-		if combined && start+maxTreeRows >= len(rowIDs) {
-			query, args = `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, append(args, metaMerkleHead, head)
-			if len(part) > 0 {
-				query = `WITH t AS (` + insertTreeRows(len(part)) + `) ` + query
-			}
-		}
-		if err := w.exec(ctx, query, args...); err != nil {
-			if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
-				return fmt.Errorf("events: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)
-			}
-			return storageErr("store the Merkle tree", err)
-		}
-	}
-	if combined {
-		return nil
-	}
-	if err := w.exec(ctx, `INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, metaMerkleHead, head); err != nil {
-		return storageErr("record the Merkle tree head", err)
-	}
-	return nil
+	return w.s.d.storeTree(ctx, w, rowIDs, rows, head, commit)
 }
 
 // treeCommitted moves the tree forward after the commit of its hashes.

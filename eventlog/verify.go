@@ -167,7 +167,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	var headFound, treeFound bool
 	var tree treeChecker
 	for end.Seq > 0 {
-		lrs, err := scanLeafRows(ctx, tx, v.s.pg, prevSeq, end.Seq, scanPage)
+		lrs, err := scanLeafRows(ctx, tx, v.s.d, prevSeq, end.Seq, scanPage)
 		if err != nil {
 			return nil, err
 		}

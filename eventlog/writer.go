@@ -121,26 +121,8 @@ func (w *writerState) init(ctx context.Context, s *Store) error {
 	w.s = s
 	w.stmts = map[string]*sql.Stmt{}
 	w.hasher = newChainHasher(s.opts.HMACKey)
-	if !s.pg && !s.opts.InMemory && !s.opts.withoutWriteGate {
-		w.gate = newWriteGate(s.opts.Path)
-	}
-	if err := w.connect(ctx); err != nil {
+	if err := s.d.initWriter(ctx, w); err != nil {
 		return err
-	}
-	tables := []string{"events", "store_meta"}
-	probe := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
-	if s.pg {
-		tables = append(tables, "chain_lock")
-		probe = `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1`
-	}
-	for _, t := range tables {
-		var n int
-		if err := w.conn.QueryRowContext(ctx, probe, t).Scan(&n); err != nil {
-			return fmt.Errorf("events: open: %w", err)
-		}
-		if n == 0 {
-			return fmt.Errorf("events: open: no %s table (run the migrations first)", t)
-		}
 	}
 	if err := w.reload(ctx, false); err != nil {
 		return err
@@ -184,37 +166,17 @@ func (w *writerState) connect(ctx context.Context) error {
 	}
 	conn, err := w.s.wdb.Conn(ctx)
 	if err != nil {
-		if w.s.pg {
-			cfg, perr := ParsePostgresDSN(w.s.opts.DSN)
-			if perr == nil {
-				return connectErr(cfg, err)
-			}
-		}
-		return fmt.Errorf("events: open writer connection: %w", err)
+		return w.s.d.connectErr(err)
 	}
 	w.conn = conn
-	if w.s.pg {
-		w.rememberPID()
-	}
+	w.s.d.connected(w)
 	return nil
 }
 
-// disconnect drops the writer's PostgreSQL connection after a failure
-// that may have broken it (the server restarted, the network went away);
-// the next write dials again and re-reads the chain tail. SQLite's
-// connection is a file handle and is kept.
-func (w *writerState) disconnect() {
-	if !w.s.pg || w.conn == nil {
-		return
-	}
-	for q, st := range w.stmts {
-		st.Close()
-		delete(w.stmts, q)
-	}
-	discardConn(w.conn)
-	w.conn = nil
-	w.forceReload()
-}
+// disconnect drops the writer's connection after a failure that may have
+// broken it, where the dialect's connections can break (the next write
+// dials again and re-reads the chain tail).
+func (w *writerState) disconnect() { w.s.d.disconnect(w) }
 
 func (w *writerState) closeStmts() {
 	for _, st := range w.stmts {
@@ -241,26 +203,20 @@ func (w *writerState) closeStmts() {
 func (w *writerState) reload(ctx context.Context, inTx bool) error {
 	w.heads = map[string]int64{}
 	clear(w.leases)
-	var dv int64
-	if !w.s.pg {
-		if err := w.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
-			return storageErr("data_version", err)
-		}
+	dv, err := w.s.d.dataVersion(ctx, w.conn)
+	if err != nil {
+		return err
 	}
 	if h := w.s.opts.afterVersionRead; h != nil {
 		h()
 	}
 	if !inTx {
-		begin := `BEGIN`
-		if w.s.pg {
-			begin = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
-		}
-		if _, err := w.conn.ExecContext(ctx, begin); err != nil {
+		if _, err := w.conn.ExecContext(ctx, w.s.d.beginRead()); err != nil {
 			return storageErr("begin read", err)
 		}
 		defer w.conn.ExecContext(context.Background(), `ROLLBACK`)
 	}
-	err := w.conn.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&w.lastSeq, &w.lastHash)
+	err = w.conn.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&w.lastSeq, &w.lastHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		w.lastSeq, w.lastHash = 0, ""
 		err = nil
@@ -393,9 +349,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 		}
 		head, err := w.head(ctx, pw.stream)
 		if err != nil {
-			// On PostgreSQL a failed statement aborts the transaction:
-			// report it as written so the batch is redone with savepoints.
-			return nil, w.s.pg, err
+			// Where a failed statement aborts the transaction, report
+			// it as written so the batch is redone with savepoints.
+			return nil, w.s.d.abortsOnError(), err
 		}
 		if pw.expected != AnyVersion && pw.expected != head {
 			return nil, false, &ConflictError{Stream: pw.stream, Expected: pw.expected, Actual: head}
@@ -403,7 +359,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 		heads[i] = head
 	}
 	if err := w.checkLease(ctx, req); err != nil {
-		return nil, w.s.pg, err
+		return nil, w.s.d.abortsOnError(), err
 	}
 	out := make([]events.Event, 0, req.n)
 	tx := &Tx{ctx: ctx, w: w}
@@ -447,7 +403,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 			var err error
 			if w.s.opts.chainRows {
 				hash = w.hasher.eventHash(w.hashFormat(seq), w.lastHash, seq, pw.stream, head, it.typ, it.version, req.runID, req.runID != "", stored, at.UnixNano())
-				err = w.exec(ctx, insertChainRow, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash))
+				err = w.exec(ctx, insertChainRow, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), w.storedHash(hash))
 			} else {
 				var salt [SaltSize]byte
 				rand.Read(salt[:])
@@ -458,11 +414,11 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 				if w.batched() {
 					w.pend.addEvent(seq, pw.stream, head, it.typ, it.version, req.runID, stored, at.UnixNano(), hash, salt[:])
 				} else {
-					err = w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), storedHash(w.s.pg || w.s.legacyRows, hash), salt[:])
+					err = w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), w.storedHash(hash), salt[:])
 				}
 			}
 			if err != nil {
-				if sqliteCode(err) == sqliteConstraint || pgCode(err) == pgUniqueViolation {
+				if uniqueViolation(err) {
 					// seq or (stream, version) is taken: our cache is stale.
 					return nil, wrote, fmt.Errorf("%w: insert %s seq %d: %w", errStaleTail, it.typ, seq, err)
 				}
