@@ -34,6 +34,10 @@ type dialect interface {
 	// snapshotOptions begin a read transaction that sees one state of
 	// the database for its whole life.
 	snapshotOptions() *sql.TxOptions
+	// clockNanos is an SQL expression for the database server's clock
+	// in nanoseconds since the epoch, or "" where the processes sharing
+	// the database share a machine's clock instead (Store.Now).
+	clockNanos() string
 	// retryRead reports whether a read that failed with err may be tried
 	// again once on a new connection: the old one was lost.
 	retryRead(err error) bool

@@ -69,6 +69,12 @@ func (d *postgresDialect) snapshotOptions() *sql.TxOptions {
 	return &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead}
 }
 
+// clockNanos: clock_timestamp, the time as the statement runs (now() is
+// the transaction's start), in microseconds, the server's resolution.
+func (d *postgresDialect) clockNanos() string {
+	return `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000`
+}
+
 // retryRead: the pool has dropped a lost connection; one retry takes a
 // new one.
 func (d *postgresDialect) retryRead(err error) bool { return connectionLost(err) }

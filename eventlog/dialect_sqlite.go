@@ -66,6 +66,9 @@ func (d *sqliteDialect) storedHash(hash string) any {
 // snapshotOptions: SQLite's read transactions are snapshots already.
 func (d *sqliteDialect) snapshotOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
 
+// clockNanos: the processes sharing the file share the machine's clock.
+func (d *sqliteDialect) clockNanos() string { return "" }
+
 // retryRead: a file handle is not lost the way a connection is.
 func (d *sqliteDialect) retryRead(error) bool { return false }
 

@@ -403,12 +403,6 @@ func (s *Store) rebind(q string) string { return s.d.rebind(q) }
 // for PostgreSQL, its DSN (a secret: never print it).
 func (s *Store) Target() string { return s.d.target() }
 
-// Postgres reports whether the store is on PostgreSQL (else SQLite).
-func (s *Store) Postgres() bool {
-	_, pg := s.d.(*postgresDialect)
-	return pg
-}
-
 // Snapshot begins a read-only transaction that sees one consistent state
 // of the database for its whole life, on either backend (PostgreSQL
 // needs REPEATABLE READ for that; SQLite's read transactions are

@@ -190,8 +190,10 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	f.held.runs = map[string]bool{}
 	var driver riverdriver.Driver[*sql.Tx]
 	store := rt.Store()
+	// The queue is where the log is: River's driver is the one for the
+	// database the store's target names, as in Migrate.
 	switch {
-	case store.Postgres():
+	case eventlog.IsPostgresDSN(store.Target()):
 		cfg, err := eventlog.ParsePostgresDSN(store.Target())
 		if err != nil {
 			return nil, err

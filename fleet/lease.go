@@ -40,27 +40,17 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // have taken the run, so this one stops before it does anything more.
 var ErrLeaseLost = errors.New("fleet: the run's lease ran out before it was renewed")
 
-// dbClockMicros is PostgreSQL's clock in microseconds since the epoch:
-// the lease clock, read alone (now) or inside a statement (beat).
-const dbClockMicros = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
-
-// now is the lease clock: PostgreSQL's clock on PostgreSQL, so that
-// workers on machines whose clocks disagree still agree on when a lease
-// expires; the machine's clock (clock, nil for time.Now) on SQLite,
-// whose store one machine shares.
+// now is the lease clock, the store's shared clock (eventlog's
+// Store.Now): the database's on PostgreSQL, so that workers on machines
+// whose clocks disagree still agree on when a lease expires; the
+// machine's clock (clock, nil for time.Now) on SQLite, whose store one
+// machine shares.
 func now(ctx context.Context, rt *rath.Runtime, clock func() time.Time) (time.Time, error) {
-	store := rt.Store()
-	if !store.Postgres() {
-		if clock != nil {
-			return clock(), nil
-		}
-		return time.Now(), nil
+	t, err := rt.Store().Now(ctx, clock)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("fleet: %w", err)
 	}
-	var us int64
-	if err := store.DB().QueryRowContext(ctx, `SELECT `+dbClockMicros).Scan(&us); err != nil {
-		return time.Time{}, fmt.Errorf("fleet: read the database's clock: %w", err)
-	}
-	return time.UnixMicro(us), nil
+	return t, nil
 }
 
 // Now is the fleet's clock on rt's store: the database's on PostgreSQL,

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/gorath/rath"
 )
 
@@ -104,10 +102,7 @@ func (f *Fleet) heartbeat(ctx context.Context, started time.Time) {
 // without one (a worker older than the column) is judged by this
 // worker's.
 func (f *Fleet) deadWorkers(ctx context.Context, at time.Time) (map[string]time.Time, error) {
-	q := `SELECT id, heartbeat_at, dead_after_ms FROM fleet_workers WHERE heartbeat_at > ? AND id <> ?`
-	if f.rt.Store().Postgres() {
-		q = sqlx.Rebind(sqlx.DOLLAR, q)
-	}
+	q := f.rt.Store().DB().Rebind(`SELECT id, heartbeat_at, dead_after_ms FROM fleet_workers WHERE heartbeat_at > ? AND id <> ?`)
 	rows, err := f.db.QueryContext(ctx, q, at.Add(-24*time.Hour).UnixNano(), f.opts.WorkerID)
 	if err != nil {
 		return nil, err
@@ -132,33 +127,21 @@ func (f *Fleet) deadWorkers(ctx context.Context, at time.Time) (map[string]time.
 }
 
 // beat records this worker's heartbeat (the first one registers it), on
-// the lease clock. On PostgreSQL that is the database's clock, read in
-// the statement itself rather than by a query of its own: a beat is one
-// statement, every fifth of DeadAfter, from every worker.
+// the lease clock. The clock is read in the statement itself (the
+// store's NowSQL) rather than by a query of its own: on PostgreSQL a
+// beat is one statement, every fifth of DeadAfter, from every worker.
 func (f *Fleet) beat(ctx context.Context, started time.Time) error {
-	q := `INSERT INTO fleet_workers (id, queue, concurrency, lease_ms, dead_after_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, %s)
-		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`
-	args := []any{f.opts.WorkerID, f.opts.Queue, f.opts.Concurrency, f.opts.LeaseTime.Milliseconds(), f.opts.DeadAfter.Milliseconds(), started.UnixNano()}
-	if f.rt.Store().Postgres() {
-		// The clock's microseconds, in the nanoseconds the column holds.
-		q = sqlx.Rebind(sqlx.DOLLAR, fmt.Sprintf(q, dbClockMicros+` * 1000`))
-	} else {
-		at, err := now(ctx, f.rt, f.opts.Clock)
-		if err != nil {
-			return err
-		}
-		q, args = fmt.Sprintf(q, "?"), append(args, at.UnixNano())
-	}
+	store := f.rt.Store()
+	at, atArgs := store.NowSQL(f.opts.Clock)
+	q := store.DB().Rebind(`INSERT INTO fleet_workers (id, queue, concurrency, lease_ms, dead_after_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ` + at + `)
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`)
+	args := append([]any{f.opts.WorkerID, f.opts.Queue, f.opts.Concurrency, f.opts.LeaseTime.Milliseconds(), f.opts.DeadAfter.Milliseconds(), started.UnixNano()}, atArgs...)
 	_, err := f.db.ExecContext(ctx, q, args...)
 	return err
 }
 
 // goodbye removes this worker's row when it stops cleanly.
 func (f *Fleet) goodbye(ctx context.Context) error {
-	q := `DELETE FROM fleet_workers WHERE id = ?`
-	if f.rt.Store().Postgres() {
-		q = sqlx.Rebind(sqlx.DOLLAR, q)
-	}
-	_, err := f.db.ExecContext(ctx, q, f.opts.WorkerID)
+	_, err := f.db.ExecContext(ctx, f.rt.Store().DB().Rebind(`DELETE FROM fleet_workers WHERE id = ?`), f.opts.WorkerID)
 	return err
 }

@@ -73,6 +73,7 @@ func Run(t *testing.T, b Backend) {
 		{"FencedAppends", testFenced},
 		{"FencedAcrossWriters", testFencedAcrossWriters},
 		{"CarriedWrites", testCarriedWrites},
+		{"SharedClock", testSharedClock},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
