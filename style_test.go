@@ -234,3 +234,80 @@ func TestStyle_OptionsStateTheirDefaults(t *testing.T) {
 		t.Errorf("rath.Options has %d fields: group tuning into a sub-struct", n)
 	}
 }
+
+// The log's two databases are dialects behind one interface
+// (eventlog/dialect.go), each in its own files, not a flag its methods
+// test: eventlog names no pg, and its Store has no Postgres for callers
+// to ask.
+func TestStyle_LogHasDialectsNotFlags(t *testing.T) {
+	fset := token.NewFileSet()
+	declared := map[string]string{}
+	for _, f := range packageDirs(t)["eventlog"] {
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Ident:
+				if n.Name == "pg" {
+					t.Errorf("%s: eventlog names pg: put what differs behind the dialect interface", fset.Position(n.Pos()))
+				}
+			case *ast.FuncDecl:
+				if n.Recv != nil && n.Name.Name == "Postgres" {
+					t.Errorf("%s: eventlog's Postgres method lets callers switch on the database: give them a method that says what it does", fset.Position(n.Pos()))
+				}
+			case *ast.TypeSpec:
+				declared[n.Name.Name] = filepath.Base(f)
+			}
+			return true
+		})
+	}
+	for typ, file := range map[string]string{"dialect": "dialect.go", "sqliteDialect": "dialect_sqlite.go", "postgresDialect": "dialect_postgres.go"} {
+		if declared[typ] != file {
+			t.Errorf("eventlog declares %s in %q, want %s", typ, declared[typ], file)
+		}
+	}
+}
+
+// No package but the log asks which database the log is on.
+func TestStyle_NoOneAsksWhichDatabase(t *testing.T) {
+	fset := token.NewFileSet()
+	for dir, files := range packageDirs(t) {
+		if filepath.ToSlash(dir) == "eventlog" {
+			continue
+		}
+		for _, f := range files {
+			af, err := parser.ParseFile(fset, f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(af, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Postgres" && len(call.Args) == 0 {
+						t.Errorf("%s: calls .Postgres(): ask the store for what it does (Now, NowSQL, DB().Rebind) instead", fset.Position(call.Pos()))
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// maxFileLines bounds a library file: past it, split by what the parts do.
+const maxFileLines = 800
+
+// No library file is longer than maxFileLines.
+func TestStyle_NoLongFiles(t *testing.T) {
+	for _, files := range packageDirs(t) {
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(b), "\n"); n > maxFileLines {
+				t.Errorf("%s has %d lines (more than %d): split it", f, n, maxFileLines)
+			}
+		}
+	}
+}
