@@ -543,6 +543,9 @@ type VerifyReport struct {
 	// Attestation is what the store's signed checkpoints attest (package
 	// checkpoint); nil when the log or the projections failed first.
 	Attestation *checkpoint.Report `json:"attestation,omitempty"`
+	// Erasures are the subjects whose keys were destroyed (Runtime.Erase),
+	// in the order they were; nil when the log failed first.
+	Erasures []ErasureInfo `json:"erasures,omitempty"`
 }
 
 // Verify checks the hash chain and blobs (see eventlog.Store.Verify), then
@@ -559,6 +562,9 @@ func (rt *Runtime) Verify(ctx context.Context, opts eventlog.VerifyOptions) (*Ve
 	rep := &VerifyReport{VerifyReport: chain}
 	if !chain.OK() {
 		return rep, nil
+	}
+	if rep.Erasures, err = rt.Erasures(ctx); err != nil {
+		return nil, fmt.Errorf("rath: verify: %w", err)
 	}
 	chk, err := projections.Check(ctx, rt.store, projections.CheckOptions{})
 	switch {

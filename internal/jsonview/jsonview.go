@@ -105,11 +105,14 @@ type Verify struct {
 	// Redactions are the redacted events, each with the evidence.redacted
 	// event that redacted it (by whom, why).
 	Redactions []eventlog.RedactionInfo `json:"redactions,omitempty"`
+	// Erasures are the subjects whose keys were destroyed, each with the
+	// evidence.erased event that records it.
+	Erasures []rath.ErasureInfo `json:"erasures,omitempty"`
 }
 
 // VerifyOf is rep's view.
 func VerifyOf(rep *rath.VerifyReport) Verify {
-	v := Verify{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections, Redactions: rep.Redactions}
+	v := Verify{OK: rep.OK(), Events: rep.Events, Blobs: rep.Blobs, Projections: rep.Projections, Redactions: rep.Redactions, Erasures: rep.Erasures}
 	if rep.OK() && rep.Head.Seq > 0 {
 		v.Head = rep.Head.String()
 		v.Tree = rep.Tree.String()

@@ -132,6 +132,10 @@ mismatch names the score's seq and the event's.`,
 					// By and the reason are whatever the redaction was given.
 					fmt.Fprintf(a.stdout, "redacted        %s\n", termSafe(line))
 				}
+				for _, e := range v.Erasures {
+					// The subject, by and reason are whatever the erasure was given.
+					fmt.Fprintf(a.stdout, "erased          %s\n", termSafe(e.String()))
+				}
 				if p := v.Projections; p != nil && p.OK() {
 					fmt.Fprintf(a.stdout, "projections     equal a rebuild from the log through seq %d (%d rows)\n", p.Seq, p.Rows)
 				}
