@@ -2,11 +2,16 @@ package rath
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring"
 )
 
 // ErasureInfo is one erasure as the log records it: the evidence.erased
@@ -42,4 +47,148 @@ func (rt *Runtime) Erasures(ctx context.Context) ([]ErasureInfo, error) {
 		out = append(out, ErasureInfo{Seq: ev.Seq, At: ev.At, Subject: rec.Subject, By: rec.By, Reason: rec.Reason, KeyIDHash: rec.KeyIDHash})
 	}
 	return out, nil
+}
+
+// checkErasures fails verify when a destroyed key is in the store again
+// (restored from a backup or written back by hand): the erasure it
+// records would then be a lie. A subject given a new key after its
+// erasure is fine: what was sealed before stays under the destroyed one.
+func (rt *Runtime) checkErasures(ctx context.Context, erasures []ErasureInfo) (*eventlog.VerifyError, error) {
+	db := rt.store.DB()
+	for _, e := range erasures {
+		var id string
+		err := db.QueryRowContext(ctx, db.Rebind(`SELECT key_id FROM subject_keys WHERE subject = ?`), e.Subject).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rath: verify erasures: %w", err)
+		}
+		if sum := sha256.Sum256([]byte(id)); hex.EncodeToString(sum[:]) == e.KeyIDHash {
+			return &eventlog.VerifyError{Seq: e.Seq, Reason: fmt.Sprintf("the key of subject %q, destroyed by the erasure at seq %d, is in the store again: it was restored from a copy", e.Subject, e.Seq)}, nil
+		}
+	}
+	return nil, nil
+}
+
+// ErrNoKEK is returned by Erase on a runtime without a key-encryption
+// key: its content is not sealed, so no key can be destroyed.
+var ErrNoKEK = errors.New("rath: erase: no key-encryption key is set, so content is not sealed under subjects' keys (set RATH_KEK_FILE; rath redact deletes content in clear)")
+
+// ErrNothingToErase is matched by an *EraseError: the subject has no key
+// to destroy (it never had one, or it was erased).
+var ErrNothingToErase = errors.New("rath: nothing to erase")
+
+// EraseError says why a subject cannot be erased; nothing was changed.
+// ErasedAt is the seq of the evidence.erased event of an earlier erasure,
+// 0 for a subject the store never gave a key.
+type EraseError struct {
+	Subject  string
+	ErasedAt int64
+}
+
+func (e *EraseError) Error() string {
+	if e.ErasedAt > 0 {
+		return fmt.Sprintf("rath: erase: subject %q was already erased (at seq %d) and has had no content since", e.Subject, e.ErasedAt)
+	}
+	return fmt.Sprintf("rath: erase: subject %q has no key: the store holds no content sealed for it", e.Subject)
+}
+
+// Is makes errors.Is(err, ErrNothingToErase) true.
+func (e *EraseError) Is(target error) bool { return target == ErrNothingToErase }
+
+// EraseOptions name the subject whose key goes ("user:ID", "run:RUNID",
+// "session:SID" or "memory:NS"; see package keyring), who asks and why
+// (both required, recorded and listed by verify).
+type EraseOptions struct {
+	Subject string
+	By      string
+	Reason  string
+}
+
+// EraseResult reports an erasure.
+type EraseResult struct {
+	// Record is the evidence.erased event.
+	Record events.Event
+	// KeyIDHash is the hex SHA-256 of the destroyed key's id, as Record
+	// holds it.
+	KeyIDHash string
+}
+
+// Erase forgets a subject by destroying its data key: the key's row is
+// deleted and an evidence.erased event (who, why, the subject, a hash of
+// the key's id) appended in one transaction, so either both happen or
+// neither. Everything sealed under the key, in the log, its blobs and the
+// projections, stays as ciphertext no one can open, and every leaf, root
+// and proof still verifies. Then the read models are rebuilt without
+// what can no longer be read: the SQL projections and the local memory
+// index.
+//
+// It returns an *EraseError (ErrNothingToErase) for a subject without a
+// key, a *keyring.SubjectError (keyring.ErrSubject) for one that is not
+// valid, and ErrNoKEK when the runtime has no key-encryption key.
+func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, error) {
+	if err := keyring.ValidSubject(opts.Subject); err != nil {
+		return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
+	}
+	kr := rt.keys
+	if kr == nil {
+		return EraseResult{}, ErrNoKEK
+	}
+	db := rt.store.DB()
+	for attempt := 0; ; attempt++ {
+		dk, err := kr.Key(ctx, db, opts.Subject)
+		if errors.Is(err, keyring.ErrErased) {
+			return EraseResult{}, rt.nothingToErase(ctx, opts.Subject)
+		}
+		if err != nil {
+			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
+		}
+		sum := sha256.Sum256([]byte(dk.ID))
+		rec := events.EvidenceErased{Subject: opts.Subject, By: opts.By, Reason: opts.Reason, KeyIDHash: hex.EncodeToString(sum[:])}
+		// The record is built from the key read above; the transaction
+		// destroys exactly that key, or nothing.
+		replaced := false
+		destroy := func(ctx context.Context, tx *sql.Tx) error {
+			id, err := kr.Erase(ctx, tx, opts.Subject)
+			if err != nil {
+				return err
+			}
+			if id != dk.ID {
+				replaced = true
+				return errKeyReplaced
+			}
+			return nil
+		}
+		stored, err := rt.store.AppendTx(ctx, destroy, eventlog.Write{Stream: events.StreamEvidence, Expected: eventlog.AnyVersion, Events: []events.Payload{rec}})
+		switch {
+		case replaced && attempt < 3:
+			continue // erased and made again meanwhile: destroy the new one
+		case errors.Is(err, keyring.ErrErased):
+			return EraseResult{}, rt.nothingToErase(ctx, opts.Subject)
+		case err != nil:
+			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
+		}
+		res := EraseResult{Record: stored[0], KeyIDHash: rec.KeyIDHash}
+		return res, rt.afterRedaction(ctx, true)
+	}
+}
+
+// errKeyReplaced aborts an erasure whose subject's key changed between
+// the read and the transaction.
+var errKeyReplaced = errors.New("rath: erase: the subject's key was replaced meanwhile")
+
+// nothingToErase words the error for a subject without a key.
+func (rt *Runtime) nothingToErase(ctx context.Context, subject string) error {
+	e := &EraseError{Subject: subject}
+	all, err := rt.Erasures(ctx)
+	if err != nil {
+		return err
+	}
+	for _, x := range all {
+		if x.Subject == subject {
+			e.ErasedAt = x.Seq
+		}
+	}
+	return e
 }

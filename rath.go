@@ -184,6 +184,8 @@ type Runtime struct {
 	signer      *checkpoint.Signer // nil without Options.SigningKey
 	trustedKeys []string
 	witnesses   []string // Options.TrustedWitnesses
+
+	keys *keyring.Keyring // nil without Options.KEK
 }
 
 // Open opens (creating if needed) the runtime in dir, applying any pending
@@ -339,6 +341,9 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory,
 		memCfg: opts.MemoryBackend, memBackends: opts.MemoryBackends, signer: signer, trustedKeys: opts.TrustedKeys,
 		witnesses: opts.TrustedWitnesses}
+	if opts.KEK != nil {
+		rt.keys = keyring.New(opts.KEK, store.DB().Rebind)
+	}
 	if rt.memBackends == nil {
 		rt.memBackends = MemoryBackends()
 	}
@@ -565,6 +570,11 @@ func (rt *Runtime) Verify(ctx context.Context, opts eventlog.VerifyOptions) (*Ve
 	}
 	if rep.Erasures, err = rt.Erasures(ctx); err != nil {
 		return nil, fmt.Errorf("rath: verify: %w", err)
+	}
+	if rep.Failure, err = rt.checkErasures(ctx, rep.Erasures); err != nil {
+		return nil, err
+	} else if rep.Failure != nil {
+		return rep, nil
 	}
 	chk, err := projections.Check(ctx, rt.store, projections.CheckOptions{})
 	switch {

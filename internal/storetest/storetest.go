@@ -61,6 +61,7 @@ func Run(t *testing.T, b Backend) {
 		{"MerkleTamperingIsFoundAtItsSeq", testMerkleTampering},
 		{"MerkleProofs", testMerkleProofs},
 		{"Redaction", testRedaction},
+		{"Erasure", testErasure},
 		{"Retention", testRetention},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},

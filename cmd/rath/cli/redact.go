@@ -78,7 +78,7 @@ replicas and, until VACUUM, the table files: redact says so on stderr.`,
 				return err
 			}
 			if len(res.Redacted) > 0 {
-				a.afterErasure(ctx, rt)
+				a.afterErasure(ctx, rt, postgresErasureNotice)
 			}
 			v := redactView{Record: res.Record.Seq, Redacted: res.Redacted, Already: res.Already, PayloadBytes: res.PayloadBytes, Blobs: res.Blobs, BlobBytes: res.BlobBytes}
 			if v.Redacted == nil {
@@ -123,10 +123,11 @@ const postgresErasureNotice = `rath: on PostgreSQL a redaction does not remove t
 // but the WAL still holds the pages as they were before, until a
 // checkpoint resets it: the last process closing the store does, and
 // while others keep it open (a worker, rath serve) a TRUNCATE checkpoint
-// here does, unless one of them is reading meanwhile.
-func (a *app) afterErasure(ctx context.Context, rt *rath.Runtime) {
+// here does, unless one of them is reading meanwhile. On PostgreSQL it
+// prints pgNotice: what stays in the server's copies.
+func (a *app) afterErasure(ctx context.Context, rt *rath.Runtime, pgNotice string) {
 	if a.dsn != "" {
-		fmt.Fprint(a.stderr, postgresErasureNotice)
+		fmt.Fprint(a.stderr, pgNotice)
 		return
 	}
 	var busy, logged, moved int

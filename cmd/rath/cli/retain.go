@@ -76,7 +76,7 @@ that run over.`,
 				return err
 			}
 			if !o.DryRun && len(rep.Runs) > 0 {
-				a.afterErasure(ctx, rt)
+				a.afterErasure(ctx, rt, postgresErasureNotice)
 			}
 			if a.json {
 				return a.printJSON(rep)

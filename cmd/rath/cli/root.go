@@ -70,6 +70,7 @@ rath approve --as ann $(rath approvals -q --run RUN)`,
 		newCheckpointCmd(a),
 		newWitnessCmd(a),
 		newRedactCmd(a),
+		newEraseCmd(a),
 		newRetainCmd(a),
 		newCopyCmd(a),
 		newSubmitCmd(a),
@@ -127,7 +128,7 @@ var commandGroups = []struct {
 	{"sessions", "Sessions and memory:", []string{"sessions", "show", "graph", "new", "append", "fork", "merge", "memory"}},
 	{"console", "Console and telemetry:", []string{"serve", "otel"}},
 	{"access", "Access:", []string{"tokens"}},
-	{"store", "Store:", []string{"events", "import", "copy", "migrate", "rebuild", "redact", "retain", "version"}},
+	{"store", "Store:", []string{"events", "import", "copy", "migrate", "rebuild", "redact", "erase", "retain", "version"}},
 }
 
 // groupCommands sorts root's commands into the help's sections; cobra's
