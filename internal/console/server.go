@@ -63,6 +63,10 @@ type Options struct {
 	// runtime's local and bwrap backends, if they have one. Empty means
 	// the system's temporary directory.
 	LiveCopies string
+	// OIDC, if set, signs users in with OpenID Connect (oidc.go): every
+	// request then needs a signed-in session, on loopback too, and the
+	// page shows who is signed in.
+	OIDC *OIDC
 }
 
 // Server is the console's handler.
@@ -201,13 +205,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
-	if s.opts.Token == "" && !loopbackHost(r.Host) {
+	if o := s.opts.OIDC; o != nil {
+		if o.serveAuth(w, r, s.csrf) {
+			return
+		}
+		g, ok := o.session(r)
+		if !ok {
+			o.challenge(w, r)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
+	} else if s.opts.Token == "" && !loopbackHost(r.Host) {
 		// Without a token only a loopback name reaches the console: a
 		// page that rebinds its own name to 127.0.0.1 is refused.
 		writeError(w, http.StatusForbidden, "host %q is not a loopback name; serve with --token to allow other hosts", r.Host)
 		return
 	}
-	if s.opts.Token != "" {
+	if s.opts.Token != "" && s.opts.OIDC == nil {
 		if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && r.URL.Path == "/" {
 			if !s.tokenOK(t) {
 				writeError(w, http.StatusUnauthorized, "wrong token")
@@ -273,6 +287,9 @@ func (s *Server) csrfCheck(r *http.Request) error {
 	return nil
 }
 
+// grantKey holds the request's signed-in grant in its context.
+type grantKey struct{}
+
 // loopbackHost reports whether a Host header names this machine's
 // loopback: localhost or a loopback IP, with any port.
 func loopbackHost(host string) bool {
@@ -302,7 +319,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	if s.opts.AllowLive {
 		live = "on"
 	}
-	if err := s.index.Execute(w, struct{ CSRF, Live string }{s.csrf, live}); err != nil {
+	who := ""
+	if g, ok := r.Context().Value(grantKey{}).(grant); ok {
+		who = g.subject + " · " + g.tenant + " · " + g.role
+	}
+	if err := s.index.Execute(w, struct{ CSRF, Live, Who string }{s.csrf, live, who}); err != nil {
 		http.Error(w, "page: "+err.Error(), http.StatusInternalServerError)
 	}
 }

@@ -88,6 +88,11 @@
     const res = await fetch(path, { method: opts.method || "GET", headers, body: body0, credentials: "same-origin" });
     let body;
     try { body = await res.json(); } catch (e) { body = { error: "bad answer: " + res.status }; }
+    if (res.status === 401 && res.headers.get("X-Rath-Sign-In")) {
+      // The session ended (expired, or signed out elsewhere): sign in
+      // again and come back here.
+      location.assign(res.headers.get("X-Rath-Sign-In") + "?next=" + encodeURIComponent(location.pathname + location.hash));
+    }
     if (!res.ok) {
       const err = new Error(body.error || res.statusText);
       err.status = res.status;
