@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/internal/console"
+	"github.com/gorath/rath/internal/oidctest"
 )
 
 // get fetches u with the browser and returns the final response's status
@@ -30,12 +31,12 @@ func (b *browser) get(t *testing.T, u string) (*http.Response, string) {
 
 // signedIn starts a provider and a console over a new store, signs
 // alice in with the claim's values and returns the page she sees.
-func signedIn(t *testing.T, groups ...string) (*provider, *httptest.Server, *browser, string) {
+func signedIn(t *testing.T, groups ...string) (*oidctest.Provider, *httptest.Server, *browser, string) {
 	t.Helper()
-	p := startProvider(t)
+	p := oidctest.Start(t)
 	hs := oidcConsole(t, newRuntime(t), p)
 	b := newBrowser(t)
-	p.signsIn("u-1", "alice@example.com", groups...)
+	p.SignsIn("u-1", "alice@example.com", groups...)
 	res, page := b.get(t, hs.URL+"/")
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("sign-in: %s\n%s", res.Status, page)
@@ -50,7 +51,7 @@ func signedIn(t *testing.T, groups ...string) (*provider, *httptest.Server, *bro
 // HttpOnly and SameSite=Lax and holds no token, and after it the page
 // shows who is signed in and the API answers.
 func TestOIDC_SignInWithPKCE(t *testing.T) {
-	p := startProvider(t)
+	p := oidctest.Start(t)
 	rt := newRuntime(t)
 	run := startRun(t, rt, "shouter", "hello")
 	hs := oidcConsole(t, rt, p)
@@ -61,12 +62,12 @@ func TestOIDC_SignInWithPKCE(t *testing.T) {
 		t.Fatalf("API before sign-in: %s %q: %s", res.Status, res.Header.Get(console.SignInHeader), body)
 	}
 
-	p.signsIn("u-1", "alice@example.com", "engineering", "default:approver", "default:viewer")
+	p.SignsIn("u-1", "alice@example.com", "engineering", "default:approver", "default:viewer")
 	res, body = b.get(t, hs.URL+"/")
 	if res.StatusCode != http.StatusOK || !strings.Contains(body, "alice@example.com · default · approver") {
 		t.Fatalf("page after sign-in: %s\n%s", res.Status, body)
 	}
-	forms := p.forms()
+	forms := p.Forms()
 	// The token request may come twice: x/oauth2 tries the client's
 	// secret in a header first, then in the form.
 	if len(forms) < 2 {
@@ -109,13 +110,13 @@ func TestOIDC_SignInWithPKCE(t *testing.T) {
 // did not start, or that was used already, is refused; the provider's
 // refusal is shown; a next= that names another site lands on /.
 func TestOIDC_RefusesWhatItShould(t *testing.T) {
-	p := startProvider(t)
+	p := oidctest.Start(t)
 	rt := newRuntime(t)
 	hs := oidcConsole(t, rt, p)
 
 	t.Run("NoRole", func(t *testing.T) {
 		b := newBrowser(t)
-		p.signsIn("u-2", "bob@example.com", "engineering", "acme:superuser", ":viewer", "a b:viewer")
+		p.SignsIn("u-2", "bob@example.com", "engineering", "acme:superuser", ":viewer", "a b:viewer")
 		res, body := b.get(t, hs.URL+"/")
 		if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "bob@example.com is signed in, but the &#34;groups&#34; claim grants no role") {
 			t.Fatalf("no role: %s\n%s", res.Status, body)
@@ -126,7 +127,7 @@ func TestOIDC_RefusesWhatItShould(t *testing.T) {
 	})
 	t.Run("TenantNotGranted", func(t *testing.T) {
 		b := newBrowser(t)
-		p.signsIn("u-3", "carol@example.com", "acme:viewer")
+		p.SignsIn("u-3", "carol@example.com", "acme:viewer")
 		res, body := b.get(t, hs.URL+"/auth/login?tenant=globex")
 		if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "in tenant globex") {
 			t.Fatalf("tenant not granted: %s\n%s", res.Status, body)
@@ -149,7 +150,7 @@ func TestOIDC_RefusesWhatItShould(t *testing.T) {
 	})
 	t.Run("ReusedState", func(t *testing.T) {
 		b := newBrowser(t)
-		p.signsIn("u-4", "dan@example.com", "default:viewer")
+		p.SignsIn("u-4", "dan@example.com", "default:viewer")
 		if res, body := b.get(t, hs.URL+"/"); res.StatusCode != http.StatusOK {
 			t.Fatalf("sign-in: %s\n%s", res.Status, body)
 		}
@@ -183,7 +184,7 @@ func TestOIDC_RefusesWhatItShould(t *testing.T) {
 	t.Run("NextStaysHere", func(t *testing.T) {
 		for _, next := range []string{"https://evil.example/", "//evil.example/", "/\\evil.example", "javascript:alert(1)"} {
 			b := newBrowser(t)
-			p.signsIn("u-5", "erin@example.com", "default:viewer")
+			p.SignsIn("u-5", "erin@example.com", "default:viewer")
 			res, _ := b.get(t, hs.URL+"/auth/login?next="+url.QueryEscape(next))
 			if res.StatusCode != http.StatusOK || res.Request.URL.Host != strings.TrimPrefix(hs.URL, "http://") || res.Request.URL.Path != "/" {
 				t.Errorf("next=%s landed on %s (%s)", next, res.Request.URL, res.Status)
@@ -197,21 +198,21 @@ func TestOIDC_RefusesWhatItShould(t *testing.T) {
 // which works and comes back to where it was.
 func TestOIDC_SessionEndsWithTheIDToken(t *testing.T) {
 	p, hs, b, _ := signedIn(t, "default:viewer")
-	p.advance(59 * time.Minute)
+	p.Advance(59 * time.Minute)
 	if res, _ := b.get(t, hs.URL+"/api/runs"); res.StatusCode != http.StatusOK {
 		t.Fatalf("before the ID token expires: %s", res.Status)
 	}
-	p.advance(2 * time.Minute)
+	p.Advance(2 * time.Minute)
 	res, body := b.get(t, hs.URL+"/api/runs")
 	if res.StatusCode != http.StatusUnauthorized || res.Header.Get(console.SignInHeader) == "" {
 		t.Fatalf("after the ID token expired: %s\n%s", res.Status, body)
 	}
-	before := p.authorizations()
-	p.signsIn("u-1", "alice@example.com", "default:viewer")
+	before := p.Authorizations()
+	p.SignsIn("u-1", "alice@example.com", "default:viewer")
 	b.hops = nil
 	res, body = b.get(t, hs.URL+"/?view=1")
-	if res.StatusCode != http.StatusOK || !strings.Contains(body, "alice@example.com") || p.authorizations() != before+1 {
-		t.Fatalf("sign in again: %s, %d authorizations (want %d)\n%s", res.Status, p.authorizations(), before+1, body)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "alice@example.com") || p.Authorizations() != before+1 {
+		t.Fatalf("sign in again: %s, %d authorizations (want %d)\n%s", res.Status, p.Authorizations(), before+1, body)
 	}
 	if got := res.Request.URL.RequestURI(); got != "/?view=1" {
 		t.Errorf("after signing in again the browser is at %s, want /?view=1", got)

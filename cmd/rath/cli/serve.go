@@ -21,6 +21,7 @@ func newServeCmd(a *app) *cobra.Command {
 	var addr, token, workspaceRoot string
 	var allowLive bool
 	var backends []string
+	var oidcf oidcFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve a web console and a JSON API over the store: runs, events (live), sessions, graph, replay, verify, dossiers",
@@ -40,14 +41,31 @@ run's commands in this process's sandboxes, as this user: it is refused
 actions, and resumes, run on the --backends listed only (bwrap and
 opensandbox unless told; local runs tools unconfined as this user), in
 workspaces under --workspace-root if set (live-tools copies are made
-there too).`,
+there too).
+
+--oidc-issuer URL --oidc-client-id ID signs each user in with OpenID
+Connect (the authorization code flow with PKCE) on any address, loopback
+included: the ID token's --oidc-claim (groups) values TENANT:ROLE, such
+as acme:approver, give the user a role (viewer, approver, operator,
+admin) in a tenant; a user with none is refused. The client's secret,
+if it has one, is read from the environment variable
+--oidc-client-secret-env names, never from a flag (docs/SERVE.md,
+"Signing in with OpenID Connect").`,
 		Example: `rath serve
 rath serve --addr 0.0.0.0:7777 --token generate
 RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777
-rath serve --allow-live --backends bwrap --workspace-root /srv/work`,
+rath serve --allow-live --backends bwrap --workspace-root /srv/work
+RATH_OIDC_SECRET=… rath serve --addr 0.0.0.0:7777 --oidc-issuer https://id.example.com --oidc-client-id rath --oidc-client-secret-env RATH_OIDC_SECRET`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if token == "" {
+			signIn, err := oidcf.build(cmd.Context(), cmd)
+			if err != nil {
+				return err
+			}
+			if signIn != nil {
+				// Each user signs in; the single token is not used.
+				token = ""
+			} else if token == "" {
 				token = os.Getenv("RATH_TOKEN")
 			}
 			generated := token == tokenGenerate
@@ -57,7 +75,7 @@ rath serve --allow-live --backends bwrap --workspace-root /srv/work`,
 					return err
 				}
 			}
-			if !console.LoopbackAddr(addr) {
+			if !console.LoopbackAddr(addr) && signIn == nil {
 				if token == "" {
 					return usagef(cmd, "--addr %s is not a loopback address: set --token or RATH_TOKEN (%s)", addr, makeTokenHint)
 				}
@@ -100,7 +118,7 @@ rath serve --allow-live --backends bwrap --workspace-root /srv/work`,
 				fmt.Fprintf(a.stderr, "rath: no cost column: %v\n", err)
 			}
 			srv, err := console.New(console.Options{Runtime: rt, Token: token, Prices: cf.Prices,
-				Submit: sub.submit, AllowLive: allowLive, LiveCopies: workspaceRoot})
+				Submit: sub.submit, AllowLive: allowLive, LiveCopies: workspaceRoot, OIDC: signIn})
 			if err != nil {
 				return err
 			}
@@ -117,6 +135,9 @@ rath serve --allow-live --backends bwrap --workspace-root /srv/work`,
 			url := "http://" + ln.Addr().String() + "/"
 			if token != "" {
 				url += " (sign in once at /?token=TOKEN)"
+			}
+			if signIn != nil {
+				url += " (users sign in at " + signIn.Issuer() + ")"
 			}
 			fmt.Fprintf(a.stderr, "rath: serving %s on %s\n", a.where(), url)
 			errc := make(chan error, 1)
@@ -143,6 +164,7 @@ rath serve --allow-live --backends bwrap --workspace-root /srv/work`,
 	cmd.Flags().StringVar(&token, "token", "", "require this token on every request (env RATH_TOKEN); \"generate\" makes one and prints it once")
 	cmd.Flags().BoolVar(&allowLive, "allow-live", false, "let console users replay with live tools and fork (both run recorded commands again for real); without it they are refused")
 	cmd.Flags().StringSliceVar(&backends, "backends", fleet.DefaultBackends(), "with --allow-live: the sandbox backends the console runs tools on (local runs them unconfined as this user)")
+	oidcf.register(cmd)
 	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "with --allow-live: the directory under which local and bwrap workspaces, and live-tools copies, must lie")
 	return cmd
 }
