@@ -339,12 +339,13 @@ func (o *OIDC) challenge(w http.ResponseWriter, r *http.Request) {
 }
 
 // crossSite reports whether the browser says a request comes from
-// another site.
+// another site. Sec-Fetch-Site decides when sent: the console's pages
+// send no referrer, so a form's Origin is "null".
 func crossSite(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return true
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site != "same-origin" && site != "none"
 	}
-	if origin := r.Header.Get("Origin"); origin != "" {
+	if origin := r.Header.Get("Origin"); origin != "" && origin != "null" {
 		scheme := "http://"
 		if r.TLS != nil {
 			scheme = "https://"
