@@ -16,6 +16,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/gorath/rath/access"
 )
 
 // Sign-in with OpenID Connect: the authorization code flow with PKCE
@@ -28,6 +30,8 @@ const (
 	// stateCookie binds a sign-in in progress to the browser that began
 	// it, so a callback carrying another browser's state is refused.
 	stateCookie = "rath_oidc_state"
+	// ViaOIDC is the Via of an identity signed in with OpenID Connect.
+	ViaOIDC = "oidc"
 	// SignInHeader, on a 401 from the API, names the page that signs the
 	// user in again; the console's script goes there.
 	SignInHeader = "X-Rath-Sign-In"
@@ -288,7 +292,8 @@ func (o *OIDC) exchange(ctx context.Context, code string, p pendingSignIn) (gran
 	if limit := o.cfg.Now().Add(o.cfg.MaxSession); expires.IsZero() || expires.After(limit) {
 		expires = limit
 	}
-	return grant{subject: subject, issuer: o.cfg.Issuer, tenant: tenant, role: role, expires: expires}, nil
+	return grant{id: access.Identity{Subject: subject, Issuer: o.cfg.Issuer, Tenant: tenant, Role: role, Via: ViaOIDC},
+		expires: expires}, nil
 }
 
 // logout ends the session. It is a POST carrying the page's CSRF value
@@ -312,14 +317,15 @@ func (o *OIDC) logout(w http.ResponseWriter, r *http.Request, csrf string) {
 		Message: "You are signed out of this console. Your provider may keep you signed in there.", SignIn: true})
 }
 
-// session is the grant of the request's session cookie, if it names a
-// live session.
-func (o *OIDC) session(r *http.Request) (grant, bool) {
+// identity is the signed-in identity of the request's session cookie,
+// if it names a live session.
+func (o *OIDC) identity(r *http.Request) (access.Identity, bool) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
-		return grant{}, false
+		return access.Identity{}, false
 	}
-	return o.store.lookup(c.Value, o.cfg.Now())
+	g, ok := o.store.lookup(c.Value, o.cfg.Now())
+	return g.id, ok
 }
 
 // challenge answers a request without a live session: a page is sent

@@ -3,25 +3,29 @@ package console
 import (
 	"errors"
 	"testing"
+
+	"github.com/gorath/rath/access"
 )
 
 // TestMapClaim: which tenant and role a claim's values grant, and which
 // values are ignored.
 func TestMapClaim(t *testing.T) {
 	tests := []struct {
-		name         string
-		values       []string
-		want         string
-		tenant, role string
-		noGrant      bool
+		name    string
+		values  []string
+		want    string
+		tenant  string
+		role    access.Role
+		noGrant bool
 	}{
 		{name: "one", values: []string{"acme:approver"}, tenant: "acme", role: "approver"},
 		{name: "highest role in the tenant wins", values: []string{"acme:viewer", "acme:operator", "acme:approver"}, tenant: "acme", role: "operator"},
 		{name: "first tenant in claim order", values: []string{"globex:viewer", "acme:admin"}, tenant: "globex", role: "viewer"},
 		{name: "tenant asked for", values: []string{"globex:viewer", "acme:admin"}, want: "acme", tenant: "acme", role: "admin"},
 		{name: "tenant asked for not granted", values: []string{"globex:viewer"}, want: "acme", noGrant: true},
-		{name: "other groups ignored", values: []string{"engineering", "acme:root", "acme:Viewer", ":viewer", "a b:viewer", "x:y:viewer", " acme:viewer "}, tenant: "acme", role: "viewer"},
+		{name: "other groups ignored", values: []string{"engineering", "acme:root", ":viewer", "a b:viewer", "x:y:viewer", " acme:viewer "}, tenant: "acme", role: "viewer"},
 		{name: "none", values: nil, noGrant: true},
+		{name: "role names are case-insensitive", values: []string{"acme:Approver"}, tenant: "acme", role: "approver"},
 		{name: "only foreign groups", values: []string{"engineering", "design"}, noGrant: true},
 	}
 	for _, tt := range tests {

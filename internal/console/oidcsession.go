@@ -5,16 +5,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gorath/rath/access"
 )
 
-// grant is what a verified sign-in gives a session: who, from which
-// issuer, acting for which tenant in which role, until when.
+// grant is what a verified sign-in gives a session: the identity, until
+// when.
 type grant struct {
-	subject, issuer, tenant, role string
-	expires                       time.Time
+	id      access.Identity
+	expires time.Time
 }
 
 // pendingSignIn is a sign-in between /auth/login and /auth/callback.
@@ -103,20 +106,11 @@ func sessionKey(id string) string {
 }
 
 // roleRank orders the roles for a user granted several in one tenant:
-// the highest wins. An operator does not decide approvals, so one who
-// must both decide and operate is granted admin. Zero: no role.
-func roleRank(role string) int {
-	switch role {
-	case "viewer":
-		return 1
-	case "approver":
-		return 2
-	case "operator":
-		return 3
-	case "admin":
-		return 4
-	}
-	return 0
+// the highest wins (access.Roles lists them from least to most). An
+// operator does not decide approvals, so one who must both decide and
+// operate is granted admin. Zero: no role.
+func roleRank(r access.Role) int {
+	return slices.Index(access.Roles, r) + 1
 }
 
 // errNoGrant: the claim grants no role (in the tenant asked for).
@@ -161,12 +155,16 @@ func claimValues(v any) []string {
 // other applications use) are ignored. The tenant is the one asked for
 // if the claim grants it a role, else (none asked for) the first in the
 // claim's order; the role is the highest granted in that tenant.
-func mapClaim(values []string, want string) (tenant, role string, err error) {
-	best := map[string]string{}
+func mapClaim(values []string, want string) (tenant string, role access.Role, err error) {
+	best := map[string]access.Role{}
 	var order []string
 	for _, v := range values {
-		t, r, ok := strings.Cut(strings.TrimSpace(v), ":")
-		if !ok || !validTenant(t) || roleRank(r) == 0 {
+		t, name, ok := strings.Cut(strings.TrimSpace(v), ":")
+		if !ok || !validTenant(t) {
+			continue
+		}
+		r, err := access.ParseRole(name)
+		if err != nil || name != strings.TrimSpace(name) {
 			continue
 		}
 		if _, seen := best[t]; !seen {

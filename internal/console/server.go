@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/flow"
 )
 
@@ -209,12 +210,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if o.serveAuth(w, r, s.csrf) {
 			return
 		}
-		g, ok := o.session(r)
+		id, ok := o.identity(r)
 		if !ok {
 			o.challenge(w, r)
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
+		r = r.WithContext(access.WithIdentity(r.Context(), id))
 	} else if s.opts.Token == "" && !loopbackHost(r.Host) {
 		// Without a token only a loopback name reaches the console: a
 		// page that rebinds its own name to 127.0.0.1 is refused.
@@ -287,9 +288,6 @@ func (s *Server) csrfCheck(r *http.Request) error {
 	return nil
 }
 
-// grantKey holds the request's signed-in grant in its context.
-type grantKey struct{}
-
 // loopbackHost reports whether a Host header names this machine's
 // loopback: localhost or a loopback IP, with any port.
 func loopbackHost(host string) bool {
@@ -320,8 +318,8 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		live = "on"
 	}
 	who := ""
-	if g, ok := r.Context().Value(grantKey{}).(grant); ok {
-		who = g.subject + " · " + g.tenant + " · " + g.role
+	if id, ok := access.IdentityFrom(r.Context()); ok && id.Via == ViaOIDC {
+		who = id.Subject + " · " + id.Tenant + " · " + string(id.Role)
 	}
 	if err := s.index.Execute(w, struct{ CSRF, Live, Who string }{s.csrf, live, who}); err != nil {
 		http.Error(w, "page: "+err.Error(), http.StatusInternalServerError)
