@@ -42,8 +42,8 @@ type Run struct {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	id, seed, parent, codeVersion string
-	params                        map[string]string
+	id, seed, parent, codeVersion, tenant string
+	params                                map[string]string
 }
 
 // WithParams records the workflow's parameters with the run, so a tool
@@ -60,6 +60,11 @@ func WithRunID(id string) RunOption { return func(c *runConfig) { c.id = id } }
 
 // WithParentRun links the run to the run it was forked from.
 func WithParentRun(id string) RunOption { return func(c *runConfig) { c.parent = id } }
+
+// WithTenant makes the run, its sessions and its approvals the tenant's
+// (events.CheckTenant says which names are valid). By default a run is
+// the default tenant's (events.DefaultTenant).
+func WithTenant(tenant string) RunOption { return func(c *runConfig) { c.tenant = tenant } }
 
 // WithCodeVersion records the version of the code that ran; by default the
 // module's VCS revision when the binary has one, else "dev".
@@ -151,6 +156,9 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	if cfg.codeVersion == "" {
 		cfg.codeVersion = codeVersion()
 	}
+	if err := events.CheckTenant(cfg.tenant); err != nil {
+		return nil, fmt.Errorf("rath: start run: %w", err)
+	}
 	// A workflow built from its parameters (the built-in agent, a
 	// Builder's) is built again for each run: registering this one would
 	// make RecordedWorkflow take it for every later run of the name.
@@ -167,7 +175,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	}
 	run := &Run{ID: cfg.id, Seed: cfg.seed}
 	rctx := events.ContextWithRun(ctx, events.RunRef{ID: cfg.id, Seed: cfg.seed})
-	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: params}
+	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: params, Tenant: events.TenantField(cfg.tenant)}
 	// run.started is carried by the run's first append (its workflow's
 	// first event, or run.finished), in that append's commit: nothing
 	// waits for it on its own. A run already started elsewhere refuses

@@ -24,7 +24,9 @@ type Dataset struct {
 	// this dataset even where the name alone would not.
 	ID, Name string
 	// Source is "runs" or "jsonl".
-	Source     string
+	Source string
+	// Tenant is the tenant the dataset belongs to.
+	Tenant     string
 	Items      []Item
 	CreatedSeq int64
 }
@@ -51,6 +53,10 @@ type RunSelection struct {
 	Status   []string // stored statuses: rath.RunOK, rath.RunError, "canceled", ...
 	Since    time.Time
 	Runs     []string
+	// Tenant is the tenant whose runs are taken, and the dataset's:
+	// a dataset never pins another tenant's run. Empty means the
+	// default tenant (events.DefaultTenant).
+	Tenant string
 }
 
 func (s RunSelection) filter() map[string]string {
@@ -77,11 +83,14 @@ func CreateFromRuns(ctx context.Context, rt *rath.Runtime, name string, sel RunS
 	if err := checkName("dataset", name); err != nil {
 		return nil, err
 	}
+	if err := events.CheckTenant(sel.Tenant); err != nil {
+		return nil, fmt.Errorf("eval: dataset %s: %w", name, err)
+	}
 	rows, err := selectRuns(ctx, rt, sel)
 	if err != nil {
 		return nil, err
 	}
-	evs := []events.Payload{&events.DatasetCreated{Name: name, Source: "runs", Filter: sel.filter()}}
+	evs := []events.Payload{&events.DatasetCreated{Name: name, Source: "runs", Filter: sel.filter(), Tenant: events.TenantField(sel.Tenant)}}
 	for _, r := range rows {
 		item, err := pinRun(ctx, rt, name, r)
 		if err != nil {
@@ -115,6 +124,12 @@ func selectRuns(ctx context.Context, rt *rath.Runtime, sel RunSelection) ([]proj
 	kept := rows[:0:0]
 	for _, r := range rows {
 		switch {
+		case r.Tenant != events.TenantOr(sel.Tenant):
+			if len(sel.Runs) > 0 {
+				// As if it were not there: it is not this tenant's.
+				return nil, fmt.Errorf("%w: run %q (rath runs lists them)", ErrNotFound, r.ID)
+			}
+			continue
 		case sel.Workflow != "" && r.Workflow != sel.Workflow,
 			len(sel.Status) > 0 && !slices.Contains(sel.Status, r.Status),
 			len(sel.Status) == 0 && len(sel.Runs) == 0 && !r.FinishedSeq.Valid,
@@ -169,11 +184,21 @@ type jsonlCase struct {
 // line ({"input": ..., "ideal": ..., "metadata": {...}}); blank lines are
 // skipped. A line that is not such an object is ErrSpec naming it, and
 // nothing is recorded.
+// The dataset is the default tenant's; CreateFromJSONLIn names another.
 func CreateFromJSONL(ctx context.Context, rt *rath.Runtime, name string, r io.Reader) (*Dataset, error) {
+	return CreateFromJSONLIn(ctx, rt, "", name, r)
+}
+
+// CreateFromJSONLIn is CreateFromJSONL for a dataset of tenant's (empty:
+// the default tenant's).
+func CreateFromJSONLIn(ctx context.Context, rt *rath.Runtime, tenant, name string, r io.Reader) (*Dataset, error) {
 	if err := checkName("dataset", name); err != nil {
 		return nil, err
 	}
-	evs := []events.Payload{&events.DatasetCreated{Name: name, Source: "jsonl"}}
+	if err := events.CheckTenant(tenant); err != nil {
+		return nil, fmt.Errorf("eval: dataset %s: %w", name, err)
+	}
+	evs := []events.Payload{&events.DatasetCreated{Name: name, Source: "jsonl", Tenant: events.TenantField(tenant)}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	line := 0
@@ -257,7 +282,7 @@ func datasetOf(name string, evs []events.Event) (*Dataset, error) {
 		}
 		switch e := p.(type) {
 		case *events.DatasetCreated:
-			ds.ID, ds.Source, ds.CreatedSeq = ev.Hash, e.Source, ev.Seq
+			ds.ID, ds.Source, ds.CreatedSeq, ds.Tenant = ev.Hash, e.Source, ev.Seq, events.TenantOr(e.Tenant)
 		case *events.DatasetItemAdded:
 			it := Item{ID: e.Item, Run: e.Run, InputSession: e.InputSession, LastSeq: e.LastSeq, LastLeaf: e.LastLeaf, Seq: ev.Seq}
 			if e.Input != "" {
@@ -284,6 +309,7 @@ type DatasetInfo struct {
 	Items      int64  `json:"items"`
 	CreatedSeq int64  `json:"created_seq"`
 	Created    string `json:"created"`
+	Tenant     string `json:"tenant"`
 }
 
 // ListDatasets lists the datasets, oldest first.
@@ -303,7 +329,7 @@ func ListDatasets(ctx context.Context, rt *rath.Runtime) ([]DatasetInfo, error) 
 		if err != nil {
 			return nil, fmt.Errorf("eval: list datasets: %w", err)
 		}
-		out = append(out, DatasetInfo{Name: e.Name, Source: e.Source, Items: v - 1, CreatedSeq: ev.Seq, Created: ev.At.UTC().Format(time.RFC3339)})
+		out = append(out, DatasetInfo{Name: e.Name, Source: e.Source, Items: v - 1, CreatedSeq: ev.Seq, Created: ev.At.UTC().Format(time.RFC3339), Tenant: events.TenantOr(e.Tenant)})
 	}
 	return out, nil
 }

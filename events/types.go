@@ -307,6 +307,10 @@ type RunStarted struct {
 	// Params are the workflow's parameters, enough to rebuild it by name
 	// (a model, a tool list; never a key).
 	Params map[string]string `json:"params,omitempty"`
+	// Tenant is the tenant the run belongs to, and with it its sessions
+	// and approvals; empty (absent in runs recorded before tenants) means
+	// DefaultTenant.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 func (RunStarted) EventType() string  { return TypeRunStarted }
@@ -316,7 +320,7 @@ func (e RunStarted) Validate() error {
 	if e.Run == "" {
 		return invalid("run.started needs a run id")
 	}
-	return nil
+	return checkTenantOf("run.started", e.Tenant)
 }
 
 // RunFinished closes a run stream.

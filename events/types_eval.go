@@ -27,6 +27,8 @@ type DatasetCreated struct {
 	Name   string            `json:"name"`
 	Source string            `json:"source"`
 	Filter map[string]string `json:"filter,omitempty"`
+	// Tenant is the tenant the dataset belongs to (empty: DefaultTenant).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 func (DatasetCreated) EventType() string  { return TypeDatasetCreated }
@@ -39,7 +41,7 @@ func (e DatasetCreated) Validate() error {
 	if e.Source != "runs" && e.Source != "jsonl" {
 		return invalid("dataset.created source %q is not runs or jsonl", e.Source)
 	}
-	return nil
+	return checkTenantOf("dataset.created", e.Tenant)
 }
 
 // DatasetItemAdded adds one item to a dataset. An item of a recorded run

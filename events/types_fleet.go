@@ -22,6 +22,9 @@ type RunSubmitted struct {
 	InputSession string            `json:"input_session"`
 	Queue        string            `json:"queue"`
 	Params       map[string]string `json:"params,omitempty"`
+	// Tenant is the tenant the run belongs to (empty: DefaultTenant);
+	// only a worker started for it takes the run.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 func (RunSubmitted) EventType() string  { return TypeRunSubmitted }
@@ -31,7 +34,7 @@ func (e RunSubmitted) Validate() error {
 	if e.Run == "" || e.Workflow == "" || e.InputSession == "" {
 		return invalid("run.submitted: run, workflow and input_session are required")
 	}
-	return nil
+	return checkTenantOf("run.submitted", e.Tenant)
 }
 
 // RunLeased records that Worker holds Run until ExpiresAt (Unix

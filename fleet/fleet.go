@@ -53,7 +53,13 @@ const fetchCooldown = 5 * time.Millisecond
 // Options configure a Fleet.
 type Options struct {
 	// Queue is the queue submitted runs go to and workers take them from.
+	// The default tenant's runs wait on it; another tenant's, on
+	// Queue_TENANT.
 	Queue string
+	// Tenants are the tenants whose runs this process works (a worker
+	// takes runs of no other), and the first the one it submits runs
+	// for. Empty means the default tenant (events.DefaultTenant) only.
+	Tenants []string
 	// Concurrency is how many runs this process works at once.
 	Concurrency int
 	// LeaseTime is how long a worker's hold on a run lasts without a
@@ -159,6 +165,11 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	if opts.Queue == "" {
 		opts.Queue = DefaultQueue
 	}
+	tenants, err := tenantsOf(opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Tenants = tenants
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
@@ -239,7 +250,12 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &runWorker{f: f})
-	queues := map[string]river.QueueConfig{opts.Queue: {MaxWorkers: opts.Concurrency}}
+	// One queue per tenant, each with all the slots: a worker of several
+	// tenants takes whichever's run comes first.
+	queues := map[string]river.QueueConfig{}
+	for _, q := range f.queues() {
+		queues[q] = river.QueueConfig{MaxWorkers: opts.Concurrency}
+	}
 	if opts.SubmitOnly {
 		queues = nil // River's insert-only client
 	}
@@ -353,9 +369,10 @@ func (f *Fleet) Submit(ctx context.Context, workflow string, input *session.Sess
 	if err != nil {
 		return "", err
 	}
-	sub := events.RunSubmitted{Run: run, Workflow: workflow, InputSession: input.ID(), Queue: f.opts.Queue, Params: params}
+	tenant := f.submitTenant()
+	sub := events.RunSubmitted{Run: run, Workflow: workflow, InputSession: input.ID(), Queue: f.queueOf(tenant), Params: params, Tenant: tenant}
 	_, err = f.rt.Store().AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := f.client.InsertTx(ctx, tx, RunArgs{Run: run}, &river.InsertOpts{Queue: f.opts.Queue})
+		_, err := f.client.InsertTx(ctx, tx, RunArgs{Run: run}, &river.InsertOpts{Queue: f.queueOf(tenant)})
 		if err != nil {
 			return fmt.Errorf("fleet: enqueue %s: %w", run, err)
 		}

@@ -51,15 +51,18 @@ func (f *Fleet) reap(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		// Each tenant's workers take its runs over.
+		mine := f.mine(ctx, runs)
 		for _, run := range runs {
-			if queued[run] {
+			queue, ok := mine[run]
+			if queued[run] || !ok {
 				continue
 			}
 			// The dead worker's job stays "running" until River rescues
 			// it, and River's uniqueness always counts running jobs: the
 			// new job is unique per run and lease period instead, so the
 			// reapers of several workers add one, not one each.
-			_, err := f.client.Insert(ctx, RunArgs{Run: run}, &river.InsertOpts{Queue: f.opts.Queue, UniqueOpts: river.UniqueOpts{
+			_, err := f.client.Insert(ctx, RunArgs{Run: run}, &river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{
 				ByArgs: true, ByPeriod: f.opts.LeaseTime,
 			}})
 			if err != nil && ctx.Err() == nil {
@@ -71,7 +74,7 @@ func (f *Fleet) reap(ctx context.Context) {
 
 // queuedRuns are the runs that have a job waiting to be worked.
 func (f *Fleet) queuedRuns(ctx context.Context) (map[string]bool, error) {
-	res, err := f.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).Queues(f.opts.Queue).
+	res, err := f.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).Queues(f.queues()...).
 		States(rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable, rivertype.JobStateScheduled).First(10000))
 	if err != nil {
 		return nil, err
@@ -122,7 +125,7 @@ func (f *Fleet) expireDead(ctx context.Context, at time.Time) {
 // worker takes the lease as soon as it takes the job, so that worker died
 // in between. River would rescue the job only after RescueStuckJobsAfter.
 func (f *Fleet) orphanedRuns(ctx context.Context, now time.Time) ([]string, error) {
-	res, err := f.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).Queues(f.opts.Queue).
+	res, err := f.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).Queues(f.queues()...).
 		States(rivertype.JobStateRunning).First(1000))
 	if err != nil {
 		return nil, err

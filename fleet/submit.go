@@ -47,13 +47,14 @@ func (f *Fleet) SubmitBatch(ctx context.Context, subs []Submission) ([]string, e
 			return nil, err
 		}
 		ids[i] = run
-		sub := events.RunSubmitted{Run: run, Workflow: s.Workflow, InputSession: s.Input.ID, Queue: f.opts.Queue, Params: s.Params}
+		tenant := f.submitTenant()
+		sub := events.RunSubmitted{Run: run, Workflow: s.Workflow, InputSession: s.Input.ID, Queue: f.queueOf(tenant), Params: s.Params, Tenant: tenant}
 		if err := sub.Validate(); err != nil {
 			return nil, fmt.Errorf("fleet: submit: run %d: %w", i+1, err)
 		}
 		writes = append(writes, s.Input.Write,
 			eventlog.Write{Stream: events.SubmitStream(run), Expected: eventlog.NoStream, Events: []events.Payload{sub}})
-		jobs[i] = river.InsertManyParams{Args: RunArgs{Run: run}, InsertOpts: &river.InsertOpts{Queue: f.opts.Queue}}
+		jobs[i] = river.InsertManyParams{Args: RunArgs{Run: run}, InsertOpts: &river.InsertOpts{Queue: f.queueOf(tenant)}}
 	}
 	_, err := f.rt.Store().AppendTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// One statement for all the jobs (River's batch insert).

@@ -49,6 +49,9 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if st.Finished {
 		return nil
 	}
+	if !f.serves(st.Tenant) {
+		return river.JobCancel(fmt.Errorf("%w: run %s is tenant %s's; this worker works %q", ErrOtherTenant, run, st.Tenant, f.opts.Tenants))
+	}
 	if f.opts.beforeTake != nil {
 		f.opts.beforeTake()
 	}
@@ -118,7 +121,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		if lerr != nil {
 			err = fmt.Errorf("fleet: run %s: input session: %w", run, lerr)
 		} else {
-			_, err = f.rt.Start(rctx, st.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(st.Params))
+			_, err = f.rt.Start(rctx, st.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(st.Params), rath.WithTenant(st.Tenant))
 		}
 	}
 	cause := context.Cause(lctx)

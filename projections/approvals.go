@@ -7,27 +7,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 )
 
 // Approval statuses in the approvals table: pending, or the decision.
 const ApprovalPending = "pending"
-
-// approvalRequested lists a pending request and marks its run waiting.
-func approvalRequested(tx *eventlog.Tx, ev *events.Event, e *events.ApprovalRequested) error {
-	_, err := tx.Exec(`INSERT INTO approvals (id, run, session, agent, kind, tool, question, reason, status, deadline, requested_seq, requested_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, e.Run, e.Session, e.Agent, e.Kind, e.Tool, e.Question, e.Reason, ApprovalPending, e.Deadline, ev.Seq, ev.At.UnixNano())
-	if err != nil {
-		return fmt.Errorf("projections: approval %q: %w", e.ID, err)
-	}
-	if e.Run == "" {
-		return nil
-	}
-	_, err = tx.Exec(`UPDATE runs SET status = 'waiting' WHERE id = ? AND status IN ('queued', 'running')`, e.Run)
-	return err
-}
 
 // approvalDecided records the decision; a run with nothing left pending
 // can go on, so it is running again (a fleet worker takes it; or rath
@@ -71,9 +55,10 @@ type ApprovalRow struct {
 	DecidedBy    string        `db:"decided_by" json:"decided_by,omitempty"`
 	DecidedSeq   sql.NullInt64 `db:"decided_seq" json:"-"`
 	DecidedAt    sql.NullInt64 `db:"decided_at" json:"-"`
+	Tenant       string        `db:"tenant" json:"tenant"`
 }
 
-const approvalCols = `id, run, session, agent, kind, tool, question, reason, status, deadline, requested_seq, requested_at, decided_by, decided_seq, decided_at`
+const approvalCols = `id, run, session, agent, kind, tool, question, reason, status, deadline, requested_seq, requested_at, decided_by, decided_seq, decided_at, tenant`
 
 // PendingApprovals returns the undecided requests of every run that has
 // not finished (a canceled run's requests wait for nobody), oldest first.

@@ -81,6 +81,10 @@ type rebuildRows struct {
 	usage, edges, snapshots, sessions, counters *bulkInsert
 	// counters are the id counters' values so far, by scope.
 	counterN map[string]int64
+	// runTenants are the runs' tenants so far, and inputTaken the
+	// sessions some run took as its input (tenants.go).
+	runTenants map[string]string
+	inputTaken map[string]bool
 }
 
 func newRebuildRows() *rebuildRows {
@@ -89,8 +93,11 @@ func newRebuildRows() *rebuildRows {
 		edges:     newBulkInsert("session_edges", "child", "parent", "kind", "position", "seq"),
 		snapshots: newBulkInsert("session_snapshots", "session", "seq", "version", "length", "backend", "spec", "prompt_tokens", "completion_tokens", "total_tokens", "calls"),
 		sessions: newBulkInsert("sessions", "id", "version", "kind", "origin", "source", "base", "base_len", "length", "backend", "spec",
-			"prompt_tokens", "completion_tokens", "total_tokens", "calls", "children", "incomplete", "run_id", "created_seq", "updated_seq"),
+			"prompt_tokens", "completion_tokens", "total_tokens", "calls", "children", "incomplete", "run_id", "created_seq", "updated_seq", "tenant"),
 		counters: newBulkInsert("id_counters", "scope", "n"),
 		counterN: map[string]int64{},
+
+		runTenants: map[string]string{},
+		inputTaken: map[string]bool{},
 	}
 }

@@ -139,15 +139,23 @@ func (a *applier) apply(ev *events.Event, p events.Payload) error {
 	case *events.ProviderCalled:
 		return a.providerCalled(ev, e)
 	case *events.RunStarted:
-		return runStarted(tx, ev, e)
+		return a.runStarted(ev, e)
 	case *events.RunFinished:
 		return runFinished(tx, ev, e)
 	case *events.RunSubmitted:
-		return runSubmitted(tx, ev, e)
+		return a.runSubmitted(ev, e)
 	case *events.RunLeased:
 		return runLeased(tx, ev, e)
 	case *events.ApprovalRequested:
-		return approvalRequested(tx, ev, e)
+		return a.approvalRequested(ev, e)
+	case *events.DatasetCreated:
+		if err := datasetCreated(tx, ev, e); err != nil {
+			return err
+		}
+	case *events.MemoryRemembered:
+		if err := memoryRemembered(tx, ev, e); err != nil {
+			return err
+		}
 	case *events.ApprovalDecided:
 		return a.approvalDecided(ev, e)
 	case *events.TokenCreated:
@@ -193,7 +201,7 @@ func (a *applier) flush() error {
 		si := a.cache[id]
 		if err := b.sessions.add(a.tx, id, si.version, si.kind, si.origin, nullable(si.source), nullable(si.base.String), si.baseLen, si.length,
 			si.backend, si.spec, si.usage.PromptTokens, si.usage.CompletionTokens, si.usage.TotalTokens, si.usage.Calls,
-			si.children, si.incomplete, nullable(si.runID), si.createdSeq, si.updatedSeq); err != nil {
+			si.children, si.incomplete, nullable(si.runID), si.createdSeq, si.updatedSeq, si.tenant); err != nil {
 			return err
 		}
 	}
@@ -244,6 +252,9 @@ type sessionInfo struct {
 	usage                       events.Usage // its Calls is the row's calls
 	children, createdSeq        int64
 	incomplete                  int
+	// tenant is read by lookup in both modes: a merge compares its
+	// parents'.
+	tenant string
 }
 
 func (a *applier) lookup(id string) (sessionInfo, bool, error) {
@@ -255,7 +266,7 @@ func (a *applier) lookup(id string) (sessionInfo, bool, error) {
 		return *si, true, nil
 	}
 	var si sessionInfo
-	err := a.tx.QueryRow(`SELECT length, base_len, base, version FROM sessions WHERE id = ?`, id).Scan(&si.length, &si.baseLen, &si.base, &si.version)
+	err := a.tx.QueryRow(`SELECT length, base_len, base, version, tenant FROM sessions WHERE id = ?`, id).Scan(&si.length, &si.baseLen, &si.base, &si.version, &si.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return si, false, nil
 	}
@@ -274,9 +285,13 @@ func (a *applier) mustNotExist(id string) error {
 	return nil
 }
 
+// insertSession writes a session row; its tenant is its run's, else its
+// source's (a fork's parent), else the default (sessionTenant in a
+// rebuild).
 const insertSession = `INSERT INTO sessions (id, version, kind, origin, source, base, base_len, length, backend, spec,
-	prompt_tokens, completion_tokens, total_tokens, calls, incomplete, run_id, created_seq, updated_seq)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	prompt_tokens, completion_tokens, total_tokens, calls, incomplete, run_id, created_seq, updated_seq, tenant)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+		COALESCE((SELECT tenant FROM runs WHERE id = ?), (SELECT tenant FROM sessions WHERE id = ?), '` + events.DefaultTenant + `'))`
 
 type newSession struct {
 	id, kind, origin, source, base string
@@ -294,12 +309,13 @@ func (a *applier) insert(ev *events.Event, s newSession) error {
 	if a.cache != nil {
 		a.cache[s.id] = &sessionInfo{length: s.length, baseLen: s.baseLen, base: sql.NullString{String: s.base, Valid: s.base != ""},
 			version: ev.Version, updatedSeq: ev.Seq, kind: s.kind, origin: s.origin, source: s.source, runID: ev.RunID,
-			backend: s.placement.Backend, spec: s.placement.Spec, usage: s.usage, createdSeq: ev.Seq, incomplete: inc}
+			backend: s.placement.Backend, spec: s.placement.Spec, usage: s.usage, createdSeq: ev.Seq, incomplete: inc,
+			tenant: a.sessionTenant(ev.RunID, s.source)}
 		return nil
 	}
 	err := a.tx.ExecPipelined(insertSession, s.id, ev.Version, s.kind, s.origin, nullable(s.source), nullable(s.base), s.baseLen, s.length,
 		s.placement.Backend, s.placement.Spec, s.usage.PromptTokens, s.usage.CompletionTokens, s.usage.TotalTokens, s.usage.Calls,
-		inc, nullable(ev.RunID), ev.Seq, ev.Seq)
+		inc, nullable(ev.RunID), ev.Seq, ev.Seq, nullable(ev.RunID), nullable(s.source))
 	if err != nil {
 		return fmt.Errorf("projections: insert session %q: %w", s.id, err)
 	}
@@ -452,6 +468,9 @@ func (a *applier) sessionDetached(ev *events.Event, e *events.SessionDetached) e
 
 func (a *applier) sessionMerged(ev *events.Event, e *events.SessionMerged) error {
 	first := e.Parents[0]
+	if err := a.sameTenant(e); err != nil {
+		return err
+	}
 	if err := a.derive(ev, e.Session, "merge", first.ID, first.Len, e.Placement, e.Usage, e.Derivation); err != nil {
 		return err
 	}
@@ -588,22 +607,6 @@ func (a *applier) sessionCompressed(ev *events.Event, e *events.SessionCompresse
 	return a.counted(e.Derivation)
 }
 
-// runSubmitted lists a queued run; run.started fills in the rest. The
-// row keeps the submission's seq (a run a fleet may work) and its
-// params until the run starts.
-func runSubmitted(tx *eventlog.Tx, ev *events.Event, e *events.RunSubmitted) error {
-	params, err := paramsText(e.Params)
-	if err != nil {
-		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
-	}
-	err = tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, params, status, submitted_seq, started_seq, started_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)`,
-		e.Run, e.Workflow, e.InputSession, params, ev.Seq, ev.Seq, ev.At.UnixNano())
-	if err != nil {
-		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
-	}
-	return nil
-}
-
 // runLeased keeps a run's current lease, the lease stream's version (the
 // one a take appends at) and when the holder took it: a renewal keeps
 // taken_at.
@@ -616,23 +619,6 @@ func runLeased(tx *eventlog.Tx, ev *events.Event, e *events.RunLeased) error {
 		ON CONFLICT (run) DO UPDATE SET worker = excluded.worker, token = excluded.token, expires_at = excluded.expires_at, seq = excluded.seq,
 			version = excluded.version, taken_at = `+from+`taken_at`,
 		e.Run, e.Worker, e.Token, e.ExpiresAt, ev.Seq, ev.Version, takenAt)
-}
-
-func runStarted(tx *eventlog.Tx, ev *events.Event, e *events.RunStarted) error {
-	// A submitted run has its row already (status queued); the params its
-	// run.started recorded replace the submission's.
-	params, err := paramsText(e.Params)
-	if err != nil {
-		return fmt.Errorf("projections: run %q: %w", e.Run, err)
-	}
-	err = tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, params, seed, code_version, status, parent_run, started_seq, started_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET workflow = excluded.workflow, input_session = excluded.input_session, params = excluded.params, seed = excluded.seed,
-			code_version = excluded.code_version, status = 'running', parent_run = excluded.parent_run, started_seq = excluded.started_seq, started_at = excluded.started_at`,
-		e.Run, e.Workflow, e.InputSession, params, e.Seed, e.CodeVersion, e.ParentRun, ev.Seq, ev.At.UnixNano())
-	if err != nil {
-		return fmt.Errorf("projections: run %q: %w", e.Run, err)
-	}
-	return nil
 }
 
 // paramsText is a run's params as the runs row holds them: their

@@ -37,6 +37,7 @@ type SessionRow struct {
 	RunID      sql.NullString `db:"run_id" json:"-"`
 	CreatedSeq int64          `db:"created_seq" json:"created_seq"`
 	UpdatedSeq int64          `db:"updated_seq" json:"updated_seq"`
+	Tenant     string         `db:"tenant" json:"tenant"`
 }
 
 // Usage returns the session's cumulative usage.
@@ -75,6 +76,7 @@ type RunRow struct {
 	FinishedSeq   sql.NullInt64 `db:"finished_seq" json:"-"`
 	StartedAt     int64         `db:"started_at" json:"started_at"`
 	FinishedAt    sql.NullInt64 `db:"finished_at" json:"-"`
+	Tenant        string        `db:"tenant" json:"tenant"`
 }
 
 // Reader queries the read model. It is safe for concurrent use.
@@ -88,7 +90,7 @@ type Reader struct {
 // NewReader returns a Reader over db (the store's read pool).
 func NewReader(db *sqlx.DB) *Reader { return &Reader{db: db, q: stmtcache.New(db)} }
 
-const sessionCols = `id, version, kind, origin, source, base, base_len, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls, children, incomplete, run_id, created_seq, updated_seq`
+const sessionCols = `id, version, kind, origin, source, base, base_len, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls, children, incomplete, run_id, created_seq, updated_seq, tenant`
 
 // Snapshot is a session's state as of one event of its stream (the
 // session_snapshots projection).
@@ -160,7 +162,7 @@ func (r *Reader) Edges(ctx context.Context) ([]Edge, error) {
 // Runs lists runs in start order.
 func (r *Reader) Runs(ctx context.Context) ([]RunRow, error) {
 	var rs []RunRow
-	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs ORDER BY started_seq`)); err != nil {
+	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at, tenant FROM runs ORDER BY started_seq`)); err != nil {
 		return nil, fmt.Errorf("projections: runs: %w", err)
 	}
 	return rs, nil
@@ -169,7 +171,7 @@ func (r *Reader) Runs(ctx context.Context) ([]RunRow, error) {
 // Run returns one run, or ErrNotFound.
 func (r *Reader) Run(ctx context.Context, id string) (RunRow, error) {
 	var rr RunRow
-	err := r.q.GetContext(ctx, &rr, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at FROM runs WHERE id = ?`), id)
+	err := r.q.GetContext(ctx, &rr, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at, tenant FROM runs WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return rr, fmt.Errorf("%w: run %q", ErrNotFound, id)
 	}

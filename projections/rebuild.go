@@ -26,6 +26,8 @@ var tables = []struct {
 	{"approvals", []string{"id"}},
 	{"api_tokens", []string{"id"}},
 	{"access_records", []string{"seq"}},
+	{"datasets", []string{"name"}},
+	{"memory_namespaces", []string{"namespace"}},
 }
 
 // Tables are the SQL projections Rebuild clears and refills, in an order

@@ -21,7 +21,9 @@ const (
 // ([Reader.RunState]). It is a snapshot: the run may move on as soon as
 // it is read, which is why a holder's appends are fenced by its lease.
 type RunState struct {
-	Run          string
+	Run string
+	// Tenant is the run's tenant (its submission's until it starts).
+	Tenant       string
 	Workflow     string
 	InputSession string
 	// Params are the run's parameters: its submission's until it starts,
@@ -70,11 +72,12 @@ type runStateRow struct {
 	Seq          int64         `db:"seq"`
 	Version      int64         `db:"version"`
 	TakenAt      int64         `db:"taken_at"`
+	Tenant       string        `db:"tenant"`
 }
 
 const runStateQuery = `SELECT r.id, r.workflow, r.input_session, r.params, r.status, r.error, r.submitted_seq, r.started_seq, r.finished_seq,
 	COALESCE(l.worker, '') AS worker, COALESCE(l.token, 0) AS token, COALESCE(l.expires_at, 0) AS expires_at,
-	COALESCE(l.seq, 0) AS seq, COALESCE(l.version, 0) AS version, COALESCE(l.taken_at, 0) AS taken_at
+	COALESCE(l.seq, 0) AS seq, COALESCE(l.version, 0) AS version, COALESCE(l.taken_at, 0) AS taken_at, r.tenant
 	FROM runs r LEFT JOIN run_leases l ON l.run = r.id WHERE r.id = ?`
 
 // RunState returns run's state with its lease, in one query, or
@@ -95,7 +98,7 @@ func (r *Reader) RunState(ctx context.Context, run string) (RunState, error) {
 		}
 	}
 	return RunState{
-		Run: row.ID, Workflow: row.Workflow, InputSession: row.InputSession, Params: params,
+		Run: row.ID, Tenant: row.Tenant, Workflow: row.Workflow, InputSession: row.InputSession, Params: params,
 		Status: row.Status, Error: row.Error,
 		Submitted: row.SubmittedSeq.Valid,
 		// run.submitted writes the row with started_seq its own seq;

@@ -173,7 +173,7 @@ func (cf *Counterfactual) Continue(ctx context.Context, rt *rath.Runtime, agent 
 	}
 	params[CounterfactualOfParam], params[CounterfactualAtParam] = cf.Run, strconv.FormatInt(cf.Seq, 10)
 	params[ReplacedParam], params[ReplacementParam] = cf.Replaced, cf.Replacement
-	run, err := rt.Start(rctx, started.Workflow, agent, cf.Session, rath.WithParentRun(cf.Run), rath.WithParams(params))
+	run, err := rt.Start(rctx, started.Workflow, agent, cf.Session, rath.WithParentRun(cf.Run), rath.WithParams(params), rath.WithTenant(started.Tenant))
 	if orc.diverged != nil {
 		return run, orc.diverged
 	}

@@ -44,7 +44,8 @@ func ForkAt(ctx context.Context, rt *rath.Runtime, runID string, seq int64, wf f
 	// spec is wf's (rt.Start records it), not the one the original recorded.
 	params := maps.Clone(info.started.Params)
 	delete(params, flow.SpecParam)
-	base := []rath.RunOption{rath.WithParentRun(runID), rath.WithParams(params)}
+	// A fork is its parent's tenant's.
+	base := []rath.RunOption{rath.WithParentRun(runID), rath.WithParams(params), rath.WithTenant(info.started.Tenant)}
 	run, err := rt.Start(rctx, info.started.Workflow, wf, input, append(base, opts...)...)
 	if orc.diverged != nil {
 		return run, orc.diverged

@@ -63,7 +63,7 @@ func datasetViewOf(ds *eval.Dataset) datasetView {
 
 func newDatasetCreateCmd(a *app) *cobra.Command {
 	var fromRuns bool
-	var workflow, since, jsonl string
+	var workflow, since, jsonl, tenant string
 	var status, runs []string
 	cmd := &cobra.Command{
 		Use:   "create NAME (--runs [--workflow W] [--status S] [--since D] [--run ID ...] | --jsonl FILE)",
@@ -88,7 +88,7 @@ A name already taken is an error: datasets are not rewritten.`,
 			if jsonl != "" && (workflow != "" || since != "" || len(status) > 0 || len(runs) > 0) {
 				return usagef(cmd, "--workflow, --status, --since and --run select runs: they go with --runs")
 			}
-			sel := eval.RunSelection{Workflow: workflow, Runs: runs}
+			sel := eval.RunSelection{Workflow: workflow, Runs: runs, Tenant: tenant}
 			for _, st := range status {
 				for w := range strings.SplitSeq(st, ",") {
 					if !slices.Contains(statusWords, w) {
@@ -122,7 +122,7 @@ A name already taken is an error: datasets are not rewritten.`,
 			}
 			var ds *eval.Dataset
 			if in != nil {
-				ds, err = eval.CreateFromJSONL(ctx, rt, argv[0], in)
+				ds, err = eval.CreateFromJSONLIn(ctx, rt, tenant, argv[0], in)
 			} else {
 				ds, err = eval.CreateFromRuns(ctx, rt, argv[0], sel)
 			}
@@ -143,6 +143,7 @@ A name already taken is an error: datasets are not rewritten.`,
 	fl.StringVar(&since, "since", "", "only runs started within a duration (24h) or after a date (2026-11-25)")
 	fl.StringArrayVar(&runs, "run", nil, "this run, by id (repeatable)")
 	fl.StringVar(&jsonl, "jsonl", "", "cases from a JSONL file (- for stdin): {\"input\": ..., \"ideal\": ..., \"metadata\": {...}}")
+	tenantFlag(cmd, &tenant, "the tenant the dataset belongs to; with --runs, only its runs are taken")
 	jsonFlag(cmd, a)
 	return cmd
 }

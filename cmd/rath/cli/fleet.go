@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow/mcptool"
 	"github.com/spf13/cobra"
@@ -81,7 +82,7 @@ rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
 			if err != nil {
 				return err
 			}
-			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, SubmitOnly: true})
+			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, SubmitOnly: true, Tenants: []string{f.tenant}})
 			if err != nil {
 				return err
 			}
@@ -106,6 +107,7 @@ rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
 		},
 	}
 	addRunFlags(cmd, &f)
+	tenantFlag(cmd, &f.tenant, "the tenant the runs belong to: only a worker started for it takes them")
 	cmd.Flags().StringVar(&workflow, "workflow", "", "run a registered workflow by name instead of the built-in agent")
 	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to put the run on")
 	cmd.Flags().StringVar(&batch, "batch", "", "submit the runs of a JSON Lines file (- for stdin) in one transaction")
@@ -116,6 +118,7 @@ rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
 func newWorkerCmd(a *app) *cobra.Command {
 	var concurrency int
 	var queue string
+	var tenants []string
 	var lease, grace, deadAfter time.Duration
 	var backends, approve []string
 	var workspaceRoot string
@@ -159,6 +162,11 @@ own rules say, and the run records them, so its replay asks the same.`,
 			if deadAfter <= 0 {
 				return usagef(cmd, "--dead-after: want a positive duration, got %s", deadAfter)
 			}
+			for _, t := range tenants {
+				if err := events.CheckTenant(t); err != nil || t == "" {
+					return usagef(cmd, "--tenant %q: a tenant is lowercase letters and digits, with single - or _ between them", t)
+				}
+			}
 			a.collectLess(workerGCPercent)
 			var err error
 			if policy.Backends, err = parseBackends(backends); err != nil {
@@ -192,12 +200,12 @@ own rules say, and the run records them, so its replay asks the same.`,
 			// A config file with a bad entry still names its good servers.
 			policy.Servers, _ = mcptool.LoadServers("")
 			fl, err := fleet.Open(ctx, rt, fleet.Options{Queue: queue, Concurrency: concurrency, LeaseTime: lease, DeadAfter: deadAfter, Log: a.stderr,
-				Policy: policy})
+				Policy: policy, Tenants: tenants})
 			if err != nil {
 				return err
 			}
 			defer fl.Close()
-			fmt.Fprintf(a.stderr, "worker %s: queue %s, up to %d runs at a time; stop with SIGTERM\n", fl.WorkerID(), queue, concurrency)
+			fmt.Fprintf(a.stderr, "worker %s: queue %s, tenants %s, up to %d runs at a time; stop with SIGTERM\n", fl.WorkerID(), queue, strings.Join(fl.Tenants(), ","), concurrency)
 			if workspaceRoot == "" && (slices.Contains(policy.Backends, "local") || slices.Contains(policy.Backends, "bwrap")) {
 				fmt.Fprintf(a.stderr, "worker %s: submitted runs may name any workspace this user can write; --workspace-root confines them\n", fl.WorkerID())
 			}
@@ -219,6 +227,7 @@ own rules say, and the run records them, so its replay asks the same.`,
 	cmd.Flags().IntVar(&concurrency, "concurrency", fleet.DefaultConcurrency, "runs executed at once")
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "when it stops, print the event writer's counters (commits, appends, round trips)")
 	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to take runs from")
+	cmd.Flags().StringSliceVar(&tenants, "tenant", nil, "the tenants whose runs this worker takes (repeatable; default: the default tenant's only)")
 	cmd.Flags().DurationVar(&lease, "lease", fleet.DefaultLeaseTime, "how long a run stays this worker's without a renewal")
 	cmd.Flags().DurationVar(&deadAfter, "dead-after", fleet.DefaultDeadAfter, "how long a worker may miss heartbeats before its peers take its runs over")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "how long runs in flight may finish after SIGTERM")

@@ -40,6 +40,9 @@ type runFlags struct {
 	maxRounds                                                           int
 	mcp                                                                 []string
 	memory                                                              []string
+	// tenant is --tenant of run and submit: not a flag a batch line or
+	// the console's submission sets (the console's is its user's).
+	tenant string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -71,6 +74,7 @@ rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_w
 		},
 	}
 	addRunFlags(cmd, &f)
+	tenantFlag(cmd, &f.tenant, "the tenant the run, its sessions and its approvals belong to")
 	jsonFlag(cmd, a)
 	return cmd
 }
@@ -290,7 +294,7 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
-	for ev, err := range rt.Stream(ctx, runWorkflow, agent, input, func(r *rath.Run) { run = r }, rath.WithParams(params)) {
+	for ev, err := range rt.Stream(ctx, runWorkflow, agent, input, func(r *rath.Run) { run = r }, rath.WithParams(params), rath.WithTenant(f.tenant)) {
 		if err != nil {
 			runErr = err
 			continue
