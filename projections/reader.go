@@ -81,10 +81,26 @@ type RunRow struct {
 
 // Reader queries the read model. It is safe for concurrent use.
 type Reader struct {
-	db *sqlx.DB
+	db queryer
 	// q runs the lookups sessions make on every load through prepared
-	// statements.
-	q *stmtcache.Cache
+	// statements (through db itself when scoped to a tenant).
+	q rowQueryer
+}
+
+// queryer is what a Reader reads through: the store's read pool, or a
+// tenant's scope of it (Scope).
+type queryer interface {
+	rowQueryer
+	Rebind(query string) string
+	DriverName() string
+}
+
+// rowQueryer is what the prepared statements' cache offers.
+type rowQueryer interface {
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // NewReader returns a Reader over db (the store's read pool).

@@ -55,7 +55,41 @@ ALTER TABLE run_leases ENABLE ROW LEVEL SECURITY;
 ALTER TABLE run_leases FORCE ROW LEVEL SECURITY;
 CREATE POLICY run_leases_tenant ON run_leases USING (COALESCE(current_setting('rath.tenant', true), '') = '' OR EXISTS (SELECT 1 FROM runs r WHERE r.id = run_leases.run));
 
+-- Policies do not bind a superuser or a role with BYPASSRLS, which is
+-- what rath often connects as: a tenant's transaction also takes the
+-- role rath_tenant (SET LOCAL ROLE), which may read this schema's tables
+-- and nothing more. Roles belong to the cluster, so another database's
+-- migration may have made it already.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'rath_tenant') THEN
+        BEGIN
+            CREATE ROLE rath_tenant NOLOGIN NOBYPASSRLS;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;
+        END;
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO rath_tenant', current_schema());
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO rath_tenant', current_schema());
+    EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I GRANT SELECT ON TABLES TO rath_tenant', current_schema());
+    IF NOT pg_has_role(current_user, 'rath_tenant', 'MEMBER') THEN
+        EXECUTE format('GRANT rath_tenant TO %I', current_user);
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+-- +goose StatementBegin
+DO $$
+BEGIN
+    EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I REVOKE SELECT ON TABLES FROM rath_tenant', current_schema());
+    EXECUTE format('REVOKE SELECT ON ALL TABLES IN SCHEMA %I FROM rath_tenant', current_schema());
+    EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM rath_tenant', current_schema());
+END
+$$;
+-- +goose StatementEnd
 DROP POLICY run_leases_tenant ON run_leases;
 ALTER TABLE run_leases NO FORCE ROW LEVEL SECURITY;
 ALTER TABLE run_leases DISABLE ROW LEVEL SECURITY;
