@@ -2,6 +2,8 @@ package access
 
 import (
 	"context"
+	"os"
+	"os/user"
 	"strings"
 )
 
@@ -105,4 +107,18 @@ func WithIdentity(ctx context.Context, id Identity) context.Context {
 func IdentityFrom(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(identityKey{}).(Identity)
 	return id, ok
+}
+
+// Local is the identity of this machine's OS user, established via via
+// (ViaCLI, ViaLoopback, ViaSingleToken): an admin of every tenant, as
+// whoever reaches the store is.
+func Local(via string) Identity {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	return Identity{Subject: "os:" + name, Issuer: IssuerLocal, Role: Admin, Via: via}
 }

@@ -14,6 +14,8 @@ import (
 type Viewed struct {
 	// Run is the run read; empty for a memory namespace's read.
 	Run string
+	// Session is the session read, if the read was of one.
+	Session string
 	// FromSeq and ToSeq are the seq range read (0 for none).
 	FromSeq, ToSeq int64
 	// Namespace is the memory namespace read.
@@ -32,7 +34,7 @@ func Record(ctx context.Context, rt Runtime, id Identity, v Viewed, now time.Tim
 	if id.Subject == "" {
 		return invalid("an access record needs who read")
 	}
-	e := events.AccessViewed{Who: id.Subject, Issuer: id.Issuer, Tenant: id.Tenant, Run: v.Run, FromSeq: v.FromSeq, ToSeq: v.ToSeq,
+	e := events.AccessViewed{Who: id.Subject, Issuer: id.Issuer, Tenant: id.Tenant, Run: v.Run, Session: v.Session, FromSeq: v.FromSeq, ToSeq: v.ToSeq,
 		Namespace: v.Namespace, What: v.What, Route: v.Route, At: now.UnixNano()}
 	if _, err := rt.Store().Append(ctx, e.StreamID(), eventlog.AnyVersion, e); err != nil {
 		return fmt.Errorf("record access: %w", err)
@@ -47,6 +49,7 @@ type AccessRecord struct {
 	Issuer    string    `db:"issuer" json:"issuer,omitempty"`
 	Tenant    string    `db:"tenant" json:"tenant,omitempty"`
 	Run       string    `db:"run" json:"run,omitempty"`
+	Session   string    `db:"session" json:"session,omitempty"`
 	FromSeq   int64     `db:"from_seq" json:"from_seq,omitempty"`
 	ToSeq     int64     `db:"to_seq" json:"to_seq,omitempty"`
 	Namespace string    `db:"namespace" json:"namespace,omitempty"`
@@ -78,7 +81,7 @@ func Records(ctx context.Context, rt Runtime, f Filter) ([]AccessRecord, error) 
 	if !f.Since.IsZero() {
 		conds, args = append(conds, "at >= ?"), append(args, f.Since.UnixNano())
 	}
-	q := `SELECT seq, who, issuer, tenant, run, from_seq, to_seq, namespace, what, route, at FROM access_records`
+	q := `SELECT seq, who, issuer, tenant, run, session, from_seq, to_seq, namespace, what, route, at FROM access_records`
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}

@@ -86,6 +86,9 @@ type Decision struct {
 	Decision string
 	// By is who decided; required.
 	By string
+	// Issuer and Via say who vouched for By and how it was established
+	// (access.Identity's fields); empty when unknown.
+	Issuer, Via string
 	// Note is a remark, or a rejection's reason (which the model reads).
 	Note string
 	// EditedArguments, when set, approve these arguments instead of the
@@ -136,7 +139,7 @@ func build(req *events.ApprovalRequested, d Decision) (*events.ApprovalDecided, 
 	if strings.TrimSpace(d.By) == "" {
 		return nil, invalid("who decided is required")
 	}
-	dec := &events.ApprovalDecided{ID: req.ID, Run: req.Run, Decision: d.Decision, By: d.By, Note: d.Note, ArgsHash: req.ArgsHash}
+	dec := &events.ApprovalDecided{ID: req.ID, Run: req.Run, Decision: d.Decision, By: d.By, Issuer: d.Issuer, Via: d.Via, Note: d.Note, ArgsHash: req.ArgsHash}
 	switch req.Kind {
 	case events.ApprovalTool:
 		switch d.Decision {

@@ -416,7 +416,8 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &EffectRecorded{} })
 	add(func() Payload { return &SecretRedacted{} })
 	add(func() Payload { return &ApprovalRequested{} })
-	add(func() Payload { return &ApprovalDecided{} })
+	// Version 2 added who vouched for the decider (issuer, via).
+	add(func() Payload { return &ApprovalDecided{} }, upcasts{1: func(raw json.RawMessage) (json.RawMessage, error) { return raw, nil }})
 	add(func() Payload { return &DatasetCreated{} })
 	add(func() Payload { return &DatasetItemAdded{} })
 	add(func() Payload { return &ExperimentStarted{} })

@@ -17,7 +17,8 @@ const (
 func TokenStream(id string) string { return "token:" + id }
 
 // AccessStream is the stream of the reads of one run's content; reads
-// of a memory namespace go on AccessStream("memory:" + namespace).
+// of a memory namespace go on AccessStream("memory:" + namespace), of a
+// session no run wrote on AccessStream("session:" + id).
 func AccessStream(subject string) string { return "access:" + subject }
 
 // What an access.viewed event says was read.
@@ -84,8 +85,9 @@ func (e TokenRevoked) Validate() error {
 
 // AccessViewed records one read of run content through the console or
 // its API: who (Who, the identity's subject, and Issuer), on behalf of
-// which tenant, what (What, one of the Viewed kinds; the Run and the seq
-// range FromSeq..ToSeq read, or a memory Namespace), through which Route
+// which tenant, what (What, one of the Viewed kinds; the Run, the Session
+// and the seq range FromSeq..ToSeq read, or a memory Namespace; ToSeq 0
+// for a live tail, open-ended), through which Route
 // and when (At, Unix nanoseconds). Lists of ids and statuses are not
 // content and are not recorded.
 type AccessViewed struct {
@@ -93,6 +95,7 @@ type AccessViewed struct {
 	Issuer    string `json:"issuer,omitempty"`
 	Tenant    string `json:"tenant,omitempty"`
 	Run       string `json:"run,omitempty"`
+	Session   string `json:"session,omitempty"`
 	FromSeq   int64  `json:"from_seq,omitempty"`
 	ToSeq     int64  `json:"to_seq,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
@@ -104,10 +107,13 @@ type AccessViewed struct {
 func (AccessViewed) EventType() string { return TypeAccessViewed }
 func (AccessViewed) EventVersion() int { return 1 }
 func (e AccessViewed) StreamID() string {
-	if e.Run == "" && e.Namespace != "" {
-		return AccessStream("memory:" + e.Namespace)
+	switch {
+	case e.Run != "":
+		return AccessStream(e.Run)
+	case e.Session != "":
+		return AccessStream("session:" + e.Session)
 	}
-	return AccessStream(e.Run)
+	return AccessStream("memory:" + e.Namespace)
 }
 func (e AccessViewed) Validate() error {
 	if e.Who == "" || e.Route == "" {
@@ -116,8 +122,8 @@ func (e AccessViewed) Validate() error {
 	if !viewedKinds[e.What] {
 		return invalid("access.viewed what %q is not one of transcript, events, model_call, tool_result, memory, dossier, bundle, export", e.What)
 	}
-	if e.Run == "" && e.Namespace == "" {
-		return invalid("access.viewed needs the run or the memory namespace read")
+	if e.Run == "" && e.Session == "" && e.Namespace == "" {
+		return invalid("access.viewed needs the run, the session or the memory namespace read")
 	}
 	if e.FromSeq < 0 || e.ToSeq < e.FromSeq && e.ToSeq != 0 {
 		return invalid("access.viewed seq range %d..%d is not a range", e.FromSeq, e.ToSeq)

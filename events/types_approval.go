@@ -92,11 +92,18 @@ func (e ApprovalRequested) Validate() error {
 // result), or answered (Answer, JSON matching the request's schema). It is
 // written outside the run (no run id): it is what the world told the run,
 // which a replay reads from the record and never produces.
+//
+// By is who decided: the subject of the identity the decision was made
+// as ("alice@example.com", "token:ID", "os:USER"), vouched for by Issuer
+// and established Via ("oidc", "token", "loopback", "cli"); version 2
+// added Issuer and Via, which a version 1 record lacks.
 type ApprovalDecided struct {
 	ID       string `json:"id"`
 	Run      string `json:"run,omitempty"`
 	Decision string `json:"decision"`
 	By       string `json:"by"`
+	Issuer   string `json:"issuer,omitempty"`
+	Via      string `json:"via,omitempty"`
 	Note     string `json:"note,omitempty"`
 	// ArgsHash is the hash of the arguments the decider saw (the
 	// request's); a decision on other arguments is refused.
@@ -107,7 +114,7 @@ type ApprovalDecided struct {
 }
 
 func (ApprovalDecided) EventType() string  { return TypeApprovalDecided }
-func (ApprovalDecided) EventVersion() int  { return 1 }
+func (ApprovalDecided) EventVersion() int  { return 2 }
 func (e ApprovalDecided) StreamID() string { return ApprovalStream(e.ID) }
 func (e ApprovalDecided) Validate() error {
 	if e.ID == "" || e.By == "" {

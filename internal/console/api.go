@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
@@ -51,14 +52,20 @@ func (s *Server) apiRunStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
 	if row.FinishedSeq.Valid && after >= row.FinishedSeq.Int64 {
 		// Nothing more will come: the client has the whole run.
+		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "event: end\ndata: {}\n\n")
 		return
 	}
+	// The tail is one read, recorded before any of it is sent: from
+	// after+1 onward (no end).
+	if !s.viewed(w, r, access.Viewed{Run: id, FromSeq: after + 1, What: events.ViewedEvents}) {
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
 	if err := rc.Flush(); err != nil {
 		return
 	}
@@ -150,6 +157,9 @@ func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if notFound(w, err) {
+		return
+	}
+	if !s.viewedTranscript(w, r, v) {
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -353,6 +363,9 @@ func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "dossier: %v", err)
 		return
 	}
+	if !s.viewed(w, r, access.Viewed{Run: id, What: events.ViewedDossier}) {
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	disposition := "attachment"
 	if r.URL.Query().Get("view") == "1" {
@@ -471,6 +484,9 @@ func (s *Server) apiMemorySearch(w http.ResponseWriter, r *http.Request) {
 	}
 	if hits == nil {
 		hits = []memory.Hit{}
+	}
+	if len(hits) > 0 && !s.viewed(w, r, access.Viewed{Namespace: ns, What: events.ViewedMemory}) {
+		return
 	}
 	writeJSON(w, http.StatusOK, MemoryView{Hits: hits})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
@@ -48,8 +49,9 @@ func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request) {
 type DecisionRequest struct {
 	// Decision is approve, reject or answer.
 	Decision string `json:"decision"`
-	// By is who decides; required (the page asks once and keeps it).
-	By string `json:"by"`
+	// By is ignored: the decision records the identity the request was
+	// made as (its subject, issuer and way), never a name typed in.
+	By string `json:"by,omitempty"`
 	// Note is a remark; for reject, the reason the model reads (required).
 	Note string `json:"note,omitempty"`
 	// Arguments, for approve, are edited arguments to run instead.
@@ -77,11 +79,8 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "decision: %v", err)
 		return
 	}
-	if strings.TrimSpace(req.By) == "" {
-		writeError(w, http.StatusBadRequest, "decision: who decides (by) is required")
-		return
-	}
-	d := approval.Decision{By: strings.TrimSpace(req.By), Note: req.Note}
+	who, _ := access.IdentityFrom(r.Context())
+	d := approval.Decision{By: who.Subject, Issuer: who.Issuer, Via: who.Via, Note: req.Note}
 	switch req.Decision {
 	case "approve":
 		d.Decision = events.DecisionApproved

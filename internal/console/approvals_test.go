@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/console"
@@ -55,7 +56,6 @@ func TestApprovals_InboxAndDecisions(t *testing.T) {
 		code             int
 	}{
 		{"no CSRF header", "/api/approvals/" + id, `{"decision":"approve","by":"ann"}`, false, http.StatusForbidden},
-		{"no decider", "/api/approvals/" + id, `{"decision":"approve"}`, true, http.StatusBadRequest},
 		{"rejection without a reason", "/api/approvals/" + id, `{"decision":"reject","by":"ann"}`, true, http.StatusBadRequest},
 		{"an answer to a tool call", "/api/approvals/" + id, `{"decision":"answer","by":"ann","answer":1}`, true, http.StatusBadRequest},
 		{"unknown verb", "/api/approvals/" + id, `{"decision":"maybe","by":"ann"}`, true, http.StatusBadRequest},
@@ -75,7 +75,7 @@ func TestApprovals_InboxAndDecisions(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("approve: %s %s", res.Status, b)
 	}
-	if v := decode[console.DecisionView](t, b); v.Decided.By != "ann" || v.Decided.Run != run || !strings.Contains(v.Next, "rath resume "+run) {
+	if v := decode[console.DecisionView](t, b); v.Decided.By != access.Local("").Subject || v.Decided.Via != access.ViaLoopback || v.Decided.Run != run || !strings.Contains(v.Next, "rath resume "+run) {
 		t.Fatalf("decision = %+v", v)
 	}
 	if res, b := f.postJSON(t, "/api/approvals/"+id, `{"decision":"reject","by":"bob","note":"no"}`, true); res.StatusCode != http.StatusConflict {

@@ -134,6 +134,11 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		}
 		sides[i] = v
 	}
+	for _, v := range sides {
+		if !s.viewedTranscript(w, r, v) {
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, CompareView{A: sides[0], B: sides[1], FirstDifference: firstDifference(sides[0].Chunks, sides[1].Chunks),
 		Rows: align(sides[0].Chunks, sides[1].Chunks)})
 }

@@ -567,7 +567,7 @@ func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := regexp.MustCompile(`HandleFunc\("(GET|POST) (/api/[^"]+)"`).FindAllStringSubmatch(string(src), -1)
+	routes := regexp.MustCompile(`\{"(GET|POST) (/api/[^"]+)"`).FindAllStringSubmatch(string(src), -1)
 	if len(routes) < 10 {
 		t.Fatalf("found %d routes in server.go", len(routes))
 	}

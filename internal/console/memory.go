@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/memory"
 )
@@ -122,6 +123,9 @@ func (s *Server) apiMemoryList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "memory: %v", err)
 		return
 	}
+	if len(v.Items) > 0 && !s.viewed(w, r, access.Viewed{Namespace: ns, What: events.ViewedMemory}) {
+		return
+	}
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -198,7 +202,9 @@ type ForgetRequest struct {
 	// Reason is required: a forgotten memory stays in the log, and the
 	// tombstone says why it no longer counts.
 	Reason string `json:"reason"`
-	By     string `json:"by"`
+	// By is ignored: the tombstone records the identity the request was
+	// made as.
+	By string `json:"by,omitempty"`
 }
 
 // reasonForgetter is a memory backend that records why (the local one).
@@ -220,9 +226,10 @@ func (s *Server) apiMemoryForget(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "forget: %v", err)
 		return
 	}
-	req.Reason, req.By = strings.TrimSpace(req.Reason), strings.TrimSpace(req.By)
-	if req.Namespace == "" || req.ID == "" || req.Reason == "" || req.By == "" {
-		writeError(w, http.StatusBadRequest, "forget: ns, id, reason and by are required")
+	id, _ := access.IdentityFrom(r.Context())
+	req.Reason, req.By = strings.TrimSpace(req.Reason), id.Subject
+	if req.Namespace == "" || req.ID == "" || req.Reason == "" {
+		writeError(w, http.StatusBadRequest, "forget: ns, id and reason are required")
 		return
 	}
 	mem, err := s.rt.Memory(r.Context())

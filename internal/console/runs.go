@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/jsonview"
@@ -311,6 +312,9 @@ func (s *Server) apiRunEvents(w http.ResponseWriter, r *http.Request) {
 	if len(evs) > int(limit) {
 		page.Events = evs[:limit]
 		page.NextAfter = evs[limit-1].Seq
+	}
+	if n := len(page.Events); n > 0 && !s.viewed(w, r, access.Viewed{Run: id, FromSeq: page.Events[0].Seq, ToSeq: page.Events[n-1].Seq, What: events.ViewedEvents}) {
+		return
 	}
 	writeJSON(w, http.StatusOK, page)
 }

@@ -32,11 +32,28 @@ const CSRFHeader = "X-Rath-CSRF"
 // TokenCookie is the cookie visiting /?token=TOKEN sets.
 const TokenCookie = "rath_token"
 
+// The console's ways of establishing who makes a request (Options.Auth).
+const (
+	// AuthLocal is one person on one machine: with Options.Token the
+	// single token, else a loopback name; either is the OS user, an
+	// admin of every tenant.
+	AuthLocal = ""
+	// AuthTokens requires an identity on every request, on loopback too:
+	// an API token (rath tokens create) as "Authorization: Bearer TOKEN"
+	// (or the cookie /?token=TOKEN sets), or what a sign-in resolver
+	// added to the list establishes.
+	AuthTokens = "tokens"
+)
+
 // Options configure the console.
 type Options struct {
 	// Runtime is the open store. Required.
 	Runtime *rath.Runtime
-	// Token, if set, is required on every request (Bearer or cookie).
+	// Auth is how requests are identified: AuthLocal (the zero value) or
+	// AuthTokens.
+	Auth string
+	// Token, if set, is required on every request (Bearer or cookie); it
+	// goes with AuthLocal only.
 	Token string
 	// Workflow rebuilds the workflow a recorded run ran: in
 	// rath.ReplayMode for a replay, in rath.LiveMode for a resume or a
@@ -96,12 +113,25 @@ type Server struct {
 	// deadlines are then judged on the fleet's clock (fleet.Now), the one
 	// they were set by and a decision is judged by.
 	fleetClock bool
+	// resolvers establish who makes a request, tried in order (identify).
+	resolvers []resolver
 }
 
 // New returns the console over opts.Runtime.
 func New(opts Options) (*Server, error) {
 	if opts.Runtime == nil {
 		return nil, errors.New("console: a runtime is required")
+	}
+	if opts.OIDC != nil {
+		// Signing in implies identities on every request; the single
+		// token is not one.
+		opts.Auth, opts.Token = AuthTokens, ""
+	}
+	switch {
+	case opts.Auth != AuthLocal && opts.Auth != AuthTokens:
+		return nil, fmt.Errorf("console: auth %q is not %q or %q", opts.Auth, AuthLocal, AuthTokens)
+	case opts.Auth == AuthTokens && opts.Token != "":
+		return nil, errors.New("console: a single token goes with local auth, not with API tokens")
 	}
 	fleetClock := opts.Now == nil
 	if fleetClock {
@@ -127,6 +157,16 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, rt: opts.Runtime, csrf: hex.EncodeToString(b), mux: http.NewServeMux(), index: index, done: make(chan struct{}),
 		fleetClock: fleetClock}
 	s.replays.m = map[string]*ReplayView{}
+	switch {
+	case opts.OIDC != nil:
+		s.resolvers = []resolver{s.apiToken, s.oidcSession}
+	case opts.Auth == AuthTokens:
+		s.resolvers = []resolver{s.apiToken}
+	case opts.Token != "":
+		s.resolvers = []resolver{s.singleToken}
+	default:
+		s.resolvers = []resolver{s.loopback}
+	}
 	s.routes()
 	return s, nil
 }
@@ -150,44 +190,96 @@ func (s *Server) Close() {
 	s.bg.Wait()
 }
 
+// route is one route of the console and the action it needs.
+type route struct {
+	pattern string
+	action  access.Action
+	handler http.HandlerFunc
+}
+
+// routeTable is every route with the action it needs: a role that lacks
+// it is answered 403 (needs). A new route is added here and nowhere else.
+func (s *Server) routeTable() []route {
+	read, decide, operate, admin := access.Read, access.Decide, access.Operate, access.Administer
+	return []route{
+		{"GET /api/runs", read, s.apiRuns},
+		{"POST /api/runs", operate, s.apiSubmit}, // a write: CSRF applies
+		{"GET /api/runs/{id}", read, s.apiRun},
+		{"GET /api/runs/{id}/events", read, s.apiRunEvents},
+		{"GET /api/runs/{id}/stream", read, s.apiRunStream},
+		{"GET /api/runs/{id}/dossier", read, s.apiRunDossier},
+		{"GET /api/runs/{id}/tools", read, s.apiRunTools},
+		{"GET /api/runs/{id}/trace", read, s.apiRunTrace},
+		{"GET /api/runs/{id}/calls/{seq}", read, s.apiRunCall},
+		{"GET /api/runs/{id}/access", read, s.apiRunAccess},
+		{"POST /api/runs/{id}/replay", operate, s.apiRunReplay},
+		{"POST /api/runs/{id}/fork", operate, s.apiRunFork},
+		{"POST /api/runs/{id}/cancel", operate, s.apiRunCancel},
+		{"POST /api/runs/{id}/resume", operate, s.apiRunResume},
+		{"POST /api/verify", operate, s.apiVerify},
+		{"GET /api/sessions/{id}", read, s.apiSession},
+		{"GET /api/graph", read, s.apiGraph},
+		{"GET /api/graph/labels", read, s.apiGraphLabels},
+		{"GET /api/compare", read, s.apiCompare},
+		{"GET /api/workers", read, s.apiWorkers},
+		{"GET /api/memory/search", read, s.apiMemorySearch},
+		{"GET /api/memory/namespaces", read, s.apiMemoryNamespaces},
+		{"GET /api/memory/list", read, s.apiMemoryList},
+		{"POST /api/memory/forget", admin, s.apiMemoryForget},
+		{"GET /api/approvals", read, s.apiApprovals},
+		{"POST /api/approvals/{id}", decide, s.apiDecide}, // a write: CSRF applies
+		{"GET /api/evals/datasets", read, s.apiEvalDatasets},
+		{"GET /api/evals/datasets/{name}", read, s.apiEvalDataset},
+		{"GET /api/evals/experiments/{name}", read, s.apiEvalExperiment},
+		{"GET /api/evals/compare", read, s.apiEvalCompare},
+		{"/api/", read, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
+		}},
+		{"GET /{$}", read, s.page},
+		{"GET /app.js", read, s.asset("app.js", "text/javascript; charset=utf-8")},
+		{"GET /evals.js", read, s.asset("evals.js", "text/javascript; charset=utf-8")},
+		{"GET /app.css", read, s.asset("app.css", "text/css; charset=utf-8")},
+	}
+}
+
 func (s *Server) routes() {
-	m := s.mux
-	m.HandleFunc("GET /api/runs", s.apiRuns)
-	m.HandleFunc("POST /api/runs", s.apiSubmit) // a write: CSRF applies
-	m.HandleFunc("GET /api/runs/{id}", s.apiRun)
-	m.HandleFunc("GET /api/runs/{id}/events", s.apiRunEvents)
-	m.HandleFunc("GET /api/runs/{id}/stream", s.apiRunStream)
-	m.HandleFunc("GET /api/runs/{id}/dossier", s.apiRunDossier)
-	m.HandleFunc("GET /api/runs/{id}/tools", s.apiRunTools)
-	m.HandleFunc("GET /api/runs/{id}/trace", s.apiRunTrace)
-	m.HandleFunc("GET /api/runs/{id}/calls/{seq}", s.apiRunCall)
-	m.HandleFunc("POST /api/runs/{id}/replay", s.apiRunReplay)
-	m.HandleFunc("POST /api/runs/{id}/fork", s.apiRunFork)
-	m.HandleFunc("POST /api/runs/{id}/cancel", s.apiRunCancel)
-	m.HandleFunc("POST /api/runs/{id}/resume", s.apiRunResume)
-	m.HandleFunc("POST /api/verify", s.apiVerify)
-	m.HandleFunc("GET /api/sessions/{id}", s.apiSession)
-	m.HandleFunc("GET /api/graph", s.apiGraph)
-	m.HandleFunc("GET /api/graph/labels", s.apiGraphLabels)
-	m.HandleFunc("GET /api/compare", s.apiCompare)
-	m.HandleFunc("GET /api/workers", s.apiWorkers)
-	m.HandleFunc("GET /api/memory/search", s.apiMemorySearch)
-	m.HandleFunc("GET /api/memory/namespaces", s.apiMemoryNamespaces)
-	m.HandleFunc("GET /api/memory/list", s.apiMemoryList)
-	m.HandleFunc("POST /api/memory/forget", s.apiMemoryForget)
-	m.HandleFunc("GET /api/approvals", s.apiApprovals)
-	m.HandleFunc("POST /api/approvals/{id}", s.apiDecide) // a write: CSRF applies
-	m.HandleFunc("GET /api/evals/datasets", s.apiEvalDatasets)
-	m.HandleFunc("GET /api/evals/datasets/{name}", s.apiEvalDataset)
-	m.HandleFunc("GET /api/evals/experiments/{name}", s.apiEvalExperiment)
-	m.HandleFunc("GET /api/evals/compare", s.apiEvalCompare)
-	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
+	for _, rt := range s.routeTable() {
+		s.mux.Handle(rt.pattern, needs(rt.action, rt.handler))
+	}
+}
+
+// needs refuses, 403, a request whose identity's role does not allow a.
+func needs(a access.Action, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := access.IdentityFrom(r.Context())
+		if !id.Allows(a) {
+			writeError(w, http.StatusForbidden, "%s: %s is %s in tenant %q, which may not %s: that takes %s",
+				r.Pattern, id.Subject, orNone(string(id.Role)), id.Tenant, a, rolesAllowing(a))
+			return
+		}
+		h(w, r)
 	})
-	m.HandleFunc("GET /{$}", s.page)
-	m.HandleFunc("GET /app.js", s.asset("app.js", "text/javascript; charset=utf-8"))
-	m.HandleFunc("GET /evals.js", s.asset("evals.js", "text/javascript; charset=utf-8"))
-	m.HandleFunc("GET /app.css", s.asset("app.css", "text/css; charset=utf-8"))
+}
+
+// rolesAllowing names the roles that allow a ("approver or admin").
+func rolesAllowing(a access.Action) string {
+	var names []string
+	for _, r := range access.Roles {
+		if r.Allows(a) {
+			names = append(names, string(r))
+		}
+	}
+	if len(names) > 1 {
+		return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	}
+	return strings.Join(names, "")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no role"
+	}
+	return s
 }
 
 // contentSecurityPolicy allows the console's own script, style and API,
@@ -206,64 +298,153 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
-	if o := s.opts.OIDC; o != nil {
-		if o.serveAuth(w, r, s.csrf) {
-			return
-		}
-		id, ok := o.identity(r)
-		if !ok {
-			o.challenge(w, r)
-			return
-		}
-		r = r.WithContext(access.WithIdentity(r.Context(), id))
-	} else if s.opts.Token == "" && !loopbackHost(r.Host) {
+	if o := s.opts.OIDC; o != nil && o.serveAuth(w, r, s.csrf) {
+		return
+	}
+	if s.opts.Auth == AuthLocal && s.opts.Token == "" && !loopbackHost(r.Host) {
 		// Without a token only a loopback name reaches the console: a
 		// page that rebinds its own name to 127.0.0.1 is refused.
 		writeError(w, http.StatusForbidden, "host %q is not a loopback name; serve with --token to allow other hosts", r.Host)
 		return
 	}
-	if s.opts.Token != "" && s.opts.OIDC == nil {
-		if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && r.URL.Path == "/" {
-			if !s.tokenOK(t) {
-				writeError(w, http.StatusUnauthorized, "wrong token")
-				return
-			}
-			http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: t, Path: "/", HttpOnly: true,
-				SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-			// Out of the address bar and the history.
-			http.Redirect(w, r, "/", http.StatusSeeOther)
-			return
-		}
-		if !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="rath"`)
-			writeError(w, http.StatusUnauthorized, "a token is required: Authorization: Bearer TOKEN, or visit /?token=TOKEN")
-			return
-		}
+	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && r.URL.Path == "/" && (s.opts.Token != "" || s.opts.Auth == AuthTokens) {
+		s.signIn(w, r, t)
+		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	c, err := s.credential(r)
+	if err != nil {
+		if o := s.opts.OIDC; o != nil && errors.Is(err, access.ErrNoIdentity) {
+			o.challenge(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rath"`)
+		switch {
+		case !errors.Is(err, access.ErrNoIdentity):
+			writeError(w, http.StatusUnauthorized, "%v", err)
+		case s.opts.Auth == AuthTokens:
+			writeError(w, http.StatusUnauthorized, "an identity is required: Authorization: Bearer TOKEN (rath tokens create), or visit /?token=TOKEN")
+		default:
+			writeError(w, http.StatusUnauthorized, "a token is required: Authorization: Bearer TOKEN, or visit /?token=TOKEN")
+		}
+		return
+	}
+	// A write carried by a cookie must come from the console's page; a
+	// header credential is one no browser adds to another site's request.
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !c.header {
 		if err := s.csrfCheck(r); err != nil {
 			writeError(w, http.StatusForbidden, "%v", err)
 			return
 		}
 	}
-	s.mux.ServeHTTP(w, r)
+	s.mux.ServeHTTP(w, r.WithContext(access.WithIdentity(r.Context(), c.id)))
 }
 
 func (s *Server) tokenOK(t string) bool {
 	return subtle.ConstantTimeCompare([]byte(t), []byte(s.opts.Token)) == 1
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		scheme, t, ok := strings.Cut(auth, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") && s.tokenOK(strings.TrimSpace(t)) {
-			return true
+// credential is what a resolver found: the identity, and whether it came
+// in a request header (a bearer token) rather than a cookie.
+type credential struct {
+	id     access.Identity
+	header bool
+}
+
+// resolver finds one kind of credential in a request: errNoCredential
+// when the request carries none of its kind, another error when it
+// carries one that is refused (an expired token), which is 401.
+type resolver func(r *http.Request) (credential, error)
+
+// errNoCredential is a resolver's "not mine": the next one is asked.
+var errNoCredential = errors.New("console: no credential of this kind")
+
+// identify is who makes r: the first resolver that finds its kind of
+// credential decides; none is access.ErrNoIdentity.
+func (s *Server) identify(r *http.Request) (access.Identity, error) {
+	c, err := s.credential(r)
+	return c.id, err
+}
+
+func (s *Server) credential(r *http.Request) (credential, error) {
+	for _, res := range s.resolvers {
+		c, err := res(r)
+		if errors.Is(err, errNoCredential) {
+			continue
 		}
+		return c, err
+	}
+	return credential{}, access.ErrNoIdentity
+}
+
+// bearer is the token of an "Authorization: Bearer" header, or "".
+func bearer(r *http.Request) string {
+	scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(t)
+}
+
+// loopback is the OS user on a loopback name (checked in ServeHTTP).
+func (s *Server) loopback(r *http.Request) (credential, error) {
+	return credential{id: access.Local(access.ViaLoopback)}, nil
+}
+
+// singleToken is the OS user, for whoever holds the one token of rath
+// serve --token. Its writes keep their CSRF check, header or cookie.
+func (s *Server) singleToken(r *http.Request) (credential, error) {
+	if t := bearer(r); t != "" && s.tokenOK(t) {
+		return credential{id: access.Local(access.ViaSingleToken)}, nil
 	}
 	if c, err := r.Cookie(TokenCookie); err == nil && s.tokenOK(c.Value) {
-		return true
+		return credential{id: access.Local(access.ViaSingleToken)}, nil
 	}
-	return false
+	return credential{}, errNoCredential
+}
+
+// apiToken is the identity of an API token (rath tokens create), sent
+// as a bearer token or in the cookie /?token=TOKEN set.
+func (s *Server) apiToken(r *http.Request) (credential, error) {
+	plain, header := bearer(r), true
+	if plain == "" {
+		c, err := r.Cookie(TokenCookie)
+		if err != nil || c.Value == "" {
+			return credential{}, errNoCredential
+		}
+		plain, header = c.Value, false
+	}
+	id, err := access.LookupTokenAt(r.Context(), s.rt, plain, s.opts.Now())
+	if err != nil {
+		return credential{}, err
+	}
+	return credential{id: id, header: header}, nil
+}
+
+// oidcSession is the identity of a signed-in OpenID Connect session
+// (oidc.go), carried by its cookie.
+func (s *Server) oidcSession(r *http.Request) (credential, error) {
+	id, ok := s.opts.OIDC.identity(r)
+	if !ok {
+		return credential{}, errNoCredential
+	}
+	return credential{id: id}, nil
+}
+
+// signIn checks a token given as /?token=TOKEN and keeps it in a cookie,
+// out of the address bar and the history.
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request, t string) {
+	if s.opts.Auth == AuthTokens {
+		if _, err := access.LookupTokenAt(r.Context(), s.rt, t, s.opts.Now()); err != nil {
+			writeError(w, http.StatusUnauthorized, "%v", err)
+			return
+		}
+	} else if !s.tokenOK(t) {
+		writeError(w, http.StatusUnauthorized, "wrong token")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: t, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // csrfCheck refuses a write that did not come from the console's page:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/dossier"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/textsafe"
@@ -104,6 +105,9 @@ func (s *Server) apiRunTools(w http.ResponseWriter, r *http.Request) {
 			wall = d
 		}
 		t.ElapsedMS = float64(wall.Microseconds()) / 1000
+	}
+	if len(v.Tools) > 0 && !s.viewed(w, r, access.Viewed{Run: id, What: events.ViewedToolResult}) {
+		return
 	}
 	writeJSON(w, http.StatusOK, v)
 }

@@ -14,7 +14,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/dossier"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/telemetry"
 )
 
@@ -317,6 +319,13 @@ func (s *Server) apiRunCall(w http.ResponseWriter, r *http.Request) {
 	v, err := callOf(d, seq)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "%v", err)
+		return
+	}
+	from := seq
+	if len(v.Attempts) > 0 {
+		from = v.Attempts[0].Seq
+	}
+	if !s.viewed(w, r, access.Viewed{Run: id, FromSeq: from, ToSeq: seq, What: events.ViewedModelCall}) {
 		return
 	}
 	writeJSON(w, http.StatusOK, v)

@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/user"
 	"strings"
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
@@ -163,18 +162,14 @@ func (a *app) printWaiting(ctx context.Context, rt *rath.Runtime, run string, w 
 	fmt.Fprintf(w, "then continue it with: rath resume %s\n", termSafe(run))
 }
 
-// decider is who decides: --as, else the OS user.
-func decider(cmd *cobra.Command, as string) (string, error) {
+// decider is who decides: --as NAME, else the OS user ("os:USER"),
+// established by the CLI on this machine.
+func decider(as string) (by, issuer, via string) {
 	if as = strings.TrimSpace(as); as != "" {
-		return as, nil
+		return as, access.IssuerLocal, access.ViaCLI
 	}
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username, nil
-	}
-	if u := os.Getenv("USER"); u != "" {
-		return u, nil
-	}
-	return "", usagef(cmd, "who decides is required: pass --as NAME")
+	id := osIdentity()
+	return id.Subject, id.Issuer, id.Via
 }
 
 func newDecideCmd(a *app, use, short, example string, build func(cmd *cobra.Command) (approval.Decision, error)) (*cobra.Command, *string) {
@@ -189,9 +184,7 @@ func newDecideCmd(a *app, use, short, example string, build func(cmd *cobra.Comm
 			if err != nil {
 				return err
 			}
-			if d.By, err = decider(cmd, as); err != nil {
-				return err
-			}
+			d.By, d.Issuer, d.Via = decider(as)
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
 			if err != nil {

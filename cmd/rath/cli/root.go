@@ -108,6 +108,7 @@ rath approve --as ann $(rath approvals -q --run RUN)`,
 		newRegressCmd(a),
 		newCounterfactualCmd(a),
 		newTokensCmd(a),
+		newAccessCmd(a),
 	)
 	groupCommands(root)
 	completeIDs(a, root)
@@ -127,7 +128,7 @@ var commandGroups = []struct {
 	{"evidence", "Evidence:", []string{"verify", "dossier", "export", "checkpoint", "witness", "keys"}},
 	{"sessions", "Sessions and memory:", []string{"sessions", "show", "graph", "new", "append", "fork", "merge", "memory"}},
 	{"console", "Console and telemetry:", []string{"serve", "otel"}},
-	{"access", "Access:", []string{"tokens"}},
+	{"access", "Access:", []string{"tokens", "access"}},
 	{"store", "Store:", []string{"events", "import", "copy", "migrate", "rebuild", "redact", "erase", "retain", "version"}},
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr, token, workspaceRoot string
+	var addr, token, workspaceRoot, auth string
 	var allowLive bool
 	var backends []string
 	var oidcf oidcFlags
@@ -50,12 +50,23 @@ as acme:approver, give the user a role (viewer, approver, operator,
 admin) in a tenant; a user with none is refused. The client's secret,
 if it has one, is read from the environment variable
 --oidc-client-secret-env names, never from a flag (docs/SERVE.md,
-"Signing in with OpenID Connect").`,
+"Signing in with OpenID Connect"). It implies --auth tokens.
+
+--auth tokens serves several people: every request, on loopback too,
+carries an API token (rath tokens create --tenant T --role R) as
+"Authorization: Bearer TOKEN" (such a write needs no CSRF header) or as
+the cookie /?token=TOKEN sets. A viewer reads; an approver also decides
+approvals; an operator submits, cancels, resumes, forks, replays and
+verifies; an admin does all, memory forget included. A role that lacks
+what a route needs is answered 403; an unknown, revoked or expired
+token 401. Every read of run content appends an access.viewed event
+(rath access lists them), and a decision records the identity.`,
 		Example: `rath serve
 rath serve --addr 0.0.0.0:7777 --token generate
 RATH_TOKEN=$(openssl rand -base64 32) rath serve --addr 0.0.0.0:7777
 rath serve --allow-live --backends bwrap --workspace-root /srv/work
-RATH_OIDC_SECRET=… rath serve --addr 0.0.0.0:7777 --oidc-issuer https://id.example.com --oidc-client-id rath --oidc-client-secret-env RATH_OIDC_SECRET`,
+RATH_OIDC_SECRET=… rath serve --addr 0.0.0.0:7777 --oidc-issuer https://id.example.com --oidc-client-id rath --oidc-client-secret-env RATH_OIDC_SECRET
+rath serve --auth tokens --addr 0.0.0.0:7777`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			signIn, err := oidcf.build(cmd.Context(), cmd)
@@ -75,7 +86,21 @@ RATH_OIDC_SECRET=… rath serve --addr 0.0.0.0:7777 --oidc-issuer https://id.exa
 					return err
 				}
 			}
-			if !console.LoopbackAddr(addr) && signIn == nil {
+			switch auth {
+			case "", "local":
+				auth = console.AuthLocal
+			case console.AuthTokens:
+				if cmd.Flags().Changed("token") && signIn == nil {
+					return usagef(cmd, "--auth tokens identifies each request by its own API token (rath tokens create): drop --token")
+				}
+				token = "" // $RATH_TOKEN is the single-token mode's
+			default:
+				return usagef(cmd, "--auth %q: want local or tokens", auth)
+			}
+			if signIn != nil {
+				auth = console.AuthTokens // signing in implies identities on every request
+			}
+			if auth == console.AuthLocal && !console.LoopbackAddr(addr) {
 				if token == "" {
 					return usagef(cmd, "--addr %s is not a loopback address: set --token or RATH_TOKEN (%s)", addr, makeTokenHint)
 				}
@@ -117,7 +142,7 @@ RATH_OIDC_SECRET=… rath serve --addr 0.0.0.0:7777 --oidc-issuer https://id.exa
 				// The console works without prices; say why none show.
 				fmt.Fprintf(a.stderr, "rath: no cost column: %v\n", err)
 			}
-			srv, err := console.New(console.Options{Runtime: rt, Token: token, Prices: cf.Prices,
+			srv, err := console.New(console.Options{Runtime: rt, Auth: auth, Token: token, Prices: cf.Prices,
 				Submit: sub.submit, AllowLive: allowLive, LiveCopies: workspaceRoot, OIDC: signIn})
 			if err != nil {
 				return err
@@ -133,7 +158,7 @@ RATH_OIDC_SECRET=… rath serve --addr 0.0.0.0:7777 --oidc-issuer https://id.exa
 				fmt.Fprintf(a.stderr, "rath: token (shown once, kept nowhere): %s\n", token)
 			}
 			url := "http://" + ln.Addr().String() + "/"
-			if token != "" {
+			if token != "" || auth == console.AuthTokens {
 				url += " (sign in once at /?token=TOKEN)"
 			}
 			if signIn != nil {
@@ -161,6 +186,7 @@ RATH_OIDC_SECRET=… rath serve --addr 0.0.0.0:7777 --oidc-issuer https://id.exa
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7777", "listen address (a non-loopback one needs --token)")
+	cmd.Flags().StringVar(&auth, "auth", "local", "local: one person (loopback, or --token); tokens: every request carries an API token (rath tokens create) with a tenant and a role, on loopback too")
 	cmd.Flags().StringVar(&token, "token", "", "require this token on every request (env RATH_TOKEN); \"generate\" makes one and prints it once")
 	cmd.Flags().BoolVar(&allowLive, "allow-live", false, "let console users replay with live tools and fork (both run recorded commands again for real); without it they are refused")
 	cmd.Flags().StringSliceVar(&backends, "backends", fleet.DefaultBackends(), "with --allow-live: the sandbox backends the console runs tools on (local runs them unconfined as this user)")

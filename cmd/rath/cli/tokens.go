@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"os/user"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,16 +13,7 @@ import (
 
 // osIdentity is who runs this command: the OS user, on this machine,
 // with every role in every tenant (whoever reaches the store does).
-func osIdentity() access.Identity {
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	}
-	if name == "" {
-		name = "unknown"
-	}
-	return access.Identity{Subject: "os:" + name, Issuer: access.IssuerLocal, Role: access.Admin, Via: access.ViaCLI}
-}
+func osIdentity() access.Identity { return access.Local(access.ViaCLI) }
 
 func newTokensCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
