@@ -14,7 +14,8 @@ import (
 type Viewed struct {
 	// Run is the run read; empty for a memory namespace's read.
 	Run string
-	// Session is the session read, if the read was of one.
+	// Session is the session read, if the read was of one (in the
+	// event; the access_records row keeps the run).
 	Session string
 	// FromSeq and ToSeq are the seq range read (0 for none).
 	FromSeq, ToSeq int64
@@ -49,7 +50,6 @@ type AccessRecord struct {
 	Issuer    string    `db:"issuer" json:"issuer,omitempty"`
 	Tenant    string    `db:"tenant" json:"tenant,omitempty"`
 	Run       string    `db:"run" json:"run,omitempty"`
-	Session   string    `db:"session" json:"session,omitempty"`
 	FromSeq   int64     `db:"from_seq" json:"from_seq,omitempty"`
 	ToSeq     int64     `db:"to_seq" json:"to_seq,omitempty"`
 	Namespace string    `db:"namespace" json:"namespace,omitempty"`
@@ -81,7 +81,7 @@ func Records(ctx context.Context, rt Runtime, f Filter) ([]AccessRecord, error) 
 	if !f.Since.IsZero() {
 		conds, args = append(conds, "at >= ?"), append(args, f.Since.UnixNano())
 	}
-	q := `SELECT seq, who, issuer, tenant, run, session, from_seq, to_seq, namespace, what, route, at FROM access_records`
+	q := `SELECT seq, who, issuer, tenant, run, from_seq, to_seq, namespace, what, route, at FROM access_records`
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}

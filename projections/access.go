@@ -32,8 +32,8 @@ func tokenRevoked(tx *eventlog.Tx, ev *events.Event, e *events.TokenRevoked) err
 
 // accessViewed lists one read of run content.
 func accessViewed(tx *eventlog.Tx, ev *events.Event, e *events.AccessViewed) error {
-	if err := tx.ExecPipelined(`INSERT INTO access_records (seq, who, issuer, tenant, run, session, from_seq, to_seq, namespace, what, route, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, ev.Seq, e.Who, e.Issuer, e.Tenant, e.Run, e.Session, e.FromSeq, e.ToSeq, e.Namespace, e.What, e.Route, e.At); err != nil {
+	if err := tx.ExecPipelined(`INSERT INTO access_records (seq, who, issuer, tenant, run, from_seq, to_seq, namespace, what, route, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, ev.Seq, e.Who, e.Issuer, e.Tenant, e.Run, e.FromSeq, e.ToSeq, e.Namespace, e.What, e.Route, e.At); err != nil {
 		return fmt.Errorf("projections: access record: %w", err)
 	}
 	return nil

@@ -22,7 +22,6 @@ CREATE TABLE access_records (
     issuer    TEXT    COLLATE "C" NOT NULL DEFAULT '',
     tenant    TEXT    COLLATE "C" NOT NULL DEFAULT '',
     run       TEXT    COLLATE "C" NOT NULL DEFAULT '',
-    session   TEXT    COLLATE "C" NOT NULL DEFAULT '',
     from_seq  BIGINT  NOT NULL DEFAULT 0,
     to_seq    BIGINT  NOT NULL DEFAULT 0,
     namespace TEXT    COLLATE "C" NOT NULL DEFAULT '',

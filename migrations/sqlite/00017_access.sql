@@ -22,7 +22,6 @@ CREATE TABLE access_records (
     issuer    TEXT    NOT NULL DEFAULT '',
     tenant    TEXT    NOT NULL DEFAULT '',
     run       TEXT    NOT NULL DEFAULT '',
-    session   TEXT    NOT NULL DEFAULT '',
     from_seq  INTEGER NOT NULL DEFAULT 0,
     to_seq    INTEGER NOT NULL DEFAULT 0,
     namespace TEXT    NOT NULL DEFAULT '',

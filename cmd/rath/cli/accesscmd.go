@@ -53,9 +53,6 @@ route and when. The records are events in the hash-chained log.`,
 			fmt.Fprintln(tw, "SEQ\tAT\tWHO\tTENANT\tWHAT\tREAD\tROUTE")
 			for _, r := range rs {
 				read := r.Run
-				if r.Session != "" {
-					read += " " + r.Session
-				}
 				if r.Namespace != "" {
 					read = "memory " + r.Namespace
 				}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"strings"
 	"time"
 
@@ -162,9 +164,23 @@ func (a *app) printWaiting(ctx context.Context, rt *rath.Runtime, run string, w 
 	fmt.Fprintf(w, "then continue it with: rath resume %s\n", termSafe(run))
 }
 
-// decider is who decides: --as NAME, else the OS user ("os:USER"),
-// established by the CLI on this machine.
-func decider(as string) (by, issuer, via string) {
+// decider is who acts (redact, erase): --as, else the OS user.
+func decider(cmd *cobra.Command, as string) (string, error) {
+	if as = strings.TrimSpace(as); as != "" {
+		return as, nil
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username, nil
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u, nil
+	}
+	return "", usagef(cmd, "who decides is required: pass --as NAME")
+}
+
+// approver is who decides an approval: --as NAME, else the OS user
+// ("os:USER"), established by the CLI on this machine.
+func approver(as string) (by, issuer, via string) {
 	if as = strings.TrimSpace(as); as != "" {
 		return as, access.IssuerLocal, access.ViaCLI
 	}
@@ -184,7 +200,7 @@ func newDecideCmd(a *app, use, short, example string, build func(cmd *cobra.Comm
 			if err != nil {
 				return err
 			}
-			d.By, d.Issuer, d.Via = decider(as)
+			d.By, d.Issuer, d.Via = approver(as)
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
 			if err != nil {

@@ -64,7 +64,10 @@ replicas and, until VACUUM, the table files: redact says so on stderr.`,
 			if o.Reason == "" {
 				return usagef(cmd, "--reason is required: it is recorded with the redaction")
 			}
-			o.By, _, _ = decider(as)
+			var err error
+			if o.By, err = decider(cmd, as); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			rt, err := a.open(ctx)
 			if err != nil {
