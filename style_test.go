@@ -128,7 +128,7 @@ var allowedImports = map[string][]string{
 	"internal/jsonview":  {".", "checkpoint", "events", "eventlog", "projections"},
 	"internal/shellgate": {},
 	"internal/textsafe":  {},
-	"internal/storetest": {".", "events", "eventlog", "flow", "flow/model/scripted", "projections", "replay", "retention", "session"},
+	"internal/storetest": {".", "events", "eventlog", "flow", "flow/model/scripted", "keyring", "projections", "replay", "retention", "session"},
 
 	"cmd/rath/cli":  {".", "access", "approval", "bundle", "checkpoint", "events", "eventlog", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "eval", "internal/jsonview", "internal/textsafe", "keyring", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
