@@ -81,7 +81,7 @@ func (w *writerState) recordOnce(ctx context.Context, key string, seq int64) (in
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("events: store_meta %s is %q, not a seq", key, v)
+		return 0, fmt.Errorf("eventlog: store_meta %s is %q, not a seq", key, v)
 	}
 	return n, nil
 }

@@ -154,7 +154,7 @@ func carriedFrom(ctx context.Context) (cs []*Carried, done func(error), err erro
 }
 
 // errNotSent settles carried writes an append marked but did not send.
-var errNotSent = errors.New("events: carried write not sent")
+var errNotSent = errors.New("eventlog: carried write not sent")
 
 // settle records the outcome of an append that carried cs: written, or
 // refused by a conflict on a carried write's own stream, or left for the
@@ -242,7 +242,7 @@ func withCarried(cs []*Carried, writes []Write) (out []Write, pos []int, ok bool
 // ownEvents returns the caller's stored events, in the caller's order.
 func ownEvents(stored []events.Event, pos []int) ([]events.Event, error) {
 	if len(stored) != len(pos) {
-		return nil, fmt.Errorf("events: an append that carried writes stored %d events for %d written", len(stored), len(pos))
+		return nil, fmt.Errorf("eventlog: an append that carried writes stored %d events for %d written", len(stored), len(pos))
 	}
 	n := 0
 	for _, p := range pos {

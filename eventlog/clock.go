@@ -18,7 +18,7 @@ func (s *Store) Now(ctx context.Context, local func() time.Time) (time.Time, err
 	}
 	var ns int64
 	if err := s.rdb.QueryRowContext(ctx, `SELECT `+expr).Scan(&ns); err != nil {
-		return time.Time{}, fmt.Errorf("events: read the database's clock: %w", err)
+		return time.Time{}, fmt.Errorf("eventlog: read the database's clock: %w", err)
 	}
 	return time.Unix(0, ns), nil
 }

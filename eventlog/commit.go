@@ -194,7 +194,7 @@ func (w *writerState) commitTx() error {
 const maxStaleRetries = 2
 
 // errStaleTail marks an event insert that collided with a stored row.
-var errStaleTail = errors.New("events: the cached chain tail is stale")
+var errStaleTail = errors.New("eventlog: the cached chain tail is stale")
 
 // forceReload makes the next begin re-read the chain tail and forget the
 // cached heads, after a failure left the in-memory state uncertain.

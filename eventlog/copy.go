@@ -7,7 +7,7 @@ import (
 )
 
 // ErrNotEmpty is returned by CopyFrom when the destination log has events.
-var ErrNotEmpty = errors.New("events: the destination log is not empty")
+var ErrNotEmpty = errors.New("eventlog: the destination log is not empty")
 
 // CopyStats counts what CopyFrom moved.
 type CopyStats struct {
@@ -31,11 +31,11 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 	var stats CopyStats
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
-		return stats, fmt.Errorf("events: copy: %w", err)
+		return stats, fmt.Errorf("eventlog: copy: %w", err)
 	}
 	defer snap.Rollback()
 	if err := snap.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&stats.Head.Seq); err != nil {
-		return stats, fmt.Errorf("events: copy: read head: %w", err)
+		return stats, fmt.Errorf("eventlog: copy: read head: %w", err)
 	}
 	meta, err := readMeta(ctx, snap)
 	if err != nil {
@@ -44,7 +44,7 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 	err = s.Exclusive(ctx, func(ctx context.Context, tx *Tx) error {
 		var n int64
 		if err := tx.QueryRow(`SELECT COUNT(*) FROM events`).Scan(&n); err != nil {
-			return fmt.Errorf("events: copy: %w", err)
+			return fmt.Errorf("eventlog: copy: %w", err)
 		}
 		if n > 0 {
 			return fmt.Errorf("%w (%d events)", ErrNotEmpty, n)
@@ -57,14 +57,14 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 		for after := int64(0); after < stats.Head.Seq; {
 			rows, err := scanLeafRows(ctx, snap, src.d, after, stats.Head.Seq, scanPage)
 			if err != nil {
-				return fmt.Errorf("events: copy: %w", err)
+				return fmt.Errorf("eventlog: copy: %w", err)
 			}
 			if len(rows) == 0 {
-				return fmt.Errorf("events: copy: the source log ends at seq %d, before its head %d", after, stats.Head.Seq)
+				return fmt.Errorf("eventlog: copy: the source log ends at seq %d, before its head %d", after, stats.Head.Seq)
 			}
 			for _, r := range rows {
 				if r.Seq != after+1 {
-					return fmt.Errorf("events: copy: the source log has a gap before seq %d: verify it", r.Seq)
+					return fmt.Errorf("eventlog: copy: the source log has a gap before seq %d: verify it", r.Seq)
 				}
 				var runID any
 				if r.RunID.Valid {
@@ -120,7 +120,7 @@ func copyTree(ctx context.Context, snap queryer, src *Store, tx *Tx) error {
 	for after := int64(-1); ; {
 		rows, err := snap.QueryContext(ctx, src.rebind(`SELECT id, hash FROM tree_hashes WHERE id > ? ORDER BY id LIMIT 2000`), after)
 		if err != nil {
-			return fmt.Errorf("events: copy the Merkle tree: %w", err)
+			return fmt.Errorf("eventlog: copy the Merkle tree: %w", err)
 		}
 		var args []any
 		for rows.Next() {
@@ -128,14 +128,14 @@ func copyTree(ctx context.Context, snap queryer, src *Store, tx *Tx) error {
 			var h []byte
 			if err := rows.Scan(&id, &h); err != nil {
 				rows.Close()
-				return fmt.Errorf("events: copy the Merkle tree: %w", err)
+				return fmt.Errorf("eventlog: copy the Merkle tree: %w", err)
 			}
 			args = append(args, id, h)
 			after = id
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("events: copy the Merkle tree: %w", err)
+			return fmt.Errorf("eventlog: copy the Merkle tree: %w", err)
 		}
 		for start := 0; start < len(args); start += 2 * maxTreeRows {
 			part := args[start:min(start+2*maxTreeRows, len(args))]
@@ -155,7 +155,7 @@ func copyBlobs(ctx context.Context, snap queryer, src *Store, tx *Tx, stats *Cop
 	for {
 		rows, err := snap.QueryContext(ctx, src.rebind(`SELECT hash, bytes FROM blobs WHERE hash > ? ORDER BY hash LIMIT 500`), last)
 		if err != nil {
-			return fmt.Errorf("events: copy blobs: %w", err)
+			return fmt.Errorf("eventlog: copy blobs: %w", err)
 		}
 		n := 0
 		for rows.Next() {
@@ -163,7 +163,7 @@ func copyBlobs(ctx context.Context, snap queryer, src *Store, tx *Tx, stats *Cop
 			var b []byte
 			if err := rows.Scan(&h, &b); err != nil {
 				rows.Close()
-				return fmt.Errorf("events: copy blobs: %w", err)
+				return fmt.Errorf("eventlog: copy blobs: %w", err)
 			}
 			if _, err := tx.Exec(`INSERT INTO blobs (hash, size, bytes) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`, h, len(b), b); err != nil {
 				rows.Close()
@@ -175,7 +175,7 @@ func copyBlobs(ctx context.Context, snap queryer, src *Store, tx *Tx, stats *Cop
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("events: copy blobs: %w", err)
+			return fmt.Errorf("eventlog: copy blobs: %w", err)
 		}
 		if n < 500 {
 			return nil

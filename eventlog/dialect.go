@@ -98,10 +98,10 @@ func checkTables(ctx context.Context, conn *sql.Conn, probe string, tables ...st
 	for _, t := range tables {
 		var n int
 		if err := conn.QueryRowContext(ctx, probe, t).Scan(&n); err != nil {
-			return fmt.Errorf("events: open: %w", err)
+			return fmt.Errorf("eventlog: open: %w", err)
 		}
 		if n == 0 {
-			return fmt.Errorf("events: open: no %s table (run the migrations first)", t)
+			return fmt.Errorf("eventlog: open: no %s table (run the migrations first)", t)
 		}
 	}
 	return nil
@@ -126,7 +126,7 @@ func (w *writerState) insertTreeHead(ctx context.Context, rowIDs []int64, rows [
 		}
 		if err := w.exec(ctx, query, args...); err != nil {
 			if uniqueViolation(err) {
-				return fmt.Errorf("events: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)
+				return fmt.Errorf("eventlog: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)
 			}
 			return storageErr("store the Merkle tree", err)
 		}

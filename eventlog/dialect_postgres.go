@@ -140,7 +140,7 @@ func (d *postgresDialect) connectErr(err error) error {
 	if cfg, perr := ParsePostgresDSN(d.dsn); perr == nil {
 		return connectErr(cfg, err)
 	}
-	return fmt.Errorf("events: open writer connection: %w", err)
+	return fmt.Errorf("eventlog: open writer connection: %w", err)
 }
 
 func (d *postgresDialect) connected(w *writerState) { w.rememberPID() }

@@ -34,7 +34,7 @@ func (d *sqliteDialect) open(_ context.Context, opts Options, _ *atomic.Int64) (
 	// nothing: it cost no measurable CPU in the append benchmarks.
 	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")", "secure_delete(1)")...)+"&_txlock=immediate")
 	if err != nil {
-		return nil, nil, fmt.Errorf("events: open writer: %w", err)
+		return nil, nil, fmt.Errorf("eventlog: open writer: %w", err)
 	}
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
@@ -44,7 +44,7 @@ func (d *sqliteDialect) open(_ context.Context, opts Options, _ *atomic.Int64) (
 	rdb, err := sqlx.Open("sqlite", DSN(opts.Path, opts.InMemory, read...))
 	if err != nil {
 		wdb.Close()
-		return nil, nil, fmt.Errorf("events: open readers: %w", err)
+		return nil, nil, fmt.Errorf("eventlog: open readers: %w", err)
 	}
 	rdb.SetMaxOpenConns(opts.ReadConns)
 	rdb.SetMaxIdleConns(opts.ReadConns)
@@ -88,7 +88,7 @@ func (d *sqliteDialect) initWriter(ctx context.Context, w *writerState) error {
 }
 
 func (d *sqliteDialect) connectErr(err error) error {
-	return fmt.Errorf("events: open writer connection: %w", err)
+	return fmt.Errorf("eventlog: open writer connection: %w", err)
 }
 
 func (d *sqliteDialect) connected(*writerState) {}

@@ -28,7 +28,7 @@ import (
 // event is written.
 
 // ErrNotRedactable is matched by a *RedactError.
-var ErrNotRedactable = errors.New("events: the event cannot be redacted")
+var ErrNotRedactable = errors.New("eventlog: the event cannot be redacted")
 
 // RedactError says why an event of a redaction cannot be redacted; nothing
 // was changed.
@@ -38,7 +38,7 @@ type RedactError struct {
 }
 
 func (e *RedactError) Error() string {
-	return fmt.Sprintf("events: cannot redact seq %d: %s", e.Seq, e.Reason)
+	return fmt.Sprintf("eventlog: cannot redact seq %d: %s", e.Seq, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrNotRedactable) true.
@@ -244,7 +244,7 @@ func (s *Store) redactInTx(ctx context.Context, tx *sql.Tx, recVersion int64, se
 		}
 	}
 	if recSeq == 0 {
-		return fmt.Errorf("events: redact: the redaction record (%s version %d) is not among the appended events", events.StreamEvidence, recVersion)
+		return fmt.Errorf("eventlog: redact: the redaction record (%s version %d) is not among the appended events", events.StreamEvidence, recVersion)
 	}
 	meta := storeMeta{merkleFrom: 1} // redactable checked the format
 	rows, err := readLeafRowsBySeq(ctx, tx, s.d, seqs)
@@ -626,7 +626,7 @@ type Opening struct {
 func (s *Store) Opening(ctx context.Context, seq int64) (Opening, error) {
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
-		return Opening{}, fmt.Errorf("events: opening: %w", err)
+		return Opening{}, fmt.Errorf("eventlog: opening: %w", err)
 	}
 	defer tx.Rollback()
 	rows, err := readLeafRowsBySeq(ctx, tx, s.d, []int64{seq})
@@ -647,7 +647,7 @@ func (s *Store) Opening(ctx context.Context, seq int64) (Opening, error) {
 		return Opening{}, err
 	}
 	if fail != "" {
-		return Opening{}, fmt.Errorf("events: opening of seq %d: %s", seq, fail)
+		return Opening{}, fmt.Errorf("eventlog: opening of seq %d: %s", seq, fail)
 	}
 	return Opening{Salt: r.Salt, Payload: payload}, nil
 }

@@ -11,13 +11,13 @@ import (
 var (
 	// ErrConflict is matched by a *ConflictError: the stream was not at the
 	// expected version.
-	ErrConflict = errors.New("events: version conflict")
+	ErrConflict = errors.New("eventlog: version conflict")
 	// ErrClosed is returned by calls on a closed Store.
-	ErrClosed = errors.New("events: store closed")
+	ErrClosed = errors.New("eventlog: store closed")
 	// ErrBlobNotFound is returned when a referenced blob is missing.
-	ErrBlobNotFound = errors.New("events: blob not found")
+	ErrBlobNotFound = errors.New("eventlog: blob not found")
 	// ErrNotFound is returned when no event has the requested seq.
-	ErrNotFound = errors.New("events: not found")
+	ErrNotFound = errors.New("eventlog: not found")
 )
 
 // ConflictError reports an append whose expected stream version did not
@@ -29,7 +29,7 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("events: version conflict on stream %q: expected version %d, stream is at %d", e.Stream, e.Expected, e.Actual)
+	return fmt.Sprintf("eventlog: version conflict on stream %q: expected version %d, stream is at %d", e.Stream, e.Expected, e.Actual)
 }
 
 // Is makes errors.Is(err, ErrConflict) true.
@@ -38,7 +38,7 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 // ErrKey is matched by a *KeyError: the store refuses to write because
 // the key it was opened with (Options.HMACKey) is not the key its hash
 // chain was written with.
-var ErrKey = errors.New("events: hash chain key mismatch")
+var ErrKey = errors.New("eventlog: hash chain key mismatch")
 
 // KeyError explains why a store refuses to write with the key it was
 // given. It never holds the key. It matches ErrKey with errors.Is.
@@ -48,7 +48,7 @@ type KeyError struct {
 }
 
 func (e *KeyError) Error() string {
-	return "events: refusing to write: " + e.Reason
+	return "eventlog: refusing to write: " + e.Reason
 }
 
 // Is makes errors.Is(err, ErrKey) true.
@@ -58,11 +58,11 @@ var (
 	// ErrBusy is matched by a *StorageError when another connection held
 	// the database's write lock past the busy timeout. Nothing of the
 	// failed write was stored; retrying later is safe.
-	ErrBusy = errors.New("events: database is busy (write lock held by another connection)")
+	ErrBusy = errors.New("eventlog: database is busy (write lock held by another connection)")
 	// ErrFull is matched by a *StorageError when the database's file
 	// system is full. Nothing of the failed write was stored; appends
 	// succeed again once space is freed.
-	ErrFull = errors.New("events: storage full")
+	ErrFull = errors.New("eventlog: storage full")
 )
 
 // errGateTimeout is the cause of the ErrBusy a write fails with when no
@@ -127,7 +127,7 @@ func storageErr(op string, err error) error {
 	if errors.Is(err, syscall.ENOSPC) {
 		return &StorageError{Op: op, Kind: ErrFull, Err: err}
 	}
-	return fmt.Errorf("events: %s: %w", op, err)
+	return fmt.Errorf("eventlog: %s: %w", op, err)
 }
 
 // IsTransient reports whether err is a store failure that passes by

@@ -29,7 +29,7 @@ func leaseFromContext(ctx context.Context) (Lease, bool) {
 }
 
 // ErrFenced is matched by a *FencedError.
-var ErrFenced = errors.New("events: the run's lease is held by another worker")
+var ErrFenced = errors.New("eventlog: the run's lease is held by another worker")
 
 // FencedError is an append refused because the worker's lease on the run
 // is no longer current: another worker took the run (after this one was
@@ -41,7 +41,7 @@ type FencedError struct {
 }
 
 func (e *FencedError) Error() string {
-	return fmt.Sprintf("events: run %s: lease token %d is no longer current (now %d): another worker holds the run", e.Run, e.Token, e.Current)
+	return fmt.Sprintf("eventlog: run %s: lease token %d is no longer current (now %d): another worker holds the run", e.Run, e.Token, e.Current)
 }
 
 // Is makes errors.Is(err, ErrFenced) true.

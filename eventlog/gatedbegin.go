@@ -61,7 +61,7 @@ func (w *writerState) beginGated() (*sql.Tx, error) {
 }
 
 // errLockWait is a begin that waited its patience for SQLite's lock.
-var errLockWait = errors.New("events: SQLite's write lock stayed taken")
+var errLockWait = errors.New("eventlog: SQLite's write lock stayed taken")
 
 // beginWithin begins an IMMEDIATE transaction, waiting at most d for
 // SQLite's write lock. The driver ends a lock wait when the call's context

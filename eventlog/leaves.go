@@ -31,7 +31,7 @@ type Leaf struct {
 func (s *Store) Leaves(ctx context.Context, seqs []int64) ([]Leaf, error) {
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("events: leaves: %w", err)
+		return nil, fmt.Errorf("eventlog: leaves: %w", err)
 	}
 	defer tx.Rollback()
 	meta, err := readMeta(ctx, tx)

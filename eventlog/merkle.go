@@ -251,7 +251,7 @@ func readByKey(ctx context.Context, q queryer, d dialect, query string, keys []i
 }
 
 // ErrTree is matched by a *TreeError.
-var ErrTree = errors.New("events: the Merkle tree is incomplete or damaged")
+var ErrTree = errors.New("eventlog: the Merkle tree is incomplete or damaged")
 
 // TreeError reports a stored tree hash that is missing or malformed: the
 // tree was damaged, or a proof was asked of a size the tree has not
@@ -263,7 +263,7 @@ type TreeError struct {
 
 func (e *TreeError) Error() string {
 	level, n := tlog.SplitStoredHashIndex(e.Index)
-	return fmt.Sprintf("events: tree hash %d (level %d, node %d): %s", e.Index, level, n, e.Reason)
+	return fmt.Sprintf("eventlog: tree hash %d (level %d, node %d): %s", e.Index, level, n, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrTree) true.
@@ -278,7 +278,7 @@ func parseMerkleHead(v string) (TreeHead, string, error) {
 	text, mac, _ := strings.Cut(v, " ")
 	h, err := ParseTreeHead(text)
 	if err != nil {
-		return TreeHead{}, "", fmt.Errorf("events: store_meta %s is %q: it was altered", metaMerkleHead, v)
+		return TreeHead{}, "", fmt.Errorf("eventlog: store_meta %s is %q: it was altered", metaMerkleHead, v)
 	}
 	return h, mac, nil
 }
@@ -338,7 +338,7 @@ func (s *Store) TreeHeadAt(ctx context.Context, size int64) (TreeHead, error) {
 	}
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
-		return TreeHead{}, fmt.Errorf("events: tree head: %w", err)
+		return TreeHead{}, fmt.Errorf("eventlog: tree head: %w", err)
 	}
 	defer tx.Rollback()
 	meta, err := s.checkTreeSize(ctx, tx, size)
@@ -347,7 +347,7 @@ func (s *Store) TreeHeadAt(ctx context.Context, size int64) (TreeHead, error) {
 	}
 	root, err := tlog.TreeHash(size, treeReader{ctx, tx, s.d, meta})
 	if err != nil {
-		return TreeHead{}, fmt.Errorf("events: tree head: %w", err)
+		return TreeHead{}, fmt.Errorf("eventlog: tree head: %w", err)
 	}
 	return TreeHead{Size: size, Root: root}, nil
 }
@@ -361,7 +361,7 @@ func (s *Store) ProveInclusion(ctx context.Context, seq, size int64) (tlog.Recor
 	}
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("events: inclusion proof: %w", err)
+		return nil, fmt.Errorf("eventlog: inclusion proof: %w", err)
 	}
 	defer tx.Rollback()
 	meta, err := s.checkTreeSize(ctx, tx, size)
@@ -370,7 +370,7 @@ func (s *Store) ProveInclusion(ctx context.Context, seq, size int64) (tlog.Recor
 	}
 	p, err := tlog.ProveRecord(size, seq-1, treeReader{ctx, tx, s.d, meta})
 	if err != nil {
-		return nil, fmt.Errorf("events: inclusion proof: %w", err)
+		return nil, fmt.Errorf("eventlog: inclusion proof: %w", err)
 	}
 	return p, nil
 }
@@ -384,7 +384,7 @@ func (s *Store) ProveConsistency(ctx context.Context, oldSize, newSize int64) (t
 	}
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("events: consistency proof: %w", err)
+		return nil, fmt.Errorf("eventlog: consistency proof: %w", err)
 	}
 	defer tx.Rollback()
 	meta, err := s.checkTreeSize(ctx, tx, newSize)
@@ -393,7 +393,7 @@ func (s *Store) ProveConsistency(ctx context.Context, oldSize, newSize int64) (t
 	}
 	p, err := tlog.ProveTree(newSize, oldSize, treeReader{ctx, tx, s.d, meta})
 	if err != nil {
-		return nil, fmt.Errorf("events: consistency proof: %w", err)
+		return nil, fmt.Errorf("eventlog: consistency proof: %w", err)
 	}
 	return p, nil
 }
@@ -420,7 +420,7 @@ func (s *Store) checkTreeSize(ctx context.Context, q queryer, size int64) (store
 func (s *Store) LeafLine(ctx context.Context, seq int64) ([]byte, error) {
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("events: leaf line: %w", err)
+		return nil, fmt.Errorf("eventlog: leaf line: %w", err)
 	}
 	defer tx.Rollback()
 	meta, err := readMeta(ctx, tx)
@@ -439,7 +439,7 @@ func (s *Store) LeafLine(ctx context.Context, seq int64) ([]byte, error) {
 		return nil, err
 	}
 	if fail != "" {
-		return nil, fmt.Errorf("events: leaf line of seq %d: %s", seq, fail)
+		return nil, fmt.Errorf("eventlog: leaf line of seq %d: %s", seq, fail)
 	}
 	return line, nil
 }

@@ -70,7 +70,7 @@ const tailCheck = `SELECT 1 / count(*)::int FROM (SELECT seq, hash FROM events O
 type missError struct{ cause error }
 
 func (e *missError) Error() string {
-	return "events: an optimistic transaction missed (another process committed, or the connection was gone): " + e.cause.Error()
+	return "eventlog: an optimistic transaction missed (another process committed, or the connection was gone): " + e.cause.Error()
 }
 
 func (e *missError) Unwrap() error { return e.cause }

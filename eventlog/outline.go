@@ -25,13 +25,13 @@ func (s *Store) OutlineRun(ctx context.Context, runID string, toSeq int64) (RunO
 	}
 	var out RunOutline
 	if err := s.q.GetContext(ctx, &out.Events, s.rebind(`SELECT COUNT(*)`+where), args...); err != nil {
-		return RunOutline{}, fmt.Errorf("events: outline run %s: %w", runID, err)
+		return RunOutline{}, fmt.Errorf("eventlog: outline run %s: %w", runID, err)
 	}
 	if out.Events == 0 {
 		return out, nil
 	}
 	if err := s.q.SelectContext(ctx, &out.Streams, s.rebind(`SELECT DISTINCT stream`+where+` ORDER BY stream`), args...); err != nil {
-		return RunOutline{}, fmt.Errorf("events: outline run %s: %w", runID, err)
+		return RunOutline{}, fmt.Errorf("eventlog: outline run %s: %w", runID, err)
 	}
 	return out, nil
 }

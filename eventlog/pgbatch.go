@@ -195,7 +195,7 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 			return fmt.Errorf("%w: insert %d events and %d blobs from seq %d: %w", errStaleTail, len(p.seq), len(p.blobHash), firstOr(p.seq), err)
 		}
 		if pe.TableName == "tree_hashes" {
-			return fmt.Errorf("events: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)
+			return fmt.Errorf("eventlog: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)
 		}
 	}
 	return storageErr(fmt.Sprintf("insert %d events from seq %d", len(p.seq), firstOr(p.seq)), err)

@@ -30,7 +30,7 @@ import (
 // it then (ExecPipelinedRequiringRow).
 
 // errQueuedFailed marks a queued statement that failed.
-var errQueuedFailed = errors.New("events: a projector's queued statement failed")
+var errQueuedFailed = errors.New("eventlog: a projector's queued statement failed")
 
 // ExecPipelined runs a statement whose answer the caller does not need:
 // on PostgreSQL, while a group commit applies its requests, it is queued
@@ -166,7 +166,7 @@ func withPgx(conn *sql.Conn, f func(*pgx.Conn) error) error {
 	return conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("events: the writer's connection is a %T, not pgx's", dc)
+			return fmt.Errorf("eventlog: the writer's connection is a %T, not pgx's", dc)
 		}
 		return f(sc.Conn())
 	})
@@ -176,7 +176,7 @@ func withPgx(conn *sql.Conn, f func(*pgx.Conn) error) error {
 type tagResult pgconn.CommandTag
 
 func (r tagResult) LastInsertId() (int64, error) {
-	return 0, errors.New("events: LastInsertId is not supported by PostgreSQL")
+	return 0, errors.New("eventlog: LastInsertId is not supported by PostgreSQL")
 }
 
 func (r tagResult) RowsAffected() (int64, error) { return pgconn.CommandTag(r).RowsAffected(), nil }

@@ -31,7 +31,7 @@ func IsPostgresDSN(dsn string) bool {
 const notifyChannel = "rath_events"
 
 // ErrUnreachable is matched by a *ConnectError.
-var ErrUnreachable = errors.New("events: database server unreachable")
+var ErrUnreachable = errors.New("eventlog: database server unreachable")
 
 // ConnectError reports a PostgreSQL server that could not be reached or
 // refused the connection. It names the host and port (never the password)
@@ -43,7 +43,7 @@ type ConnectError struct {
 }
 
 func (e *ConnectError) Error() string {
-	return fmt.Sprintf("events: connect to PostgreSQL at %s: %v", net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err)
+	return fmt.Sprintf("eventlog: connect to PostgreSQL at %s: %v", net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err)
 }
 
 // Is makes errors.Is(err, ErrUnreachable) true.
@@ -56,7 +56,7 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 func ParsePostgresDSN(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("events: PostgreSQL DSN: %w", err)
+		return nil, fmt.Errorf("eventlog: PostgreSQL DSN: %w", err)
 	}
 	return cfg, nil
 }

@@ -38,10 +38,10 @@ func ParseHead(s string) (Head, error) {
 	seqText, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
 	var h Head
 	if !ok || hash == "" {
-		return h, fmt.Errorf("events: head %q: want SEQ:HASH", s)
+		return h, fmt.Errorf("eventlog: head %q: want SEQ:HASH", s)
 	}
 	if _, err := fmt.Sscanf(seqText, "%d", &h.Seq); err != nil || h.Seq <= 0 {
-		return h, fmt.Errorf("events: head %q: seq must be a positive integer", s)
+		return h, fmt.Errorf("eventlog: head %q: seq must be a positive integer", s)
 	}
 	h.Hash = hash
 	return h, nil
@@ -112,20 +112,20 @@ func (s *Store) scanRows(ctx context.Context, db queryer, q Query, after int64, 
 	args = append(args, limit)
 	rs, err := db.QueryContext(ctx, s.rebind(selectEvents+where+" ORDER BY seq LIMIT ?"), args...)
 	if err != nil {
-		return nil, fmt.Errorf("events: read: %w", err)
+		return nil, fmt.Errorf("eventlog: read: %w", err)
 	}
 	defer rs.Close()
 	out := make([]row, 0, min(limit, scanPage))
 	for rs.Next() {
 		var r row
 		if err := rs.Scan(&r.Seq, &r.Stream, &r.Version, &r.Type, &r.TypeVersion, &r.RunID, &r.Payload, &r.At, &r.Hash); err != nil {
-			return nil, fmt.Errorf("events: read: %w", err)
+			return nil, fmt.Errorf("eventlog: read: %w", err)
 		}
 		r.Hash = hashText(r.Hash)
 		out = append(out, r)
 	}
 	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("events: read: %w", err)
+		return nil, fmt.Errorf("eventlog: read: %w", err)
 	}
 	return out, nil
 }
@@ -220,7 +220,7 @@ func (s *Store) ReadStreamUntil(ctx context.Context, stream string, fromVersion,
 func (s *Store) readStream(ctx context.Context, stream, where string, args ...any) ([]events.Event, error) {
 	var rs []row
 	if err := s.q.SelectContext(ctx, &rs, s.rebind(selectEvents+where), args...); err != nil {
-		return nil, fmt.Errorf("events: read stream %q: %w", stream, err)
+		return nil, fmt.Errorf("eventlog: read stream %q: %w", stream, err)
 	}
 	out := make([]events.Event, 0, len(rs))
 	for _, r := range rs {
@@ -246,7 +246,7 @@ func (s *Store) Get(ctx context.Context, seq int64) (events.Event, error) {
 		return events.Event{}, fmt.Errorf("%w: seq %d", ErrNotFound, seq)
 	}
 	if err != nil {
-		return events.Event{}, fmt.Errorf("events: get %d: %w", seq, err)
+		return events.Event{}, fmt.Errorf("eventlog: get %d: %w", seq, err)
 	}
 	return s.toEvent(ctx, r)
 }
@@ -260,7 +260,7 @@ func (s *Store) Head(ctx context.Context) (Head, error) {
 	}
 	h.Hash = hashText(h.Hash)
 	if err != nil {
-		return Head{}, fmt.Errorf("events: head: %w", err)
+		return Head{}, fmt.Errorf("eventlog: head: %w", err)
 	}
 	return h, nil
 }
@@ -269,7 +269,7 @@ func (s *Store) Head(ctx context.Context) (Head, error) {
 func (s *Store) StreamVersion(ctx context.Context, stream string) (int64, error) {
 	var v int64
 	if err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = ?`), stream).Scan(&v); err != nil {
-		return 0, fmt.Errorf("events: stream version: %w", err)
+		return 0, fmt.Errorf("eventlog: stream version: %w", err)
 	}
 	return v, nil
 }
@@ -282,7 +282,7 @@ func (s *Store) GetBlob(ctx context.Context, hash string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s", ErrBlobNotFound, hash)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("events: get blob: %w", err)
+		return nil, fmt.Errorf("eventlog: get blob: %w", err)
 	}
 	return b, nil
 }
@@ -299,20 +299,20 @@ func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byt
 		}
 		rows, err := s.rdb.QueryContext(ctx, s.rebind(`SELECT hash, bytes FROM blobs WHERE hash IN (?`+strings.Repeat(",?", n-1)+`)`), args...)
 		if err != nil {
-			return nil, fmt.Errorf("events: get blobs: %w", err)
+			return nil, fmt.Errorf("eventlog: get blobs: %w", err)
 		}
 		for rows.Next() {
 			var h string
 			var b []byte
 			if err := rows.Scan(&h, &b); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("events: get blobs: %w", err)
+				return nil, fmt.Errorf("eventlog: get blobs: %w", err)
 			}
 			out[h] = b
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("events: get blobs: %w", err)
+			return nil, fmt.Errorf("eventlog: get blobs: %w", err)
 		}
 		hashes = hashes[n:]
 	}
@@ -393,7 +393,7 @@ func StoredInBlob(stored []byte) (hash string, ok bool, err error) {
 	}
 	var bp blobPointer
 	if err := json.Unmarshal(stored, &bp); err != nil {
-		return "", true, fmt.Errorf("events: bad blob reference: %w", err)
+		return "", true, fmt.Errorf("eventlog: bad blob reference: %w", err)
 	}
 	return bp.Blob, true, nil
 }
@@ -403,11 +403,11 @@ func (s *Store) toEvent(ctx context.Context, r row) (events.Event, error) {
 		RunID: r.RunID.String, Payload: json.RawMessage(r.Payload), At: time.Unix(0, r.At).UTC(), Hash: hashText(r.Hash)}
 	if hash, ok, err := StoredInBlob(ev.Payload); ok {
 		if err != nil {
-			return events.Event{}, fmt.Errorf("events: seq %d: %w", r.Seq, err)
+			return events.Event{}, fmt.Errorf("eventlog: seq %d: %w", r.Seq, err)
 		}
 		b, err := s.GetBlob(ctx, hash)
 		if err != nil {
-			return events.Event{}, fmt.Errorf("events: seq %d payload: %w", r.Seq, err)
+			return events.Event{}, fmt.Errorf("eventlog: seq %d payload: %w", r.Seq, err)
 		}
 		ev.Payload = b
 	} else {

@@ -12,11 +12,11 @@ func (s *Store) Shapes(ctx context.Context) (map[int64]events.Shape, error) {
 	out := map[int64]events.Shape{}
 	for ev, err := range s.Scan(ctx, Query{Stream: events.StreamEvidence}) {
 		if err != nil {
-			return nil, fmt.Errorf("events: read the redactions' shapes: %w", err)
+			return nil, fmt.Errorf("eventlog: read the redactions' shapes: %w", err)
 		}
 		p, err := ev.Decode()
 		if err != nil {
-			return nil, fmt.Errorf("events: read the redactions' shapes: %w", err)
+			return nil, fmt.Errorf("eventlog: read the redactions' shapes: %w", err)
 		}
 		if rec, ok := p.(*events.EvidenceRedacted); ok {
 			for _, sh := range rec.Shapes {

@@ -281,17 +281,17 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 			}
 		}()
 		if opts.DSN == "" {
-			return nil, errors.New("events: open: Options.PostgresReadPool needs Options.DSN")
+			return nil, errors.New("eventlog: open: Options.PostgresReadPool needs Options.DSN")
 		}
 	}
 	if opts.Path == "" && opts.DSN == "" {
-		return nil, errors.New("events: open: Options.Path or Options.DSN is required")
+		return nil, errors.New("eventlog: open: Options.Path or Options.DSN is required")
 	}
 	if opts.DSN != "" && !IsPostgresDSN(opts.DSN) {
-		return nil, fmt.Errorf("events: open: DSN must start with postgres:// or postgresql://")
+		return nil, fmt.Errorf("eventlog: open: DSN must start with postgres:// or postgresql://")
 	}
 	if opts.WithoutTree && (!opts.InMemory || opts.DSN != "") {
-		return nil, errors.New("events: open: WithoutTree is for InMemory stores only")
+		return nil, errors.New("eventlog: open: WithoutTree is for InMemory stores only")
 	}
 	if opts.BlobThreshold == 0 {
 		opts.BlobThreshold = DefaultBlobThreshold
@@ -311,7 +311,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	case "FULL", "NORMAL", "OFF":
 		opts.Synchronous = strings.ToUpper(opts.Synchronous)
 	default:
-		return nil, fmt.Errorf("events: open: Synchronous %q: want FULL, NORMAL or OFF", opts.Synchronous)
+		return nil, fmt.Errorf("eventlog: open: Synchronous %q: want FULL, NORMAL or OFF", opts.Synchronous)
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now

@@ -52,18 +52,18 @@ func (w *writerState) catchUpTree(ctx context.Context) error {
 			return err
 		}
 		if len(rs) == 0 {
-			return fmt.Errorf("events: build the Merkle tree: the log ends at seq %d, its head is %d; run verify", after, w.lastSeq)
+			return fmt.Errorf("eventlog: build the Merkle tree: the log ends at seq %d, its head is %d; run verify", after, w.lastSeq)
 		}
 		for _, r := range rs {
 			if r.Seq != after+1 {
-				return fmt.Errorf("events: build the Merkle tree: seq %d is missing; run verify", after+1)
+				return fmt.Errorf("eventlog: build the Merkle tree: seq %d is missing; run verify", after+1)
 			}
 			line, fail, err := w.s.rowLeafLine(ctx, w.conn, meta, r)
 			if err != nil {
 				return err
 			}
 			if fail != "" {
-				return fmt.Errorf("events: build the Merkle tree: seq %d: %s; run verify", r.Seq, fail)
+				return fmt.Errorf("eventlog: build the Merkle tree: seq %d: %s; run verify", r.Seq, fail)
 			}
 			w.leaves = append(w.leaves, tlog.RecordHash(line))
 			after = r.Seq
@@ -74,7 +74,7 @@ func (w *writerState) catchUpTree(ctx context.Context) error {
 
 // treeAheadErr says the tree has more leaves than the log has events.
 func treeAheadErr(leaves, lastSeq int64) error {
-	return fmt.Errorf("events: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", leaves, lastSeq)
+	return fmt.Errorf("eventlog: the Merkle tree has %d leaves but the log ends at seq %d: events were deleted; run verify", leaves, lastSeq)
 }
 
 // flushTree stores the tree hashes of the open transaction's leaves, the
@@ -96,7 +96,7 @@ func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 		idx := frontier(w.treeSize)
 		hs, err := readTreeHashes(ctx, w.conn, w.s.d, storeMeta{merkleFrom: w.merkleFrom}, idx)
 		if err != nil {
-			return fmt.Errorf("events: read the Merkle tree's edge: %w", err)
+			return fmt.Errorf("eventlog: read the Merkle tree's edge: %w", err)
 		}
 		w.front = make(map[int64]tlog.Hash, len(idx))
 		for i, id := range idx {
@@ -123,7 +123,7 @@ func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 		n := w.treeSize + int64(i)
 		hs, err := tlog.StoredHashesForRecordHash(n, leaf, read)
 		if err != nil {
-			return fmt.Errorf("events: hash the Merkle tree: %w", err)
+			return fmt.Errorf("eventlog: hash the Merkle tree: %w", err)
 		}
 		id := tlog.StoredHashIndex(0, n)
 		for k, h := range hs {

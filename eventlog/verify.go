@@ -18,7 +18,7 @@ import (
 var blobReferrers = map[string]struct{}{events.TypeProviderCalled: {}, events.TypeProviderFailed: {}, events.TypeToolReturned: {}}
 
 // ErrVerify is matched by a *VerifyError.
-var ErrVerify = errors.New("events: verification failed")
+var ErrVerify = errors.New("eventlog: verification failed")
 
 // VerifyError names the first event (or blob) that failed verification.
 type VerifyError struct {
@@ -30,11 +30,11 @@ type VerifyError struct {
 func (e *VerifyError) Error() string {
 	switch {
 	case e.Seq > 0: // the reason names the blob, if one failed
-		return fmt.Sprintf("events: verification failed at seq %d: %s", e.Seq, e.Reason)
+		return fmt.Sprintf("eventlog: verification failed at seq %d: %s", e.Seq, e.Reason)
 	case e.Blob != "":
-		return fmt.Sprintf("events: verification failed: blob %s: %s", e.Blob, e.Reason)
+		return fmt.Sprintf("eventlog: verification failed: blob %s: %s", e.Blob, e.Reason)
 	}
-	return "events: verification failed: " + e.Reason
+	return "eventlog: verification failed: " + e.Reason
 }
 
 // Is makes errors.Is(err, ErrVerify) true.
@@ -88,7 +88,7 @@ func (r *VerifyReport) OK() bool { return r.Failure == nil }
 func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("events: verify: %w", err)
+		return nil, fmt.Errorf("eventlog: verify: %w", err)
 	}
 	defer tx.Rollback()
 	v := &verifier{s: s, tx: tx, rep: &VerifyReport{}, have: map[string]bool{}, followed: map[string]bool{}}
@@ -121,7 +121,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	var end Head
 	err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&end.Seq, &end.Hash)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("events: verify: %w", err)
+		return nil, fmt.Errorf("eventlog: verify: %w", err)
 	}
 	end.Hash = hashText(end.Hash)
 	meta, err := readMeta(ctx, tx)
@@ -147,19 +147,19 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	}
 	hrows, err := tx.QueryContext(ctx, `SELECT hash FROM blobs`)
 	if err != nil {
-		return nil, fmt.Errorf("events: verify blobs: %w", err)
+		return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 	}
 	for hrows.Next() {
 		var h string
 		if err := hrows.Scan(&h); err != nil {
 			hrows.Close()
-			return nil, fmt.Errorf("events: verify blobs: %w", err)
+			return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 		}
 		v.have[h] = true
 	}
 	hrows.Close()
 	if err := hrows.Err(); err != nil {
-		return nil, fmt.Errorf("events: verify blobs: %w", err)
+		return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 	}
 	h := newChainHasher(v.s.opts.HMACKey)
 	prevHash, prevSeq := "", int64(0)
@@ -280,14 +280,14 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	// Every blob must match its content address.
 	rows, err := tx.QueryContext(ctx, `SELECT hash, bytes FROM blobs ORDER BY hash`)
 	if err != nil {
-		return nil, fmt.Errorf("events: verify blobs: %w", err)
+		return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var hash string
 		var b []byte
 		if err := rows.Scan(&hash, &b); err != nil {
-			return nil, fmt.Errorf("events: verify blobs: %w", err)
+			return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 		}
 		if BlobHash(b) != hash {
 			return v.fail(0, hash, "content does not match its hash")
@@ -295,7 +295,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		rep.Blobs++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("events: verify blobs: %w", err)
+		return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 	}
 	return rep, nil
 }
@@ -578,7 +578,7 @@ func (v *verifier) blob(ctx context.Context, hash string) (b []byte, ok bool, er
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("events: verify blob %s: %w", hash, err)
+		return nil, false, fmt.Errorf("eventlog: verify blob %s: %w", hash, err)
 	}
 	return b, true, nil
 }

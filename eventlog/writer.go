@@ -152,7 +152,7 @@ func (w *writerState) buildTree() error {
 	if err != nil {
 		w.rollback()
 		w.forceReload()
-		return fmt.Errorf("events: build the Merkle tree: %w", err)
+		return fmt.Errorf("eventlog: build the Merkle tree: %w", err)
 	}
 	w.committed()
 	w.treeCommitted()
@@ -256,7 +256,7 @@ func (w *writerState) stmt(ctx context.Context, query string) (*sql.Stmt, error)
 	}
 	st, err := w.conn.PrepareContext(ctx, w.s.rebind(query))
 	if err != nil {
-		return nil, fmt.Errorf("events: prepare: %w", err)
+		return nil, fmt.Errorf("eventlog: prepare: %w", err)
 	}
 	w.stmts[query] = st
 	return st, nil
