@@ -185,3 +185,74 @@ func testErasure(t *testing.T, b Backend) {
 		}
 	})
 }
+
+// Erasures race appends that give the same subjects keys: every erasure
+// that succeeds is recorded once, destroys a key no later append brings
+// back, and the store verifies (its projections equal a rebuild) at the
+// end. Bounded by counts, not time.
+func testErasureWhileAppending(t *testing.T, b Backend) {
+	ctx := t.Context()
+	tg := b.New(t)
+	kek := MustKEK(t)
+	// Each subject starts with a key, so some erasures succeed however
+	// the goroutines are scheduled.
+	subjects := []string{"user:s0", "user:s1", "user:s2"}
+	rt, _ := openSealed(t, tg, kek, subjects...)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // protects erased and failures
+	erased := 0
+	var failures []error
+	fail := func(err error) {
+		mu.Lock()
+		failures = append(failures, err)
+		mu.Unlock()
+	}
+	for a := range 3 {
+		wg.Go(func() {
+			kr := keyring.New(kek, rt.Store().DB().Rebind)
+			for i := range 20 {
+				stream := "chaos-" + strconv.Itoa(a) + "-" + strconv.Itoa(i)
+				create := func(ctx context.Context, tx *sql.Tx) error {
+					_, err := kr.Create(ctx, tx, subjects[(a+i)%len(subjects)])
+					return err
+				}
+				if _, err := rt.Store().AppendTx(ctx, create, eventlog.Write{Stream: stream, Expected: eventlog.NoStream, Events: []events.Payload{events.SessionCreated{Session: stream, Origin: "user"}}}); err != nil {
+					fail(err)
+				}
+			}
+		})
+	}
+	for e := range 2 {
+		wg.Go(func() {
+			for i := range 6 {
+				_, err := rt.Erase(ctx, rath.EraseOptions{Subject: subjects[(e+i)%len(subjects)], By: "dpo", Reason: "chaos"})
+				switch {
+				case err == nil:
+					mu.Lock()
+					erased++
+					mu.Unlock()
+				case !errors.Is(err, rath.ErrNothingToErase):
+					fail(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d operations failed; the first: %v", len(failures), failures[0])
+	}
+	rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify after the race: %v %v", err, rep.Failure)
+	}
+	seen := map[string]bool{}
+	for _, e := range rep.Erasures {
+		if seen[e.KeyIDHash] {
+			t.Fatalf("key %s was erased twice", e.KeyIDHash)
+		}
+		seen[e.KeyIDHash] = true
+	}
+	if erased == 0 || len(rep.Erasures) != erased {
+		t.Fatalf("%d erasures succeeded, %d recorded", erased, len(rep.Erasures))
+	}
+}

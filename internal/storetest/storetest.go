@@ -62,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 		{"MerkleProofs", testMerkleProofs},
 		{"Redaction", testRedaction},
 		{"Erasure", testErasure},
+		{"ErasureWhileAppending", testErasureWhileAppending},
 		{"Retention", testRetention},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
