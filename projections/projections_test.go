@@ -35,7 +35,14 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	if _, err := rt.Store().Append(ctx, events.LeaseStream("r1"), eventlog.NoStream, events.RunLeased{Run: "r1", Worker: "w1", Token: 1, ExpiresAt: 1e18}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := rt.Store().Append(ctx, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
+	if _, err := rt.Store().Append(ctx, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s", Tenant: "acme"}); err != nil {
+		tb.Fatal(err)
+	}
+	// A dataset, and a namespace the run remembered in (its tenant's).
+	if _, err := rt.Store().Append(ctx, events.DatasetStream("d1"), eventlog.NoStream, events.DatasetCreated{Name: "d1", Source: "jsonl", Tenant: "acme"}); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := rt.Store().Append(ctx, events.MemoryStream("notes"), eventlog.NoStream, events.MemoryRemembered{Namespace: "notes", ID: "m1", Text: "x"}); err != nil {
 		tb.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

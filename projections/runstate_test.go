@@ -227,7 +227,15 @@ func downgrade(t *testing.T, st store) {
 	}
 	// The migrations after it are taken down first, newest first.
 	later := map[int64][]string{
+		16: {`DROP TABLE subject_keys`},
 		17: {`DROP TABLE access_records`, `DROP TABLE api_tokens`},
+		18: {`DROP TABLE memory_namespaces`, `DROP TABLE datasets`, `DROP INDEX approvals_tenant`, `DROP INDEX runs_tenant`,
+			`ALTER TABLE approvals DROP COLUMN tenant`, `ALTER TABLE sessions DROP COLUMN tenant`, `ALTER TABLE runs DROP COLUMN tenant`},
+	}
+	if st.dsn != "" {
+		// The policies depend on the columns.
+		later[18] = append([]string{`DROP POLICY run_leases_tenant ON run_leases`, `DROP POLICY approvals_tenant ON approvals`,
+			`DROP POLICY sessions_tenant ON sessions`, `DROP POLICY runs_tenant ON runs`}, later[18]...)
 	}
 	var stmts []string
 	all, err := filepath.Glob("../migrations/sqlite/*.sql")

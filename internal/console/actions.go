@@ -84,12 +84,12 @@ func (s *Server) startedOrFailed(ctx context.Context, run string, done <-chan er
 	tick := time.NewTicker(startPoll)
 	defer tick.Stop()
 	for {
-		if _, err := s.rt.Reader().Run(ctx, run); err == nil {
+		if _, err := s.reader(ctx).Run(ctx, run); err == nil {
 			return nil
 		}
 		select {
 		case err, ok := <-done:
-			if _, rerr := s.rt.Reader().Run(ctx, run); rerr == nil {
+			if _, rerr := s.reader(ctx).Run(ctx, run); rerr == nil {
 				return nil
 			}
 			if ok && err != nil {
@@ -116,7 +116,7 @@ func (s *Server) apiRunFork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fork: %v", err)
 		return
 	}
-	row, err := s.rt.Reader().Run(ctx, id)
+	row, err := s.reader(ctx).Run(ctx, id)
 	if notFound(w, err) {
 		return
 	}
@@ -178,7 +178,7 @@ func (s *Server) apiRunCancel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "cancel: %v", err)
 		return
 	}
-	if _, err := s.rt.Reader().Run(ctx, id); err != nil && !s.submitted(ctx, id) {
+	if _, err := s.reader(ctx).Run(ctx, id); err != nil && !s.submitted(ctx, id) {
 		notFound(w, err)
 		return
 	}
@@ -219,7 +219,7 @@ func (s *Server) apiRunResume(w http.ResponseWriter, r *http.Request) {
 	if s.refuseLive(w, "resume") {
 		return
 	}
-	row, err := s.rt.Reader().Run(ctx, id)
+	row, err := s.reader(ctx).Run(ctx, id)
 	if notFound(w, err) {
 		return
 	}

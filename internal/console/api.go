@@ -47,7 +47,7 @@ func (s *Server) apiRunStream(w http.ResponseWriter, r *http.Request) {
 			after = n
 		}
 	}
-	row, err := s.rt.Reader().Run(r.Context(), id)
+	row, err := s.reader(r.Context()).Run(r.Context(), id)
 	if notFound(w, err) {
 		return
 	}
@@ -200,7 +200,7 @@ func (s *Server) apiGraph(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) wholeGraph(ctx context.Context) (GraphView, error) {
-	return jsonview.LoadGraph(ctx, s.rt.Reader())
+	return jsonview.LoadGraph(ctx, s.reader(ctx))
 }
 
 const sessionGraphCols = `id, kind, origin, length, incomplete, created_seq`
@@ -217,11 +217,11 @@ type graphRow struct {
 // runGraph is the sessions a run wrote (the sessions' run index), its
 // input, and the lineage edges into them with their parents.
 func (s *Server) runGraph(ctx context.Context, runID string) (GraphView, error) {
-	run, err := s.rt.Reader().Run(ctx, runID)
+	run, err := s.reader(ctx).Run(ctx, runID)
 	if err != nil {
 		return GraphView{}, err
 	}
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	var rows []graphRow
 	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT `+sessionGraphCols+` FROM sessions WHERE run_id = ? ORDER BY created_seq`), runID); err != nil {
 		return GraphView{}, fmt.Errorf("graph: %w", err)
@@ -236,7 +236,7 @@ func (s *Server) runGraph(ctx context.Context, runID string) (GraphView, error) 
 		if id == "" || seen[id] {
 			return nil
 		}
-		row, err := s.rt.Reader().Session(ctx, id)
+		row, err := s.reader(ctx).Session(ctx, id)
 		if errors.Is(err, projections.ErrNotFound) {
 			return nil
 		}
@@ -251,7 +251,7 @@ func (s *Server) runGraph(ctx context.Context, runID string) (GraphView, error) 
 		return GraphView{}, err
 	}
 	for _, row := range rows {
-		es, err := s.rt.Reader().Parents(ctx, row.ID)
+		es, err := s.reader(ctx).Parents(ctx, row.ID)
 		if err != nil {
 			return GraphView{}, err
 		}
@@ -278,7 +278,7 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 	if live && s.refuseLive(w, "replay with live tools") {
 		return
 	}
-	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
+	if _, err := s.reader(ctx).Run(ctx, id); notFound(w, err) {
 		return
 	}
 	wf, err := s.opts.Workflow(ctx, s.rt, id, rath.ReplayMode)
@@ -343,7 +343,7 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 // whole log.
 func (s *Server) apiRunDossier(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
-	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
+	if _, err := s.reader(ctx).Run(ctx, id); notFound(w, err) {
 		return
 	}
 	opts := dossier.Options{SkipVerify: r.URL.Query().Get("verify") == "0"}
@@ -405,7 +405,7 @@ func (s *Server) apiWorkers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The last lease of a finished run names the worker that finished it.
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	type tally struct{ done, failed int64 }
 	by := map[string]*tally{}
 	rows, err := db.QueryContext(ctx, `SELECT l.worker, r.status, COUNT(*) FROM run_leases l JOIN runs r ON r.id = l.run

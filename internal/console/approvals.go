@@ -17,7 +17,7 @@ import (
 // `rath approvals --json` prints.
 func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	rows, err := s.rt.Reader().PendingApprovals(ctx)
+	rows, err := s.reader(ctx).PendingApprovals(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "approvals: %v", err)
 		return

@@ -146,7 +146,7 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 // showOf is a session's transcript; a run id stands for its output
 // session, or its input while it has none.
 func (s *Server) showOf(ctx context.Context, id string) (ShowView, error) {
-	if run, err := s.rt.Reader().Run(ctx, id); err == nil {
+	if run, err := s.reader(ctx).Run(ctx, id); err == nil {
 		id = run.OutputSession
 		if id == "" {
 			id = run.InputSession
@@ -156,7 +156,7 @@ func (s *Server) showOf(ctx context.Context, id string) (ShowView, error) {
 	if err != nil {
 		return ShowView{}, err
 	}
-	row, err := s.rt.Reader().Session(ctx, id)
+	row, err := s.reader(ctx).Session(ctx, id)
 	if err != nil {
 		return ShowView{}, fmt.Errorf("%w: %v", session.ErrNotFound, err)
 	}

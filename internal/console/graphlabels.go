@@ -29,7 +29,7 @@ func (s *Server) apiGraphLabels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) graphLabels(ctx context.Context, run string) (map[string]GraphLabel, error) {
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	out := map[string]GraphLabel{}
 	q, args := `SELECT session, agent FROM usage WHERE agent <> '' GROUP BY session, agent ORDER BY session, MIN(seq)`, []any{}
 	if run != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ type NamespaceView struct {
 // log holds memories for, from the events' type index (no memory index is
 // opened).
 func (s *Server) apiMemoryNamespaces(w http.ResponseWriter, r *http.Request) {
-	db := s.rt.Store().DB()
+	db := s.db(r.Context())
 	// The second condition lets the partial type index serve the query.
 	rows, err := db.QueryContext(r.Context(), db.Rebind(`SELECT stream, type, COUNT(*) FROM events
 		WHERE type IN (?, ?) AND type <> 'chunk.appended' GROUP BY stream, type ORDER BY stream`),
@@ -62,6 +63,8 @@ func (s *Server) apiMemoryNamespaces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "memory: namespaces: %v", err)
 		return
 	}
+	// The log's index holds every tenant's: keep the request's.
+	out = slices.DeleteFunc(out, func(v NamespaceView) bool { return !s.namespaceVisible(r.Context(), v.Namespace) })
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -136,7 +139,7 @@ func (s *Server) provenance(ctx context.Context, items []MemoryItem) error {
 	if len(items) == 0 {
 		return nil
 	}
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	seqs := make([]any, len(items))
 	for i, it := range items {
 		seqs[i] = it.Seq
@@ -184,10 +187,10 @@ func (s *Server) provenance(ctx context.Context, items []MemoryItem) error {
 // before its run, like a run's input) the last run that read or wrote
 // it; "" if none.
 func (s *Server) runOfSession(ctx context.Context, id string) string {
-	if row, err := s.rt.Reader().Session(ctx, id); err == nil && row.RunID.Valid {
+	if row, err := s.reader(ctx).Session(ctx, id); err == nil && row.RunID.Valid {
 		return row.RunID.String
 	}
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	var run string
 	if err := db.GetContext(ctx, &run, db.Rebind(`SELECT id FROM runs WHERE output_session = ? OR input_session = ? ORDER BY started_seq DESC LIMIT 1`), id, id); err != nil {
 		return ""

@@ -116,7 +116,7 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 // runsPage reads one page of runs, newest first, started before seq
 // `before` (0: the newest), then their summaries in one query.
 func (s *Server) runsPage(ctx context.Context, limit int, before int64, status, q string, since int64) (RunsPage, error) {
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	conds, args := []string{}, []any{}
 	if since > 0 {
 		conds, args = append(conds, "started_at >= ?"), append(args, since)
@@ -166,7 +166,7 @@ func (s *Server) runViews(ctx context.Context, rows []projections.RunRow) ([]Run
 	if len(rows) == 0 {
 		return out, nil
 	}
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	ids := make([]any, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -240,7 +240,7 @@ func (s *Server) runViews(ctx context.Context, rows []projections.RunRow) ([]Run
 }
 
 func (s *Server) runView(ctx context.Context, id string) (RunView, error) {
-	row, err := s.rt.Reader().Run(ctx, id)
+	row, err := s.reader(ctx).Run(ctx, id)
 	if err != nil {
 		return RunView{}, err
 	}
@@ -297,7 +297,7 @@ func (s *Server) apiRunEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if _, err := s.rt.Reader().Run(r.Context(), id); notFound(w, err) {
+	if _, err := s.reader(r.Context()).Run(r.Context(), id); notFound(w, err) {
 		return
 	}
 	evs, err := s.rt.Store().Read(r.Context(), eventlog.Query{RunID: id, FromSeq: after + 1, Limit: int(limit) + 1})
@@ -340,7 +340,7 @@ func sinceParam(r *http.Request, now time.Time) (int64, error) {
 
 // statusCounts counts the runs per status started since (0: all).
 func (s *Server) statusCounts(ctx context.Context, since int64) (map[string]int64, error) {
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	rows, err := db.QueryContext(ctx, db.Rebind(`SELECT status, COUNT(*) FROM runs WHERE started_at >= ? GROUP BY status`), since)
 	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
@@ -369,7 +369,7 @@ type modelUse struct {
 // runModels reads the models each run called and their tokens, in one
 // query over the usage projection.
 func (s *Server) runModels(ctx context.Context, in string, ids []any) (map[string][]modelUse, error) {
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	rows, err := db.QueryContext(ctx, db.Rebind(`SELECT run_id, model, COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)
 		FROM usage WHERE run_id IN (`+in+`) GROUP BY run_id, model ORDER BY run_id, model`), ids...)
 	if err != nil {
@@ -406,7 +406,7 @@ func (s *Server) providerNames(ctx context.Context, rows []projections.RunRow, m
 	if len(bare) == 0 {
 		return nil
 	}
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	in := "?" + strings.Repeat(",?", len(bare)-1)
 	rs, err := db.QueryContext(ctx, db.Rebind(`SELECT run_id, payload FROM events WHERE seq IN (
 		SELECT MIN(seq) FROM events WHERE type = ? AND run_id IN (`+in+`) GROUP BY run_id)`), append([]any{events.TypeProviderCalled}, bare...)...)
@@ -472,7 +472,7 @@ func (s *Server) prompts(ctx context.Context, rows []projections.RunRow) (map[st
 	if len(streams) == 0 {
 		return out, nil
 	}
-	db := s.rt.Store().DB()
+	db := s.db(ctx)
 	// A session is created with its first chunks (a user's prompt).
 	q := db.Rebind(`SELECT stream, payload FROM events WHERE version = 1 AND stream IN (?` + strings.Repeat(",?", len(streams)-1) + `)`)
 	rs, err := db.QueryContext(ctx, q, streams...)

@@ -204,32 +204,32 @@ func (s *Server) routeTable() []route {
 	return []route{
 		{"GET /api/runs", read, s.apiRuns},
 		{"POST /api/runs", operate, s.apiSubmit}, // a write: CSRF applies
-		{"GET /api/runs/{id}", read, s.apiRun},
-		{"GET /api/runs/{id}/events", read, s.apiRunEvents},
-		{"GET /api/runs/{id}/stream", read, s.apiRunStream},
-		{"GET /api/runs/{id}/dossier", read, s.apiRunDossier},
-		{"GET /api/runs/{id}/tools", read, s.apiRunTools},
-		{"GET /api/runs/{id}/trace", read, s.apiRunTrace},
-		{"GET /api/runs/{id}/calls/{seq}", read, s.apiRunCall},
-		{"GET /api/runs/{id}/access", read, s.apiRunAccess},
-		{"POST /api/runs/{id}/replay", operate, s.apiRunReplay},
-		{"POST /api/runs/{id}/fork", operate, s.apiRunFork},
-		{"POST /api/runs/{id}/cancel", operate, s.apiRunCancel},
-		{"POST /api/runs/{id}/resume", operate, s.apiRunResume},
+		{"GET /api/runs/{id}", read, s.gateRun(s.apiRun)},
+		{"GET /api/runs/{id}/events", read, s.gateRun(s.apiRunEvents)},
+		{"GET /api/runs/{id}/stream", read, s.gateRun(s.apiRunStream)},
+		{"GET /api/runs/{id}/dossier", read, s.gateRun(s.apiRunDossier)},
+		{"GET /api/runs/{id}/tools", read, s.gateRun(s.apiRunTools)},
+		{"GET /api/runs/{id}/trace", read, s.gateRun(s.apiRunTrace)},
+		{"GET /api/runs/{id}/calls/{seq}", read, s.gateRun(s.apiRunCall)},
+		{"GET /api/runs/{id}/access", read, s.gateRun(s.apiRunAccess)},
+		{"POST /api/runs/{id}/replay", operate, s.gateRun(s.apiRunReplay)},
+		{"POST /api/runs/{id}/fork", operate, s.gateRun(s.apiRunFork)},
+		{"POST /api/runs/{id}/cancel", operate, s.gateRun(s.apiRunCancel)},
+		{"POST /api/runs/{id}/resume", operate, s.gateRun(s.apiRunResume)},
 		{"POST /api/verify", operate, s.apiVerify},
-		{"GET /api/sessions/{id}", read, s.apiSession},
-		{"GET /api/graph", read, s.apiGraph},
-		{"GET /api/graph/labels", read, s.apiGraphLabels},
-		{"GET /api/compare", read, s.apiCompare},
+		{"GET /api/sessions/{id}", read, s.gateSession("", s.apiSession)},
+		{"GET /api/graph", read, s.gateGraph(s.apiGraph)},
+		{"GET /api/graph/labels", read, s.gateGraph(s.apiGraphLabels)},
+		{"GET /api/compare", read, s.gateSession("session", s.apiCompare)},
 		{"GET /api/workers", read, s.apiWorkers},
-		{"GET /api/memory/search", read, s.apiMemorySearch},
+		{"GET /api/memory/search", read, s.gateNamespace(s.apiMemorySearch)},
 		{"GET /api/memory/namespaces", read, s.apiMemoryNamespaces},
-		{"GET /api/memory/list", read, s.apiMemoryList},
-		{"POST /api/memory/forget", admin, s.apiMemoryForget},
+		{"GET /api/memory/list", read, s.gateNamespace(s.apiMemoryList)},
+		{"POST /api/memory/forget", admin, s.gateNamespace(s.apiMemoryForget)},
 		{"GET /api/approvals", read, s.apiApprovals},
-		{"POST /api/approvals/{id}", decide, s.apiDecide}, // a write: CSRF applies
+		{"POST /api/approvals/{id}", decide, s.gateApproval(s.apiDecide)}, // a write: CSRF applies
 		{"GET /api/evals/datasets", read, s.apiEvalDatasets},
-		{"GET /api/evals/datasets/{name}", read, s.apiEvalDataset},
+		{"GET /api/evals/datasets/{name}", read, s.gateDataset(s.apiEvalDataset)},
 		{"GET /api/evals/experiments/{name}", read, s.apiEvalExperiment},
 		{"GET /api/evals/compare", read, s.apiEvalCompare},
 		{"/api/", read, func(w http.ResponseWriter, r *http.Request) {
@@ -336,7 +336,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.mux.ServeHTTP(w, r.WithContext(access.WithIdentity(r.Context(), c.id)))
+	s.serveScoped(w, r.WithContext(access.WithIdentity(r.Context(), c.id)))
 }
 
 func (s *Server) tokenOK(t string) bool {

@@ -70,7 +70,7 @@ type ToolsView struct {
 
 func (s *Server) apiRunTools(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
-	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
+	if _, err := s.reader(ctx).Run(ctx, id); notFound(w, err) {
 		return
 	}
 	s.heavy.Lock()

@@ -120,7 +120,7 @@ func (s *Server) exportedSpans(ctx context.Context, runID string) ([]sdktrace.Re
 
 func (s *Server) apiRunTrace(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
-	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
+	if _, err := s.reader(ctx).Run(ctx, id); notFound(w, err) {
 		return
 	}
 	s.heavy.Lock()
@@ -306,7 +306,7 @@ func (s *Server) apiRunCall(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "call: %q is not an event seq", r.PathValue("seq"))
 		return
 	}
-	if _, err := s.rt.Reader().Run(ctx, id); notFound(w, err) {
+	if _, err := s.reader(ctx).Run(ctx, id); notFound(w, err) {
 		return
 	}
 	s.heavy.Lock()
