@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/gorath/rath/checkpoint"
 	"github.com/gorath/rath/eventlog"
@@ -260,7 +261,16 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		signer = checkpoint.NewSigner(opts.SigningKey, opts.Checkpoints)
 		afterCommit = signer.Committed
 	}
+	var sealer eventlog.Sealer
+	if opts.KEK != nil {
+		rebind := func(q string) string { return q }
+		if opts.DSN != "" {
+			rebind = func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
+		}
+		sealer = keyring.New(opts.KEK, rebind)
+	}
 	store, err := eventlog.Open(ctx, eventlog.Options{
+		Sealer:           sealer,
 		AfterCommit:      afterCommit,
 		Redactor:         secrets,
 		InMemory:         opts.Store.InMemory,

@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/keyring"
 	"github.com/gorath/rath/session"
 )
 
@@ -43,8 +44,29 @@ type RunOption func(*runConfig)
 
 type runConfig struct {
 	id, seed, parent, codeVersion, tenant string
+	subject                               string
 	params                                map[string]string
 }
+
+// ContextWithSubject returns a context whose appends, in a run or not
+// (the input session a run starts from, memory written beside it), are
+// content of subject "user:ID", as WithSubject makes a run's. An invalid
+// id is a keyring.ErrSubject.
+func ContextWithSubject(ctx context.Context, id string) (context.Context, error) {
+	subject, err := keyring.Subject(keyring.LevelUser, id)
+	if err != nil {
+		return nil, err
+	}
+	return events.ContextWithSubject(ctx, subject), nil
+}
+
+// WithSubject names whose content the run is: a person's id, so that
+// with a key-encryption key (Options.KEK) everything the run stores is
+// sealed under the key of subject "user:ID", and erasing that subject
+// forgets it (package keyring). An id is printable ASCII without spaces,
+// at most 200 bytes; Start refuses another (keyring.ErrSubject). Without
+// it the run's content is its own ("run:RUNID").
+func WithSubject(id string) RunOption { return func(c *runConfig) { c.subject = id } }
 
 // WithParams records the workflow's parameters with the run, so a tool
 // that rebuilds workflows by name (rath replay) can rebuild it. Never put
@@ -173,8 +195,17 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	if err != nil {
 		return nil, err
 	}
+	var subject string
+	if cfg.subject != "" {
+		if subject, err = keyring.Subject(keyring.LevelUser, cfg.subject); err != nil {
+			return nil, fmt.Errorf("rath: start run: %w", err)
+		}
+	}
 	run := &Run{ID: cfg.id, Seed: cfg.seed}
 	rctx := events.ContextWithRun(ctx, events.RunRef{ID: cfg.id, Seed: cfg.seed})
+	if subject != "" {
+		rctx = events.ContextWithSubject(rctx, subject)
+	}
 	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: params, Tenant: events.TenantField(cfg.tenant)}
 	// run.started is carried by the run's first append (its workflow's
 	// first event, or run.finished), in that append's commit: nothing

@@ -58,7 +58,7 @@ var allowedImports = map[string][]string{
 	"internal/stmtcache":  {},
 	"internal/scratchopt": {},
 	"events":              {},
-	"eventlog":            {"events", "internal/stmtcache"},
+	"eventlog":            {"events", "internal/stmtcache", "keyring"},
 	"migrations":          {},
 	"signkey":             {},
 	"keyring":             {},

@@ -95,9 +95,8 @@ func (p *pgPending) empty() bool {
 	return len(p.blobHash) == 0 && len(p.seq) == 0 && len(p.queued) == 0
 }
 
-// addBlob queues a blob, once per batch.
-func (p *pgPending) addBlob(b []byte) {
-	h := BlobHash(b)
+// addBlob queues a blob under hash h, once per batch.
+func (p *pgPending) addBlob(h string, b []byte) {
 	if p.blobSeen[h] {
 		return
 	}

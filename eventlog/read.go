@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring"
 	"iter"
 	"slices"
 	"strings"
@@ -276,6 +277,15 @@ func (s *Store) StreamVersion(ctx context.Context, stream string) (int64, error)
 
 // GetBlob returns the bytes stored under hash, or ErrBlobNotFound.
 func (s *Store) GetBlob(ctx context.Context, hash string) ([]byte, error) {
+	b, err := s.rawBlob(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	return s.openBlob(ctx, hash, b)
+}
+
+// rawBlob returns a blob as stored: sealed, if it was.
+func (s *Store) rawBlob(ctx context.Context, hash string) ([]byte, error) {
 	var b []byte
 	err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT bytes FROM blobs WHERE hash = ?`), hash).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -315,6 +325,18 @@ func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byt
 			return nil, fmt.Errorf("eventlog: get blobs: %w", err)
 		}
 		hashes = hashes[n:]
+	}
+	// Opened once the cursor is closed: opening may read a key.
+	for h, b := range out {
+		pt, err := s.openBlob(ctx, h, b)
+		switch {
+		case errors.Is(err, keyring.ErrErased):
+			delete(out, h) // its subject's: gone, as an erased blob is
+		case err != nil:
+			return nil, err
+		default:
+			out[h] = pt
+		}
 	}
 	return out, nil
 }
@@ -405,7 +427,7 @@ func (s *Store) toEvent(ctx context.Context, r row) (events.Event, error) {
 		if err != nil {
 			return events.Event{}, fmt.Errorf("eventlog: seq %d: %w", r.Seq, err)
 		}
-		b, err := s.GetBlob(ctx, hash)
+		b, err := s.rawBlob(ctx, hash)
 		if err != nil {
 			return events.Event{}, fmt.Errorf("eventlog: seq %d payload: %w", r.Seq, err)
 		}
@@ -413,6 +435,14 @@ func (s *Store) toEvent(ctx context.Context, r row) (events.Event, error) {
 	} else {
 		ev.Payload = events.ExpandStored(r.Stream, r.Type, ev.Payload)
 		ev.Redacted = isRedacted(r.Payload)
+	}
+	pt, erased, err := s.openPayload(ctx, r.Seq, r.Stream, r.Type, ev.Payload)
+	if err != nil {
+		return events.Event{}, err
+	}
+	ev.Payload = pt
+	if erased {
+		ev.Redacted = true
 	}
 	return ev, nil
 }

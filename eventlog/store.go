@@ -118,6 +118,11 @@ type Options struct {
 	// it is hashed and written, and each removal is recorded on
 	// StreamRedactions (see package secret).
 	Redactor Redactor
+	// Sealer, if set, seals every payload and blob (after the Redactor,
+	// before the leaf is computed) under the data key of its append's
+	// subject, and reads open them (seal.go). Nil stores content in
+	// clear; reads of sealed content then fail.
+	Sealer Sealer
 
 	// afterVersionRead, for tests, runs when the writer has read
 	// data_version and before it reads the chain tail.
@@ -218,6 +223,17 @@ type item struct {
 	version int
 	payload []byte
 	p       events.Payload
+	// sealed is payload sealed under its subject's key (seal.go), what
+	// the row stores and the leaf commits to; nil stores payload.
+	sealed []byte
+}
+
+// stored is what the row keeps of the item's payload.
+func (it *item) stored() []byte {
+	if it.sealed != nil {
+		return it.sealed
+	}
+	return it.payload
 }
 
 type pendingWrite struct {
@@ -225,6 +241,9 @@ type pendingWrite struct {
 	expected int64
 	items    []item
 	blobs    [][]byte
+	// sealedBlobs, if set, are blobs sealed (seal.go), stored under the
+	// hashes of blobs.
+	sealedBlobs [][]byte
 }
 
 type request struct {
@@ -509,6 +528,9 @@ func (s *Store) appendNow(ctx context.Context, txFn func(context.Context, *sql.T
 	if err != nil {
 		return nil, err
 	}
+	if err := s.sealRequest(ctx, req); err != nil {
+		return nil, err
+	}
 	stored, err := s.send(ctx, req)
 	if err == nil {
 		s.recordRedactions(ctx, req, stored, found)
@@ -572,6 +594,9 @@ func (s *Store) PutBlob(ctx context.Context, b []byte) (string, error) {
 	req := &request{ctx: ctx, reply: make(chan result, 1), writes: []pendingWrite{{blobs: [][]byte{b}}}}
 	found, err := s.redactRequest(req)
 	if err != nil {
+		return "", err
+	}
+	if err := s.sealRequest(ctx, req); err != nil {
 		return "", err
 	}
 	if _, err := s.send(ctx, req); err != nil {

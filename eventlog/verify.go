@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring"
 
 	"github.com/jmoiron/sqlx"
 	"golang.org/x/mod/sumdb/tlog"
@@ -64,6 +65,15 @@ type VerifyReport struct {
 	// Redactions are the redacted events, each checked against the
 	// evidence.redacted event that names it.
 	Redactions []RedactionInfo `json:"redactions,omitempty"`
+	// Sealed counts the events whose payload is sealed under a subject's
+	// key, SealedBlobs the sealed blobs (package keyring): their leaves
+	// cover the ciphertext and were checked all the same.
+	Sealed      int64 `json:"sealed,omitempty"`
+	SealedBlobs int64 `json:"sealed_blobs,omitempty"`
+	// Unopened counts sealed payloads and blobs verify could not open
+	// (no key-encryption key, or the subject was erased): the blobs such
+	// a payload references, and a sealed blob's address, are unchecked.
+	Unopened int64 `json:"unopened,omitempty"`
 }
 
 // OK reports whether everything verified.
@@ -283,6 +293,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 	}
 	defer rows.Close()
+	var sealed []string
 	for rows.Next() {
 		var hash string
 		var b []byte
@@ -290,12 +301,31 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 			return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 		}
 		if BlobHash(b) != hash {
-			return v.fail(0, hash, "content does not match its hash")
+			if !keyring.IsSealed(b) {
+				return v.fail(0, hash, "content does not match its hash")
+			}
+			// Opened once the cursor is closed: opening reads a key
+			// through the same snapshot.
+			sealed = append(sealed, hash)
 		}
 		rep.Blobs++
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
+	}
+	rows.Close()
+	for _, hash := range sealed {
+		rep.SealedBlobs++
+		b, _, err := v.blob(ctx, hash)
+		if err != nil {
+			return nil, err
+		}
+		if _, fail, err := v.unsealBlob(ctx, hash, b); err != nil || fail != "" {
+			if err != nil {
+				return nil, err
+			}
+			return v.fail(0, hash, "%s", fail)
+		}
 	}
 	return rep, nil
 }
@@ -467,7 +497,23 @@ func (v *verifier) checkRefs(ctx context.Context, r row) (done bool, err error) 
 		}
 		payload = b
 	}
-	if _, refers := blobReferrers[r.Type]; !refers {
+	if keyring.IsSealed(payload) {
+		v.rep.Sealed++
+		if _, refers := blobReferrers[r.Type]; !refers {
+			return false, nil
+		}
+		pt, fail, err := v.unsealPayload(ctx, r, payload)
+		if err != nil || fail != "" {
+			if fail != "" {
+				v.fail(r.Seq, "", "%s", fail)
+			}
+			return fail != "", err
+		}
+		if pt == nil {
+			return false, nil
+		}
+		payload = pt
+	} else if _, refers := blobReferrers[r.Type]; !refers {
 		return false, nil
 	}
 	p, err := events.Decode(r.Type, r.TypeVersion, payload)
@@ -521,8 +567,18 @@ func (v *verifier) followRequest(ctx context.Context, seq int64, ref string) (bo
 		return false, err // existence was checked with the event's refs
 	}
 	if BlobHash(b) != ref {
-		v.fail(seq, ref, "request blob %s does not match its hash", ref)
-		return true, nil
+		pt, fail, err := v.unsealBlob(ctx, ref, b)
+		if err != nil {
+			return false, err
+		}
+		if fail != "" {
+			v.fail(seq, ref, "request blob %s: %s", ref, fail)
+			return true, nil
+		}
+		if pt == nil {
+			return false, nil
+		}
+		b = pt
 	}
 	v.followed[ref] = true
 	var rec requestHead
@@ -543,8 +599,18 @@ func (v *verifier) followRequest(ctx context.Context, seq int64, ref string) (bo
 			return true, nil
 		}
 		if BlobHash(seg) != next {
-			v.fail(seq, next, "%s %s of request %s does not match its hash", what, next, ref)
-			return true, nil
+			pt, fail, err := v.unsealBlob(ctx, next, seg)
+			if err != nil {
+				return false, err
+			}
+			if fail != "" {
+				v.fail(seq, next, "%s %s of request %s: %s", what, next, ref, fail)
+				return true, nil
+			}
+			if pt == nil {
+				return false, nil
+			}
+			seg = pt
 		}
 		var m messageSegment
 		if err := json.Unmarshal(seg, &m); err != nil || m.Add == nil {

@@ -364,12 +364,18 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 	out := make([]events.Event, 0, req.n)
 	tx := &Tx{ctx: ctx, w: w}
 	for i, pw := range req.writes {
-		for _, b := range pw.blobs {
+		for bi, b := range pw.blobs {
 			if w.s.opts.DiscardBlobs {
 				break
 			}
 			wrote = true
-			if err := w.putBlob(ctx, b); err != nil {
+			// A sealed blob keeps its plaintext's address, which the
+			// payloads name (seal.go).
+			hash := BlobHash(b)
+			if pw.sealedBlobs != nil {
+				b = pw.sealedBlobs[bi]
+			}
+			if err := w.putBlob(ctx, hash, b); err != nil {
 				return nil, wrote, err
 			}
 		}
@@ -384,10 +390,10 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 			head++
 			seq := w.lastSeq + 1
 			at := w.s.opts.Clock().UTC()
-			stored := it.payload
+			stored := it.stored()
 			wrote = true
 			if t := w.s.opts.BlobThreshold; t > 0 && len(stored) > t {
-				if err := w.putBlob(ctx, stored); err != nil {
+				if err := w.putBlob(ctx, BlobHash(stored), stored); err != nil {
 					return nil, wrote, err
 				}
 				stored = blobRef(stored)
@@ -408,7 +414,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 				var salt [SaltSize]byte
 				rand.Read(salt[:])
 				h := leafHeader{seq: seq, stream: pw.stream, version: head, typ: it.typ, typeVersion: it.version, runID: req.runID, hasRun: req.runID != "", at: at.UnixNano()}
-				w.line = appendLeafLine(w.line[:0], h, PayloadCommitment(salt[:], it.payload))
+				// The leaf commits to the payload as stored: sealed, it is
+				// the ciphertext, so verify needs no key.
+				w.line = appendLeafLine(w.line[:0], h, PayloadCommitment(salt[:], it.stored()))
 				leaf = tlog.RecordHash(w.line)
 				hash = hex.EncodeToString(leaf[:])
 				if w.batched() {
@@ -463,12 +471,12 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 	return out, wrote, nil
 }
 
-func (w *writerState) putBlob(ctx context.Context, b []byte) error {
+func (w *writerState) putBlob(ctx context.Context, hash string, b []byte) error {
 	if w.batched() {
-		w.pend.addBlob(b)
+		w.pend.addBlob(hash, b)
 		return nil
 	}
-	if err := w.exec(ctx, `INSERT INTO blobs (hash, size, bytes) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`, BlobHash(b), len(b), b); err != nil {
+	if err := w.exec(ctx, `INSERT INTO blobs (hash, size, bytes) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`, hash, len(b), b); err != nil {
 		return storageErr("put blob", err)
 	}
 	return nil

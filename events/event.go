@@ -130,8 +130,11 @@ func Decode(typ string, version int, payload []byte) (Payload, error) {
 
 // decodeWith is Decode against catalogue cat.
 func decodeWith(cat map[string]*typeInfo, typ string, version int, payload []byte) (Payload, error) {
-	if string(payload) == RedactedMarker {
+	switch string(payload) {
+	case RedactedMarker:
 		return nil, &DecodeError{Type: typ, Err: ErrRedacted}
+	case ErasedMarker:
+		return nil, &DecodeError{Type: typ, Err: ErrErased}
 	}
 	ti, ok := cat[typ]
 	if !ok {
@@ -177,6 +180,22 @@ func decodeWith(cat map[string]*typeInfo, typ string, version int, payload []byt
 type RunRef struct {
 	ID   string
 	Seed string
+}
+
+type subjectKey struct{}
+
+// ContextWithSubject returns a context whose appends are content of
+// subject ("user:ID", see package keyring): with a key-encryption key,
+// their payloads and blobs are sealed under the subject's key, inside a
+// run or not.
+func ContextWithSubject(ctx context.Context, subject string) context.Context {
+	return context.WithValue(ctx, subjectKey{}, subject)
+}
+
+// SubjectFromContext returns the subject set by ContextWithSubject, or "".
+func SubjectFromContext(ctx context.Context) string {
+	s, _ := ctx.Value(subjectKey{}).(string)
+	return s
 }
 
 type runKey struct{}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -13,6 +14,22 @@ import (
 // trigger allows exactly this one UPDATE, and only after the redactions
 // row is in place.
 const RedactedMarker = `{"$redacted":true}`
+
+// ErasedMarker is the payload a read returns for an event whose content
+// was sealed under a subject's key (package keyring) that was erased
+// since: the row keeps its ciphertext, which nothing can open. Readers
+// treat it as they treat RedactedMarker (Event.Redacted is set).
+const ErasedMarker = `{"$erased":true}`
+
+// ErrErased is matched (through a *DecodeError) when an event's payload
+// belongs to an erased subject. It wraps ErrRedacted, so every reader
+// that skips redacted content skips erased content too.
+var ErrErased = fmt.Errorf("events: the payload's subject was erased: %w", ErrRedacted)
+
+// SealedPrefix starts a payload or blob sealed under a subject's key
+// (package keyring's sealed form, which keeps this prefix): a row
+// holding one is stored as is, never compacted or expanded.
+const SealedPrefix = `{"$sealed":1,`
 
 // ErrRedacted is matched (through a *DecodeError) when an event's payload
 // was deleted by a redaction: the event is still in the log, its content

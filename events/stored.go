@@ -30,7 +30,8 @@ func CompactPayload(stream, typ string, payload []byte) []byte {
 // (after fetching it from blobs, see StoredInBlob): Store.Read does this
 // for every row; a reader of raw rows calls it.
 func ExpandStored(stream, typ string, stored []byte) []byte {
-	if typ != TypeChunkAppended || len(stored) < 2 || stored[0] != '{' || bytes.HasPrefix(stored, sessionKey) || bytes.HasPrefix(stored, blobPrefix) || string(stored) == RedactedMarker {
+	if typ != TypeChunkAppended || len(stored) < 2 || stored[0] != '{' || bytes.HasPrefix(stored, sessionKey) || bytes.HasPrefix(stored, blobPrefix) ||
+		string(stored) == RedactedMarker || bytes.HasPrefix(stored, []byte(SealedPrefix)) {
 		return stored
 	}
 	prefix := streamPrefix(stream)

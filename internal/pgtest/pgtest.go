@@ -137,6 +137,10 @@ func (s *Server) initdb(ctx context.Context) error {
 
 func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
 
+// DataDir is the cluster's data directory (tables, pg_wal): tests grep
+// it for what must not be stored in clear, after a CHECKPOINT.
+func (s *Server) DataDir() string { return s.dataDir() }
+
 func (s *Server) start(ctx context.Context, settings map[string]string) error {
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,19 @@ func postgresTarget(t testing.TB) storetest.Target {
 		Dir:  t.TempDir(),
 		DSN:  dsn,
 		Exec: exec,
+		Files: func(t testing.TB) []string {
+			if err := exec(t, `CHECKPOINT`); err != nil {
+				t.Fatal(err)
+			}
+			var files []string
+			filepath.WalkDir(server.DataDir(), func(path string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					files = append(files, path)
+				}
+				return nil
+			})
+			return files
+		},
 		DropGuards: func(t testing.TB) {
 			for _, q := range []string{`ALTER TABLE events DISABLE TRIGGER USER`, `ALTER TABLE tree_hashes DISABLE TRIGGER USER`, `ALTER TABLE redactions DISABLE TRIGGER USER`} {
 				if err := exec(t, q); err != nil {

@@ -27,6 +27,10 @@ func sqliteTarget(t testing.TB) storetest.Target {
 	return storetest.Target{
 		Dir:  dir,
 		Exec: exec,
+		Files: func(t testing.TB) []string {
+			files, _ := filepath.Glob(filepath.Join(dir, rath.DBFile+"*"))
+			return files
+		},
 		DropGuards: func(t testing.TB) {
 			for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER tree_hashes_no_update`, `DROP TRIGGER tree_hashes_no_delete`, `DROP TRIGGER redactions_no_update`, `DROP TRIGGER redactions_no_delete`} {
 				if err := exec(t, q); err != nil {

@@ -34,6 +34,11 @@ type Target struct {
 	// DropGuards removes the append-only triggers on events and
 	// tree_hashes, as such a person could too.
 	DropGuards func(t testing.TB)
+	// Files returns the files the database keeps on disk, written out
+	// (SQLite's rath.db, -wal and -shm; PostgreSQL's whole data
+	// directory, pg_wal too, after a CHECKPOINT): what a grep of the
+	// disk, a backup or a stolen volume finds.
+	Files func(t testing.TB) []string
 }
 
 // Options are the runtime options that open the target.
@@ -76,6 +81,7 @@ func Run(t *testing.T, b Backend) {
 		{"FencedAcrossWriters", testFencedAcrossWriters},
 		{"CarriedWrites", testCarriedWrites},
 		{"SharedClock", testSharedClock},
+		{"SealedContent", testSealed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/gorath/rath/flow/builtin"
 	"github.com/gorath/rath/flow/model"
 	"github.com/gorath/rath/internal/jsonview"
+	"github.com/gorath/rath/keyring"
 	"github.com/gorath/rath/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -35,11 +36,13 @@ var cliBackends = []string{"local", "bwrap", "opensandbox"}
 
 type runFlags struct {
 	model, provider, cassette, workspace, backend, tools, system, agent string
-	approve                                                             []string
-	noStream                                                            bool
-	maxRounds                                                           int
-	mcp                                                                 []string
-	memory                                                              []string
+	// subject names whose content the run is (rath.WithSubject).
+	subject   string
+	approve   []string
+	noStream  bool
+	maxRounds int
+	mcp       []string
+	memory    []string
 	// tenant is --tenant of run and submit: not a flag a batch line or
 	// the console's submission sets (the console's is its user's).
 	tenant string
@@ -70,11 +73,17 @@ than start a run whose every tool call would fail.`,
 rath run --model gpt-4o-mini --workspace ./work --tools run_shell_command,read_workspace_file "List the files"`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if f.subject != "" {
+				if err := keyring.ValidSubjectID(f.subject); err != nil {
+					return usagef(cmd, "--subject: %v", err)
+				}
+			}
 			return a.runAgent(cmd, f, strings.Join(argv, " "))
 		},
 	}
 	addRunFlags(cmd, &f)
 	tenantFlag(cmd, &f.tenant, "the tenant the run, its sessions and its approvals belong to")
+	cmd.Flags().StringVar(&f.subject, "subject", "", "whose content the run is (a person's id): with a key-encryption key (RATH_KEK_FILE) it is sealed under subject user:ID's key, which rath erase --subject ID destroys")
 	jsonFlag(cmd, a)
 	return cmd
 }
@@ -200,6 +209,16 @@ func approvalRules(cmd *cobra.Command, approve []string) ([]flow.ApprovalRule, e
 
 func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, params map[string]string, prompt string) error {
 	ctx := cmd.Context()
+	opts := []rath.RunOption{rath.WithParams(params), rath.WithTenant(f.tenant)}
+	if f.subject != "" {
+		// The input session is the subject's too, made before the run.
+		sctx, err := rath.ContextWithSubject(ctx, f.subject)
+		if err != nil {
+			return usagef(cmd, "--subject: %v", err)
+		}
+		ctx = sctx
+		opts = append(opts, rath.WithSubject(f.subject))
+	}
 	stopOtel, err := a.liveTelemetry(ctx, rt) // a no-op without OTEL_EXPORTER_OTLP_* endpoints
 	if err != nil {
 		return err
@@ -294,7 +313,7 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
-	for ev, err := range rt.Stream(ctx, runWorkflow, agent, input, func(r *rath.Run) { run = r }, rath.WithParams(params), rath.WithTenant(f.tenant)) {
+	for ev, err := range rt.Stream(ctx, runWorkflow, agent, input, func(r *rath.Run) { run = r }, opts...) {
 		if err != nil {
 			runErr = err
 			continue

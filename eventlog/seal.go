@@ -1,0 +1,238 @@
+package eventlog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring"
+)
+
+// Sealing (docs/SECURITY.md, "Sealed content"): with a Sealer, every
+// payload and blob an append writes is sealed under the data key of the
+// append's subject (package keyring) after the Redactor ran and before
+// the leaf is computed, so the leaf, the tree and every checkpoint commit
+// to the ciphertext and verify needs no key. Projectors and the append's
+// caller still see the plaintext. Reads open what is sealed; content of
+// an erased subject reads as events.ErasedMarker (Event.Redacted set).
+//
+// Whose content an append is: the subject its context names
+// (events.ContextWithSubject; rath.WithSubject), else the run's
+// own ("run:ID"); outside any run, a memory stream's namespace
+// ("memory:NS") and any other stream's own ("session:STREAM").
+//
+// A blob keeps the address of its plaintext, which the payloads name, so
+// its bytes no longer hash to it: verify checks a sealed blob against its
+// address only when it holds the key. Identical bytes appended by two
+// subjects are stored once, sealed under the first one's key.
+
+// Sealer seals and opens content under subjects' keys. *keyring.Keyring
+// implements it.
+type Sealer interface {
+	// Create makes subject's key in q, a transaction the store commits.
+	Create(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
+	// Key returns subject's key (keyring.ErrErased when it has none).
+	Key(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
+	// Open opens a sealed payload or blob bound to binding.
+	Open(ctx context.Context, q keyring.Querier, sealed, binding []byte) ([]byte, error)
+}
+
+var _ Sealer = (*keyring.Keyring)(nil)
+
+// unsealed are the streams whose events stay in clear: the evidence
+// verify reads without any key, which holds no one's content.
+var unsealed = map[string]bool{events.StreamEvidence: true, events.StreamRedactions: true}
+
+// unsealedTypes are event types that stay in clear wherever they are:
+// fleet bookkeeping and scores, which verify and the fleet read
+// without keys.
+var unsealedTypes = map[string]bool{events.TypeRunLeased: true, events.TypeRunResumed: true, events.TypeScoreRecorded: true}
+
+// payloadBinding binds a sealed payload to its event's stream and type.
+func payloadBinding(stream, typ string) []byte {
+	return []byte("event\x00" + stream + "\x00" + typ)
+}
+
+// blobBinding binds a sealed blob to its address.
+func blobBinding(hash string) []byte { return []byte("blob\x00" + hash) }
+
+// subjectOf is whose content an append to stream with ctx is.
+func subjectOf(ctx context.Context, stream string) string {
+	if s := events.SubjectFromContext(ctx); s != "" {
+		return s
+	}
+	if r, ok := events.RunFromContext(ctx); ok && r.ID != "" {
+		return keyring.LevelRun + ":" + r.ID
+	}
+	if ns, ok := strings.CutPrefix(stream, events.MemoryStream("")); ok && ns != "" {
+		return keyring.LevelMemory + ":" + ns
+	}
+	return keyring.LevelSession + ":" + stream
+}
+
+// sealRequest seals the request's payloads and blobs under their
+// subjects' keys, making a key (in a transaction of its own, committed
+// before the content) for a subject that has none.
+func (s *Store) sealRequest(ctx context.Context, req *request) error {
+	if s.opts.Sealer == nil {
+		return nil
+	}
+	keys := map[string]*keyring.DataKey{}
+	for wi := range req.writes {
+		w := &req.writes[wi]
+		if unsealed[w.stream] {
+			continue
+		}
+		subject := subjectOf(ctx, w.stream)
+		dk := keys[subject]
+		if dk == nil {
+			var err error
+			if dk, err = s.subjectKey(ctx, subject); err != nil {
+				return err
+			}
+			keys[subject] = dk
+		}
+		if len(w.blobs) > 0 {
+			w.sealedBlobs = make([][]byte, len(w.blobs))
+			for bi, b := range w.blobs {
+				sb, err := keyring.Seal(dk, blobBinding(BlobHash(b)), b)
+				if err != nil {
+					return err
+				}
+				w.sealedBlobs[bi] = sb
+			}
+		}
+		for ii := range w.items {
+			it := &w.items[ii]
+			if unsealedTypes[it.typ] {
+				continue
+			}
+			sp, err := keyring.Seal(dk, payloadBinding(w.stream, it.typ), it.payload)
+			if err != nil {
+				return err
+			}
+			it.sealed = sp
+		}
+	}
+	return nil
+}
+
+// subjectKey returns subject's data key, making it if it has none.
+func (s *Store) subjectKey(ctx context.Context, subject string) (*keyring.DataKey, error) {
+	if err := keyring.ValidSubject(subject); err != nil {
+		return nil, invalid("append: %v", err)
+	}
+	dk, err := s.opts.Sealer.Key(ctx, s.rdb, subject)
+	if !errors.Is(err, keyring.ErrErased) {
+		return dk, err
+	}
+	err = s.Exclusive(ctx, func(ctx context.Context, tx *Tx) error {
+		_, err := s.opts.Sealer.Create(ctx, txQuerier{tx}, subject)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events: make the key of %s: %w", subject, err)
+	}
+	return s.opts.Sealer.Key(ctx, s.rdb, subject)
+}
+
+// txQuerier lets the keyring write through the writer's transaction.
+type txQuerier struct{ tx *Tx }
+
+func (q txQuerier) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	return q.tx.Exec(query, args...)
+}
+
+func (q txQuerier) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
+	return q.tx.QueryRow(query, args...)
+}
+
+// openPayload returns the plaintext of a stored payload (after a blob
+// pointer was followed), and whether its subject was erased: then the
+// payload is events.ErasedMarker. A payload that is not sealed is
+// returned as is.
+func (s *Store) openPayload(ctx context.Context, seq int64, stream, typ string, payload []byte) ([]byte, bool, error) {
+	if !keyring.IsSealed(payload) {
+		return payload, false, nil
+	}
+	if s.opts.Sealer == nil {
+		return nil, false, fmt.Errorf("events: seq %d is sealed and the store has no key-encryption key: %w", seq, keyring.ErrKEK)
+	}
+	pt, err := s.opts.Sealer.Open(ctx, s.rdb, payload, payloadBinding(stream, typ))
+	if errors.Is(err, keyring.ErrErased) {
+		return []byte(events.ErasedMarker), true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("events: seq %d: %w", seq, err)
+	}
+	return pt, false, nil
+}
+
+// openBlob returns the plaintext of a blob stored under hash: a sealed
+// blob opens under its subject's key (keyring.ErrErased once erased).
+func (s *Store) openBlob(ctx context.Context, hash string, b []byte) ([]byte, error) {
+	if !keyring.IsSealed(b) {
+		return b, nil
+	}
+	if s.opts.Sealer == nil {
+		return nil, fmt.Errorf("events: blob %s is sealed and the store has no key-encryption key: %w", hash, keyring.ErrKEK)
+	}
+	pt, err := s.opts.Sealer.Open(ctx, s.rdb, b, blobBinding(hash))
+	if err != nil {
+		return nil, fmt.Errorf("events: blob %s: %w", hash, err)
+	}
+	return pt, nil
+}
+
+// Sealed reports whether the store seals what it writes.
+func (s *Store) Sealed() bool { return s.opts.Sealer != nil }
+
+// unsealBlob checks a blob that does not hash to its address: a sealed
+// blob opens, with the store's key, to bytes that do. It returns the
+// plaintext, or nil when the blob could not be opened (no key, or its
+// subject was erased: counted in Unopened), and a failure reason.
+func (v *verifier) unsealBlob(ctx context.Context, hash string, b []byte) (pt []byte, fail string, err error) {
+	if !keyring.IsSealed(b) {
+		return nil, "content does not match its hash", nil
+	}
+	if v.s.opts.Sealer == nil {
+		v.rep.Unopened++
+		return nil, "", nil
+	}
+	pt, err = v.s.opts.Sealer.Open(ctx, v.tx, b, blobBinding(hash))
+	switch {
+	case errors.Is(err, keyring.ErrErased):
+		v.rep.Unopened++
+		return nil, "", nil
+	case errors.Is(err, keyring.ErrSealed):
+		return nil, "sealed content does not open: it was altered or moved", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("events: verify blob %s: %w", hash, err)
+	case BlobHash(pt) != hash:
+		return nil, "sealed content does not match its hash", nil
+	}
+	return pt, "", nil
+}
+
+// unsealPayload opens a sealed payload for verify's reference checks: nil
+// when it cannot (no key, or erased; counted in Unopened).
+func (v *verifier) unsealPayload(ctx context.Context, r row, payload []byte) (pt []byte, fail string, err error) {
+	if v.s.opts.Sealer == nil {
+		v.rep.Unopened++
+		return nil, "", nil
+	}
+	pt, err = v.s.opts.Sealer.Open(ctx, v.tx, payload, payloadBinding(r.Stream, r.Type))
+	switch {
+	case errors.Is(err, keyring.ErrErased):
+		v.rep.Unopened++
+		return nil, "", nil
+	case errors.Is(err, keyring.ErrSealed):
+		return nil, "sealed payload does not open: it was altered or moved", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("events: verify seq %d: %w", r.Seq, err)
+	}
+	return pt, "", nil
+}
