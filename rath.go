@@ -301,7 +301,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		return nil, fmt.Errorf("rath: open: %w", err)
 	}
-	reader := projections.NewReader(store.DB())
+	reader := projections.NewReader(store.DB()).WithOpener(store)
 	models := opts.Models
 	if models == nil {
 		models = Models()

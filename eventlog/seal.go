@@ -171,6 +171,15 @@ func (s *Store) openPayload(ctx context.Context, seq int64, stream, typ string, 
 	return pt, false, nil
 }
 
+// OpenStored returns the plaintext of a payload as an events row of
+// stream and typ stores it (a blob pointer already followed): a sealed
+// one opens under its subject's key, and erased is true, with
+// events.ErasedMarker, once that key is gone. Anything else is returned
+// as is. Readers of raw rows (package projections) call it.
+func (s *Store) OpenStored(ctx context.Context, seq int64, stream, typ string, payload []byte) (_ []byte, erased bool, _ error) {
+	return s.openPayload(ctx, seq, stream, typ, payload)
+}
+
 // openBlob returns the plaintext of a blob stored under hash: a sealed
 // blob opens under its subject's key (keyring.ErrErased once erased).
 func (s *Store) openBlob(ctx context.Context, hash string, b []byte) ([]byte, error) {

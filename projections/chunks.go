@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -128,6 +129,11 @@ func (r *Reader) ownChunks(ctx context.Context, out []StoredChunk, session strin
 		}
 	}
 	cr := chunkReader{session: session, lo: lo, hi: hi, next: lo, pos: pos, out: out}
+	if r.opener != nil {
+		cr.open = func(seq int64, typ string, payload []byte) ([]byte, bool, error) {
+			return r.opener.OpenStored(ctx, seq, session, typ, payload)
+		}
+	}
 	cr.ownCreated = func() (int64, error) {
 		// The event that started the session was redacted: it held the
 		// chunks that the chunk.appended events on its stream do not.
@@ -227,6 +233,9 @@ type chunkReader struct {
 	// ownCreated counts the chunks of the session's first event when it
 	// was redacted (a query, made only then).
 	ownCreated func() (int64, error)
+	// open opens a sealed payload (Reader.WithOpener); nil leaves it
+	// sealed, and it does not decode.
+	open func(seq int64, typ string, payload []byte) ([]byte, bool, error)
 }
 
 // event takes the chunks of one event: its payload as its row stores it,
@@ -234,6 +243,18 @@ type chunkReader struct {
 // events.RedactedChunk: the session keeps its length and every session
 // sharing the prefix reads the same stand-ins (eventlog/shape.go).
 func (cr *chunkReader) event(seq int64, typ string, typeVersion int, payload []byte, stored bool) error {
+	if cr.open != nil && bytes.HasPrefix(payload, []byte(events.SealedPrefix)) {
+		pt, erased, err := cr.open(seq, typ, payload)
+		if err != nil {
+			return err
+		}
+		// An erased subject's chunks read as redacted ones: the session
+		// keeps its length.
+		payload, stored = pt, false
+		if erased {
+			payload = []byte(events.RedactedMarker)
+		}
+	}
 	if events.IsRedactedPayload(payload) {
 		var n int64
 		switch typ {

@@ -85,6 +85,16 @@ type Reader struct {
 	// q runs the lookups sessions make on every load through prepared
 	// statements (through db itself when scoped to a tenant).
 	q rowQueryer
+	// opener opens sealed payloads the reader reads from events rows;
+	// nil for none.
+	opener Opener
+}
+
+// Opener opens a payload as an events row stores it when it is sealed
+// under a subject's key (eventlog.Store implements it): the plaintext,
+// or erased true when the subject's key is gone.
+type Opener interface {
+	OpenStored(ctx context.Context, seq int64, stream, typ string, payload []byte) ([]byte, bool, error)
 }
 
 // queryer is what a Reader reads through: the store's read pool, or a
@@ -105,6 +115,14 @@ type rowQueryer interface {
 
 // NewReader returns a Reader over db (the store's read pool).
 func NewReader(db *sqlx.DB) *Reader { return &Reader{db: db, q: stmtcache.New(db)} }
+
+// WithOpener returns the reader opening sealed payloads with o: a store
+// with a key-encryption key needs it to read sessions' chunks.
+func (r *Reader) WithOpener(o Opener) *Reader {
+	c := *r
+	c.opener = o
+	return &c
+}
 
 const sessionCols = `id, version, kind, origin, source, base, base_len, length, backend, spec, prompt_tokens, completion_tokens, total_tokens, calls, children, incomplete, run_id, created_seq, updated_seq, tenant`
 

@@ -42,14 +42,15 @@ type app struct {
 	// keys verify trusts to have signed them (verify --log-key).
 	signingKey  string
 	trustedKeys []string
+	json        bool
+	stdin       io.Reader
+	stdout      io.Writer
+	stderr      io.Writer
+	rt          *rath.Runtime
+
 	// kekFile is the key-encryption key's file (RATH_KEK_FILE, else the
 	// config file's "kek_file"); "" stores content in clear.
 	kekFile string
-	json    bool
-	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
-	rt      *rath.Runtime
 
 	// trustedWitnesses are the note verifier keys of the witnesses verify
 	// and dossier trust (--witness-key).

@@ -36,16 +36,17 @@ var cliBackends = []string{"local", "bwrap", "opensandbox"}
 
 type runFlags struct {
 	model, provider, cassette, workspace, backend, tools, system, agent string
-	// subject names whose content the run is (rath.WithSubject).
-	subject   string
-	approve   []string
-	noStream  bool
-	maxRounds int
-	mcp       []string
-	memory    []string
+	approve                                                             []string
+	noStream                                                            bool
+	maxRounds                                                           int
+	mcp                                                                 []string
+	memory                                                              []string
 	// tenant is --tenant of run and submit: not a flag a batch line or
 	// the console's submission sets (the console's is its user's).
 	tenant string
+
+	// subject names whose content the run is (rath.WithSubject).
+	subject string
 }
 
 func newRunCmd(a *app) *cobra.Command {

@@ -121,6 +121,11 @@ mismatch names the score's seq and the event's.`,
 			} else {
 				fmt.Fprintf(a.stdout, "events checked  %d\n", v.Events)
 				fmt.Fprintf(a.stdout, "blobs checked   %d\n", v.Blobs)
+				if rt.Store().Sealed() || rep.Sealed > 0 {
+					fmt.Fprintf(a.stdout, "content         sealed under subjects' keys: %d events, %d blobs (%d not opened: erased, or no key)\n", rep.Sealed, rep.SealedBlobs, rep.Unopened)
+				} else {
+					fmt.Fprintln(a.stdout, "content         not encrypted (no key-encryption key: rath keys kek, RATH_KEK_FILE)")
+				}
 				switch {
 				case v.Head != "":
 					fmt.Fprintf(a.stdout, "head            %s\n", v.Head)
