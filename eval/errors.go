@@ -15,6 +15,8 @@ var (
 	// ErrSpec is matched by errors for a scorer spec, a judge file or a
 	// JSONL case that cannot be used.
 	ErrSpec = errors.New("eval: bad input")
+	// ErrScoreFell is matched by a *ScoreFellError.
+	ErrScoreFell = errors.New("eval: a score fell below the baseline's")
 	// ErrScoreMismatch is matched by a *ScoreMismatchError.
 	ErrScoreMismatch = errors.New("eval: a score does not match the events it read")
 )
@@ -24,7 +26,7 @@ var (
 // hashes to Actual (empty when the event is gone or unreadable, Reason
 // says why).
 type ScoreMismatchError struct {
-	What               string // "score" or "dataset item"
+	What               string // "score", "dataset item" or "counterfactual"
 	ScoreSeq, EventSeq int64
 	Recorded, Actual   string
 	Reason             string

@@ -58,9 +58,16 @@ type RegressOptions struct {
 	Parallel int
 	// Experiment and Scorers, both set, score each run that went on live
 	// in that experiment (RecordScores; RegressDataset only): the new
-	// run beside the baseline's scores.
+	// run beside the baseline's scores. The baseline's score is the one
+	// the experiment holds of the item's recorded run by the same scorer
+	// at the same configuration; where it holds none, the recorded run is
+	// scored first.
 	Experiment string
 	Scorers    []Scorer
+	// Tolerance is how far a live run's score may fall below the
+	// baseline's before it counts as fallen (RegressItem.Fell). Zero: any
+	// fall counts.
+	Tolerance float64
 }
 
 // RegressItem is what Regress found for one run.
@@ -84,8 +91,12 @@ type RegressItem struct {
 	// and LiveError why it stopped early, if it did.
 	LiveRun   string `json:"live_run,omitempty"`
 	LiveError string `json:"live_error,omitempty"`
-	// Scores are the live run's scores (RegressOptions.Scorers).
-	Scores []Score `json:"scores,omitempty"`
+	// Scores are the live run's scores (RegressOptions.Scorers),
+	// Baseline the recorded run's by the same scorers, in the same
+	// order, and Fell the scores that fell beyond the tolerance.
+	Scores   []Score     `json:"scores,omitempty"`
+	Baseline []Score     `json:"baseline_scores,omitempty"`
+	Fell     []ScoreFall `json:"scores_fell,omitempty"`
 	// Error is why the run could not be re-executed (OutcomeError).
 	Error string `json:"error,omitempty"`
 	// Answered counts the model and tool calls answered from the record.
@@ -128,6 +139,27 @@ type RegressReport struct {
 	// Unrecorded counts the dataset's items with no recording (cases from
 	// JSONL): there is nothing of theirs to re-execute.
 	Unrecorded int `json:"unrecorded,omitempty"`
+	// Tolerance is RegressOptions.Tolerance, for the reader of Falls.
+	Tolerance float64 `json:"tolerance,omitempty"`
+}
+
+// Falls lists the scores that fell beyond the tolerance, item by item.
+func (r *RegressReport) Falls() []ScoreFall {
+	var out []ScoreFall
+	for _, it := range r.Items {
+		out = append(out, it.Fell...)
+	}
+	return out
+}
+
+// FellError is a *ScoreFellError naming the scores that fell, or nil
+// when none did.
+func (r *RegressReport) FellError() error {
+	falls := r.Falls()
+	if len(falls) == 0 {
+		return nil
+	}
+	return &ScoreFellError{Tolerance: r.Tolerance, Falls: falls}
 }
 
 // RegressDataset is Regress over the items of ds that have a recorded
@@ -153,21 +185,26 @@ func RegressDataset(ctx context.Context, rt *rath.Runtime, ds *Dataset, opts Reg
 	if opts.Experiment == "" || len(opts.Scorers) == 0 {
 		return rep, nil
 	}
+	rep.Tolerance = opts.Tolerance
+	// The baseline's scores are those recorded before this check.
+	prior, err := recordedScores(ctx, rt, opts.Experiment)
+	if err != nil {
+		return rep, err
+	}
 	for i, it := range rep.Items {
 		if it.LiveRun == "" {
 			continue
 		}
-		scores, err := RecordScores(ctx, rt, opts.Experiment, ds, byID[it.Item], it.LiveRun, opts.Scorers)
-		if err != nil {
-			return rep, fmt.Errorf("regress: score live run %s: %w", it.LiveRun, err)
+		if err := compareLive(ctx, rt, ds, byID[it.Item], &rep.Items[i], prior, opts); err != nil {
+			return rep, err
 		}
-		rep.Items[i].Scores = scores
 	}
 	return rep, nil
 }
 
-// Regressed reports whether any item is not the same as its record.
-func (r *RegressReport) Regressed() bool { return r.Same != len(r.Items) }
+// Regressed reports whether any item is not the same as its record, or
+// a score fell.
+func (r *RegressReport) Regressed() bool { return r.Same != len(r.Items) || len(r.Falls()) > 0 }
 
 // Regress re-executes each case's run with the workflow as it is now
 // (opts.Workflow) in a scratch store, answering model and tool calls

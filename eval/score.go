@@ -136,6 +136,14 @@ func RecordScores(ctx context.Context, rt *rath.Runtime, experiment string, ds *
 	return recordScores(ctx, rt, experiment, ds, item, run, scorers)
 }
 
+// scorerConfig is the config hash a score by sc records.
+func scorerConfig(sc Scorer) string {
+	if c, ok := sc.(Configured); ok {
+		return c.ConfigHash()
+	}
+	return configHash(sc.Name(), sc.Version())
+}
+
 func recordScores(ctx context.Context, rt *rath.Runtime, experiment string, ds *Dataset, item Item, run string, scorers []Scorer) ([]Score, error) {
 	if run == "" {
 		return nil, fmt.Errorf("%w: item %s has no run to score", ErrNotFound, item.ID)
@@ -163,12 +171,7 @@ func recordScores(ctx context.Context, rt *rath.Runtime, experiment string, ds *
 		if err != nil {
 			return nil, fmt.Errorf("eval: score item %s with %s: %w", item.ID, sc.Name(), err)
 		}
-		s.Item, s.Run, s.Scorer, s.Version = item.ID, run, sc.Name(), sc.Version()
-		if c, ok := sc.(Configured); ok {
-			s.ConfigHash = c.ConfigHash()
-		} else {
-			s.ConfigHash = configHash(s.Scorer, s.Version)
-		}
+		s.Item, s.Run, s.Scorer, s.Version, s.ConfigHash = item.ID, run, sc.Name(), sc.Version(), scorerConfig(sc)
 		scores = append(scores, s)
 		payloads = append(payloads, &events.ScoreRecorded{Experiment: experiment, Dataset: ds.Name, Item: item.ID, Run: run,
 			Scorer: s.Scorer, ScorerVersion: s.Version, ConfigHash: s.ConfigHash, Value: s.Value, Reason: s.Reason, Reads: s.Reads})

@@ -364,6 +364,12 @@ func ResolveProviderConfig(p Provider, opts ResolveOptions) (Provider, error) {
 			return p, fmt.Errorf("%w: no provider %q in %s", ErrProvider, name, cfgPath)
 		}
 		fromFile = pc
+		if ok {
+			// The file's default, named: a run records it (Recordable), so
+			// that going on live later (a resume, regress --live) resolves
+			// the same entry rather than the vendor's defaults.
+			p.Name = name
+		}
 	}
 	if p.Vendor == "" {
 		p.Vendor = fromFile.Vendor

@@ -25,9 +25,10 @@ func newRegressCmd(a *app) *cobra.Command {
 		expName string
 		specs   []string
 		workers int
+		tol     float64
 	)
 	cmd := &cobra.Command{
-		Use:   "regress (DATASET | --run RUN...) [--live [--experiment NAME --scorer SPEC...]] [--fail-on-regression]",
+		Use:   "regress (DATASET | --run RUN...) [--live [--experiment NAME --scorer SPEC... [--tolerance T]]] [--parallel N] [--fail-on-regression]",
 		Short: "Re-execute recorded runs with the workflow as it is now, answered from the record while requests match, and say per run where it first differs",
 		Long: `regress re-executes each recorded run of DATASET (or each --run) in a
 scratch store with the workflow as it is now: for "rath run" runs, this
@@ -49,8 +50,15 @@ Runs are re-executed --parallel at a time (by default as many as the
 machine runs goroutines at once), each in its own scratch store; the
 report lists them in the dataset's (or the --run flags') order.
 
+With --experiment NAME and --scorer SPEC over a dataset, each run that
+went on live is scored in NAME beside its baseline: the score NAME holds
+of the item's recorded run by the same scorer (scored now if it holds
+none). A live run's score lower than the baseline's by more than
+--tolerance (default 0) has fallen, and the report names it.
+
 With --fail-on-regression it exits 4 when any run is not the same (or
-could not be re-executed).`,
+could not be re-executed) or a score fell, naming the items whose score
+fell.`,
 		Example: `rath regress --run run-0123456789abcdef --run run-fedcba9876543210
 rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 		Args: args(cobra.MaximumNArgs(1)),
@@ -80,6 +88,9 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 			if len(scorers) > 0 && (ds == nil || expName == "") {
 				return usagef(cmd, "--scorer scores the runs that went on live in --experiment NAME over DATASET: give both")
 			}
+			if cmd.Flags().Changed("tolerance") && (len(scorers) == 0 || tol < 0) {
+				return usagef(cmd, "--tolerance %g: give 0 or more, with --scorer (how far a live run's score may fall below the baseline's)", tol)
+			}
 			var cases []eval.RegressCase
 			for _, r := range runs {
 				cases = append(cases, eval.RegressCase{Run: r})
@@ -99,7 +110,7 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 			if progress := a.progress("regress"); progress != nil {
 				opts.Progress = func(done, total int) { progress(int64(done), int64(total)) }
 			}
-			opts.Experiment, opts.Scorers = expName, scorers
+			opts.Experiment, opts.Scorers, opts.Tolerance = expName, scorers, tol
 			var rep *eval.RegressReport
 			if ds != nil {
 				rep, err = eval.RegressDataset(ctx, rt, ds, opts)
@@ -116,10 +127,13 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 			} else {
 				printRegress(a, rep)
 			}
-			if failOn && rep.Regressed() {
-				return errRegressed
+			if !failOn || !rep.Regressed() {
+				return nil
 			}
-			return nil
+			if err := rep.FellError(); err != nil {
+				return fmt.Errorf("%w: %w", errDiverged, err)
+			}
+			return errRegressed
 		},
 	}
 	cmd.Flags().StringArrayVar(&runs, "run", nil, "a recorded run to check (repeatable)")
@@ -128,6 +142,7 @@ rath regress --fail-on-regression --json --run run-0123456789abcdef`,
 	cmd.Flags().BoolVar(&failOn, "fail-on-regression", false, "exit 4 when a run is not the same as its record")
 	cmd.Flags().StringVar(&expName, "experiment", "", "with --live and --scorer: the experiment the runs that went on live are scored in")
 	cmd.Flags().StringArrayVar(&specs, "scorer", nil, "a scorer of the runs that went on live ("+eval.Specs+"); repeatable")
+	cmd.Flags().Float64Var(&tol, "tolerance", 0, "with --scorer: how far a live run's score may fall below the baseline's before --fail-on-regression fails")
 	jsonFlag(cmd, a)
 	return cmd
 }
@@ -149,8 +164,12 @@ func printRegress(a *app, rep *eval.RegressReport) {
 				fmt.Fprintf(tw, "  %s\n", d.Diff)
 			}
 		}
-		for _, sc := range it.Scores {
-			fmt.Fprintf(tw, "  live run scored %s = %g\n", sc.Scorer, sc.Value)
+		for i, sc := range it.Scores {
+			fmt.Fprintf(tw, "  live run scored %s = %g", sc.Scorer, sc.Value)
+			if i < len(it.Baseline) {
+				fmt.Fprintf(tw, " (baseline %g)", it.Baseline[i].Value)
+			}
+			fmt.Fprintln(tw)
 		}
 		if it.LiveError != "" {
 			fmt.Fprintf(tw, "  live: %s\n", it.LiveError)
@@ -158,6 +177,12 @@ func printRegress(a *app, rep *eval.RegressReport) {
 	}
 	fmt.Fprintf(tw, "%d runs: %d same, %d diverged, %d need live answers, %d could not be re-executed\n",
 		len(rep.Items), rep.Same, rep.Diverged, rep.NeedsLive, rep.Errors)
+	if falls := rep.Falls(); len(falls) > 0 {
+		fmt.Fprintf(tw, "%d scores fell by more than %g below the baseline's:\n", len(falls), rep.Tolerance)
+		for _, f := range falls {
+			fmt.Fprintf(tw, "  score fell: %s\n", f)
+		}
+	}
 	if rep.Unrecorded > 0 {
 		fmt.Fprintf(tw, "%d items of the dataset have no recorded run: nothing to re-execute\n", rep.Unrecorded)
 	}
