@@ -46,6 +46,7 @@ type runConfig struct {
 	id, seed, parent, codeVersion, tenant string
 	subject                               string
 	params                                map[string]string
+	record                                func(run string) eventlog.Write
 }
 
 // ContextWithSubject returns a context whose appends, in a run or not
@@ -87,6 +88,14 @@ func WithParentRun(id string) RunOption { return func(c *runConfig) { c.parent =
 // (events.CheckTenant says which names are valid). By default a run is
 // the default tenant's (events.DefaultTenant).
 func WithTenant(tenant string) RunOption { return func(c *runConfig) { c.tenant = tenant } }
+
+// WithStartRecord records record(run id) in the run's first commit,
+// after its run.started: a fact about the run that lands with it or not
+// at all (a counterfactual's account of what it replaced, say). The
+// write's stream must be new to the log or expect its version.
+func WithStartRecord(record func(run string) eventlog.Write) RunOption {
+	return func(c *runConfig) { c.record = record }
+}
 
 // WithCodeVersion records the version of the code that ran; by default the
 // module's VCS revision when the binary has one, else "dev".
@@ -215,33 +224,50 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	if err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)
 	}
+	// flush writes what is carried, should no append carry it.
+	flush := carried
+	if cfg.record != nil {
+		// Nested inside run.started's, so written after it.
+		if rctx, flush, err = eventlog.ContextWithCarried(rctx, cfg.record(cfg.id)); err != nil {
+			return nil, fmt.Errorf("rath: start run: %w", err)
+		}
+	}
 	// The root workflow's exit record is written with run.finished, in
 	// one commit (finish).
 	rctx, exit := flow.ContextDeferringExit(rctx)
 	out, err := flow.Forward(rctx, wf, input)
-	if rerr := carried.Refused(); rerr != nil {
+	if rerr := refused(carried, flush); rerr != nil {
 		return nil, fmt.Errorf("rath: start run: %w", rerr)
 	}
 	if errors.Is(err, flow.ErrWaiting) {
 		// Suspended for a person: no run.finished, the run stays open
 		// (status waiting) until replay.Resume continues it.
 		run.Output = out
-		if ferr := carried.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
+		if ferr := flush.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
 			return run, errors.Join(err, fmt.Errorf("rath: start run: %w", ferr))
 		}
 		return run, err
 	}
 	err = rt.finish(rctx, run, out, err, exit)
-	if rerr := carried.Refused(); rerr != nil {
+	if rerr := refused(carried, flush); rerr != nil {
 		return nil, fmt.Errorf("rath: start run: %w", rerr)
 	}
 	if errors.Is(err, ErrRunLeftOpen) {
 		// Left open for a retry, which resumes a started run.
-		if ferr := carried.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
+		if ferr := flush.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
 			return run, errors.Join(err, fmt.Errorf("rath: start run: %w", ferr))
 		}
 	}
 	return run, err
+}
+
+// refused is the conflict that refused run.started (carried) or the
+// start record nested in it (flush), if one did.
+func refused(carried, flush *eventlog.Carried) error {
+	if err := carried.Refused(); err != nil || flush == carried {
+		return err
+	}
+	return flush.Refused()
 }
 
 // withSpec returns params with flow.SpecParam: the workflow as data

@@ -175,10 +175,11 @@ type (
 		FailedSeq int64  `json:"failed_seq"`
 		Failure   string `json:"failure"`
 		Scores    *struct {
-			Scores   int    `json:"scores"`
-			Failure  string `json:"failure"`
-			ScoreSeq int64  `json:"score_seq"`
-			EventSeq int64  `json:"event_seq"`
+			Scores          int    `json:"scores"`
+			Counterfactuals int    `json:"counterfactuals"`
+			Failure         string `json:"failure"`
+			ScoreSeq        int64  `json:"score_seq"`
+			EventSeq        int64  `json:"event_seq"`
 		} `json:"scores"`
 	}
 )

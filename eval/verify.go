@@ -16,9 +16,10 @@ import (
 
 // VerifyReport says what VerifyScores checked.
 type VerifyReport struct {
-	// Scores and Items count the score.recorded and dataset.item_added
-	// events checked; Reads the events they name.
-	Scores, Items, Reads int
+	// Scores, Items and Counterfactuals count the score.recorded,
+	// dataset.item_added and counterfactual.forked events checked; Reads
+	// the events they name.
+	Scores, Items, Counterfactuals, Reads int
 	// Failure is the first score or item whose recorded leaf hash does
 	// not match the event it names, nil if none.
 	Failure *ScoreMismatchError
@@ -34,10 +35,11 @@ type reference struct {
 
 // VerifyScores recomputes the leaf of every event a score read (and every
 // run's last event a dataset item pins) from its row and compares it with
-// the leaf hash recorded then. An event edited behind rath's back, or a
+// the leaf hash recorded then, as it does for the event each
+// counterfactual run replaced. An event edited behind rath's back, or a
 // score whose recorded hashes were edited, fails naming both seqs.
 func VerifyScores(ctx context.Context, rt *rath.Runtime) (*VerifyReport, error) {
-	evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeScoreRecorded, events.TypeDatasetItemAdded}})
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeScoreRecorded, events.TypeDatasetItemAdded, events.TypeCounterfactualForked}})
 	if err != nil {
 		return nil, fmt.Errorf("eval: verify scores: %w", err)
 	}
@@ -58,6 +60,9 @@ func VerifyScores(ctx context.Context, rt *rath.Runtime) (*VerifyReport, error) 
 			for _, r := range e.Reads {
 				refs = append(refs, reference{ev.Seq, "score", r})
 			}
+		case *events.CounterfactualForked:
+			rep.Counterfactuals++
+			refs = append(refs, reference{ev.Seq, "counterfactual", events.ScoreRead{Seq: e.At, Leaf: e.Replaced}})
 		case *events.DatasetItemAdded:
 			rep.Items++
 			if e.Run != "" {

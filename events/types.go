@@ -425,6 +425,7 @@ func buildCatalogue() map[string]*typeInfo {
 	add(func() Payload { return &TokenCreated{} })
 	add(func() Payload { return &TokenRevoked{} })
 	add(func() Payload { return &AccessViewed{} })
+	add(func() Payload { return &CounterfactualForked{} })
 	// Version 2 added shapes; a version 1 record has none.
 	add(func() Payload { return &EvidenceRedacted{} }, upcasts{1: func(raw json.RawMessage) (json.RawMessage, error) { return raw, nil }})
 	add(func() Payload { return &EvidenceErased{} })

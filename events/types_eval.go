@@ -133,3 +133,44 @@ func (e ScoreRecorded) Validate() error {
 	}
 	return nil
 }
+
+// TypeCounterfactualForked records what a counterfactual run replaced.
+const TypeCounterfactualForked = "counterfactual.forked"
+
+// CounterfactualStream is the stream of the counterfactual.forked event of
+// one counterfactual run, by the run's id.
+func CounterfactualStream(run string) string { return "counterfactual:" + run }
+
+// Kinds of replaced event (CounterfactualForked.Kind).
+const (
+	ReplacedAnswer     = "answer"      // a model's answer (provider.called)
+	ReplacedToolResult = "tool_result" // a tool's output (tool.returned)
+)
+
+// CounterfactualForked opens a counterfactual run: Run continues Original
+// from the event at seq At (leaf hash Replaced), which it replaced by the
+// blob Replacement, on the fork Session. It is written with Run's
+// run.started, in the same commit, and verify checks Replaced against the
+// log's event at At.
+type CounterfactualForked struct {
+	Run         string `json:"run"`
+	Original    string `json:"original"`
+	At          int64  `json:"at"`
+	Kind        string `json:"kind"`
+	Replaced    string `json:"replaced"`
+	Replacement string `json:"replacement"`
+	Session     string `json:"session"`
+}
+
+func (CounterfactualForked) EventType() string  { return TypeCounterfactualForked }
+func (CounterfactualForked) EventVersion() int  { return 1 }
+func (e CounterfactualForked) StreamID() string { return CounterfactualStream(e.Run) }
+func (e CounterfactualForked) Validate() error {
+	if e.Run == "" || e.Original == "" || e.At <= 0 || e.Replaced == "" || e.Replacement == "" || e.Session == "" {
+		return invalid("counterfactual.forked needs the run, the original, the replaced seq and leaf hash, the replacement and the fork")
+	}
+	if e.Kind != ReplacedAnswer && e.Kind != ReplacedToolResult {
+		return invalid("counterfactual.forked kind %q is not %s or %s", e.Kind, ReplacedAnswer, ReplacedToolResult)
+	}
+	return nil
+}

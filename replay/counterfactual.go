@@ -17,7 +17,9 @@ import (
 )
 
 // The parameters a counterfactual run records (rath.WithParams) beside
-// the original's: what it replaced, where, and with what.
+// the original's: what it replaced, where, and with what. Its
+// counterfactual.forked event (events.CounterfactualForked), written with
+// its run.started, says the same as a typed record that verify checks.
 const (
 	CounterfactualOfParam = "counterfactual_of"          // the original run
 	CounterfactualAtParam = "counterfactual_at"          // the seq of the replaced event
@@ -136,7 +138,9 @@ func decodeAs[T any](ev events.Event) (*T, error) {
 
 // Continue runs agent, the workflow of the agent that made the forked
 // call, on the fork as a new run linked to the original (parent_run),
-// recording the counterfactual's parameters. Its first model call gets
+// recording the counterfactual's parameters and its counterfactual.forked
+// event. agent must be one *flow.Agent: a workflow of several agents is a
+// *NotOneAgentError (ErrCounterfactual), and nothing is run. Its first model call gets
 // the replaced answer (or the recorded one, whose tool results include
 // the replaced result); after that calls are answered from the original's
 // record while the requests match. Live, a changed request and all that
@@ -147,6 +151,9 @@ func (cf *Counterfactual) Continue(ctx context.Context, rt *rath.Runtime, agent 
 	started, err := rt.RunStarted(ctx, cf.Run)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := agent.(*flow.Agent); !ok {
+		return nil, &NotOneAgentError{Run: cf.Run, Workflow: started.Workflow}
 	}
 	rest, err := store.Read(ctx, eventlog.Query{RunID: cf.Run, FromSeq: cf.call})
 	if err != nil {
@@ -173,11 +180,21 @@ func (cf *Counterfactual) Continue(ctx context.Context, rt *rath.Runtime, agent 
 	}
 	params[CounterfactualOfParam], params[CounterfactualAtParam] = cf.Run, strconv.FormatInt(cf.Seq, 10)
 	params[ReplacedParam], params[ReplacementParam] = cf.Replaced, cf.Replacement
-	run, err := rt.Start(rctx, started.Workflow, agent, cf.Session, rath.WithParentRun(cf.Run), rath.WithParams(params), rath.WithTenant(started.Tenant))
+	run, err := rt.Start(rctx, started.Workflow, agent, cf.Session, rath.WithParentRun(cf.Run), rath.WithParams(params), rath.WithTenant(started.Tenant), rath.WithStartRecord(cf.record))
 	if orc.diverged != nil {
 		return run, orc.diverged
 	}
 	return run, err
+}
+
+// record is the counterfactual.forked write of the new run id.
+func (cf *Counterfactual) record(id string) eventlog.Write {
+	kind := events.ReplacedAnswer
+	if cf.replacing.ToolResult != nil {
+		kind = events.ReplacedToolResult
+	}
+	return eventlog.Write{Stream: events.CounterfactualStream(id), Expected: eventlog.NoStream, Events: []events.Payload{&events.CounterfactualForked{
+		Run: id, Original: cf.Run, At: cf.Seq, Kind: kind, Replaced: cf.Replaced, Replacement: cf.Replacement, Session: cf.Session.ID()}}}
 }
 
 // substitute puts the replacement in the oracle's record.

@@ -17,6 +17,24 @@ var (
 	ErrCounterfactual = errors.New("replay: cannot fork a counterfactual there")
 )
 
+// NotOneAgentError is returned by Counterfactual.Continue for a run whose
+// workflow is not one agent (a sequence, a router, parallel branches): a
+// counterfactual continues one agent from the forked call, on a fork of
+// its session; going on from the middle of a workflow of several agents
+// would need the workflow re-executed from its start, which it does not
+// do. It matches ErrCounterfactual.
+type NotOneAgentError struct {
+	Run      string
+	Workflow string // the run's recorded workflow name
+}
+
+func (e *NotOneAgentError) Error() string {
+	return fmt.Sprintf("replay: cannot fork a counterfactual of run %s: its workflow %q is not one agent, and a counterfactual continues one agent (a rath run run, or a program's single-agent workflow) from the replaced call", e.Run, e.Workflow)
+}
+
+// Is makes errors.Is(err, ErrCounterfactual) true.
+func (e *NotOneAgentError) Is(target error) bool { return target == ErrCounterfactual }
+
 // Divergence classes.
 const (
 	ClassMismatch = "mismatch" // both sides have the event, with different content

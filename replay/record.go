@@ -24,6 +24,10 @@ type runInfo struct {
 	// redacted are the run's redacted events (their payloads deleted):
 	// the record ends before the first.
 	redacted []int64
+	// startRecord is what the run wrote with its run.started
+	// (rath.WithStartRecord): a counterfactual's counterfactual.forked,
+	// which a replay writes again. Nil for other runs.
+	startRecord events.Payload
 	// pending, when set, reads the rest of the record (events, finished):
 	// an outlined record is read in the background. See complete.
 	pending func() ([]events.Event, error)
@@ -140,6 +144,21 @@ func (info *runInfo) complete() error {
 		return fmt.Errorf("replay: read the record: run.started at seq %d, outlined at %d", info.startSeq, startSeq)
 	}
 	return nil
+}
+
+// readStartRecord fills info.startRecord: for a counterfactual run, the
+// counterfactual.forked event on its stream (none for one recorded before
+// the event existed).
+func (info *runInfo) readStartRecord(ctx context.Context, rt *rath.Runtime) error {
+	if info.started.Params[CounterfactualOfParam] == "" {
+		return nil
+	}
+	evs, err := rt.Store().ReadStream(ctx, events.CounterfactualStream(info.run), 0)
+	if err != nil || len(evs) == 0 {
+		return err
+	}
+	info.startRecord, err = evs[0].Decode()
+	return err
 }
 
 func isMemoryStream(stream string) bool { return strings.HasPrefix(stream, events.MemoryStream("")) }

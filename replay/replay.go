@@ -152,6 +152,9 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 		scratchDone <- opened{sc, err}
 	}()
 	info, toSeq, err := outlineRun(ctx, rt, runID)
+	if err == nil {
+		err = info.readStartRecord(ctx, rt)
+	}
 	if err != nil {
 		if o := <-scratchDone; o.err == nil {
 			o.sc.close()
@@ -274,7 +277,11 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	orc.mu.Unlock()
 	run := events.RunRef{ID: info.started.Run, Seed: info.started.Seed}
 	rctx = proto.With(events.ContextWithRun(rctx, run), orc)
-	if _, err := target.Store().Append(rctx, run.ID, eventlog.NoStream, info.started); err != nil {
+	writes := []eventlog.Write{{Stream: run.ID, Expected: eventlog.NoStream, Events: []events.Payload{info.started}}}
+	if p := info.startRecord; p != nil {
+		writes = append(writes, eventlog.Write{Stream: events.CounterfactualStream(run.ID), Expected: eventlog.NoStream, Events: []events.Payload{p}})
+	}
+	if _, err := target.Store().AppendWrites(rctx, writes...); err != nil {
 		return nil, fmt.Errorf("replay: start: %w", err)
 	}
 	input, err := target.Session(rctx, info.started.InputSession)

@@ -44,10 +44,15 @@ func newCounterfactualCmd(a *app) *cobra.Command {
 replaced by --answer) or tool result (tool.returned, replaced by
 --tool-result), and continues the run's agent from there as a new run
 linked to the original (parent_run). The fork references the original's
-events and copies none of them. The new run records what was replaced:
-the replaced event's leaf hash and the replacement's blob hash, in its
-parameters (counterfactual_of, counterfactual_at, counterfactual_replaced,
-counterfactual_replacement).
+events and copies none of them. The new run records what was replaced, in
+a counterfactual.forked event written with its run.started (and in its
+parameters counterfactual_of, counterfactual_at, counterfactual_replaced,
+counterfactual_replacement): the original run, the seq and leaf hash of
+the replaced event, the replacement's blob hash and the fork. rath verify
+checks the leaf hash against the log; rath show FORK says what the
+session is a counterfactual of. The run must be of one agent: a workflow
+of several agents is refused (exit 1), since its middle cannot be
+continued on its own.
 
 --answer FILE holds the model's answer: JSON {"content": …, "tool_calls":
 [{"id", "name", "arguments"}]}, or plain text taken as the content.
@@ -82,7 +87,12 @@ rath counterfactual run-0123456789abcdef --at 57 --tool-result out.txt --live`,
 				return err
 			}
 			if _, ok := wf.(*flow.Agent); !ok {
-				return fmt.Errorf("%w: run %s's workflow is not one agent: a counterfactual continues the agent of a rath run run or a program's single agent", replay.ErrCounterfactual, argv[0])
+				// Refused before the fork is made.
+				started, err := rt.RunStarted(ctx, argv[0])
+				if err != nil {
+					return err
+				}
+				return &replay.NotOneAgentError{Run: argv[0], Workflow: started.Workflow}
 			}
 			cf, err := replay.NewCounterfactual(ctx, rt, argv[0], at, rep)
 			if err != nil {

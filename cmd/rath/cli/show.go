@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 	"github.com/spf13/cobra"
@@ -29,6 +32,9 @@ type showView struct {
 	// Attachments are the tool results' images, resources and structured
 	// content.
 	Attachments []attachmentView `json:"attachments,omitempty"`
+	// Counterfactual says what the session is the fork of a counterfactual
+	// run of: the run, the original and what was replaced.
+	Counterfactual *events.CounterfactualForked `json:"counterfactual,omitempty"`
 }
 
 func newShowCmd(a *app) *cobra.Command {
@@ -87,6 +93,9 @@ rath show s-0123456789abcdef0123 --at 42 --json`,
 			if v.Attachments, err = sessionAttachments(ctx, rt, id, at, attDir); err != nil {
 				return err
 			}
+			if v.Counterfactual, err = counterfactualOf(ctx, rt, id); err != nil {
+				return err
+			}
 			if a.json {
 				return a.printJSON(v)
 			}
@@ -101,6 +110,28 @@ rath show s-0123456789abcdef0123 --at 42 --json`,
 	cmd.Flags().StringVar(&attDir, "attachments", "", "write the tool results' images and other kept parts into this directory")
 	jsonFlag(cmd, a)
 	return cmd
+}
+
+// counterfactualOf returns the counterfactual.forked event of the run
+// that continued on session id, nil if none did.
+func counterfactualOf(ctx context.Context, rt *rath.Runtime, id string) (*events.CounterfactualForked, error) {
+	evs, err := rt.Store().Read(ctx, eventlog.Query{Types: []string{events.TypeCounterfactualForked}})
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range evs {
+		p, err := ev.Decode()
+		if errors.Is(err, events.ErrRedacted) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c := p.(*events.CounterfactualForked); c.Session == id {
+			return c, nil
+		}
+	}
+	return nil, nil
 }
 
 func printShow(w io.Writer, v showView) {
@@ -122,6 +153,10 @@ func printShow(w io.Writer, v showView) {
 	fmt.Fprintf(w, "parents   %s\n", orDash(strings.Join(s.Parents, ", ")))
 	if s.Source != "" {
 		fmt.Fprintf(w, "source    %s\n", s.Source)
+	}
+	if c := v.Counterfactual; c != nil {
+		fmt.Fprintf(w, "counterfactual of run %s at seq %d: its %s (leaf %.16s) replaced by blob %.16s, continued by run %s\n",
+			c.Original, c.At, strings.ReplaceAll(c.Kind, "_", " "), c.Replaced, c.Replacement, c.Run)
 	}
 	u := s.Usage
 	fmt.Fprintf(w, "usage     %d tokens (%d prompt, %d completion) in %s\n", u.TotalTokens, u.PromptTokens, u.CompletionTokens, plural(int(u.Calls), "model call"))

@@ -22,12 +22,15 @@ type verifyOut struct {
 // scoresView is the check of the scores: how many scores and dataset
 // items, the events they read, and the first that does not match.
 type scoresView struct {
-	Scores   int    `json:"scores"`
-	Items    int    `json:"items"`
-	Reads    int    `json:"reads"`
-	Failure  string `json:"failure,omitempty"`
-	ScoreSeq int64  `json:"score_seq,omitempty"`
-	EventSeq int64  `json:"event_seq,omitempty"`
+	Scores int `json:"scores"`
+	Items  int `json:"items"`
+	// Counterfactuals are the counterfactual runs' records of the event
+	// they replaced, checked as scores are.
+	Counterfactuals int    `json:"counterfactuals,omitempty"`
+	Reads           int    `json:"reads"`
+	Failure         string `json:"failure,omitempty"`
+	ScoreSeq        int64  `json:"score_seq,omitempty"`
+	EventSeq        int64  `json:"event_seq,omitempty"`
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -64,8 +67,9 @@ they did. Exit code 3 on any failure, naming the first bad seq, the first
 differing table and row, the size of the first checkpoint the log
 contradicts, or the witness keys that cosigned when no pinned one did.
 Scores too: every event a score read (and every run's last event a
-dataset item pins) must still hash to the leaf recorded with it; a
-mismatch names the score's seq and the event's.`,
+dataset item pins, and the event each counterfactual run replaced) must
+still hash to the leaf recorded with it; a mismatch names the score's
+(or counterfactual's) seq and the event's.`,
 		Example: "rath verify --head 42:3f2a...\nrath verify --log-key log.vkey --witness-key witness.vkey",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -105,7 +109,7 @@ mismatch names the score's seq and the event's.`,
 			v := verifyOut{Verify: jsonview.VerifyOf(rep)}
 			var scoreErr error
 			if scores != nil {
-				v.Scores = &scoresView{Scores: scores.Scores, Items: scores.Items, Reads: scores.Reads}
+				v.Scores = &scoresView{Scores: scores.Scores, Items: scores.Items, Counterfactuals: scores.Counterfactuals, Reads: scores.Reads}
 				if f := scores.Failure; f != nil {
 					scoreErr = f
 					v.Scores.Failure, v.Scores.ScoreSeq, v.Scores.EventSeq = f.Error(), f.ScoreSeq, f.EventSeq
@@ -149,6 +153,9 @@ mismatch names the score's seq and the event's.`,
 				}
 				if sc := v.Scores; sc != nil && sc.Failure == "" && (sc.Scores > 0 || sc.Items > 0) {
 					fmt.Fprintf(a.stdout, "scores          %d scores and %d dataset items match the %d events they read\n", sc.Scores, sc.Items, sc.Reads)
+				}
+				if sc := v.Scores; sc != nil && sc.Failure == "" && sc.Counterfactuals > 0 {
+					fmt.Fprintf(a.stdout, "counterfactuals %d counterfactual runs name the events they replaced as the log holds them\n", sc.Counterfactuals)
 				}
 				if v.OK {
 					fmt.Fprintln(a.stdout, "ok")
