@@ -191,7 +191,7 @@ func TestConsole_InChromium(t *testing.T) {
 		until(`document.querySelector('#status').textContent.includes("Say who you are")`),
 		chromedp.SendKeys(chromedp.ID("approver"), "ann"),
 		chromedp.Click(chromedp.CSS(`#approvals .approval .approve`)),
-		until(`document.querySelector('#approvals').textContent.includes("approved by ann")`),
+		until(`document.querySelector('#approvals').textContent.includes("approved by os:")`),
 	)
 	step("the approved run's live tail",
 		chromedp.Evaluate[chromedp.Void](`location.hash = "#/run/run-approve"`),

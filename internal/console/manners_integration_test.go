@@ -161,7 +161,7 @@ func TestConsole_MannersInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#approvals details.edit summary`)),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#approvals textarea.edit-args').value = '{"text": "edited in the inbox"}'`),
 		chromedp.Click(chromedp.CSS(`#approvals .approve`)),
-		until(`!!document.querySelector('#approvals .decided') && document.querySelector('#approvals .decided').textContent.startsWith("approved with edited arguments by ann")`),
+		until(`!!document.querySelector('#approvals .decided') && document.querySelector('#approvals .decided').textContent.startsWith("approved with edited arguments by os:")`),
 	)
 	if _, err := replay.Resume(t.Context(), rt, "run-wait", newAgent(t, flow.WithApproval("shout", flow.Always()))); err != nil {
 		t.Fatal(err)

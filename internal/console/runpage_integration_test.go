@@ -195,7 +195,7 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#waiting textarea.edit-args').value = '{"text": "edited by ann"}'`),
 		p.shot("serve-approve-inline.png"),
 		chromedp.Click(chromedp.CSS(`#waiting .approve`)),
-		until(`!!document.querySelector('#waiting .decided') && document.querySelector('#waiting .decided').textContent.startsWith("approved with edited arguments by ann")`),
+		until(`!!document.querySelector('#waiting .decided') && document.querySelector('#waiting .decided').textContent.startsWith("approved with edited arguments by os:")`),
 	)
 	p.step("resume",
 		chromedp.Click(chromedp.ID("resume")),

@@ -194,6 +194,10 @@ func (s *Server) Close() {
 type route struct {
 	pattern string
 	action  access.Action
+	// gate, if set, answers 404 for what the request's tenant does not
+	// see, before the role is checked: another tenant's run is not
+	// found, whatever the role.
+	gate    func(http.HandlerFunc) http.HandlerFunc
 	handler http.HandlerFunc
 }
 
@@ -202,49 +206,53 @@ type route struct {
 func (s *Server) routeTable() []route {
 	read, decide, operate, admin := access.Read, access.Decide, access.Operate, access.Administer
 	return []route{
-		{"GET /api/runs", read, s.apiRuns},
-		{"POST /api/runs", operate, s.apiSubmit}, // a write: CSRF applies
-		{"GET /api/runs/{id}", read, s.gateRun(s.apiRun)},
-		{"GET /api/runs/{id}/events", read, s.gateRun(s.apiRunEvents)},
-		{"GET /api/runs/{id}/stream", read, s.gateRun(s.apiRunStream)},
-		{"GET /api/runs/{id}/dossier", read, s.gateRun(s.apiRunDossier)},
-		{"GET /api/runs/{id}/tools", read, s.gateRun(s.apiRunTools)},
-		{"GET /api/runs/{id}/trace", read, s.gateRun(s.apiRunTrace)},
-		{"GET /api/runs/{id}/calls/{seq}", read, s.gateRun(s.apiRunCall)},
-		{"GET /api/runs/{id}/access", read, s.gateRun(s.apiRunAccess)},
-		{"POST /api/runs/{id}/replay", operate, s.gateRun(s.apiRunReplay)},
-		{"POST /api/runs/{id}/fork", operate, s.gateRun(s.apiRunFork)},
-		{"POST /api/runs/{id}/cancel", operate, s.gateRun(s.apiRunCancel)},
-		{"POST /api/runs/{id}/resume", operate, s.gateRun(s.apiRunResume)},
-		{"POST /api/verify", operate, s.apiVerify},
-		{"GET /api/sessions/{id}", read, s.gateSession("", s.apiSession)},
-		{"GET /api/graph", read, s.gateGraph(s.apiGraph)},
-		{"GET /api/graph/labels", read, s.gateGraph(s.apiGraphLabels)},
-		{"GET /api/compare", read, s.gateSession("session", s.apiCompare)},
-		{"GET /api/workers", read, s.apiWorkers},
-		{"GET /api/memory/search", read, s.gateNamespace(s.apiMemorySearch)},
-		{"GET /api/memory/namespaces", read, s.apiMemoryNamespaces},
-		{"GET /api/memory/list", read, s.gateNamespace(s.apiMemoryList)},
-		{"POST /api/memory/forget", admin, s.gateNamespace(s.apiMemoryForget)},
-		{"GET /api/approvals", read, s.apiApprovals},
-		{"POST /api/approvals/{id}", decide, s.gateApproval(s.apiDecide)}, // a write: CSRF applies
-		{"GET /api/evals/datasets", read, s.apiEvalDatasets},
-		{"GET /api/evals/datasets/{name}", read, s.gateDataset(s.apiEvalDataset)},
-		{"GET /api/evals/experiments/{name}", read, s.apiEvalExperiment},
-		{"GET /api/evals/compare", read, s.apiEvalCompare},
-		{"/api/", read, func(w http.ResponseWriter, r *http.Request) {
+		{"GET /api/runs", read, nil, s.apiRuns},
+		{"POST /api/runs", operate, nil, s.apiSubmit}, // a write: CSRF applies
+		{"GET /api/runs/{id}", read, s.gateRun, s.apiRun},
+		{"GET /api/runs/{id}/events", read, s.gateRun, s.apiRunEvents},
+		{"GET /api/runs/{id}/stream", read, s.gateRun, s.apiRunStream},
+		{"GET /api/runs/{id}/dossier", read, s.gateRun, s.apiRunDossier},
+		{"GET /api/runs/{id}/tools", read, s.gateRun, s.apiRunTools},
+		{"GET /api/runs/{id}/trace", read, s.gateRun, s.apiRunTrace},
+		{"GET /api/runs/{id}/calls/{seq}", read, s.gateRun, s.apiRunCall},
+		{"GET /api/runs/{id}/access", read, s.gateRun, s.apiRunAccess},
+		{"POST /api/runs/{id}/replay", operate, s.gateRun, s.apiRunReplay},
+		{"POST /api/runs/{id}/fork", operate, s.gateRun, s.apiRunFork},
+		{"POST /api/runs/{id}/cancel", operate, s.gateRun, s.apiRunCancel},
+		{"POST /api/runs/{id}/resume", operate, s.gateRun, s.apiRunResume},
+		{"POST /api/verify", operate, nil, s.apiVerify},
+		{"GET /api/sessions/{id}", read, s.sessionGate(""), s.apiSession},
+		{"GET /api/graph", read, s.gateGraph, s.apiGraph},
+		{"GET /api/graph/labels", read, s.gateGraph, s.apiGraphLabels},
+		{"GET /api/compare", read, s.sessionGate("session"), s.apiCompare},
+		{"GET /api/workers", read, nil, s.apiWorkers},
+		{"GET /api/memory/search", read, s.gateNamespace, s.apiMemorySearch},
+		{"GET /api/memory/namespaces", read, nil, s.apiMemoryNamespaces},
+		{"GET /api/memory/list", read, s.gateNamespace, s.apiMemoryList},
+		{"POST /api/memory/forget", admin, s.gateNamespace, s.apiMemoryForget},
+		{"GET /api/approvals", read, nil, s.apiApprovals},
+		{"POST /api/approvals/{id}", decide, s.gateApproval, s.apiDecide}, // a write: CSRF applies
+		{"GET /api/evals/datasets", read, nil, s.apiEvalDatasets},
+		{"GET /api/evals/datasets/{name}", read, s.gateDataset, s.apiEvalDataset},
+		{"GET /api/evals/experiments/{name}", read, nil, s.apiEvalExperiment},
+		{"GET /api/evals/compare", read, nil, s.apiEvalCompare},
+		{"/api/", read, nil, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 		}},
-		{"GET /{$}", read, s.page},
-		{"GET /app.js", read, s.asset("app.js", "text/javascript; charset=utf-8")},
-		{"GET /evals.js", read, s.asset("evals.js", "text/javascript; charset=utf-8")},
-		{"GET /app.css", read, s.asset("app.css", "text/css; charset=utf-8")},
+		{"GET /{$}", read, nil, s.page},
+		{"GET /app.js", read, nil, s.asset("app.js", "text/javascript; charset=utf-8")},
+		{"GET /evals.js", read, nil, s.asset("evals.js", "text/javascript; charset=utf-8")},
+		{"GET /app.css", read, nil, s.asset("app.css", "text/css; charset=utf-8")},
 	}
 }
 
 func (s *Server) routes() {
 	for _, rt := range s.routeTable() {
-		s.mux.Handle(rt.pattern, needs(rt.action, rt.handler))
+		h := needs(rt.action, rt.handler).ServeHTTP
+		if rt.gate != nil {
+			h = rt.gate(h)
+		}
+		s.mux.HandleFunc(rt.pattern, h)
 	}
 }
 
@@ -366,6 +374,13 @@ func (s *Server) identify(r *http.Request) (access.Identity, error) {
 }
 
 func (s *Server) credential(r *http.Request) (credential, error) {
+	// A program that embeds the console behind its own sign-in says who
+	// the request is with access.WithIdentity; no client can set a
+	// context value, so only such a wrapper reaches this. Its writes keep
+	// the CSRF check.
+	if id, ok := access.IdentityFrom(r.Context()); ok {
+		return credential{id: id}, nil
+	}
 	for _, res := range s.resolvers {
 		c, err := res(r)
 		if errors.Is(err, errNoCredential) {

@@ -69,10 +69,20 @@ func (s *Server) gateRun(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// sessionGate is gateSession for the route table.
+func (s *Server) sessionGate(param string) func(http.HandlerFunc) http.HandlerFunc {
+	return func(h http.HandlerFunc) http.HandlerFunc { return s.gateSession(param, h) }
+}
+
 func (s *Server) gateSession(param string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		for _, id := range s.sessionsNamed(r, param) {
-			if _, err := s.reader(r.Context()).Session(r.Context(), id); errors.Is(err, projections.ErrNotFound) {
+			_, err := s.reader(r.Context()).Session(r.Context(), id)
+			if errors.Is(err, projections.ErrNotFound) {
+				// A transcript or a comparison may name a run.
+				_, err = s.reader(r.Context()).Run(r.Context(), id)
+			}
+			if errors.Is(err, projections.ErrNotFound) {
 				writeError(w, http.StatusNotFound, "no session %q", id)
 				return
 			}
