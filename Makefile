@@ -11,8 +11,11 @@ TAGS := integration
 
 all: build
 
+# -trimpath keeps the checkout's directory out of the binary and so out of
+# the build cache's keys: a second checkout (the README test's fresh clone)
+# reuses every compiled package and only links.
 build:
-	$(GO) build -buildvcs=auto -o bin/rath ./cmd/rath
+	$(GO) build -trimpath -buildvcs=auto -o bin/rath ./cmd/rath
 
 # demo runs the offline multi-agent demo (scripted model turns, real
 # tools, sandbox, events, memory and replay) in ./.rath-demo.
