@@ -2,6 +2,7 @@ package rath
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -42,7 +43,28 @@ const (
 	ParamStream    = "stream"
 	ParamWorkspace = "workspace"
 	ParamBackend   = "backend"
+	// ParamAgent names the config file's agent the system prompt came
+	// from (`rath run --agent`): `rath regress` rebuilds such a run with
+	// the file's prompt as it is then.
+	ParamAgent = "agent"
 )
+
+// ErrAgentSpec is matched by an *AgentSpecError.
+var ErrAgentSpec = errors.New("rath: the built-in agent's parameters do not check out")
+
+// AgentSpecError is a parameter of the built-in agent (a run's recorded
+// one, a submission's, a flag's) that does not parse or check: Param
+// names it as the record does (ParamMaxRounds, ParamTools...).
+type AgentSpecError struct {
+	Param string
+	Err   error
+}
+
+func (e *AgentSpecError) Error() string { return fmt.Sprintf("run parameter %s: %v", e.Param, e.Err) }
+func (e *AgentSpecError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrAgentSpec) true.
+func (e *AgentSpecError) Is(target error) bool { return target == ErrAgentSpec }
 
 // ToolsAll selects every built-in tool and every MCP tool
 // (AgentSpec.Tools).
@@ -99,6 +121,9 @@ type AgentSpec struct {
 	// fleet worker checks both against its policy.
 	Workspace string
 	Backend   string
+	// Agent names the config file's agent System came from; empty for a
+	// prompt given as is.
+	Agent string
 }
 
 // MemoryUse is one namespace of AgentSpec.Memory.
@@ -117,6 +142,7 @@ func ParseAgentSpec(params map[string]string) (AgentSpec, error) {
 		Stream:    params[ParamStream] == "true",
 		Workspace: params[ParamWorkspace],
 		Backend:   params[ParamBackend],
+		Agent:     params[ParamAgent],
 	}
 	if raw := params[flow.ProviderParam]; raw != "" {
 		var p flow.Provider
@@ -133,7 +159,7 @@ func ParseAgentSpec(params map[string]string) (AgentSpec, error) {
 	if raw := params[ParamMaxRounds]; raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil {
-			return s, fmt.Errorf("run parameter %s: %w", ParamMaxRounds, err)
+			return s, &AgentSpecError{Param: ParamMaxRounds, Err: err}
 		}
 		s.MaxRounds = n
 	}
@@ -146,18 +172,49 @@ func ParseAgentSpec(params map[string]string) (AgentSpec, error) {
 	} {
 		if raw := params[f.key]; raw != "" {
 			if err := json.Unmarshal([]byte(raw), f.v); err != nil {
-				return s, fmt.Errorf("run parameter %s: %w", f.key, err)
+				return s, &AgentSpecError{Param: f.key, Err: err}
 			}
 		}
 	}
 	var err error
 	if s.Approvals, err = flow.ParseApprovalRules(params[ParamApprovals]); err != nil {
-		return s, err
+		return s, &AgentSpecError{Param: ParamApprovals, Err: err}
 	}
 	if s.Imposed, err = flow.ParseApprovalRules(params[ParamImposed]); err != nil {
-		return s, err
+		return s, &AgentSpecError{Param: ParamImposed, Err: err}
 	}
 	return s, nil
+}
+
+// Check reports the first field of s that a build would refuse, as an
+// *AgentSpecError naming its parameter: a negative round cap, a tool
+// selection ParseTools refuses, an approval rule that does not compile,
+// a memory namespace given twice. `rath run`, `rath submit`, the
+// console's submit and a fleet worker check a spec with it before
+// anything is recorded.
+func (s AgentSpec) Check() error {
+	if s.MaxRounds < 0 {
+		return &AgentSpecError{Param: ParamMaxRounds, Err: fmt.Errorf("%d: want 0 (the default) or more", s.MaxRounds)}
+	}
+	if _, err := ParseTools(s.Tools); err != nil {
+		return &AgentSpecError{Param: ParamTools, Err: err}
+	}
+	for _, rules := range []struct {
+		param string
+		rules []flow.ApprovalRule
+	}{{ParamApprovals, s.Approvals}, {ParamImposed, s.Imposed}} {
+		if _, err := flow.ApprovalOptions(rules.rules); err != nil {
+			return &AgentSpecError{Param: rules.param, Err: err}
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range s.Memory {
+		if m.Namespace == "" || seen[m.Namespace] {
+			return &AgentSpecError{Param: ParamMemory, Err: fmt.Errorf("namespace %q: empty or given twice", m.Namespace)}
+		}
+		seen[m.Namespace] = true
+	}
+	return nil
 }
 
 // Params returns s as run parameters, the form ParseAgentSpec reads:
@@ -176,6 +233,7 @@ func (s AgentSpec) Params() map[string]string {
 	set(ParamVendor, s.Provider.Vendor)
 	set(ParamCassette, s.Provider.Cassette)
 	set(ParamWorkspace, s.Workspace)
+	set(ParamAgent, s.Agent)
 	set(ParamTools, strings.Join(s.Tools, ","))
 	setJSON := func(key string, v any, empty bool) {
 		if empty {

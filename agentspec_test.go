@@ -1,6 +1,7 @@
 package rath_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,6 +84,49 @@ func TestAgentSpec_RecordedRunsRebuildAndReplay(t *testing.T) {
 			rep, err := replay.Run(ctx, fresh, run.ID, wf)
 			if err != nil || !rep.OK() || !rep.Finished {
 				t.Fatalf("replay: %+v %v", rep, err)
+			}
+		})
+	}
+}
+
+// A parameter of the built-in agent that does not parse or check is an
+// *AgentSpecError naming it as the record does, whoever wrote it (a
+// flag, a submission, a recorded run), and a named agent survives the
+// round trip through the record.
+func TestAgentSpec_CheckNamesTheParameter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		param  string // "" for a spec that checks out
+	}{
+		{"a named agent", map[string]string{rath.ParamAgent: "reviewer", rath.ParamSystem: "Review."}, ""},
+		{"rounds not a number", map[string]string{rath.ParamMaxRounds: "many"}, rath.ParamMaxRounds},
+		{"negative rounds", map[string]string{rath.ParamMaxRounds: "-1"}, rath.ParamMaxRounds},
+		{"unknown tool", map[string]string{rath.ParamTools: "format_disk"}, rath.ParamTools},
+		{"garbled MCP servers", map[string]string{rath.ParamMCP: "{"}, rath.ParamMCP},
+		{"garbled approvals", map[string]string{rath.ParamApprovals: "[1]"}, rath.ParamApprovals},
+		{"a rule that does not compile", map[string]string{rath.ParamImposed: `[{"tool":"x","policy":"sometimes"}]`}, rath.ParamImposed},
+		{"a namespace twice", map[string]string{rath.ParamMemory: `[{"namespace":"a"},{"namespace":"a"}]`}, rath.ParamMemory},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := rath.ParseAgentSpec(tc.params)
+			if err == nil {
+				err = spec.Check()
+			}
+			if tc.param == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range tc.params {
+					if got := spec.Params()[k]; got != v {
+						t.Errorf("parameter %s: %q back, want %q", k, got, v)
+					}
+				}
+				return
+			}
+			var se *rath.AgentSpecError
+			if !errors.Is(err, rath.ErrAgentSpec) || !errors.As(err, &se) || se.Param != tc.param {
+				t.Fatalf("err = %v, want an *AgentSpecError naming %s", err, tc.param)
 			}
 		})
 	}

@@ -135,34 +135,24 @@ func (p Policy) Check(a Asks) error {
 	return nil
 }
 
-// CheckAgent refuses, with a *RefusedError, the parameters of a run of
-// the built-in agent (rath.AgentWorkflow) that ask for more than the
-// policy allows: its workspace, backend and cassette, and the MCP
-// servers it brings.
-func (p Policy) CheckAgent(params map[string]string) error {
-	asks := Asks{Workspace: params[rath.ParamWorkspace], Backend: params[rath.ParamBackend], Cassette: params[rath.ParamCassette]}
-	if raw := params[rath.ParamMCP]; raw != "" && !p.SubmittedMCP {
-		if err := json.Unmarshal([]byte(raw), &asks.MCP); err != nil {
-			return &RefusedError{What: "MCP servers", Allow: fmt.Sprintf("its %s parameter does not parse: %v", rath.ParamMCP, err)}
-		}
+// CheckAgent refuses, with a *RefusedError, a run of the built-in agent
+// (rath.AgentWorkflow, its parameters read by rath.ParseAgentSpec) that
+// asks for more than the policy allows: its workspace, backend and
+// cassette, and the MCP servers it brings.
+func (p Policy) CheckAgent(spec rath.AgentSpec) error {
+	asks := Asks{Workspace: spec.Workspace, Backend: spec.Backend, Cassette: spec.Provider.Cassette}
+	if !p.SubmittedMCP {
+		asks.MCP = spec.MCP
 	}
 	return p.Check(asks)
 }
 
-// Impose writes the policy's approval rules into a submitted run's
-// parameters under ApprovalsParam, over whatever the submission put
-// there: only the worker says what it imposes.
-func (p Policy) Impose(params map[string]string) error {
-	delete(params, ApprovalsParam)
-	if len(p.Approvals) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(p.Approvals)
-	if err != nil {
-		return err
-	}
-	params[ApprovalsParam] = string(b)
-	return nil
+// Impose sets a submitted run's imposed approval rules
+// (rath.AgentSpec.Imposed, recorded under ApprovalsParam) to the
+// policy's, over whatever the submission put there: only the worker says
+// what it imposes.
+func (p Policy) Impose(spec *rath.AgentSpec) {
+	spec.Imposed = slices.Clone(p.Approvals)
 }
 
 // within reports whether dir, with its symlinks resolved, is root or

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/mcptool"
@@ -83,12 +84,14 @@ func TestPolicy_ImposeOverwritesTheSubmission(t *testing.T) {
 		{"none", fleet.Policy{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			params := map[string]string{fleet.ApprovalsParam: forged, "prompt": "x"}
-			if err := tc.policy.Impose(params); err != nil {
+			spec, err := rath.ParseAgentSpec(map[string]string{fleet.ApprovalsParam: forged})
+			if err != nil {
 				t.Fatal(err)
 			}
+			tc.policy.Impose(&spec)
+			params := spec.Params()
 			got, ok := params[fleet.ApprovalsParam]
-			if got != tc.want || ok != (tc.want != "") || params["prompt"] != "x" {
+			if got != tc.want || ok != (tc.want != "") {
 				t.Fatalf("params %v, want %s = %q", params, fleet.ApprovalsParam, tc.want)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -225,19 +226,27 @@ func (f *Fleet) resolve(ctx context.Context, st projections.RunState) (flow.Work
 	}
 	params := st.Params
 	if _, err := f.rt.Workflow(st.Workflow); err != nil && st.Workflow == rath.AgentWorkflow {
-		// Whoever can submit wrote these parameters: the policy judges
-		// them before anything they name is started or opened.
-		if err := f.opts.Policy.CheckAgent(params); err != nil {
+		// Whoever can submit wrote these parameters: they parse and check
+		// as the agent they describe, and the policy judges that agent,
+		// before anything it names is started or opened.
+		spec, err := rath.ParseAgentSpec(params)
+		if err == nil {
+			err = spec.Check()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := f.opts.Policy.CheckAgent(spec); err != nil {
 			return nil, err
 		}
 		// A run keeps the rules it started under: a resumed one's params
 		// are its run.started's, with the rules recorded then.
 		if !st.Started {
-			if err := f.opts.Policy.Impose(params); err != nil {
-				return nil, err
-			}
+			f.opts.Policy.Impose(&spec)
+			delete(params, rath.ParamImposed)
+			maps.Copy(params, spec.Params())
 		}
-		if err := reachable(params); err != nil {
+		if err := reachable(spec); err != nil {
 			return nil, err
 		}
 	}
@@ -255,8 +264,8 @@ func (f *Fleet) resolve(ctx context.Context, st projections.RunState) (flow.Work
 
 // reachable refuses a run whose local or bwrap workspace this worker
 // cannot see: it must be a path every worker shares.
-func reachable(params map[string]string) error {
-	ws, backend := params[rath.ParamWorkspace], params[rath.ParamBackend]
+func reachable(spec rath.AgentSpec) error {
+	ws, backend := spec.Workspace, spec.Backend
 	if ws == "" || (backend != "local" && backend != "bwrap") {
 		return nil
 	}

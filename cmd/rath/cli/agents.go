@@ -10,10 +10,6 @@ import (
 	"github.com/gorath/rath/flow"
 )
 
-// agentParam is the run parameter naming the config file's agent a
-// "rath run --agent NAME" run used.
-const agentParam = "agent"
-
 // namedAgentSystem returns the system prompt of the config file's agent
 // name, as the file says now.
 func namedAgentSystem(name string) (string, error) {

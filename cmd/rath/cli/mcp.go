@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/gorath/rath"
@@ -9,31 +8,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// paramMCP holds the --mcp servers (a worker starts them itself).
-const paramMCP = rath.ParamMCP
-
-// mcpFlagServers parses the --mcp flags into the "mcp" parameter.
-func mcpFlagServers(cmd *cobra.Command, flags []string, params map[string]string) error {
+// mcpFlagServers parses the --mcp flags (rath.AgentSpec.MCP); nil for
+// none.
+func mcpFlagServers(cmd *cobra.Command, flags []string) (map[string]mcptool.Server, error) {
 	if len(flags) == 0 {
-		return nil
+		return nil, nil
 	}
 	servers := map[string]mcptool.Server{}
 	for _, f := range flags {
 		name, srv, err := mcptool.ParseFlag(f)
 		if err != nil {
-			return usagef(cmd, "--mcp: %v", err)
+			return nil, usagef(cmd, "--mcp: %v", err)
 		}
 		if _, dup := servers[name]; dup {
-			return usagef(cmd, "--mcp: server %s given twice", name)
+			return nil, usagef(cmd, "--mcp: server %s given twice", name)
 		}
 		servers[name] = srv
 	}
-	b, err := json.Marshal(servers)
-	if err != nil {
-		return err
-	}
-	params[paramMCP] = string(b)
-	return nil
+	return servers, nil
 }
 
 // parseTools checks a --tools list (rath.ParseTools); empty selects every

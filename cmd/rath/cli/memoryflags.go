@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -11,10 +10,6 @@ import (
 	"github.com/gorath/rath/memory"
 	"github.com/spf13/cobra"
 )
-
-// memoryParam is the run parameter holding --memory: a JSON list of
-// rath.MemoryUse, in flag order.
-const memoryParam = rath.ParamMemory
 
 // recallOnlySuffix makes a --memory namespace recall only.
 const recallOnlySuffix = ":recall"
@@ -41,39 +36,26 @@ func parseMemoryUses(values []string) ([]rath.MemoryUse, error) {
 	return uses, nil
 }
 
-// memoryBackendParam is the run parameter holding the memory backend's
-// config (a memory.BackendConfig as JSON, never a key: only the name of
-// the variable holding it), when it is not the local memory.
-const memoryBackendParam = rath.ParamMemoryBackend
-
-// memoryParams records --memory in the run's parameters, with the memory
-// backend the config file selects, so a worker and a replay rebuild the
-// same agent on the same backend.
-func memoryParams(cmd *cobra.Command, values []string, params map[string]string) error {
+// memoryUses checks --memory (rath.AgentSpec.Memory) and returns the
+// memory backend the config file selects (rath.AgentSpec.MemoryBackend,
+// nil for the local memory), so a worker and a replay rebuild the same
+// agent on the same backend.
+func memoryUses(cmd *cobra.Command, values []string) ([]rath.MemoryUse, *memory.BackendConfig, error) {
 	uses, err := parseMemoryUses(values)
 	if err != nil {
-		return usagef(cmd, "--memory %v", err)
+		return nil, nil, usagef(cmd, "--memory %v", err)
 	}
 	if len(uses) == 0 {
-		return nil
+		return nil, nil, nil
 	}
-	raw, err := json.Marshal(uses)
-	if err != nil {
-		return err
-	}
-	params[memoryParam] = string(raw)
 	cfg, err := configuredMemory()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if cfg.Name() != memory.LocalBackend {
-		raw, err := json.Marshal(cfg)
-		if err != nil {
-			return err
-		}
-		params[memoryBackendParam] = string(raw)
+	if cfg.Name() == memory.LocalBackend {
+		return uses, nil, nil
 	}
-	return nil
+	return uses, &cfg, nil
 }
 
 // configuredMemory is the config file's memory backend; the local memory

@@ -208,12 +208,12 @@ func (a *app) workflowNow(ctx context.Context, rt *rath.Runtime, run string, liv
 	if err != nil {
 		return nil, err
 	}
-	name := started.Params[agentParam]
+	name := started.Params[rath.ParamAgent]
 	if name == "" {
 		return a.workflowForRun(ctx, rt, run, mode)
 	}
 	params := maps.Clone(started.Params)
-	if params["system"], err = namedAgentSystem(name); err != nil {
+	if params[rath.ParamSystem], err = namedAgentSystem(name); err != nil {
 		return nil, fmt.Errorf("run %s: %w", run, err)
 	}
 	// A run of a named agent records its provider (flow.ProviderParam):

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,7 +109,7 @@ func addRunFlags(cmd *cobra.Command, f *runFlags) {
 
 func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	ctx := cmd.Context()
-	params, err := runParams(cmd, f)
+	spec, err := agentSpec(cmd, f)
 	if err != nil {
 		return err
 	}
@@ -118,74 +117,72 @@ func (a *app) runAgent(cmd *cobra.Command, f runFlags, prompt string) error {
 	if err != nil {
 		return err
 	}
-	return a.runAgentWith(cmd, rt, f, params, prompt)
+	return a.runAgentWith(cmd, rt, f, spec, prompt)
 }
 
-// runParams checks run's flags and turns them into the parameters the
-// run records (and a worker rebuilds the agent from). Flag values are
-// checked before the store is touched: a bad one leaves no session behind.
-func runParams(cmd *cobra.Command, f runFlags) (map[string]string, error) {
-	if !slices.Contains(cliBackends, f.backend) {
-		return nil, usagef(cmd, "--backend %q: want %s", f.backend, strings.Join(cliBackends, ", "))
+// agentSpec checks run's flags and turns them into the built-in agent
+// they describe (rath.AgentSpec), whose Params the run records and a
+// worker or a replay rebuilds the agent from. Flag values are checked
+// before the store is touched: a bad one leaves no session behind.
+func agentSpec(cmd *cobra.Command, f runFlags) (rath.AgentSpec, error) {
+	spec := rath.AgentSpec{
+		System:    f.system,
+		Provider:  flow.Provider{Name: f.provider, Model: f.model},
+		Backend:   f.backend,
+		MaxRounds: f.maxRounds,
+		Stream:    !f.noStream,
 	}
-	params := map[string]string{
-		"model": f.model, "provider": f.provider, "system": f.system, "backend": f.backend,
-		"max_rounds": strconv.Itoa(f.maxRounds), "stream": strconv.FormatBool(!f.noStream),
+	if !slices.Contains(cliBackends, f.backend) {
+		return spec, usagef(cmd, "--backend %q: want %s", f.backend, strings.Join(cliBackends, ", "))
 	}
 	if f.agent != "" {
 		if cmd.Flags().Changed("system") {
-			return nil, usagef(cmd, "--agent %s and --system: the named agent has its own system prompt; give one or the other", f.agent)
+			return spec, usagef(cmd, "--agent %s and --system: the named agent has its own system prompt; give one or the other", f.agent)
 		}
 		system, err := namedAgentSystem(f.agent)
 		if err != nil {
-			return nil, usagef(cmd, "--agent: %v", err)
+			return spec, usagef(cmd, "--agent: %v", err)
 		}
-		params[agentParam], params["system"] = f.agent, system
+		spec.Agent, spec.System = f.agent, system
 	}
 	if f.cassette != "" {
 		abs, err := filepath.Abs(f.cassette)
 		if err != nil {
-			return nil, err
+			return spec, err
 		}
-		params["cassette"], params["kind"] = abs, flow.VendorScripted
+		spec.Provider.Cassette, spec.Provider.Vendor = abs, flow.VendorScripted
 	}
 	if f.tools != "" {
 		sel, err := parseTools(f.tools)
 		if err != nil {
-			return nil, usagef(cmd, "--tools: %v", err)
+			return spec, usagef(cmd, "--tools: %v", err)
 		}
 		// Built-in tools act on the session's workspace; without one every
 		// call would fail no_placement in a run that still ends done.
 		if len(sel.Builtins) > 0 && f.workspace == "" {
-			return nil, usagef(cmd, "--tools %s: built-in tools (%s) run in a workspace: pass --workspace DIR (created if missing), or name only MCP tools (SERVER.*)",
+			return spec, usagef(cmd, "--tools %s: built-in tools (%s) run in a workspace: pass --workspace DIR (created if missing), or name only MCP tools (SERVER.*)",
 				f.tools, strings.Join(sel.Builtins, ", "))
 		}
 		// "all" stays as it is: it also means every MCP tool, which a
 		// worker lists itself.
-		names := strings.Split(f.tools, ",")
-		for i := range names {
-			names[i] = strings.TrimSpace(names[i])
+		for n := range strings.SplitSeq(f.tools, ",") {
+			spec.Tools = append(spec.Tools, strings.TrimSpace(n))
 		}
-		params["tools"] = strings.Join(names, ",")
 	}
-	if err := mcpFlagServers(cmd, f.mcp, params); err != nil {
-		return nil, err
+	var err error
+	if spec.MCP, err = mcpFlagServers(cmd, f.mcp); err != nil {
+		return spec, err
 	}
-	if err := memoryParams(cmd, f.memory, params); err != nil {
-		return nil, err
+	if spec.Memory, spec.MemoryBackend, err = memoryUses(cmd, f.memory); err != nil {
+		return spec, err
 	}
-	rules, err := approvalRules(cmd, f.approve)
-	if err != nil {
-		return nil, err
+	if spec.Approvals, err = approvalRules(cmd, f.approve); err != nil {
+		return spec, err
 	}
-	if len(rules) > 0 {
-		b, err := json.Marshal(rules)
-		if err != nil {
-			return nil, err
-		}
-		params["approvals"] = string(b)
+	if err := spec.Check(); err != nil {
+		return spec, usagef(cmd, "%v", err)
 	}
-	return params, nil
+	return spec, nil
 }
 
 // approvalRules are --approve's tools (every call), then the config
@@ -208,9 +205,9 @@ func approvalRules(cmd *cobra.Command, approve []string) ([]flow.ApprovalRule, e
 	return rules, nil
 }
 
-func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, params map[string]string, prompt string) error {
+func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, spec rath.AgentSpec, prompt string) error {
 	ctx := cmd.Context()
-	opts := []rath.RunOption{rath.WithParams(params), rath.WithTenant(f.tenant)}
+	opts := []rath.RunOption{rath.WithTenant(f.tenant)}
 	if f.subject != "" {
 		// The input session is the subject's too, made before the run.
 		sctx, err := rath.ContextWithSubject(ctx, f.subject)
@@ -263,10 +260,6 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 			progress.wait(ctx, h.Seq, time.Second)
 		}
 	}
-	spec, err := rath.ParseAgentSpec(params)
-	if err != nil {
-		return err
-	}
 	agent, err := rt.BuildAgent(ctx, &spec, rath.AgentOptions{Mode: rath.LiveMode, OnDelta: func(d model.Delta) {
 		if d.Content == "" || a.json {
 			return
@@ -276,9 +269,6 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 		}
 		out("%s", d.Content)
 	}})
-	// What the build resolved (the provider, the MCP tools' specs) is
-	// recorded with the run: a replay needs nothing else.
-	maps.Copy(params, spec.Params())
 	if errors.Is(err, flow.ErrNoProviderKind) {
 		return usagef(cmd, "no model to run: pass --provider NAME (from %s) or --cassette FILE, or set OPENAI_API_KEY or ANTHROPIC_API_KEY",
 			flow.DefaultConfigPath(os.Getenv))
@@ -298,11 +288,14 @@ func (a *app) runAgentWith(cmd *cobra.Command, rt *rath.Runtime, f runFlags, par
 		return err
 	}
 	if ws != "" {
-		params["workspace"] = ws
+		spec.Workspace = ws
 		if input, err = input.To(ctx, f.backend, ws); err != nil {
 			return err
 		}
 	}
+	// What the build resolved (the provider, the MCP tools' specs) is
+	// recorded with the run: a replay needs nothing else.
+	opts = append(opts, rath.WithParams(spec.Params()))
 	// Tool calls and results, and plain answers, are printed from the log
 	// as they land: what you see is what was recorded.
 	var run *rath.Run

@@ -150,7 +150,7 @@ type checkedRun struct {
 	flags    runFlags
 	workflow string
 	prompt   string
-	params   map[string]string // nil for a registered workflow
+	agent    *rath.AgentSpec // nil for a registered workflow
 }
 
 // checkRun checks one run's flags as "rath submit" checks its own.
@@ -165,8 +165,8 @@ func checkRun(cmd *cobra.Command, f runFlags, workflow, prompt string, remote bo
 	if workflow != "" {
 		return c, nil
 	}
-	var err error
-	c.params, err = runParams(cmd, f)
+	spec, err := agentSpec(cmd, f)
+	c.agent = &spec
 	return c, err
 }
 
@@ -181,7 +181,7 @@ func (a *app) prepareSubmission(cmd *cobra.Command, rt *rath.Runtime, c checkedR
 		}
 		return fleet.Submission{Workflow: c.workflow, Input: input}, nil
 	}
-	params, f := c.params, c.flags
+	spec, f := *c.agent, c.flags
 	ws := ""
 	var err error
 	if remote {
@@ -191,28 +191,21 @@ func (a *app) prepareSubmission(cmd *cobra.Command, rt *rath.Runtime, c checkedR
 	}
 	backend := ""
 	if ws != "" {
-		params["workspace"], backend = ws, f.backend
+		spec.Workspace, backend = ws, f.backend
 	}
 	if !remote {
 		// The MCP tools are listed now, so that the record has their
 		// specs (a replay needs them) and a server that cannot start
 		// fails here, not on a worker.
-		spec, err := rath.ParseAgentSpec(params)
-		if err != nil {
-			return fleet.Submission{}, err
-		}
 		if _, err := rt.AgentTools(ctx, &spec, rath.LiveMode); err != nil {
 			return fleet.Submission{}, err
-		}
-		if len(spec.MCPTools) > 0 {
-			params[rath.ParamMCPTools] = spec.Params()[rath.ParamMCPTools]
 		}
 	}
 	input, err := rt.PrepareUserSession(ctx, c.prompt, backend, ws)
 	if err != nil {
 		return fleet.Submission{}, err
 	}
-	return fleet.Submission{Workflow: runWorkflow, Input: input, Params: params}, nil
+	return fleet.Submission{Workflow: runWorkflow, Input: input, Params: spec.Params()}, nil
 }
 
 // readBatch reads the runs of a batch, one JSON object a line; blank

@@ -41,8 +41,8 @@ rath tools --mcp remote=http://127.0.0.1:3001/mcp`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			params := map[string]string{}
-			if err := mcpFlagServers(cmd, servers, params); err != nil {
+			brought, err := mcpFlagServers(cmd, servers)
+			if err != nil {
 				return err
 			}
 			// Built-ins are listed from a pool with no backend: listing
@@ -58,11 +58,7 @@ rath tools --mcp remote=http://127.0.0.1:3001/mcp`,
 				views = append(views, toolView{Name: t.Name(), Source: "builtin", Select: t.Name(), Description: t.Description(),
 					Schema: t.Schema(), Annotations: flow.AnnotationsOf(t)})
 			}
-			spec, err := rath.ParseAgentSpec(params)
-			if err != nil {
-				return err
-			}
-			all, err := rath.AgentServers(spec.MCP)
+			all, err := rath.AgentServers(brought)
 			if all == nil {
 				return err
 			}

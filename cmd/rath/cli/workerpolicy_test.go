@@ -231,8 +231,7 @@ func TestWorker_BackendsFlag(t *testing.T) {
 
 // A submitted run's parameters reach the worker's policy (fleet.Policy,
 // whose own table tests the rules): workspace, backend, cassette and
-// the MCP servers it brings, a garbled list refused unless any is
-// allowed.
+// the MCP servers it brings, unless any is allowed.
 func TestWorkerPolicy_CheckSubmitted(t *testing.T) {
 	strict := fleet.Policy{Servers: map[string]mcptool.Server{"gh": {Command: "gh-mcp"}}}
 	open := fleet.Policy{Backends: []string{"local"}, SubmittedMCP: true}
@@ -246,13 +245,16 @@ func TestWorkerPolicy_CheckSubmitted(t *testing.T) {
 		{"local workspace", strict, map[string]string{"backend": "local", "workspace": "/w"}, `backend "local"`},
 		{"allowed local", open, map[string]string{"backend": "local", "workspace": "/w"}, ""},
 		{"a cassette elsewhere", rooted, map[string]string{"kind": "scripted", "cassette": "/etc/passwd"}, `cassette "/etc/passwd"`},
-		{"brought command", strict, map[string]string{paramMCP: `{"x":{"command":"sh","args":["-c","id"]}}`}, `MCP server "x" (command "sh -c id")`},
-		{"the configured server itself", strict, map[string]string{paramMCP: `{"gh":{"command":"gh-mcp"}}`}, ""},
-		{"garbage", strict, map[string]string{paramMCP: `{`}, "does not parse"},
-		{"garbage, any allowed", open, map[string]string{paramMCP: `{`}, ""},
+		{"brought command", strict, map[string]string{rath.ParamMCP: `{"x":{"command":"sh","args":["-c","id"]}}`}, `MCP server "x" (command "sh -c id")`},
+		{"the configured server itself", strict, map[string]string{rath.ParamMCP: `{"gh":{"command":"gh-mcp"}}`}, ""},
+		{"brought command, any allowed", open, map[string]string{rath.ParamMCP: `{"x":{"command":"sh"}}`}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.policy.CheckAgent(tc.params)
+			spec, err := rath.ParseAgentSpec(tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tc.policy.CheckAgent(spec)
 			if tc.refuse == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
