@@ -261,13 +261,17 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		signer = checkpoint.NewSigner(opts.SigningKey, opts.Checkpoints)
 		afterCommit = signer.Committed
 	}
+	// One keyring for the store's sealing and the runtime's erasures: an
+	// erasure empties the cache the reads use.
+	var keys *keyring.Keyring
 	var sealer eventlog.Sealer
 	if opts.KEK != nil {
 		rebind := func(q string) string { return q }
 		if opts.DSN != "" {
 			rebind = func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
 		}
-		sealer = keyring.New(opts.KEK, rebind)
+		keys = keyring.New(opts.KEK, rebind)
+		sealer = keys
 	}
 	store, err := eventlog.Open(ctx, eventlog.Options{
 		Sealer:           sealer,
@@ -350,10 +354,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		entropy: entropy, models: models, wfs: workflows{m: map[string]flow.Workflow{}, b: map[string]Builder{}}, pool: sandbox.NewPool(reg, sandbox.WithPlacementCheck(placementGuard(guard))),
 		mcp: mcptool.NewManager(), secrets: secrets, keeper: keeper, memOpts: opts.Memory,
 		memCfg: opts.MemoryBackend, memBackends: opts.MemoryBackends, signer: signer, trustedKeys: opts.TrustedKeys,
-		witnesses: opts.TrustedWitnesses}
-	if opts.KEK != nil {
-		rt.keys = keyring.New(opts.KEK, store.DB().Rebind)
-	}
+		witnesses: opts.TrustedWitnesses, keys: keys}
 	if rt.memBackends == nil {
 		rt.memBackends = MemoryBackends()
 	}

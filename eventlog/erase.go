@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring"
 	"slices"
 	"strings"
 	"time"
@@ -337,13 +338,16 @@ func (s *Store) blobRefs(ctx context.Context, q queryer, typ string, version int
 	}
 	for first := true; next != "" && (first || !into[next]); first = false {
 		into[next] = true
-		var b []byte
-		err := q.QueryRowContext(ctx, s.rebind(`SELECT bytes FROM blobs WHERE hash = ?`), next).Scan(&b)
-		if errors.Is(err, sql.ErrNoRows) {
+		copies, err := s.blobCopies(ctx, q, next)
+		if err != nil {
+			return fmt.Errorf("redact: read a request blob: %w", err)
+		}
+		b, err := s.openCopies(ctx, next, copies)
+		if errors.Is(err, ErrBlobNotFound) || errors.Is(err, keyring.ErrErased) {
 			return nil
 		}
 		if err != nil {
-			return storageErr("redact: read a request blob", err)
+			return err
 		}
 		if first {
 			var rec requestHead
@@ -413,6 +417,11 @@ func (s *Store) dropUnreferenced(ctx context.Context, tx *sql.Tx, candidates map
 			if fail != "" {
 				continue
 			}
+			// A sealed payload names its blobs inside the ciphertext;
+			// an erased one names none that anyone can read.
+			if payload, _, err = s.openPayload(ctx, r.Seq, r.Stream, r.Type, payload); err != nil {
+				return err
+			}
 			if err := s.blobRefs(ctx, tx, r.Type, r.TypeVersion, payload, live); err != nil {
 				return err
 			}
@@ -429,15 +438,13 @@ func (s *Store) dropUnreferenced(ctx context.Context, tx *sql.Tx, candidates map
 	}
 	slices.Sort(drop)
 	for _, h := range drop {
-		var size int64
-		err := tx.QueryRowContext(ctx, s.rebind(`DELETE FROM blobs WHERE hash = ? RETURNING size`), h).Scan(&size)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // a hex string that is not a stored blob
-		}
+		// Every copy of the address: the one in clear and each
+		// subject's sealed one.
+		n, size, err := s.deleteCopies(ctx, tx, h)
 		if err != nil {
-			return storageErr("redact: delete a blob", err)
+			return err
 		}
-		res.Blobs++
+		res.Blobs += n
 		res.BlobBytes += size
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/keyring"
 	"iter"
 	"slices"
 	"strings"
@@ -275,15 +274,6 @@ func (s *Store) StreamVersion(ctx context.Context, stream string) (int64, error)
 	return v, nil
 }
 
-// GetBlob returns the bytes stored under hash, or ErrBlobNotFound.
-func (s *Store) GetBlob(ctx context.Context, hash string) ([]byte, error) {
-	b, err := s.rawBlob(ctx, hash)
-	if err != nil {
-		return nil, err
-	}
-	return s.openBlob(ctx, hash, b)
-}
-
 // rawBlob returns a blob as stored: sealed, if it was.
 func (s *Store) rawBlob(ctx context.Context, hash string) ([]byte, error) {
 	var b []byte
@@ -295,50 +285,6 @@ func (s *Store) rawBlob(ctx context.Context, hash string) ([]byte, error) {
 		return nil, fmt.Errorf("eventlog: get blob: %w", err)
 	}
 	return b, nil
-}
-
-// GetBlobs returns the blobs stored under hashes, in one query per 500;
-// missing hashes are absent from the map.
-func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(hashes))
-	for len(hashes) > 0 {
-		n := min(len(hashes), 500)
-		args := make([]any, n)
-		for i, h := range hashes[:n] {
-			args[i] = h
-		}
-		rows, err := s.rdb.QueryContext(ctx, s.rebind(`SELECT hash, bytes FROM blobs WHERE hash IN (?`+strings.Repeat(",?", n-1)+`)`), args...)
-		if err != nil {
-			return nil, fmt.Errorf("eventlog: get blobs: %w", err)
-		}
-		for rows.Next() {
-			var h string
-			var b []byte
-			if err := rows.Scan(&h, &b); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("eventlog: get blobs: %w", err)
-			}
-			out[h] = b
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("eventlog: get blobs: %w", err)
-		}
-		hashes = hashes[n:]
-	}
-	// Opened once the cursor is closed: opening may read a key.
-	for h, b := range out {
-		pt, err := s.openBlob(ctx, h, b)
-		switch {
-		case errors.Is(err, keyring.ErrErased):
-			delete(out, h) // its subject's: gone, as an erased blob is
-		case err != nil:
-			return nil, err
-		default:
-			out[h] = pt
-		}
-	}
-	return out, nil
 }
 
 // Subscribe yields the events matching q from q.FromSeq on, then waits for

@@ -27,7 +27,11 @@ import (
 // A blob keeps the address of its plaintext, which the payloads name, so
 // its bytes no longer hash to it: verify checks a sealed blob against its
 // address only when it holds the key. Identical bytes appended by two
-// subjects are stored once, sealed under the first one's key.
+// subjects are stored once per subject: the row's key is the address, a
+// dot and the subject's key id (sealedBlobKey), so erasing one subject
+// leaves the other's copy readable, and a subject given a new key after
+// an erasure stores its bytes again. Readers find every copy of an
+// address (blobCopies) and open the first whose key exists.
 
 // Sealer seals and opens content under subjects' keys. *keyring.Keyring
 // implements it.
@@ -58,6 +62,22 @@ func payloadBinding(stream, typ string) []byte {
 
 // blobBinding binds a sealed blob to its address.
 func blobBinding(hash string) []byte { return []byte("blob\x00" + hash) }
+
+// blobAddressLen is the length of a blob's address, the hex SHA-256 of
+// its plaintext.
+const blobAddressLen = 64
+
+// sealedBlobKey is the row key of a blob sealed under the key keyID.
+func sealedBlobKey(hash, keyID string) string { return hash + "." + keyID }
+
+// blobAddress is the address a blob row's key names: the key itself
+// for a blob in clear or one sealed before copies per subject.
+func blobAddress(key string) string {
+	if len(key) > blobAddressLen && key[blobAddressLen] == '.' {
+		return key[:blobAddressLen]
+	}
+	return key
+}
 
 // subjectOf is whose content an append to stream with ctx is.
 func subjectOf(ctx context.Context, stream string) string {
@@ -96,13 +116,14 @@ func (s *Store) sealRequest(ctx context.Context, req *request) error {
 			keys[subject] = dk
 		}
 		if len(w.blobs) > 0 {
-			w.sealedBlobs = make([][]byte, len(w.blobs))
+			w.sealedBlobs, w.blobKeys = make([][]byte, len(w.blobs)), make([]string, len(w.blobs))
 			for bi, b := range w.blobs {
-				sb, err := keyring.Seal(dk, blobBinding(BlobHash(b)), b)
+				hash := BlobHash(b)
+				sb, err := keyring.Seal(dk, blobBinding(hash), b)
 				if err != nil {
 					return err
 				}
-				w.sealedBlobs[bi] = sb
+				w.sealedBlobs[bi], w.blobKeys[bi] = sb, sealedBlobKey(hash, dk.ID)
 			}
 		}
 		for ii := range w.items {

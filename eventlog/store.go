@@ -241,9 +241,10 @@ type pendingWrite struct {
 	expected int64
 	items    []item
 	blobs    [][]byte
-	// sealedBlobs, if set, are blobs sealed (seal.go), stored under the
-	// hashes of blobs.
+	// sealedBlobs, if set, are blobs sealed (seal.go), stored under
+	// blobKeys: their plaintext's address and their subject's key id.
 	sealedBlobs [][]byte
+	blobKeys    []string
 }
 
 type request struct {

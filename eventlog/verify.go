@@ -165,7 +165,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 			hrows.Close()
 			return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 		}
-		v.have[h] = true
+		v.have[blobAddress(h)] = true
 	}
 	hrows.Close()
 	if err := hrows.Err(); err != nil {
@@ -300,9 +300,9 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		if err := rows.Scan(&hash, &b); err != nil {
 			return nil, fmt.Errorf("eventlog: verify blobs: %w", err)
 		}
-		if BlobHash(b) != hash {
+		if addr := blobAddress(hash); addr != hash || BlobHash(b) != hash {
 			if !keyring.IsSealed(b) {
-				return v.fail(0, hash, "content does not match its hash")
+				return v.fail(0, addr, "content does not match its hash")
 			}
 			// Opened once the cursor is closed: opening reads a key
 			// through the same snapshot.
@@ -320,11 +320,12 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		if err != nil {
 			return nil, err
 		}
-		if _, fail, err := v.unsealBlob(ctx, hash, b); err != nil || fail != "" {
+		addr := blobAddress(hash)
+		if _, fail, err := v.unsealBlob(ctx, addr, b); err != nil || fail != "" {
 			if err != nil {
 				return nil, err
 			}
-			return v.fail(0, hash, "%s", fail)
+			return v.fail(0, addr, "%s", fail)
 		}
 	}
 	return rep, nil
@@ -562,23 +563,16 @@ func (v *verifier) followRequest(ctx context.Context, seq int64, ref string) (bo
 	if v.followed[ref] {
 		return false, nil
 	}
-	b, ok, err := v.blob(ctx, ref)
+	b, ok, fail, err := v.openAddress(ctx, ref)
 	if err != nil || !ok {
 		return false, err // existence was checked with the event's refs
 	}
-	if BlobHash(b) != ref {
-		pt, fail, err := v.unsealBlob(ctx, ref, b)
-		if err != nil {
-			return false, err
-		}
-		if fail != "" {
-			v.fail(seq, ref, "request blob %s: %s", ref, fail)
-			return true, nil
-		}
-		if pt == nil {
-			return false, nil
-		}
-		b = pt
+	if fail != "" {
+		v.fail(seq, ref, "request blob %s: %s", ref, fail)
+		return true, nil
+	}
+	if b == nil {
+		return false, nil
 	}
 	v.followed[ref] = true
 	var rec requestHead
@@ -586,7 +580,7 @@ func (v *verifier) followRequest(ctx context.Context, seq int64, ref string) (bo
 		return false, nil
 	}
 	for next, depth := rec.MessagesRef, 0; next != "" && !v.followed[next]; depth++ {
-		seg, ok, err := v.blob(ctx, next)
+		seg, ok, fail, err := v.openAddress(ctx, next)
 		if err != nil {
 			return false, err
 		}
@@ -598,19 +592,12 @@ func (v *verifier) followRequest(ctx context.Context, seq int64, ref string) (bo
 			v.fail(seq, next, "%s %s of request %s is missing", what, next, ref)
 			return true, nil
 		}
-		if BlobHash(seg) != next {
-			pt, fail, err := v.unsealBlob(ctx, next, seg)
-			if err != nil {
-				return false, err
-			}
-			if fail != "" {
-				v.fail(seq, next, "%s %s of request %s: %s", what, next, ref, fail)
-				return true, nil
-			}
-			if pt == nil {
-				return false, nil
-			}
-			seg = pt
+		if fail != "" {
+			v.fail(seq, next, "%s %s of request %s: %s", what, next, ref, fail)
+			return true, nil
+		}
+		if seg == nil {
+			return false, nil
 		}
 		var m messageSegment
 		if err := json.Unmarshal(seg, &m); err != nil || m.Add == nil {
@@ -630,7 +617,7 @@ func (v *verifier) has(ctx context.Context, hash string) bool {
 		return true
 	}
 	var one int
-	if v.tx.QueryRowContext(ctx, v.s.rebind(`SELECT 1 FROM blobs WHERE hash = ?`), hash).Scan(&one) == nil {
+	if v.tx.QueryRowContext(ctx, v.s.rebind(`SELECT 1 FROM blobs WHERE `+addressMatch+` = ? LIMIT 1`), hash).Scan(&one) == nil {
 		v.have[hash] = true
 		return true
 	}
@@ -647,4 +634,26 @@ func (v *verifier) blob(ctx context.Context, hash string) (b []byte, ok bool, er
 		return nil, false, fmt.Errorf("eventlog: verify blob %s: %w", hash, err)
 	}
 	return b, true, nil
+}
+
+// openAddress reads the blob at addr in the snapshot, every copy of it:
+// ok is false when none is stored. b is the plaintext of a copy in clear
+// that matches the address or of the first sealed copy that opens, nil
+// when none could be opened (no key, or erased: counted in Unopened);
+// fail says why a copy is bad.
+func (v *verifier) openAddress(ctx context.Context, addr string) (b []byte, ok bool, fail string, err error) {
+	copies, err := v.s.blobCopies(ctx, v.tx, addr)
+	if err != nil || len(copies) == 0 {
+		return nil, false, "", err
+	}
+	for _, c := range copies {
+		if c.key == addr && BlobHash(c.bytes) == addr {
+			return c.bytes, true, "", nil
+		}
+		pt, fail, err := v.unsealBlob(ctx, addr, c.bytes)
+		if err != nil || fail != "" || pt != nil {
+			return pt, true, fail, err
+		}
+	}
+	return nil, true, "", nil
 }

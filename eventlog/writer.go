@@ -369,11 +369,13 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 				break
 			}
 			wrote = true
-			// A sealed blob keeps its plaintext's address, which the
-			// payloads name (seal.go).
-			hash := BlobHash(b)
+			// A sealed blob is stored under its plaintext's address,
+			// which the payloads name, and its subject's key id (seal.go).
+			var hash string
 			if pw.sealedBlobs != nil {
-				b = pw.sealedBlobs[bi]
+				hash, b = pw.blobKeys[bi], pw.sealedBlobs[bi]
+			} else {
+				hash = BlobHash(b)
 			}
 			if err := w.putBlob(ctx, hash, b); err != nil {
 				return nil, wrote, err

@@ -289,8 +289,11 @@ func (f *forwarder) messageSegments(ctx context.Context, p events.Payload) ([][]
 	}
 	var out [][]byte
 	for next := rec.MessagesRef; next != ""; {
-		var one int
-		if f.dst.DB().QueryRow(f.dst.DB().Rebind(`SELECT 1 FROM blobs WHERE hash = ?`), next).Scan(&one) == nil {
+		has, err := f.dst.HasBlob(ctx, next)
+		if err != nil {
+			return nil, fmt.Errorf("replay: forward message segment %s: %w", next, err)
+		}
+		if has {
 			break // forwarded with an earlier call, and so is what precedes it
 		}
 		b, err := f.src.GetBlob(ctx, next)

@@ -82,6 +82,7 @@ func Run(t *testing.T, b Backend) {
 		{"CarriedWrites", testCarriedWrites},
 		{"SharedClock", testSharedClock},
 		{"SealedContent", testSealed},
+		{"BlobCopiesPerSubject", testBlobCopies},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,159 @@
+package eventlog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gorath/rath/keyring"
+)
+
+// Copies of a blob (seal.go): one row in clear under the bare address,
+// or one sealed row per subject under the address and the subject's key
+// id. blobs_address (migration 00020) indexes the address of every row.
+
+// blobCopy is one row of a blob address.
+type blobCopy struct {
+	key   string
+	bytes []byte
+}
+
+// addressMatch selects the rows of one address; the expression is the
+// index's, so both databases use it.
+const addressMatch = `substr(hash, 1, 64)`
+
+// blobCopies reads every row stored for addr, the clear one first.
+func (s *Store) blobCopies(ctx context.Context, q queryer, addr string) ([]blobCopy, error) {
+	rows, err := q.QueryContext(ctx, s.rebind(`SELECT hash, bytes FROM blobs WHERE `+addressMatch+` = ? ORDER BY hash`), addr)
+	if err != nil {
+		return nil, storageErr("read blob", err)
+	}
+	defer rows.Close()
+	var out []blobCopy
+	for rows.Next() {
+		var c blobCopy
+		if err := rows.Scan(&c.key, &c.bytes); err != nil {
+			return nil, storageErr("read blob", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storageErr("read blob", err)
+	}
+	return out, nil
+}
+
+// openCopies returns the plaintext of the first copy of addr that opens:
+// one in clear, or one sealed under a key that exists. With none, the
+// error of the first that did not (keyring.ErrErased when every subject
+// holding it was erased), or ErrBlobNotFound when there is no copy.
+func (s *Store) openCopies(ctx context.Context, addr string, copies []blobCopy) ([]byte, error) {
+	var first error
+	for _, c := range copies {
+		pt, err := s.openBlob(ctx, addr, c.bytes)
+		if err == nil {
+			return pt, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		return nil, fmt.Errorf("%w: %s", ErrBlobNotFound, addr)
+	}
+	return nil, first
+}
+
+// HasBlob reports whether any copy of the blob at addr is stored.
+func (s *Store) HasBlob(ctx context.Context, addr string) (bool, error) {
+	var one int
+	err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT 1 FROM blobs WHERE `+addressMatch+` = ? LIMIT 1`), addr).Scan(&one)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return false, storageErr("read blob", err)
+}
+
+// GetBlob returns the bytes stored under hash, or ErrBlobNotFound; a
+// blob every holder of which was erased is keyring.ErrErased.
+func (s *Store) GetBlob(ctx context.Context, hash string) ([]byte, error) {
+	copies, err := s.blobCopies(ctx, s.rdb, hash)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: get blob: %w", err)
+	}
+	return s.openCopies(ctx, hash, copies)
+}
+
+// GetBlobs returns the blobs stored under hashes, in one query per 500;
+// missing hashes, and those whose every holder was erased, are absent
+// from the map.
+func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byte, error) {
+	found := make(map[string][]blobCopy, len(hashes))
+	for len(hashes) > 0 {
+		n := min(len(hashes), 500)
+		args := make([]any, n)
+		for i, h := range hashes[:n] {
+			args[i] = h
+		}
+		rows, err := s.rdb.QueryContext(ctx, s.rebind(`SELECT hash, bytes FROM blobs WHERE `+addressMatch+` IN (?`+strings.Repeat(",?", n-1)+`) ORDER BY hash`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("eventlog: get blobs: %w", err)
+		}
+		for rows.Next() {
+			var c blobCopy
+			if err := rows.Scan(&c.key, &c.bytes); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("eventlog: get blobs: %w", err)
+			}
+			addr := blobAddress(c.key)
+			found[addr] = append(found[addr], c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("eventlog: get blobs: %w", err)
+		}
+		hashes = hashes[n:]
+	}
+	// Opened once the cursor is closed: opening may read a key.
+	out := make(map[string][]byte, len(found))
+	for h, copies := range found {
+		pt, err := s.openCopies(ctx, h, copies)
+		switch {
+		case errors.Is(err, keyring.ErrErased):
+			// its subjects': gone, as an erased blob is
+		case err != nil:
+			return nil, err
+		default:
+			out[h] = pt
+		}
+	}
+	return out, nil
+}
+
+// deleteCopies deletes every row of addr in tx, and says how many and
+// their stored size. Nothing stored under addr (a hex string in a
+// payload that names no blob) is no error.
+func (s *Store) deleteCopies(ctx context.Context, tx *sql.Tx, addr string) (n int64, size int64, err error) {
+	rows, err := tx.QueryContext(ctx, s.rebind(`DELETE FROM blobs WHERE `+addressMatch+` = ? RETURNING size`), addr)
+	if err != nil {
+		return 0, 0, storageErr("redact: delete a blob", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var one int64
+		if err := rows.Scan(&one); err != nil {
+			return 0, 0, storageErr("redact: delete a blob", err)
+		}
+		n++
+		size += one
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, storageErr("redact: delete a blob", err)
+	}
+	return n, size, nil
+}
