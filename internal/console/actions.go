@@ -134,7 +134,7 @@ func (s *Server) apiRunFork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Everything after seq runs live: its providers call the model.
-	wf, err := s.opts.Workflow(ctx, s.rt, id, rath.LiveMode)
+	wf, err := s.rt.RecordedWorkflow(ctx, id, rath.LiveMode)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return
@@ -231,7 +231,7 @@ func (s *Server) apiRunResume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "resume: run %s belongs to the fleet: a worker resumes it (rath worker)", id)
 		return
 	}
-	wf, err := s.opts.Workflow(ctx, s.rt, id, rath.LiveMode)
+	wf, err := s.rt.RecordedWorkflow(ctx, id, rath.LiveMode)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return

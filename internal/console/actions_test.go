@@ -18,24 +18,29 @@ import (
 // rebuild is the console's workflow resolver in these tests: a fresh
 // scripted agent per run (a gated one for gated runs), as `rath serve`
 // rebuilds a run's workflow from its record.
-func rebuild(t *testing.T) func(context.Context, *rath.Runtime, string, rath.Mode) (flow.Workflow, error) {
-	return func(ctx context.Context, rt *rath.Runtime, id string, _ rath.Mode) (flow.Workflow, error) {
-		row, err := rt.Reader().Run(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if strings.HasPrefix(row.Workflow, "gated") {
-			return newAgent(t, flow.WithApproval("shout", flow.Always())), nil
-		}
-		return newAgent(t), nil
+// rebuildable registers builders of the test workflows the console
+// resumes, forks and replays (rath.Runtime.RegisterBuilder), so that
+// Runtime.RecordedWorkflow rebuilds their runs with a fresh agent, as it
+// rebuilds any run. Call it before their runs start: Start registers no
+// workflow under a name a builder builds.
+func rebuildable(t *testing.T, rt *rath.Runtime) {
+	t.Helper()
+	for _, name := range []string{"shouter", "gated-shouter", "retrier"} {
+		rt.RegisterBuilder(name, func(context.Context, *rath.Runtime, map[string]string, rath.Mode) (flow.Workflow, error) {
+			if strings.HasPrefix(name, "gated") {
+				return newAgent(t, flow.WithApproval("shout", flow.Always())), nil
+			}
+			return newAgent(t), nil
+		})
 	}
 }
 
 func rebuildFixture(t *testing.T) *fixture {
 	t.Helper()
 	rt := newRuntime(t)
+	rebuildable(t, rt)
 	run := startRun(t, rt, "shouter", "Shout "+hostile)
-	srv, err := console.New(console.Options{Runtime: rt, Workflow: rebuild(t), AllowLive: true})
+	srv, err := console.New(console.Options{Runtime: rt, AllowLive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

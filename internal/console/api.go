@@ -281,7 +281,7 @@ func (s *Server) apiRunReplay(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.reader(ctx).Run(ctx, id); notFound(w, err) {
 		return
 	}
-	wf, err := s.opts.Workflow(ctx, s.rt, id, rath.ReplayMode)
+	wf, err := s.rt.RecordedWorkflow(ctx, id, rath.ReplayMode)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "cannot rebuild the run's workflow: %v", err)
 		return

@@ -330,16 +330,34 @@ func TestReplayAndVerify_Verdicts(t *testing.T) {
 	if !v.OK || v.Head == "" || v.Projections == nil {
 		t.Fatalf("verify: %s", body)
 	}
-	// A workflow nobody can rebuild is a clear refusal.
-	srv, err := console.New(console.Options{Runtime: f.rt, Workflow: func(context.Context, *rath.Runtime, string, rath.Mode) (flow.Workflow, error) {
-		return nil, rath.ErrUnknownWorkflow
-	}})
+	// A workflow this runtime cannot rebuild (a program's Go code, run by
+	// another runtime on the same store) is a clear refusal.
+	dir := t.TempDir()
+	rec, err := rath.Open(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := serveFixture(t, srv, f.rt, f.run)
-	if res, body := g.post(t, "/api/runs/"+f.run+"/replay"); res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "unknown workflow") {
-		t.Fatalf("unknown workflow: %s %s", res.Status, body)
+	in, err := rec.NewUserSession(t.Context(), "go code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := rec.Start(t.Context(), "appender", appender{"text"}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	fresh, err := rath.Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	srv, err := console.New(console.Options{Runtime: fresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := serveFixture(t, srv, fresh, run.ID)
+	if res, body := g.post(t, "/api/runs/"+run.ID+"/replay"); res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "cannot rebuild") || !strings.Contains(body, "appender") {
+		t.Fatalf("a program's workflow: %s %s", res.Status, body)
 	}
 }
 
@@ -352,6 +370,11 @@ func (a appender) Forward(ctx context.Context, s *session.Session) (*session.Ses
 
 func TestReplay_DivergenceHasSeqWantGot(t *testing.T) {
 	rt := newRuntime(t)
+	// Replay with changed code: the runtime rebuilds the run with the
+	// text changed.
+	rt.RegisterBuilder("appender", func(context.Context, *rath.Runtime, map[string]string, rath.Mode) (flow.Workflow, error) {
+		return appender{"changed"}, nil
+	})
 	ctx := context.Background()
 	in, err := rt.NewUserSession(ctx, "diverge")
 	if err != nil {
@@ -361,10 +384,7 @@ func TestReplay_DivergenceHasSeqWantGot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Replay with changed code: the appended text differs.
-	srv, err := console.New(console.Options{Runtime: rt, Workflow: func(context.Context, *rath.Runtime, string, rath.Mode) (flow.Workflow, error) {
-		return appender{"changed"}, nil
-	}})
+	srv, err := console.New(console.Options{Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}

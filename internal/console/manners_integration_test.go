@@ -25,6 +25,7 @@ import (
 // editing, and no page wider than a phone's window.
 func TestConsole_MannersInChromium(t *testing.T) {
 	rt := newRuntime(t)
+	rebuildable(t, rt)
 	finished := startRun(t, rt, "shouter", "Shout "+hostile)
 	unnamed := unnamedRun(t, rt)
 	in, err := rt.NewUserSession(t.Context(), "Shout after approval")
@@ -47,7 +48,7 @@ func TestConsole_MannersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := console.New(console.Options{Runtime: rt, Workflow: rebuild(t), AllowLive: true})
+	srv, err := console.New(console.Options{Runtime: rt, AllowLive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,7 @@ func (p *page) text(expr string) string {
 // new run. Screenshots go to $RATH_SERVE_SHOTS (docs/ keeps them).
 func TestConsole_RunPageInChromium(t *testing.T) {
 	rt := newRuntime(t)
+	rebuildable(t, rt)
 	retried := retryingRun(t, rt)
 	in, err := rt.NewUserSession(t.Context(), "Shout after approval")
 	if err != nil {
@@ -91,16 +92,7 @@ func TestConsole_RunPageInChromium(t *testing.T) {
 	if _, err := rt.Start(t.Context(), "gated-shouter", newAgent(t, flow.WithApproval("shout", flow.Always())), in, rath.WithRunID("run-wait")); !errors.Is(err, flow.ErrWaiting) {
 		t.Fatalf("start: %v, want the run waiting", err)
 	}
-	srv, err := console.New(console.Options{Runtime: rt, Workflow: func(ctx context.Context, rt *rath.Runtime, id string, mode rath.Mode) (flow.Workflow, error) {
-		row, err := rt.Reader().Run(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if row.Workflow == "retrier" {
-			return newAgent(t), nil
-		}
-		return rebuild(t)(ctx, rt, id, mode)
-	}, AllowLive: true})
+	srv, err := console.New(console.Options{Runtime: rt, AllowLive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
@@ -55,12 +54,6 @@ type Options struct {
 	// Token, if set, is required on every request (Bearer or cookie); it
 	// goes with AuthLocal only.
 	Token string
-	// Workflow rebuilds the workflow a recorded run ran: in
-	// rath.ReplayMode for a replay, in rath.LiveMode for a resume or a
-	// fork, which go on live. Nil (what rath serve uses) means
-	// rath.Runtime.RecordedWorkflow: registered workflows, the built-in
-	// agent, registered builders, and runs whose record describes them.
-	Workflow func(ctx context.Context, rt *rath.Runtime, runID string, mode rath.Mode) (flow.Workflow, error)
 	// Now is the clock for running runs' durations. Nil means time.Now.
 	Now func() time.Time
 	// Submit, if set, serves POST /api/runs (submit.go); nil answers
@@ -136,11 +129,6 @@ func New(opts Options) (*Server, error) {
 	fleetClock := opts.Now == nil
 	if fleetClock {
 		opts.Now = time.Now
-	}
-	if opts.Workflow == nil {
-		opts.Workflow = func(ctx context.Context, rt *rath.Runtime, runID string, mode rath.Mode) (flow.Workflow, error) {
-			return rt.RecordedWorkflow(ctx, runID, mode)
-		}
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
