@@ -164,6 +164,54 @@ func (f *Fleet) renew(ctx context.Context, lease eventlog.Lease, cancel context.
 	}
 }
 
+// guard is a run's lease while its holder continues the run: taken
+// (take), renewed in the background until stop (renew), and carried by
+// ctx, so that every append of the run is fenced by its token; ctx is
+// canceled with the reason (ErrLeaseLost, eventlog.ErrFenced) if the
+// lease is lost. Hold, Resume and a fleet worker's job all continue a
+// run under a guard: one way to take, renew and fence a run's lease.
+type guard struct {
+	f       *Fleet
+	lease   eventlog.Lease
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	renewed chan struct{} // closed when the renewals stopped
+}
+
+// guard takes run's lease (seen is its lease as the read model held it,
+// for take) and starts renewing it. A live lease of another holder is a
+// *HeldError.
+func (f *Fleet) guard(ctx context.Context, run string, seen projections.LeaseRow) (*guard, error) {
+	lease, err := f.take(ctx, run, seen)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancelCause(eventlog.ContextWithLease(f.approvalClock(ctx), lease))
+	g := &guard{f: f, lease: lease, ctx: lctx, cancel: cancel, renewed: make(chan struct{})}
+	go func() {
+		defer close(g.renewed)
+		f.renew(lctx, lease, cancel)
+	}()
+	return g, nil
+}
+
+// stop ends the renewals and returns why the lease was lost before
+// (ErrLeaseLost, eventlog.ErrFenced, or the caller's context's end), nil
+// if nothing ended it. The lease is not released: a holder releases it
+// only when it hands the run back (release).
+func (g *guard) stop() error {
+	cause := context.Cause(g.ctx)
+	g.cancel(nil)
+	<-g.renewed
+	return cause
+}
+
+// release ends the lease now, so the run can be taken again at once; a
+// lease another holder took meanwhile is theirs and is left alone.
+func (g *guard) release(ctx context.Context) error {
+	return g.f.release(context.WithoutCancel(ctx), g.lease)
+}
+
 // Hold takes run's lease for holder, as a worker of the fleet does, and
 // keeps it renewed until the returned release is called: a `rath resume`
 // holds the run this way, so that no worker and no other resume
@@ -187,19 +235,15 @@ func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime t
 	if st.Finished {
 		return ctx, func() {}, nil
 	}
-	lease, err := f.take(ctx, run, st.Lease)
+	g, err := f.guard(ctx, run, st.Lease)
 	if err != nil {
 		return nil, nil, err
 	}
-	lctx, cancel := context.WithCancelCause(eventlog.ContextWithLease(f.approvalClock(ctx), lease))
-	var wg sync.WaitGroup
-	wg.Go(func() { f.renew(lctx, lease, cancel) })
 	var once sync.Once
-	return lctx, func() {
+	return g.ctx, func() {
 		once.Do(func() {
-			cancel(nil)
-			wg.Wait()
-			f.release(context.WithoutCancel(ctx), lease)
+			g.stop()
+			g.release(ctx)
 		})
 	}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
-	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/replay"
 )
@@ -27,10 +26,6 @@ type ResumeOptions struct {
 	// then (the console's "accepted", the CLI's notice). It is not called
 	// when the lease is refused.
 	Held func()
-
-	// held is the lease a fleet worker took and renews itself: Resume
-	// takes none and releases none (Work).
-	held *eventlog.Lease
 }
 
 // Resume continues run, a run that started and never finished, under its
@@ -44,15 +39,6 @@ type ResumeOptions struct {
 // go through Resume, so they are guarded alike; wf is theirs to build
 // (rath.Runtime.RecordedWorkflow in rath.LiveMode).
 func Resume(ctx context.Context, rt *rath.Runtime, run string, wf flow.Workflow, opts ResumeOptions) (*rath.Run, error) {
-	if l := opts.held; l != nil {
-		if l.Run != run {
-			return nil, fmt.Errorf("fleet: resume run %s under the lease of run %s", run, l.Run)
-		}
-		if opts.Held != nil {
-			opts.Held()
-		}
-		return replay.Resume(eventlog.ContextWithLease(ctx, *l), rt, run, wf)
-	}
 	if opts.Holder == "" {
 		host, _ := os.Hostname()
 		opts.Holder = fmt.Sprintf("resume:%s-%d", host, os.Getpid())
@@ -62,8 +48,15 @@ func Resume(ctx context.Context, rt *rath.Runtime, run string, wf flow.Workflow,
 		return nil, err
 	}
 	defer release()
-	if opts.Held != nil {
-		opts.Held()
+	return resumeHeld(lctx, rt, run, wf, opts.Held)
+}
+
+// resumeHeld resumes run with wf under the lease ctx carries (Hold's, or
+// a worker's guard): what Resume and a fleet worker's job share once the
+// run is theirs. held, if not nil, is called before anything runs.
+func resumeHeld(ctx context.Context, rt *rath.Runtime, run string, wf flow.Workflow, held func()) (*rath.Run, error) {
+	if held != nil {
+		held()
 	}
-	return replay.Resume(lctx, rt, run, wf)
+	return replay.Resume(ctx, rt, run, wf)
 }

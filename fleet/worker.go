@@ -56,7 +56,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if f.opts.beforeTake != nil {
 		f.opts.beforeTake()
 	}
-	lease, err := f.take(ctx, run, st.Lease)
+	g, err := f.guard(ctx, run, st.Lease)
 	if held := (*HeldError)(nil); errors.As(err, &held) {
 		// Its holder continues it; if the holder dies, its lease lapses
 		// and a reaper enqueues the run again.
@@ -71,12 +71,15 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	// under the lease, the state is also what the run goes on from: no
 	// one else can start it now.
 	if st, err = submittedState(ctx, f.rt, run); err != nil {
-		f.release(context.WithoutCancel(ctx), lease)
+		g.stop()
+		g.release(ctx)
 		return err
 	}
 	if st.Finished {
+		g.stop()
 		return nil
 	}
+	lease := g.lease
 	f.logf("run %s: taken (lease token %d, attempt %d)", run, lease.Token, job.Attempt)
 	if st.Params == nil {
 		// The build adds what it resolved to them, and Start records them.
@@ -85,11 +88,11 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	wf, err := f.resolve(ctx, st)
 	if err != nil {
 		// Record the run as failed: no worker of this fleet can run it.
+		g.stop()
 		f.logf("run %s: finished: failed: %v", run, err)
 		return f.failUnresolvable(ctx, lease, st, err)
 	}
-	lctx, cancel := context.WithCancelCause(eventlog.ContextWithLease(f.approvalClock(ctx), lease))
-	defer cancel(nil)
+	lctx := g.ctx
 	last := job.Attempt >= job.MaxAttempts
 	rctx := lctx
 	if !last {
@@ -102,21 +105,15 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return lctx.Err() != nil || f.opts.Retryable(err) || eventlog.IsTransient(err)
 		})
 	}
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		f.renew(lctx, lease, cancel)
-	}()
 	if st.Started {
-		// The one guarded resume every front end uses. The worker took
-		// the lease itself (take) and renews it itself (renew) rather
-		// than through Hold: its job's retries need what Hold hides, the
-		// cause a lost lease cancels the run with, a release only when
-		// not fenced, and a context that suspends the run on errors
-		// worth another attempt instead of ending it.
-		_, err = Resume(rctx, f.rt, run, wf, ResumeOptions{held: &lease, Held: func() {
+		// The guarded resume every front end uses (Resume), under the
+		// guard the worker took as Hold takes one: its job's retries need
+		// what Hold hides, the cause a lost lease cancels the run with, a
+		// release only when not fenced, and a context that suspends the
+		// run on errors worth another attempt instead of ending it.
+		_, err = resumeHeld(rctx, f.rt, run, wf, func() {
 			f.logf("run %s: resuming from its record (lease token %d)", run, lease.Token)
-		}})
+		})
 	} else {
 		input, lerr := f.rt.Session(rctx, st.InputSession)
 		if lerr != nil {
@@ -125,9 +122,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			_, err = f.rt.Start(rctx, st.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(st.Params), rath.WithTenant(st.Tenant))
 		}
 	}
-	cause := context.Cause(lctx)
-	cancel(nil)
-	<-renewed
+	cause := g.stop()
 	bg := context.WithoutCancel(ctx)
 	// Start returns nil only once it recorded run.finished, status ok,
 	// under this lease: the run is done and needs no read to say so.
@@ -156,7 +151,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	fenced := errors.Is(err, eventlog.ErrFenced)
 	if !fenced {
 		// Handed back: whoever continues it may take it at once.
-		f.release(bg, lease)
+		g.release(bg)
 	}
 	if errors.Is(err, flow.ErrWaiting) && cause == nil {
 		// Suspended for a person: neither failed nor finished. The job
