@@ -191,7 +191,8 @@ func TestReadme_TourInAFreshClone(t *testing.T) {
 		t.Fatalf("the reference MCP server (run make deps): %v", err)
 	}
 	out = pasteInShell(t, clone, env, append(readme[:1:1], tour...))
-	for _, want := range []string{"\twaiting", "approved by me", "\tdone", ": finished: done", "← ev__echo ok", "verify it without rath", "attested: "} {
+	for _, want := range []string{"\twaiting", "approved by me", "\tdone", ": finished: done", "← ev__echo ok",
+		"tool_called:write_workspace_file mean 1.000 over 1 items", "1 runs: 1 same, 0 diverged", "verify it without rath", "attested: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("docs/TOUR.md's output lacks %q:\n%s", want, out)
 		}
