@@ -157,3 +157,20 @@ func TestRun_JSONLines(t *testing.T) {
 		t.Fatalf("events %v do not run from run.started to run.finished", types)
 	}
 }
+
+// run and submit check the agent their flags describe (rath.AgentSpec)
+// before the store is touched: a round cap below zero is a usage error
+// naming the parameter, and nothing is recorded or queued.
+func TestRunAndSubmit_CheckTheAgentSpec(t *testing.T) {
+	dir := t.TempDir()
+	cas := filepath.Join(repoRoot(t), "examples", "cassettes", "write_and_check.json")
+	for _, cmd := range []string{"run", "submit"} {
+		r := rathCLI(t, dir, cmd, "--max-rounds", "-1", "--cassette", cas, "Write hello.txt")
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "max_rounds") || !strings.Contains(r.stderr, "want 0 (the default) or more") {
+			t.Fatalf("%s --max-rounds -1: exit %d %s", cmd, r.code, r.stderr)
+		}
+	}
+	if r := rathCLI(t, dir, "runs", "--json"); r.code == 0 && strings.Contains(r.stdout, "run-") {
+		t.Fatalf("a refused run was recorded: %s", r.stdout)
+	}
+}
