@@ -215,7 +215,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	if subject != "" {
 		rctx = events.ContextWithSubject(rctx, subject)
 	}
-	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: params, Tenant: events.TenantField(cfg.tenant)}
+	started := events.RunStarted{Run: cfg.id, Workflow: name, InputSession: input.ID(), Seed: cfg.seed, CodeVersion: cfg.codeVersion, ParentRun: cfg.parent, Params: params, Tenant: events.TenantField(cfg.tenant), Subject: subject}
 	// run.started is carried by the run's first append (its workflow's
 	// first event, or run.finished), in that append's commit: nothing
 	// waits for it on its own. A run already started elsewhere refuses

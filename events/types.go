@@ -311,6 +311,10 @@ type RunStarted struct {
 	// and approvals; empty (absent in runs recorded before tenants) means
 	// DefaultTenant.
 	Tenant string `json:"tenant,omitempty"`
+	// Subject is whose content the run is ("user:ID", rath.WithSubject);
+	// empty for a run whose content is its own ("run:ID"). A resume
+	// seals what it adds under the same subject.
+	Subject string `json:"subject,omitempty"`
 }
 
 func (RunStarted) EventType() string  { return TypeRunStarted }

@@ -25,6 +25,9 @@ type RunSubmitted struct {
 	// Tenant is the tenant the run belongs to (empty: DefaultTenant);
 	// only a worker started for it takes the run.
 	Tenant string `json:"tenant,omitempty"`
+	// Subject is whose content the run is ("user:ID"; empty: its own),
+	// under which the worker runs it.
+	Subject string `json:"subject,omitempty"`
 }
 
 func (RunSubmitted) EventType() string  { return TypeRunSubmitted }

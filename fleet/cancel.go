@@ -66,7 +66,7 @@ func (f *Fleet) finishWith(ctx context.Context, lease eventlog.Lease, st project
 	lctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: st.Run}), lease)
 	store := f.rt.Store()
 	if !st.Started {
-		if _, err := store.Append(lctx, st.Run, eventlog.NoStream, events.RunStarted{Run: st.Run, Workflow: st.Workflow, InputSession: st.InputSession, Seed: st.Run, Params: st.Params, Tenant: events.TenantField(st.Tenant)}); err != nil {
+		if _, err := store.Append(lctx, st.Run, eventlog.NoStream, events.RunStarted{Run: st.Run, Workflow: st.Workflow, InputSession: st.InputSession, Seed: st.Run, Params: st.Params, Tenant: events.TenantField(st.Tenant), Subject: st.Subject}); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -14,6 +15,7 @@ import (
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/keyring"
 	"github.com/gorath/rath/projections"
 )
 
@@ -119,7 +121,11 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		if lerr != nil {
 			err = fmt.Errorf("fleet: run %s: input session: %w", run, lerr)
 		} else {
-			_, err = f.rt.Start(rctx, st.Workflow, wf, input, rath.WithRunID(run), rath.WithParams(st.Params), rath.WithTenant(st.Tenant))
+			opts := []rath.RunOption{rath.WithRunID(run), rath.WithParams(st.Params), rath.WithTenant(st.Tenant)}
+			if id, ok := strings.CutPrefix(st.Subject, keyring.LevelUser+":"); ok {
+				opts = append(opts, rath.WithSubject(id)) // the submission's
+			}
+			_, err = f.rt.Start(rctx, st.Workflow, wf, input, opts...)
 		}
 	}
 	cause := g.stop()

@@ -23,7 +23,10 @@ const (
 type RunState struct {
 	Run string
 	// Tenant is the run's tenant (its submission's until it starts).
-	Tenant       string
+	Tenant string
+	// Subject is whose content the run is (run.submitted's, then
+	// run.started's): "user:ID", or "" for the run's own.
+	Subject      string
 	Workflow     string
 	InputSession string
 	// Params are the run's parameters: its submission's until it starts,
@@ -73,11 +76,12 @@ type runStateRow struct {
 	Version      int64         `db:"version"`
 	TakenAt      int64         `db:"taken_at"`
 	Tenant       string        `db:"tenant"`
+	Subject      string        `db:"subject"`
 }
 
 const runStateQuery = `SELECT r.id, r.workflow, r.input_session, r.params, r.status, r.error, r.submitted_seq, r.started_seq, r.finished_seq,
 	COALESCE(l.worker, '') AS worker, COALESCE(l.token, 0) AS token, COALESCE(l.expires_at, 0) AS expires_at,
-	COALESCE(l.seq, 0) AS seq, COALESCE(l.version, 0) AS version, COALESCE(l.taken_at, 0) AS taken_at, r.tenant
+	COALESCE(l.seq, 0) AS seq, COALESCE(l.version, 0) AS version, COALESCE(l.taken_at, 0) AS taken_at, r.tenant, r.subject
 	FROM runs r LEFT JOIN run_leases l ON l.run = r.id WHERE r.id = ?`
 
 // RunState returns run's state with its lease, in one query, or
@@ -98,7 +102,7 @@ func (r *Reader) RunState(ctx context.Context, run string) (RunState, error) {
 		}
 	}
 	return RunState{
-		Run: row.ID, Tenant: row.Tenant, Workflow: row.Workflow, InputSession: row.InputSession, Params: params,
+		Run: row.ID, Tenant: row.Tenant, Subject: row.Subject, Workflow: row.Workflow, InputSession: row.InputSession, Params: params,
 		Status: row.Status, Error: row.Error,
 		Submitted: row.SubmittedSeq.Valid,
 		// run.submitted writes the row with started_seq its own seq;

@@ -44,11 +44,11 @@ func (a *applier) runStarted(ev *events.Event, e *events.RunStarted) error {
 	if err := a.adoptInput(e.Run, e.InputSession, tenant); err != nil {
 		return err
 	}
-	err = a.tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, params, seed, code_version, status, parent_run, started_seq, started_at, tenant) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)
+	err = a.tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, params, seed, code_version, status, parent_run, started_seq, started_at, tenant, subject) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET workflow = excluded.workflow, input_session = excluded.input_session, params = excluded.params, seed = excluded.seed,
 			code_version = excluded.code_version, status = 'running', parent_run = excluded.parent_run, started_seq = excluded.started_seq, started_at = excluded.started_at,
-			tenant = excluded.tenant`,
-		e.Run, e.Workflow, e.InputSession, params, e.Seed, e.CodeVersion, e.ParentRun, ev.Seq, ev.At.UnixNano(), tenant)
+			tenant = excluded.tenant, subject = excluded.subject`,
+		e.Run, e.Workflow, e.InputSession, params, e.Seed, e.CodeVersion, e.ParentRun, ev.Seq, ev.At.UnixNano(), tenant, e.Subject)
 	if err != nil {
 		return fmt.Errorf("projections: run %q: %w", e.Run, err)
 	}
@@ -67,8 +67,8 @@ func (a *applier) runSubmitted(ev *events.Event, e *events.RunSubmitted) error {
 	if err := a.adoptInput(e.Run, e.InputSession, tenant); err != nil {
 		return err
 	}
-	err = a.tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, params, status, submitted_seq, started_seq, started_at, tenant) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)`,
-		e.Run, e.Workflow, e.InputSession, params, ev.Seq, ev.Seq, ev.At.UnixNano(), tenant)
+	err = a.tx.ExecPipelined(`INSERT INTO runs (id, workflow, input_session, params, status, submitted_seq, started_seq, started_at, tenant, subject) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
+		e.Run, e.Workflow, e.InputSession, params, ev.Seq, ev.Seq, ev.At.UnixNano(), tenant, e.Subject)
 	if err != nil {
 		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
 	}

@@ -52,7 +52,7 @@ func TestForwarder_RedoneBatchForwardsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw := newForwarder(dst.rt.Store(), runID, nil)
+		fw := newForwarder(dst.rt.Store(), runID, "", nil)
 		fp := &failingProjector{gate: make(chan struct{}), refused: errors.New("refused by a projector")}
 		src, err := newScratchWith(ctx, false, fp, fw)
 		if err != nil {

@@ -31,7 +31,8 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	if err := recordResume(ctx, rt, runID, info); err != nil {
 		return nil, err
 	}
-	fw := newForwarder(rt.Store(), runID, info.events)
+	// What the resume adds is the same subject's as what the run wrote.
+	fw := newForwarder(rt.Store(), runID, info.started.Subject, info.events)
 	sc, err := newScratchWith(ctx, false, fw)
 	if err != nil {
 		return nil, err
@@ -88,6 +89,7 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 // at once (the oracle calls it before each live call).
 type forwarder struct {
 	dst      *eventlog.Store
+	subject  string // whose content the run is ("" for its own)
 	runID    string
 	recorded map[key]recordedEvent
 
@@ -109,8 +111,8 @@ type recordedEvent struct {
 	payload string // normalized
 }
 
-func newForwarder(dst *eventlog.Store, runID string, recorded []events.Event) *forwarder {
-	f := &forwarder{dst: dst, runID: runID, recorded: make(map[key]recordedEvent, len(recorded))}
+func newForwarder(dst *eventlog.Store, runID, subject string, recorded []events.Event) *forwarder {
+	f := &forwarder{dst: dst, runID: runID, subject: subject, recorded: make(map[key]recordedEvent, len(recorded))}
 	for _, ev := range recorded {
 		f.recorded[key{ev.Stream, ev.Version}] = recordedEvent{seq: ev.Seq, typ: ev.Type, payload: normalize(ev.Payload)}
 	}
@@ -126,6 +128,9 @@ func (f *forwarder) start(ctx context.Context, src *eventlog.Store) error {
 	f.flushMu.Lock()
 	f.src, f.next = src, head.Seq+1
 	f.ctx = events.ContextWithRun(context.WithoutCancel(ctx), events.RunRef{ID: f.runID})
+	if f.subject != "" {
+		f.ctx = events.ContextWithSubject(f.ctx, f.subject)
+	}
 	f.quit, f.done = make(chan struct{}), make(chan struct{})
 	f.flushMu.Unlock()
 	go func() {

@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow/mcptool"
+	"github.com/gorath/rath/keyring"
 	"github.com/spf13/cobra"
 )
 
@@ -51,6 +52,11 @@ rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
 			// collects, at 9 times its live heap.
 			a.collectLess(submitGCPercent)
 			ctx := cmd.Context()
+			if f.subject != "" {
+				if err := keyring.ValidSubjectID(f.subject); err != nil {
+					return usagef(cmd, "--subject: %v", err)
+				}
+			}
 			var runs []checkedRun
 			switch {
 			case batch != "" && len(argv) > 0:
@@ -108,6 +114,7 @@ rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
 	}
 	addRunFlags(cmd, &f)
 	tenantFlag(cmd, &f.tenant, "the tenant the runs belong to: only a worker started for it takes them")
+	cmd.Flags().StringVar(&f.subject, "subject", "", "whose content the runs are (a person's id): with a key-encryption key their input and everything the worker records, resumes too, is sealed under subject user:ID's key, which rath erase --subject ID destroys")
 	cmd.Flags().StringVar(&workflow, "workflow", "", "run a registered workflow by name instead of the built-in agent")
 	cmd.Flags().StringVar(&queue, "queue", fleet.DefaultQueue, "the queue to put the run on")
 	cmd.Flags().StringVar(&batch, "batch", "", "submit the runs of a JSON Lines file (- for stdin) in one transaction")

@@ -179,7 +179,7 @@ func (a *app) prepareSubmission(cmd *cobra.Command, rt *rath.Runtime, c checkedR
 		if err != nil {
 			return fleet.Submission{}, err
 		}
-		return fleet.Submission{Workflow: c.workflow, Input: input}, nil
+		return fleet.Submission{Workflow: c.workflow, Input: input, Subject: c.flags.subject}, nil
 	}
 	spec, f := *c.agent, c.flags
 	ws := ""
@@ -205,7 +205,7 @@ func (a *app) prepareSubmission(cmd *cobra.Command, rt *rath.Runtime, c checkedR
 	if err != nil {
 		return fleet.Submission{}, err
 	}
-	return fleet.Submission{Workflow: runWorkflow, Input: input, Params: spec.Params()}, nil
+	return fleet.Submission{Workflow: runWorkflow, Input: input, Params: spec.Params(), Subject: c.flags.subject}, nil
 }
 
 // readBatch reads the runs of a batch, one JSON object a line; blank
