@@ -214,7 +214,7 @@ func TestRecords(t *testing.T) {
 				{access.Filter{Limit: 1}, "token:tok-1 memory notes"},
 				{access.Filter{Run: "run-b"}, ""},
 			} {
-				rs, err := access.Records(ctx, rt, tc.f)
+				rs, err := access.Records(ctx, rt.Store().DB(), tc.f)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -26,6 +26,11 @@ type Viewed struct {
 	What string
 	// Route is the route read through ("GET /api/runs/{id}/events").
 	Route string
+	// Tenant is the tenant whose content was read; empty means the
+	// identity's. An identity of every tenant (the local modes') reading
+	// a run records the run's tenant, so that the tenant's admins see
+	// the read.
+	Tenant string
 }
 
 // Record appends one access.viewed event: id read v, at now. Errors: an
@@ -35,7 +40,11 @@ func Record(ctx context.Context, rt Runtime, id Identity, v Viewed, now time.Tim
 	if id.Subject == "" {
 		return invalid("an access record needs who read")
 	}
-	e := events.AccessViewed{Who: id.Subject, Issuer: id.Issuer, Tenant: id.Tenant, Run: v.Run, Session: v.Session, FromSeq: v.FromSeq, ToSeq: v.ToSeq,
+	tenant := v.Tenant
+	if tenant == "" {
+		tenant = id.Tenant
+	}
+	e := events.AccessViewed{Who: id.Subject, Issuer: id.Issuer, Tenant: tenant, Run: v.Run, Session: v.Session, FromSeq: v.FromSeq, ToSeq: v.ToSeq,
 		Namespace: v.Namespace, What: v.What, Route: v.Route, At: now.UnixNano()}
 	if _, err := rt.Store().Append(ctx, e.StreamID(), eventlog.AnyVersion, e); err != nil {
 		return fmt.Errorf("record access: %w", err)
@@ -61,17 +70,29 @@ type AccessRecord struct {
 
 // Filter selects access records; its zero value selects all.
 type Filter struct {
-	Run   string    // only reads of this run
-	Who   string    // only reads by this subject
-	Since time.Time // only reads at or after this time; zero for any
+	Tenant string    // only reads of this tenant's content
+	Run    string    // only reads of this run
+	Who    string    // only reads by this subject
+	Since  time.Time // only reads at or after this time; zero for any
 	// Limit is the most returned, the newest; 0 for no limit.
 	Limit int
 }
 
-// Records lists the access records f selects, oldest first.
-func Records(ctx context.Context, rt Runtime, f Filter) ([]AccessRecord, error) {
+// Querier runs a read: the store's read pool (Runtime.Store().DB()), or
+// a tenant's scope of it (projections.Scope), under which a tenant's
+// records are all there is.
+type Querier interface {
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+	Rebind(query string) string
+}
+
+// Records lists the access records f selects through q, oldest first.
+func Records(ctx context.Context, q Querier, f Filter) ([]AccessRecord, error) {
 	var conds []string
 	var args []any
+	if f.Tenant != "" {
+		conds, args = append(conds, "tenant = ?"), append(args, f.Tenant)
+	}
 	if f.Run != "" {
 		conds, args = append(conds, "run = ?"), append(args, f.Run)
 	}
@@ -81,17 +102,16 @@ func Records(ctx context.Context, rt Runtime, f Filter) ([]AccessRecord, error) 
 	if !f.Since.IsZero() {
 		conds, args = append(conds, "at >= ?"), append(args, f.Since.UnixNano())
 	}
-	q := `SELECT seq, who, issuer, tenant, run, from_seq, to_seq, namespace, what, route, at FROM access_records`
+	query := `SELECT seq, who, issuer, tenant, run, from_seq, to_seq, namespace, what, route, at FROM access_records`
 	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
+		query += " WHERE " + strings.Join(conds, " AND ")
 	}
-	q += " ORDER BY seq DESC"
+	query += " ORDER BY seq DESC"
 	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+		query += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	db := rt.Store().DB()
 	var rs []AccessRecord
-	if err := db.SelectContext(ctx, &rs, db.Rebind(q), args...); err != nil {
+	if err := q.SelectContext(ctx, &rs, q.Rebind(query), args...); err != nil {
 		return nil, fmt.Errorf("access records: %w", err)
 	}
 	// Newest were read (for the limit); oldest first is what one reads.

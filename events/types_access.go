@@ -31,10 +31,13 @@ const (
 	ViewedDossier    = "dossier"
 	ViewedBundle     = "bundle"
 	ViewedExport     = "export"
+	// ViewedApproval is a pending approval shown with its tool's
+	// arguments or its question (the console's inbox).
+	ViewedApproval = "approval"
 )
 
 var viewedKinds = map[string]bool{ViewedTranscript: true, ViewedEvents: true, ViewedModelCall: true, ViewedToolResult: true,
-	ViewedMemory: true, ViewedDossier: true, ViewedBundle: true, ViewedExport: true}
+	ViewedMemory: true, ViewedDossier: true, ViewedBundle: true, ViewedExport: true, ViewedApproval: true}
 
 // tokenHash is a SHA-256 in lowercase hex.
 var tokenHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -120,7 +123,7 @@ func (e AccessViewed) Validate() error {
 		return invalid("access.viewed needs who read and the route")
 	}
 	if !viewedKinds[e.What] {
-		return invalid("access.viewed what %q is not one of transcript, events, model_call, tool_result, memory, dossier, bundle, export", e.What)
+		return invalid("access.viewed what %q is not one of transcript, events, model_call, tool_result, memory, dossier, bundle, export, approval", e.What)
 	}
 	if e.Run == "" && e.Session == "" && e.Namespace == "" {
 		return invalid("access.viewed needs the run, the session or the memory namespace read")

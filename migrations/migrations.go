@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
@@ -75,8 +76,8 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 	ms := make([]*goose.Migration, 0, len(files))
 	for _, f := range files {
 		ms = append(ms, goose.NewGoMigration(f.version,
-			&goose.GoFunc{RunTx: runStatements(f.name, f.up)},
-			&goose.GoFunc{RunTx: runStatements(f.name, f.down)}))
+			&goose.GoFunc{RunTx: runStatements(f, f.up)},
+			&goose.GoFunc{RunTx: runStatements(f, f.down)}))
 	}
 	locker := lock.SessionLocker(&sqliteLocker{})
 	if d == Postgres {
@@ -160,11 +161,11 @@ func migrationFiles(d Dialect) ([]migrationFile, error) {
 
 // runStatements runs one section of a migration file, in the
 // transaction goose opens for the migration.
-func runStatements(name string, stmts []string) func(context.Context, *sql.Tx) error {
+func runStatements(f migrationFile, stmts []string) func(context.Context, *sql.Tx) error {
 	return func(ctx context.Context, tx *sql.Tx) error {
 		for i, s := range stmts {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("%s, statement %d: %w", name, i+1, err)
+				return fmt.Errorf("%s, statement %d: %w", f.name, i+1, privilegeErr(f, err))
 			}
 		}
 		return nil
@@ -348,4 +349,47 @@ func OpenInMemory(ctx context.Context, dsn string) (*sql.DB, error) {
 		return nil, err
 	}
 	return keeper, nil
+}
+
+// ErrPrivilege is matched by a *PrivilegeError.
+var ErrPrivilege = errors.New("migrations: the migrating user lacks a privilege")
+
+// PrivilegeError is a migration the migrating user was refused for want
+// of a privilege of the cluster's (PostgreSQL's insufficient_privilege):
+// it names the privilege and what an administrator grants instead. It
+// matches ErrPrivilege with errors.Is and unwraps to the server's error.
+type PrivilegeError struct {
+	Migration string // the file: "00018_tenants.sql"
+	Privilege string // "CREATEROLE"
+	Grant     string // what an administrator runs instead of granting it
+	Err       error
+}
+
+func (e *PrivilegeError) Error() string {
+	return fmt.Sprintf("migrations: %s needs a migrating user with %s: grant it, or have an administrator run %s: %v", e.Migration, e.Privilege, e.Grant, e.Err)
+}
+
+func (e *PrivilegeError) Is(target error) bool { return target == ErrPrivilege }
+func (e *PrivilegeError) Unwrap() error        { return e.Err }
+
+// privileges are the cluster privileges migrations need beyond owning
+// the schema, by version, and what an administrator grants instead.
+var privileges = map[int64]struct{ privilege, grant string }{
+	// 00018 creates the role rath_tenant, which a tenant's reads take,
+	// and makes the migrating user a member of it.
+	18: {"CREATEROLE", "CREATE ROLE rath_tenant NOLOGIN NOBYPASSRLS; GRANT rath_tenant TO <the migrating user>"},
+}
+
+// insufficientPrivilege is PostgreSQL's SQLSTATE for a refused privilege.
+const insufficientPrivilege = "42501"
+
+// privilegeErr names the privilege a refused migration needed, if it is
+// one that needs one; other errors are returned as they are.
+func privilegeErr(f migrationFile, err error) error {
+	var pe *pgconn.PgError
+	p, ok := privileges[f.version]
+	if !ok || !errors.As(err, &pe) || pe.Code != insufficientPrivilege {
+		return err
+	}
+	return &PrivilegeError{Migration: f.name, Privilege: p.privilege, Grant: p.grant, Err: err}
 }

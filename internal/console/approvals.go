@@ -42,6 +42,22 @@ func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, approval.ViewOf(st, now))
 	}
+	// The inbox shows what each request's tool would run with (or its
+	// question): content of its run, recorded once per run shown.
+	seen := map[string]bool{}
+	for _, v := range out {
+		key := v.Run
+		if key == "" {
+			key = "session:" + v.Session
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if !s.viewed(w, r, access.Viewed{Run: v.Run, Session: v.Session, What: events.ViewedApproval}) {
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/access"
 	"github.com/gorath/rath/flow"
+	"github.com/gorath/rath/projections"
 )
 
 //go:embed static
@@ -108,6 +109,8 @@ type Server struct {
 	fleetClock bool
 	// resolvers establish who makes a request, tried in order (identify).
 	resolvers []resolver
+	// scopes are the tenants' read pools (serveScoped).
+	scopes *projections.Scopes
 }
 
 // New returns the console over opts.Runtime.
@@ -143,7 +146,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("console: index template: %w", err)
 	}
 	s := &Server{opts: opts, rt: opts.Runtime, csrf: hex.EncodeToString(b), mux: http.NewServeMux(), index: index, done: make(chan struct{}),
-		fleetClock: fleetClock}
+		fleetClock: fleetClock, scopes: projections.NewScopes(opts.Runtime.Store().DB())}
 	s.replays.m = map[string]*ReplayView{}
 	switch {
 	case opts.OIDC != nil:
@@ -176,6 +179,7 @@ func (s *Server) lastReplay(run string) *ReplayView {
 func (s *Server) Close() {
 	s.doneOnce.Do(func() { close(s.done) })
 	s.bg.Wait()
+	s.scopes.Close()
 }
 
 // route is one route of the console and the action it needs.
@@ -203,7 +207,7 @@ func (s *Server) routeTable() []route {
 		{"GET /api/runs/{id}/tools", read, s.gateRun, s.apiRunTools},
 		{"GET /api/runs/{id}/trace", read, s.gateRun, s.apiRunTrace},
 		{"GET /api/runs/{id}/calls/{seq}", read, s.gateRun, s.apiRunCall},
-		{"GET /api/runs/{id}/access", read, s.gateRun, s.apiRunAccess},
+		{"GET /api/runs/{id}/access", admin, s.gateRun, s.apiRunAccess},
 		{"POST /api/runs/{id}/replay", operate, s.gateRun, s.apiRunReplay},
 		{"POST /api/runs/{id}/fork", operate, s.gateRun, s.apiRunFork},
 		{"POST /api/runs/{id}/cancel", operate, s.gateRun, s.apiRunCancel},

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/gorath/rath/access"
+	"github.com/gorath/rath/events"
 )
 
 // Bounds of POST /api/runs: a body past maxSubmitBody or with more runs
@@ -27,13 +30,16 @@ type SubmittedRun struct {
 	InputSession string `json:"input_session"`
 }
 
-// SubmitFunc submits runs, each a JSON object of the schema of a line of
-// `rath submit --batch`, in one transaction: all or none. An error
-// matching ErrBadSubmission says which run and why.
-type SubmitFunc func(ctx context.Context, runs []json.RawMessage) ([]SubmittedRun, error)
+// SubmitFunc submits runs of tenant (a valid tenant's name, never
+// empty), each a JSON object of the schema of a line of `rath submit
+// --batch`, in one transaction: all or none. An error matching
+// ErrBadSubmission says which run and why.
+type SubmitFunc func(ctx context.Context, tenant string, runs []json.RawMessage) ([]SubmittedRun, error)
 
 // apiSubmit is POST /api/runs: a run object, or an array of them,
-// submitted in one transaction. 201 with the runs' ids in order; 400 for
+// submitted in one transaction, as runs of the signed-in identity's
+// tenant (the default tenant's for the local modes' operator, who acts
+// for every tenant). 201 with the runs' ids in order; 400 for
 // a body or a run that does not check out, and then nothing is written.
 func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Submit == nil {
@@ -54,7 +60,8 @@ func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "submit: %v", err)
 		return
 	}
-	out, err := s.opts.Submit(r.Context(), runs)
+	id, _ := access.IdentityFrom(r.Context())
+	out, err := s.opts.Submit(r.Context(), events.TenantOr(id.Tenant), runs)
 	switch {
 	case errors.Is(err, ErrBadSubmission):
 		writeError(w, http.StatusBadRequest, "%v", err)

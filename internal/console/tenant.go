@@ -23,7 +23,7 @@ func (s *Server) serveScoped(w http.ResponseWriter, r *http.Request) {
 	if id, ok := access.IdentityFrom(r.Context()); ok {
 		tenant = id.Tenant
 	}
-	sc, err := projections.NewScope(r.Context(), s.rt.Store().DB(), tenant)
+	sc, err := s.scopes.Scope(r.Context(), tenant)
 	if err != nil {
 		writeError(w, http.StatusForbidden, "%v", err)
 		return

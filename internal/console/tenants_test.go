@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/console"
+	"github.com/gorath/rath/projections"
 )
 
 // tenantData is what one tenant holds in the store the test fills.
@@ -71,8 +73,8 @@ func TestTenants_RandomRequestsSeeOnlyTheirTenant(t *testing.T) {
 		n    int
 		rt   func(t *testing.T) *rath.Runtime
 	}{
-		{"sqlite", 10000, func(t *testing.T) *rath.Runtime { return newRuntime(t) }},
-		{"postgres", 3000, pgRuntime},
+		{"sqlite", randomRequests, func(t *testing.T) *rath.Runtime { return newRuntime(t) }},
+		{"postgres", randomRequests, pgRuntime},
 	} {
 		t.Run(st.name, func(t *testing.T) {
 			rt := st.rt(t)
@@ -173,4 +175,116 @@ func TestTenants_RandomRequestsSeeOnlyTheirTenant(t *testing.T) {
 			t.Logf("%d requests, %d named another tenant's record for a write, %d decisions", st.n, crossWrites, len(evs))
 		})
 	}
+}
+
+// A read's access record names the tenant whose run was read, whoever
+// read it (the loopback operator acts for every tenant); the records of
+// a run are its tenant's admins' (a viewer is 403, another tenant's
+// admin 404), a tenant's scope holds only its own, and the approvals
+// inbox, which shows what each request's tool would run with, records
+// one read of each run it shows.
+func TestTenants_AccessRecordsAreTheTenants(t *testing.T) {
+	for _, st := range []struct {
+		name string
+		rt   func(t *testing.T) *rath.Runtime
+	}{
+		{"sqlite", func(t *testing.T) *rath.Runtime { return newRuntime(t) }},
+		{"postgres", pgRuntime},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			rt := st.rt(t)
+			ctx := t.Context()
+			data := fillTenants(t, rt, []string{"acme", "globex"})
+			srv, err := console.New(console.Options{Runtime: rt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			get := func(h http.Handler, path string) (int, string) {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1"+path, nil))
+				return rec.Code, rec.Body.String()
+			}
+			acmeRun := data["acme"].runs[0]
+			// The loopback operator reads acme's run.
+			if code, body := get(srv, "/api/runs/"+acmeRun+"/events"); code != http.StatusOK {
+				t.Fatalf("operator reads events: %d %s", code, body)
+			}
+			rs, err := access.Records(ctx, rt.Store().DB(), access.Filter{Run: acmeRun})
+			if err != nil || len(rs) != 1 || rs[0].Tenant != "acme" {
+				t.Fatalf("the operator's read of acme's run: %+v (%v), want one record of tenant acme", rs, err)
+			}
+			admin := func(tenant string, role access.Role) http.Handler {
+				return as(srv, access.Identity{Subject: string(role) + "@" + tenant, Issuer: "test", Tenant: tenant, Role: role, Via: "test"})
+			}
+			if code, body := get(admin("acme", access.Viewer), "/api/runs/"+acmeRun+"/access"); code != http.StatusForbidden {
+				t.Errorf("acme's viewer lists the run's readers: %d %s", code, body)
+			}
+			if code, body := get(admin("globex", access.Admin), "/api/runs/"+acmeRun+"/access"); code != http.StatusNotFound {
+				t.Errorf("globex's admin lists acme's run's readers: %d %s", code, body)
+			}
+			code, body := get(admin("acme", access.Admin), "/api/runs/"+acmeRun+"/access")
+			var view console.AccessView
+			if code != http.StatusOK || json.Unmarshal([]byte(body), &view) != nil || len(view.Records) != 1 || view.Records[0].Who == "" {
+				t.Fatalf("acme's admin lists the run's readers: %d %s", code, body)
+			}
+			// The inbox: acme's approver sees acme's three pending requests,
+			// two of one session, one of another: two records, of acme.
+			for i, sess := range []string{data["acme"].sessions[1], data["acme"].sessions[1], data["acme"].sessions[3]} {
+				ap := fmt.Sprintf("ask-%d", i)
+				if _, err := rt.Store().Append(ctx, events.ApprovalStream(ap), eventlog.NoStream,
+					events.ApprovalRequested{ID: ap, Session: sess, Kind: events.ApprovalQuestion, Question: "go on?"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := countViewed(t, rt)
+			if code, body := get(admin("acme", access.Approver), "/api/approvals"); code != http.StatusOK || strings.Count(body, "ask-") != 3 {
+				t.Fatalf("acme's approver lists approvals: %d %s", code, body)
+			}
+			if got := countViewed(t, rt) - before; got != 2 {
+				t.Errorf("the inbox of two sessions' requests appended %d access.viewed, want 2", got)
+			}
+			// A list of ids and statuses is no read.
+			before = countViewed(t, rt)
+			if code, _ := get(admin("acme", access.Viewer), "/api/runs"); code != http.StatusOK {
+				t.Fatalf("runs list: %d", code)
+			}
+			if got := countViewed(t, rt) - before; got != 0 {
+				t.Errorf("the runs list appended %d access.viewed", got)
+			}
+			// globex reads its own run; each tenant's scope holds its own.
+			if code, body := get(admin("globex", access.Viewer), "/api/runs/"+data["globex"].runs[0]+"/events"); code != http.StatusOK {
+				t.Fatalf("globex reads its run: %d %s", code, body)
+			}
+			for tenant, want := range map[string]int{"acme": 3, "globex": 1} {
+				sc, err := projections.NewScope(ctx, rt.Store().DB(), tenant)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rs, err := access.Records(ctx, sc, access.Filter{})
+				sc.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rs) != want {
+					t.Errorf("%s's scope holds %d access records, want %d: %+v", tenant, len(rs), want, rs)
+				}
+				for _, r := range rs {
+					if r.Tenant != tenant {
+						t.Errorf("%s's scope holds a record of %q: %+v", tenant, r.Tenant, r)
+					}
+				}
+			}
+		})
+	}
+}
+
+// countViewed is how many access.viewed events the log holds.
+func countViewed(t *testing.T, rt *rath.Runtime) int {
+	t.Helper()
+	evs, err := rt.Store().Read(t.Context(), eventlog.Query{Types: []string{events.TypeAccessViewed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(evs)
 }

@@ -6,23 +6,27 @@ import (
 	"time"
 
 	"github.com/gorath/rath/access"
+	"github.com/gorath/rath/events"
 	"github.com/spf13/cobra"
 )
 
 func newAccessCmd(a *app) *cobra.Command {
-	var run, who, since string
+	var run, who, since, tenant string
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "access [--run RUN] [--who SUBJECT] [--since D]",
+		Use:   "access [--run RUN] [--who SUBJECT] [--tenant T] [--since D]",
 		Short: "Who read what: the access records of run content read through the console or its API",
 		Long: `access lists the access.viewed records, oldest first: who read (subject and
 issuer), for which tenant, what (a run's events, transcript, model call,
 tool results, dossier; or a memory namespace), which seqs, through which
 route and when. The records are events in the hash-chained log.`,
-		Example: "rath access --run run-1a2b\nrath access --who alice@example.com --since 7d\nrath access --run run-1a2b --json",
+		Example: "rath access --run run-1a2b\nrath access --who alice@example.com --since 7d\nrath access --tenant acme --since 1d\nrath access --run run-1a2b --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := access.Filter{Run: run, Who: who, Limit: limit}
+			if err := events.CheckTenant(tenant); err != nil {
+				return usagef(cmd, "--tenant: %v", err)
+			}
+			f := access.Filter{Run: run, Who: who, Tenant: tenant, Limit: limit}
 			if since != "" {
 				t, err := parseAge(since, time.Now())
 				if err != nil {
@@ -35,7 +39,7 @@ route and when. The records are events in the hash-chained log.`,
 			if err != nil {
 				return err
 			}
-			rs, err := access.Records(ctx, rt, f)
+			rs, err := access.Records(ctx, rt.Store().DB(), f)
 			if err != nil {
 				return err
 			}
@@ -69,6 +73,7 @@ route and when. The records are events in the hash-chained log.`,
 		},
 	}
 	cmd.Flags().StringVar(&run, "run", "", "only reads of this run")
+	cmd.Flags().StringVar(&tenant, "tenant", "", "only reads of this tenant's runs and memory")
 	cmd.Flags().StringVar(&who, "who", "", "only reads by this subject (alice@example.com, token:ID, os:USER)")
 	cmd.Flags().StringVar(&since, "since", "", "only reads since: 7d, 12h, a date or an RFC 3339 time")
 	cmd.Flags().IntVar(&limit, "limit", 0, "only the newest N (default: all)")

@@ -96,16 +96,17 @@ func testServeAuthTokens(t *testing.T, store []string) {
 			t.Errorf("%s: %d %s", tc.name, code, body)
 		}
 	}
-	// A viewer lists (no record), reads events and a transcript (one
-	// record each), and may not decide or cancel.
+	// A viewer lists runs (no record) and the inbox, which shows the
+	// pending request's arguments (one record), reads events and a
+	// transcript (one record each), and may not decide or cancel.
 	if code, body := do("GET", "/api/runs", viewer.Secret, ""); code != http.StatusOK || !strings.Contains(body, run) {
 		t.Fatalf("viewer lists runs: %d %s", code, body)
 	}
 	if code, _ := do("GET", "/api/approvals", viewer.Secret, ""); code != http.StatusOK {
 		t.Fatalf("viewer lists approvals: %d", code)
 	}
-	if rs := records(); len(rs) != 0 {
-		t.Fatalf("lists recorded reads: %+v", rs)
+	if rs := records(); len(rs) != 1 || rs[0].What != "approval" || rs[0].Tenant != "default" {
+		t.Fatalf("the runs list and the inbox recorded %+v, want the inbox's one read", rs)
 	}
 	code, body := do("GET", "/api/runs/"+run+"/events", viewer.Secret, "")
 	var page struct{ Events []struct{ Seq int64 } }
@@ -115,7 +116,7 @@ func testServeAuthTokens(t *testing.T, store []string) {
 	if code, body := do("GET", "/api/sessions/"+run, viewer.Secret, ""); code != http.StatusOK {
 		t.Fatalf("viewer reads the transcript: %d %s", code, body)
 	}
-	rs := records()
+	rs := records()[1:]
 	who := "token:" + viewer.ID
 	if len(rs) != 2 || rs[0].Who != who || rs[0].Issuer != access.IssuerToken || rs[0].Tenant != "default" || rs[0].What != "events" ||
 		rs[0].FromSeq != page.Events[0].Seq || rs[0].ToSeq != page.Events[len(page.Events)-1].Seq || rs[0].Route != "GET /api/runs/{id}/events" ||
@@ -142,14 +143,22 @@ func testServeAuthTokens(t *testing.T, store []string) {
 	if out := rath("events", "--json").stdout; strings.Contains(out, "mallory") || !strings.Contains(out, `"by":"token:`+approver.ID) {
 		t.Fatalf("the decision does not name the approver's token:\n%s", out)
 	}
-	// rath access lists the two reads, and the API says the same.
-	if r := rath("access", "--run", run); r.code != 0 || strings.Count(r.stdout, who) != 2 || !strings.Contains(r.stdout, "transcript") {
+	// rath access lists the three reads, and the API says the same to
+	// an admin of the run's tenant; a viewer may not list who read.
+	if r := rath("access", "--run", run, "--tenant", "default"); r.code != 0 || strings.Count(r.stdout, who) != 3 || !strings.Contains(r.stdout, "transcript") {
 		t.Fatalf("rath access --run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if code, body := do("GET", "/api/runs/"+run+"/access", viewer.Secret, ""); code != http.StatusOK || strings.Count(body, `"who":"`+who) != 2 {
+	if r := rath("access", "--run", run, "--tenant", "acme"); r.code != 0 || !strings.Contains(r.stdout, "no access records") {
+		t.Fatalf("rath access --tenant acme: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if code, body := do("GET", "/api/runs/"+run+"/access", viewer.Secret, ""); code != http.StatusForbidden {
+		t.Fatalf("a viewer's GET access: %d %s", code, body)
+	}
+	admin := token("--role", "admin")
+	if code, body := do("GET", "/api/runs/"+run+"/access", admin.Secret, ""); code != http.StatusOK || strings.Count(body, `"who":"`+who) != 3 {
 		t.Fatalf("GET access: %d %s", code, body)
 	}
-	if rs := records(); len(rs) != 2 {
+	if rs := records(); len(rs) != 3 {
 		t.Fatalf("reading the access records recorded a read: %+v", rs)
 	}
 }

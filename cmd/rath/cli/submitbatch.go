@@ -311,37 +311,42 @@ func (a *app) defaultSubmitCommand(ctx context.Context) (*cobra.Command, runFlag
 }
 
 // httpSubmitter serves POST /api/runs for "rath serve": runs checked as
-// a batch's lines (remote: see remoteCheck), on the default queue, in
-// one transaction, through an insert-only fleet opened on first use.
+// a batch's lines (remote: see remoteCheck), on the default queue of the
+// submitting identity's tenant, in one transaction, through an
+// insert-only fleet per tenant opened on first use.
 type httpSubmitter struct {
-	a  *app
-	rt *rath.Runtime
-	mu sync.Mutex
-	fl *fleet.Fleet
+	a   *app
+	rt  *rath.Runtime
+	mu  sync.Mutex
+	fls map[string]*fleet.Fleet // by tenant
 }
 
-func (h *httpSubmitter) fleet(ctx context.Context) (*fleet.Fleet, error) {
+func (h *httpSubmitter) fleet(ctx context.Context, tenant string) (*fleet.Fleet, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.fl == nil {
-		fl, err := fleet.Open(ctx, h.rt, fleet.Options{SubmitOnly: true})
-		if err != nil {
-			return nil, err
-		}
-		h.fl = fl
+	if fl, ok := h.fls[tenant]; ok {
+		return fl, nil
 	}
-	return h.fl, nil
+	fl, err := fleet.Open(ctx, h.rt, fleet.Options{SubmitOnly: true, Tenants: []string{tenant}})
+	if err != nil {
+		return nil, err
+	}
+	if h.fls == nil {
+		h.fls = map[string]*fleet.Fleet{}
+	}
+	h.fls[tenant] = fl
+	return fl, nil
 }
 
 func (h *httpSubmitter) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.fl != nil {
-		h.fl.Close()
+	for _, fl := range h.fls {
+		fl.Close()
 	}
 }
 
-func (h *httpSubmitter) submit(ctx context.Context, raw []json.RawMessage) ([]console.SubmittedRun, error) {
+func (h *httpSubmitter) submit(ctx context.Context, tenant string, raw []json.RawMessage) ([]console.SubmittedRun, error) {
 	cmd, base := h.a.defaultSubmitCommand(ctx)
 	lines := make([]submitLine, len(raw))
 	nums := make([]int, len(raw))
@@ -356,7 +361,7 @@ func (h *httpSubmitter) submit(ctx context.Context, raw []json.RawMessage) ([]co
 	if err != nil {
 		return nil, badSubmission(err)
 	}
-	fl, err := h.fleet(ctx)
+	fl, err := h.fleet(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
