@@ -59,9 +59,6 @@ func (r Role) Allows(a Action) bool {
 	return false
 }
 
-// DefaultTenant is the tenant of stores and runs that name none.
-const DefaultTenant = "default"
-
 // Issuers and ways of an Identity that rath itself gives.
 const (
 	IssuerToken = "rath-token" // an API token

@@ -121,7 +121,7 @@ func TestTokens_Lifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if id, err := access.LookupTokenAt(ctx, rt, short, now.Add(time.Minute)); err != nil || id.Tenant != access.DefaultTenant {
+			if id, err := access.LookupTokenAt(ctx, rt, short, now.Add(time.Minute)); err != nil || id.Tenant != events.DefaultTenant {
 				t.Fatalf("an unexpired token: %+v, %v", id, err)
 			}
 			_, err = access.LookupTokenAt(ctx, rt, short, now.Add(2*time.Hour))

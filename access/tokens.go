@@ -57,7 +57,7 @@ func (t Token) Identity() Identity {
 
 // TokenSpec is what a new token acts as.
 type TokenSpec struct {
-	// Tenant is the tenant the token acts for; empty means DefaultTenant.
+	// Tenant is the tenant the token acts for; empty means events.DefaultTenant.
 	Tenant string
 	// Role is what it may do there. Required.
 	Role Role
@@ -77,7 +77,7 @@ func CreateToken(ctx context.Context, rt Runtime, spec TokenSpec, now time.Time)
 	}
 	tenant := strings.TrimSpace(spec.Tenant)
 	if tenant == "" {
-		tenant = DefaultTenant
+		tenant = events.DefaultTenant
 	}
 	if spec.By == "" {
 		return "", Token{}, invalid("a token needs who creates it")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/access"
+	"github.com/gorath/rath/events"
 	"github.com/spf13/cobra"
 )
 
@@ -83,7 +84,7 @@ and prints it on stdout once: it cannot be shown again.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", access.DefaultTenant, "the tenant the token acts for")
+	cmd.Flags().StringVar(&tenant, "tenant", events.DefaultTenant, "the tenant the token acts for")
 	cmd.Flags().StringVar(&role, "role", "", "viewer, approver, operator or admin")
 	cmd.Flags().StringVar(&expires, "expires", "", "how long it works: 30d, 12h (default: no expiry)")
 	jsonFlag(cmd, a)
