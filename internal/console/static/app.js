@@ -449,9 +449,9 @@
   // invisible characters drawn as \u2067, nothing cut, a warning when
   // anything was escaped; the raw a.arguments is never drawn), an editor
   // for the arguments to run instead, and approve / reject, or an answer
-  // for a question. who is the input naming the decider; after runs once
-  // a decision is recorded.
-  function approvalRow(a, who, after, withRun) {
+  // for a question. The decision records the signed-in identity; after
+  // runs once it is recorded.
+  function approvalRow(a, after, withRun) {
     const sh = a.shown || {};
     const row = el("div", { class: "approval", "data-id": a.id });
     row.append(el("div", { class: "head" }, el("span", { class: "mono" }, a.id),
@@ -465,9 +465,6 @@
     if (sh.reason) row.append(el("div", { class: "muted" }, "why: " + sh.reason));
     const note = el("input", { class: "note", placeholder: a.kind === "question" ? "note" : "note, or the reason for a rejection", size: 40 });
     async function decide(body) {
-      body.by = who.value.trim();
-      if (!body.by) { fail(new Error("Say who you are first: the decision records it.")); who.focus(); return; }
-      localStorage.setItem("rath-approver", body.by);
       try {
         const r = await api("/api/approvals/" + encodeURIComponent(a.id), { method: "POST", body });
         row.replaceChildren(el("div", { class: "verdict ok decided" }, r.decided.decision + (r.decided.edited_arguments ? " with edited arguments" : "") + " by " + r.decided.by + " — " + r.next));
@@ -509,10 +506,7 @@
   function waitingBox(id, pending, after) {
     const box = el("div", { class: "waiting", id: "waiting" },
       el("strong", {}, "This run waits for a person"), " — " + pending.length + " request" + (pending.length > 1 ? "s" : "") + ". Decide here; a worker (or Resume) then goes on.");
-    const who = el("input", { class: "approver", placeholder: "your name (recorded with the decision)", size: 30 });
-    who.value = localStorage.getItem("rath-approver") || "";
-    box.append(el("div", { class: "filters" }, who));
-    for (const a of pending) box.append(approvalRow(a, who, after, false));
+    for (const a of pending) box.append(approvalRow(a, after, false));
     return box;
   }
 
@@ -1017,18 +1011,15 @@
 
   // ---- approvals inbox ----------------------------------------------
 
-  // The decider's name is asked once and kept in this browser: every
-  // decision records who made it.
+  // A decision records the signed-in identity (the server's), never a
+  // name typed here.
   async function approvalsPage() {
     let v;
     try { v = await api("/api/approvals"); } catch (e) { fail(e); return; }
-    const who = el("input", { id: "approver", placeholder: "your name (recorded with each decision)", size: 36 });
-    who.value = localStorage.getItem("rath-approver") || "";
-    who.addEventListener("change", () => localStorage.setItem("rath-approver", who.value.trim()));
     const list = el("div", { id: "approvals" });
-    for (const a of v) list.append(approvalRow(a, who, null, true));
+    for (const a of v) list.append(approvalRow(a, null, true));
     if (!v.length) list.append(el("p", { class: "muted" }, "Nothing waits for a person."));
-    main.replaceChildren(el("h1", {}, "Approvals"), el("div", { class: "filters" }, who), list);
+    main.replaceChildren(el("h1", {}, "Approvals"), list);
   }
 
   // ---- memory: namespaces, browse, search, forget ---------------------
@@ -1041,25 +1032,20 @@
     const ns = el("input", { id: "memory-ns", placeholder: "namespace", size: 20 });
     const q = el("input", { id: "memory-q", type: "search", placeholder: "what to recall (empty: browse)", size: 40 });
     const go = el("button", { id: "memory-go" }, "Search");
-    const who = el("input", { id: "memory-who", placeholder: "your name (recorded when you forget)", size: 30 });
-    who.value = localStorage.getItem("rath-approver") || "";
     const head = el("thead", {});
     const body = el("tbody", { id: "memory-body" });
     const summary = el("p", { class: "muted", id: "memory-summary" });
-    main.replaceChildren(el("h1", {}, "Memory"), nsList, el("div", { class: "filters" }, ns, q, go, who), summary,
+    main.replaceChildren(el("h1", {}, "Memory"), nsList, el("div", { class: "filters" }, ns, q, go), summary,
       scroll(el("table", { id: "memory-table" }, head, body)));
 
     function forgetCell(namespace, m, tr) {
       const reason = el("input", { class: "forget-reason", placeholder: "why forget it", size: 18 });
       const btn = el("button", { class: "forget small" }, "Forget");
       btn.addEventListener("click", async () => {
-        const by = who.value.trim();
-        if (!by) { fail(new Error("Say who you are first: forgetting records it.")); who.focus(); return; }
         if (!reason.value.trim()) { fail(new Error("Say why: the tombstone keeps the reason.")); reason.focus(); return; }
-        localStorage.setItem("rath-approver", by);
         btn.disabled = true;
         try {
-          const r = await api("/api/memory/forget", { method: "POST", body: { ns: namespace, id: m.id, reason: reason.value.trim(), by } });
+          const r = await api("/api/memory/forget", { method: "POST", body: { ns: namespace, id: m.id, reason: reason.value.trim() } });
           tr.classList.add("forgotten");
           tr.lastChild.replaceChildren(el("span", { class: "muted" }, "forgotten" + (r.reason_recorded ? " (reason recorded)" : " (this backend keeps no reason)")));
           ok("");
