@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gorath/rath/eventlog"
@@ -120,9 +121,9 @@ type EraseResult struct {
 // the key's id) appended in one transaction, so either both happen or
 // neither. Everything sealed under the key, in the log, its blobs and the
 // projections, stays as ciphertext no one can open, and every leaf, root
-// and proof still verifies. Then the read models are rebuilt without
-// what can no longer be read: the SQL projections and the local memory
-// index.
+// and proof still verifies. Then the read models drop what they derived
+// from the subject's content (dropDerived), in time that grows with the
+// subject's runs, not with the store.
 //
 // It returns an *EraseError (ErrNothingToErase) for a subject without a
 // key, a *keyring.SubjectError (keyring.ErrSubject) for one that is not
@@ -170,7 +171,7 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
 		res := EraseResult{Record: stored[0], KeyIDHash: rec.KeyIDHash}
-		return res, rt.afterRedaction(ctx, true)
+		return res, rt.dropDerived(ctx, opts.Subject)
 	}
 }
 
@@ -191,4 +192,68 @@ func (rt *Runtime) nothingToErase(ctx context.Context, subject string) error {
 		}
 	}
 	return e
+}
+
+// dropDerived clears what the SQL projections hold of subject's content:
+// the params and error of its runs, the questions and reasons of their
+// approvals and of its sessions'. It finds them through indexes (the
+// runs' subject column, run ids, sessions), never by reading the log.
+// The memory index is rebuilt only when the subject wrote memories:
+// bleve keeps no per-subject postings to drop.
+func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
+	db := rt.store.DB()
+	level, id, _ := strings.Cut(subject, ":")
+	var runs, streams []string
+	switch level {
+	case keyring.LevelUser:
+		if err := db.SelectContext(ctx, &runs, db.Rebind(`SELECT id FROM runs WHERE subject = ?`), subject); err != nil {
+			return fmt.Errorf("rath: erased, but listing the subject's runs failed (run rath rebuild): %w", err)
+		}
+	case keyring.LevelRun:
+		runs = []string{id}
+	case keyring.LevelSession:
+		streams = []string{id}
+	case keyring.LevelMemory:
+		streams = []string{events.MemoryStream(id)}
+	}
+	memory := level == keyring.LevelMemory
+	// Under the write lock, as the projectors write them.
+	err := rt.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
+		for _, run := range runs {
+			if _, err := tx.Exec(db.Rebind(`UPDATE runs SET params = '', error = '' WHERE id = ?`), run); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(db.Rebind(`UPDATE approvals SET question = '', reason = '' WHERE run = ?`), run); err != nil {
+				return err
+			}
+			if !memory {
+				var one int
+				err := tx.QueryRow(db.Rebind(`SELECT 1 FROM events WHERE run_id = ? AND type = ? LIMIT 1`), run, events.TypeMemoryRemembered).Scan(&one)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+				memory = err == nil
+			}
+		}
+		for _, s := range streams {
+			if _, err := tx.Exec(db.Rebind(`UPDATE approvals SET question = '', reason = '' WHERE session = ?`), s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rath: erased, but clearing the read models failed (run rath rebuild): %w", err)
+	}
+	if !memory {
+		return nil
+	}
+	m, err := rt.Memory(ctx)
+	if err != nil {
+		return fmt.Errorf("rath: erased, but the memory index did not open (run rath rebuild --memory): %w", err)
+	}
+	if _, err := m.Rebuild(ctx); err != nil {
+		return fmt.Errorf("rath: erased, but rebuilding the memory index failed (run rath rebuild --memory): %w", err)
+	}
+	return nil
 }
