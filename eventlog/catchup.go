@@ -314,3 +314,37 @@ func extendFront(size int64, front map[int64]tlog.Hash, leaves []tlog.Hash) (map
 	}
 	return next, nil
 }
+
+// prefetchAbsorbed reads, in one round trip, the stream heads and lease
+// tokens that the appends absorb took in (absorb.go) will look up and the
+// writer has not cached. The lock's pipeline read only those of the batch
+// it was sent for; without this, each absorbed append on a new stream or
+// an uncached run paid a round trip of its own while the chain lock was
+// held, which every other process's writer waited out. Where nothing of
+// the transaction has been sent (an optimistic one) the lookups stay where
+// they are: they go with its BEGIN and lock (optimistic.go).
+func (w *writerState) prefetchAbsorbed(ctx context.Context, absorbed []*request) error {
+	if !w.batched() || !w.inTx || w.optimisticUnsent() || w.pend.unsent() > 0 {
+		return nil
+	}
+	pf := w.prefetchFor(absorbed)
+	if len(pf.streams) == 0 && len(pf.runs) == 0 {
+		return nil
+	}
+	var c caughtUp
+	err := withPgx(w.conn, func(conn *pgx.Conn) error {
+		b := &pgx.Batch{}
+		pf.queue(b)
+		br := conn.SendBatch(ctx, b)
+		err := pf.read(br, &c)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err != nil {
+		return storageErr("read the absorbed appends' heads", err)
+	}
+	w.usePrefetched(c)
+	return nil
+}

@@ -226,6 +226,13 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		w.absorbed = append(w.absorbed, more...)
 		local = append(local[:len(local):len(local)], more...)
 		batch = local
+		if err := w.prefetchAbsorbed(ctx, more); err != nil {
+			// The transaction is spoilt; the batch is done again after a
+			// reload, on a new connection if this one was lost.
+			w.rollback()
+			w.disconnect()
+			return batch, nil, 0, false, true
+		}
 	}
 	results = make([]result, len(batch))
 	w.pend.reset()

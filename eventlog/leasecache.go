@@ -26,6 +26,9 @@ func (w *writerState) forgetLease(payload []byte) {
 	delete(w.leases, *l.Run)
 }
 
+// selectLeaseToken reads a run's current lease token.
+const selectLeaseToken = `SELECT token FROM run_leases WHERE run = ?`
+
 // checkLease refuses a fenced request whose token is no longer its run's
 // current one, before it writes anything. It applies when the request
 // writes the run's events (stamped with its id) or its lease stream.
@@ -46,11 +49,16 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 	var err error
 	if !cached {
 		// A lease this batch wrote is among the projectors' queued
-		// statements until they are sent.
-		if err = w.sendQueued(ctx); err != nil {
-			return storageErr("check lease", err)
+		// statements until they are sent: they go first, in the same
+		// round trip.
+		if w.pend.unsent() > 0 {
+			err = w.queryRowAfterQueued(ctx, selectLeaseToken, []any{l.Run}, &current)
+			if errors.Is(err, errQueuedFailed) {
+				return storageErr("check lease", err)
+			}
+		} else {
+			err = w.conn.QueryRowContext(ctx, w.s.rebind(selectLeaseToken), l.Run).Scan(&current)
 		}
-		err = w.conn.QueryRowContext(ctx, w.s.rebind(`SELECT token FROM run_leases WHERE run = ?`), l.Run).Scan(&current)
 	}
 	if err == nil && !cached {
 		if w.leases == nil || len(w.leases) >= maxHeadCache {

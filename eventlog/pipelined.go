@@ -102,6 +102,33 @@ func (p *pgPending) unsent() int { return len(p.queued) - p.sent }
 // pend.failed, for run to redo the batch); query's own is its caller's.
 func (w *writerState) execAfterQueued(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var tag pgconn.CommandTag
+	err := w.afterQueued(ctx, query, args, func(br pgx.BatchResults) (err error) {
+		tag, err = br.Exec()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tagResult(tag), nil
+}
+
+// queryRowAfterQueued runs a query of at most one row after the queued
+// statements, in one round trip where sending them first and then the
+// query took two, and scans its row into dest: no row is sql.ErrNoRows,
+// as database/sql says it.
+func (w *writerState) queryRowAfterQueued(ctx context.Context, query string, args []any, dest ...any) error {
+	err := w.afterQueued(ctx, query, args, func(br pgx.BatchResults) error {
+		return br.QueryRow().Scan(dest...)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sql.ErrNoRows
+	}
+	return err
+}
+
+// afterQueued sends the queued statements and, unless query is "",
+// query, in one pipeline, and has read read query's answer.
+func (w *writerState) afterQueued(ctx context.Context, query string, args []any, read func(pgx.BatchResults) error) error {
 	var queuedErr, err error
 	rerr := withPgx(w.conn, func(conn *pgx.Conn) error {
 		b, queued := w.queuedBatch()
@@ -119,7 +146,7 @@ func (w *writerState) execAfterQueued(ctx context.Context, query string, args ..
 			}
 		}
 		if query != "" {
-			tag, err = br.Exec()
+			err = read(br)
 		}
 		if cerr := br.Close(); cerr != nil && err == nil {
 			err = cerr
@@ -131,12 +158,9 @@ func (w *writerState) execAfterQueued(ctx context.Context, query string, args ..
 	}
 	if queuedErr != nil {
 		w.pend.failed = queuedErr
-		return nil, fmt.Errorf("%w: %w", errQueuedFailed, queuedErr)
+		return fmt.Errorf("%w: %w", errQueuedFailed, queuedErr)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return tagResult(tag), nil
+	return err
 }
 
 // sendQueued sends the queued statements now, before a statement whose

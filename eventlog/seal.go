@@ -168,7 +168,7 @@ func (q txQuerier) ExecContext(_ context.Context, query string, args ...any) (sq
 }
 
 func (q txQuerier) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
-	return q.tx.QueryRow(query, args...)
+	return q.tx.sqlRow(query, args...)
 }
 
 // openPayload returns the plaintext of a stored payload (after a blob

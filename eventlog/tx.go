@@ -37,17 +37,46 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 	return st.ExecContext(t.ctx, args...)
 }
 
-// QueryRow runs a query that returns at most one row.
-func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
-	// A queued statement that fails leaves the transaction aborted, so
-	// the query fails too; the writer then redoes the batch (pend.failed).
+// QueryRow runs a query that returns at most one row; its Scan reads it.
+func (t *Tx) QueryRow(query string, args ...any) *Row {
+	if t.w.pend.unsent() > 0 {
+		// The queued statements go first and the query with them, in
+		// one round trip (sent when Scan learns where the row goes). A
+		// queued statement that fails leaves the transaction aborted,
+		// so the query fails too; the writer then redoes the batch
+		// (pend.failed).
+		return &Row{scan: func(dest ...any) error {
+			return t.w.queryRowAfterQueued(t.ctx, query, args, dest...)
+		}}
+	}
+	// (A prepare error surfaces through Scan.)
+	return &Row{row: t.sqlRow(query, args...)}
+}
+
+// sqlRow is QueryRow as database/sql answers it, for the keyring, which
+// writes in Exclusive (where nothing is queued) through a *sql.Row.
+func (t *Tx) sqlRow(query string, args ...any) *sql.Row {
 	t.w.sendQueued(t.ctx)
 	st, err := t.w.stmt(t.ctx, query)
 	if err != nil {
-		// Surface the prepare error through Scan.
 		return t.w.conn.QueryRowContext(t.ctx, t.w.s.rebind(query), args...)
 	}
 	return st.QueryRowContext(t.ctx, args...)
+}
+
+// Row is the answer of Tx.QueryRow, as database/sql's *sql.Row: no row
+// is sql.ErrNoRows from Scan.
+type Row struct {
+	row  *sql.Row
+	scan func(dest ...any) error
+}
+
+// Scan copies the row's columns into dest.
+func (r *Row) Scan(dest ...any) error {
+	if r.scan != nil {
+		return r.scan(dest...)
+	}
+	return r.row.Scan(dest...)
 }
 
 // Query runs a query in the transaction.

@@ -233,48 +233,13 @@ func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
 	if _, err := s.Append(ctx, "warm", eventlog.NoStream, &events.SessionPlaced{Session: "warm", Backend: "local"}); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := s.DB().BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback()
-	if _, err := holder.ExecContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
 	before := s.Stats()
 	const n = 16
-	var started, done sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		started.Add(1)
-		done.Go(func() {
-			stream := fmt.Sprintf("q%d", i)
-			started.Done()
-			_, errs[i] = s.Append(ctx, stream, eventlog.NoStream, &events.SessionPlaced{Session: stream, Backend: "local"})
-		})
-	}
-	started.Wait()
-	// The writer took the first append and waits for the lock.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if time.Now().After(deadline) {
-			t.Fatal("the writer never waited for the chain lock")
-		}
-		var waiting int
-		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	// The other callers are past started.Done and into Append, a few
-	// microseconds from the queue; give them far more than that.
-	time.Sleep(100 * time.Millisecond)
-	if err := holder.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	done.Wait()
+	errs := appendBehindTheLock(t, s, n, func(i int) error {
+		stream := fmt.Sprintf("q%d", i)
+		_, err := s.Append(ctx, stream, eventlog.NoStream, &events.SessionPlaced{Session: stream, Backend: "local"})
+		return err
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("append %d: %v", i, err)
@@ -532,4 +497,114 @@ func TestPostgres_ARebuildWritesInBulk(t *testing.T) {
 		t.Fatalf("rebuilding %d events took %d round trips on the writer's connection, want at most %d", st.Events, trips, limit)
 	}
 	t.Logf("%d events rebuilt in %d round trips", st.Events, trips)
+}
+
+// What the appends absorbed into a batch that waited for the chain lock
+// look up (their new streams' heads, their runs' lease tokens) is read in
+// one round trip, not one each while the lock is held, and a projector's
+// query (the session a new one must not replace) goes in one round trip
+// with the statements queued before it, not after them. Each of those
+// round trips held up every other process's writer. Counted on the wire:
+// at most three a commit (the lock's pipeline, the absorbed appends'
+// reads, the rows with the COMMIT) and the one query a new session makes.
+func TestPostgres_AbsorbedAppendsReadWhatTheyNeedInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rt, err := rath.OpenWith(ctx, postgresTarget(t).Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	s := rt.Store()
+	const n = 12
+	if err := s.DB().QueryRowContext(ctx, `INSERT INTO run_leases (run, worker, token, expires_at, seq) SELECT 'r' || i, 'w', 1, 0, 0 FROM generate_series(0, $1) AS i RETURNING 1`, n).Err(); err != nil {
+		t.Fatal(err)
+	}
+	created := func(id string) events.Payload { return events.SessionCreated{Session: id, Origin: "user"} }
+	leased := func(run string, token int64) context.Context {
+		return eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: token})
+	}
+	// The writer's statements prepared, the lease read's among them.
+	for i := range 2 {
+		id := fmt.Sprint("warm", i)
+		if _, err := s.Append(leased(id, 1), id, eventlog.NoStream, created(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := s.Stats()
+	errs := appendBehindTheLock(t, s, n, func(i int) error {
+		id, actx := fmt.Sprint("q", i), ctx
+		if i%2 == 0 {
+			actx = leased(fmt.Sprint("r", i), 1)
+		}
+		_, err := s.Append(actx, id, eventlog.NoStream, created(id))
+		return err
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	after := s.Stats()
+	commits, trips := after.Commits-before.Commits, after.RoundTrips-before.RoundTrips
+	if limit := 3*commits + n; trips > limit {
+		t.Fatalf("%d appends of new sessions, half of them fenced, queued behind the lock: %d round trips in %d commits, want at most %d", n, trips, commits, limit)
+	}
+	t.Logf("%d appends: %d commits, %d round trips", n, commits, trips)
+	// A stale token is still refused.
+	var fenced *eventlog.FencedError
+	if _, err := s.Append(leased("r1", 0), "stale", eventlog.NoStream, created("stale")); !errors.As(err, &fenced) || fenced.Current != 1 {
+		t.Fatalf("an append with a stale token: %v, want a FencedError naming token 1", err)
+	}
+	if rep, err := s.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}
+
+// appendBehindTheLock makes n appends (appendOne(i)) at once while the
+// chain lock is held as another process would hold it, and releases it
+// once the writer waits for it and the others are queued behind it.
+func appendBehindTheLock(t *testing.T, s *eventlog.Store, n int, appendOne func(i int) error) []error {
+	t.Helper()
+	ctx := t.Context()
+	holder, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	var started, done sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		started.Add(1)
+		done.Go(func() {
+			started.Done()
+			errs[i] = appendOne(i)
+		})
+	}
+	started.Wait()
+	// The writer took the first append and waits for the lock.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never waited for the chain lock")
+		}
+		var waiting int
+		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The other callers are past started.Done and into Append, a few
+	// microseconds from the queue; give them far more than that.
+	time.Sleep(100 * time.Millisecond)
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	done.Wait()
+	return errs
 }
