@@ -188,8 +188,6 @@ func TestConsole_InChromium(t *testing.T) {
 		until(`document.querySelector('#approvals .approval').textContent.includes("run-approve")`),
 		shot("serve-approvals.png"),
 		chromedp.Click(chromedp.CSS(`#approvals .approval .approve`)),
-		until(`document.querySelector('#status').textContent.includes("Say who you are")`),
-		chromedp.Click(chromedp.CSS(`#approvals .approval .approve`)),
 		until(`document.querySelector('#approvals').textContent.includes("approved by os:")`),
 	)
 	step("the approved run's live tail",
