@@ -114,7 +114,7 @@ var allowedImports = map[string][]string{
 	"replay/internal/renametest/pinned":   {"flow", "session"},
 	// The fleet reads a run's state from the read model (projections),
 	// not by folding its streams, and shows statuses in projections' words.
-	"fleet":              {".", "approval", "events", "eventlog", "flow", "flow/mcptool", "flow/model", "migrations", "projections", "replay", "sandbox", "session"},
+	"fleet":              {".", "approval", "events", "eventlog", "flow", "flow/mcptool", "flow/model", "keyring", "migrations", "projections", "replay", "sandbox", "session"},
 	"eval":               {".", "events", "eventlog", "flow", "flow/model", "projections", "replay"},
 	"dossier":            {".", "approval", "events", "eventlog", "flow", "flow/model", "internal/textsafe", "projections", "replay", "session"},
 	"internal/demo":      {".", "events", "eventlog", "flow", "flow/builtin", "flow/model/scripted", "dossier", "memory", "replay", "sandbox", "session"},

@@ -12,7 +12,7 @@ import (
 
 // Copies of a blob (seal.go): one row in clear under the bare address,
 // or one sealed row per subject under the address and the subject's key
-// id. blobs_address (migration 00020) indexes the address of every row.
+// id. blobs_address (migration 00019) indexes the address of every row.
 
 // blobCopy is one row of a blob address.
 type blobCopy struct {

@@ -185,14 +185,12 @@ func TestSplit_EveryEmbeddedFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Versions are handed out ahead of landing, so one may be
-		// missing for a while; none may repeat or run backwards.
 		if n := len(files); n == 0 || files[n-1].version != Latest() {
 			t.Fatalf("%s: %d files, latest version %d", d, len(files), Latest())
 		}
 		for i, f := range files {
-			if i > 0 && f.version <= files[i-1].version {
-				t.Errorf("%s/%s: version %d after %d", d, f.name, f.version, files[i-1].version)
+			if f.version != int64(i+1) {
+				t.Errorf("%s/%s: version %d, want %d (no gaps, no repeats)", d, f.name, f.version, i+1)
 			}
 			if len(f.up) == 0 {
 				t.Errorf("%s/%s: no statement in its Up section", d, f.name)

@@ -131,7 +131,7 @@ const checkpointsMigration = 10
 // blob addresses for copies per subject.
 const (
 	subjectKeysMigration = 16
-	blobCopiesMigration  = 20
+	blobCopiesMigration  = 19
 )
 
 // packedTreeMigration is the schema version whose tree_hashes rows may
