@@ -29,13 +29,13 @@ func BenchmarkErase(b *testing.B) {
 	for i := range subjects {
 		run, sess := fmt.Sprintf("run-%05d", i), fmt.Sprintf("s-%05d", i)
 		subject := fmt.Sprintf("user:u%05d", i)
-		sctx := events.ContextWithSubject(events.ContextWithRun(ctx, events.RunRef{ID: run, Seed: run}), subject)
+		sctx := events.ContextWithSubject(ctx, subject)
 		evs := make([]events.Payload, 0, perSubject-1)
 		evs = append(evs, events.SessionCreated{Session: sess, Origin: "user", Chunks: []events.Chunk{{Role: "user", Content: text}}})
 		for c := 1; c < perSubject-1; c++ {
 			evs = append(evs, events.ChunkAppended{Session: sess, Index: int64(c), Chunk: events.Chunk{Role: "assistant", Content: text}})
 		}
-		_, err := rt.Store().AppendWrites(sctx,
+		_, err := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: run, Seed: run}}).AppendWrites(sctx,
 			eventlog.Write{Stream: run, Expected: eventlog.NoStream, Events: []events.Payload{events.RunStarted{Run: run, Workflow: "w", InputSession: sess, Seed: run, Subject: subject}}},
 			eventlog.Write{Stream: sess, Expected: eventlog.NoStream, Events: evs})
 		if err != nil {

@@ -1,7 +1,6 @@
 package rath_test
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/scratchopt"
 	"github.com/gorath/rath/migrations"
+	"github.com/gorath/rath/session"
 )
 
 // The runtime directory may hold any character: the database is created
@@ -97,9 +97,9 @@ func TestOpen_WithoutReadIndexes(t *testing.T) {
 		if got, want := len(indexes(rt)), map[bool]int{false: 2, true: 0}[lean]; got != want {
 			t.Fatalf("WithoutReadIndexes=%v: %d of the read indexes, want %d", lean, got, want)
 		}
-		run := events.ContextWithRun(ctx, events.RunRef{ID: "r1"})
-		for _, c := range []context.Context{run, ctx, run} {
-			if _, err := rt.NewUserSession(c, "hello"); err != nil {
+		run := rt.Sessions().In(eventlog.Scope{Run: events.RunRef{ID: "r1"}})
+		for _, m := range []*session.Manager{run, rt.Sessions(), run} {
+			if _, err := m.New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: "hello"}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -47,6 +47,7 @@ type runConfig struct {
 	subject                               string
 	params                                map[string]string
 	record                                func(run string) eventlog.Write
+	lease                                 *eventlog.Lease
 }
 
 // ContextWithSubject returns a context whose appends, in a run or not
@@ -96,6 +97,11 @@ func WithTenant(tenant string) RunOption { return func(c *runConfig) { c.tenant 
 func WithStartRecord(record func(run string) eventlog.Write) RunOption {
 	return func(c *runConfig) { c.record = record }
 }
+
+// WithLease fences the run's appends with a worker's lease on it (its
+// run id must be the run's): once another worker takes the run, they
+// fail with an *eventlog.FencedError and nothing more of the run lands.
+func WithLease(l eventlog.Lease) RunOption { return func(c *runConfig) { c.lease = &l } }
 
 // WithCodeVersion records the version of the code that ran; by default the
 // module's VCS revision when the binary has one, else "dev".
@@ -210,8 +216,11 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 			return nil, fmt.Errorf("rath: start run: %w", err)
 		}
 	}
+	if cfg.lease != nil && cfg.lease.Run != cfg.id {
+		return nil, fmt.Errorf("rath: start run %s under the lease of run %s", cfg.id, cfg.lease.Run)
+	}
 	run := &Run{ID: cfg.id, Seed: cfg.seed}
-	rctx := events.ContextWithRun(ctx, events.RunRef{ID: cfg.id, Seed: cfg.seed})
+	rctx := ctx
 	if subject != "" {
 		rctx = events.ContextWithSubject(rctx, subject)
 	}
@@ -220,7 +229,7 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	// first event, or run.finished), in that append's commit: nothing
 	// waits for it on its own. A run already started elsewhere refuses
 	// that append, and every later one, with the conflict.
-	rctx, carried, err := eventlog.ContextWithCarried(rctx, eventlog.Write{Stream: cfg.id, Expected: eventlog.NoStream, Events: []events.Payload{started}})
+	carried, err := eventlog.NewCarried(eventlog.Write{Stream: cfg.id, Expected: eventlog.NoStream, Events: []events.Payload{started}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("rath: start run: %w", err)
 	}
@@ -228,14 +237,19 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 	flush := carried
 	if cfg.record != nil {
 		// Nested inside run.started's, so written after it.
-		if rctx, flush, err = eventlog.ContextWithCarried(rctx, cfg.record(cfg.id)); err != nil {
+		if flush, err = eventlog.NewCarried(cfg.record(cfg.id), carried); err != nil {
 			return nil, fmt.Errorf("rath: start run: %w", err)
 		}
 	}
+	// Every append of the run is made in its scope: the workflow's through
+	// the input session it adopts, the run's own through rec.
+	rec := rt.store.In(eventlog.Scope{Run: events.RunRef{ID: cfg.id, Seed: cfg.seed}, Lease: cfg.lease, Carry: flush})
 	// The root workflow's exit record is written with run.finished, in
 	// one commit (finish).
 	rctx, exit := flow.ContextDeferringExit(rctx)
-	out, err := flow.Forward(rctx, wf, input)
+	out, err := flow.Forward(rctx, wf, input.In(rec.Scope()))
+	// The output goes back outside the run: appends to it are the caller's.
+	out = out.In(eventlog.Scope{})
 	if rerr := refused(carried, flush); rerr != nil {
 		return nil, fmt.Errorf("rath: start run: %w", rerr)
 	}
@@ -243,18 +257,18 @@ func (rt *Runtime) Start(ctx context.Context, name string, wf flow.Workflow, inp
 		// Suspended for a person: no run.finished, the run stays open
 		// (status waiting) until replay.Resume continues it.
 		run.Output = out
-		if ferr := flush.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
+		if ferr := flush.Flush(context.WithoutCancel(rctx), rec); ferr != nil {
 			return run, errors.Join(err, fmt.Errorf("rath: start run: %w", ferr))
 		}
 		return run, err
 	}
-	err = rt.finish(rctx, run, out, err, exit)
+	err = rt.finish(rctx, rec, run, out, err, exit)
 	if rerr := refused(carried, flush); rerr != nil {
 		return nil, fmt.Errorf("rath: start run: %w", rerr)
 	}
 	if errors.Is(err, ErrRunLeftOpen) {
 		// Left open for a retry, which resumes a started run.
-		if ferr := flush.Flush(context.WithoutCancel(rctx), rt.store); ferr != nil {
+		if ferr := flush.Flush(context.WithoutCancel(rctx), rec); ferr != nil {
 			return run, errors.Join(err, fmt.Errorf("rath: start run: %w", ferr))
 		}
 	}
@@ -290,10 +304,10 @@ func withSpec(params map[string]string, wf flow.Workflow) (map[string]string, er
 	return out, nil
 }
 
-// finish records run.finished, with the root workflow's exit record
-// when exit holds it, and returns the workflow's error, or leaves the run
-// open if its context retries err.
-func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, err error, exit *flow.DeferredExit) error {
+// finish records run.finished through rec, the run's appender, with the
+// root workflow's exit record when exit holds it, and returns the
+// workflow's error, or leaves the run open if its context retries err.
+func (rt *Runtime) finish(ctx context.Context, rec eventlog.Appender, run *Run, out *session.Session, err error, exit *flow.DeferredExit) error {
 	run.Output = out
 	if flow.Suspends(ctx, err) {
 		return fmt.Errorf("%w: %w", ErrRunLeftOpen, err)
@@ -301,7 +315,7 @@ func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, e
 	// The run record must land even if the caller's context was canceled.
 	ctx = context.WithoutCancel(ctx)
 	if w, ok := exit.Write(); ok {
-		_, ferr := rt.store.AppendWrites(ctx, w, eventlog.Write{Stream: run.ID, Expected: 1, Events: []events.Payload{finished(run.ID, out, err)}})
+		_, ferr := rec.AppendWrites(ctx, w, eventlog.Write{Stream: run.ID, Expected: 1, Events: []events.Payload{finished(run.ID, out, err)}})
 		if ferr == nil {
 			return err
 		}
@@ -310,13 +324,15 @@ func (rt *Runtime) finish(ctx context.Context, run *Run, out *session.Session, e
 		// the run, as the record written on its own would have.
 		var conflict *eventlog.ConflictError
 		if !errors.As(ferr, &conflict) || conflict.Stream != w.Stream {
-			run.Output, _ = exit.Refused(ferr)
+			before, _ := exit.Refused(ferr)
+			run.Output = before.In(eventlog.Scope{})
 			return errors.Join(err, fmt.Errorf("rath: finish run %s: %w", run.ID, ferr))
 		}
 		out, err = exit.Refused(ferr)
+		out = out.In(eventlog.Scope{})
 		run.Output = out
 	}
-	if _, ferr := rt.store.Append(ctx, run.ID, 1, finished(run.ID, out, err)); ferr != nil {
+	if _, ferr := rec.Append(ctx, run.ID, 1, finished(run.ID, out, err)); ferr != nil {
 		return errors.Join(err, fmt.Errorf("rath: finish run %s: %w", run.ID, ferr))
 	}
 	return err

@@ -295,6 +295,60 @@ func TestStyle_NoOneAsksWhichDatabase(t *testing.T) {
 	}
 }
 
+// contextAppendInputs are the context functions that once changed what
+// an append does unseen: the run, the lease and carried writes are
+// eventlog.Scope now, stated where an append is made.
+var contextAppendInputs = []string{"ContextWithRun", "RunFromContext", "ContextWithLease", "LeaseFromContext", "ContextWithCarried", "CarriedFromContext"}
+
+// logContextReads are the context values the log may read: the subject
+// (content sealed under a person's key, for a run and what is written
+// beside it) and the events an AppendTx function's own append wrote,
+// which the log hands to it.
+var logContextReads = []string{"SubjectFromContext", "appendedFromContext", "appendedKey"}
+
+// An append's run, lease and carried write are its inputs, not context
+// values: no package declares a context function for them, and the log
+// reads no context value but logContextReads.
+func TestStyle_AppendInputsAreExplicit(t *testing.T) {
+	fset := token.NewFileSet()
+	for dir, files := range packageDirs(t) {
+		inLog := filepath.ToSlash(dir) == "eventlog"
+		for _, f := range files {
+			af, err := parser.ParseFile(fset, f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(af, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.FuncDecl:
+					if slices.Contains(contextAppendInputs, n.Name.Name) {
+						t.Errorf("%s: declares %s: make it a field of eventlog.Scope, given to the append", fset.Position(n.Pos()), n.Name.Name)
+					}
+				case *ast.CallExpr:
+					sel, ok := n.Fun.(*ast.SelectorExpr)
+					if !ok || !inLog {
+						break
+					}
+					name := sel.Sel.Name
+					if name == "Value" && len(n.Args) == 1 {
+						if lit, ok := n.Args[0].(*ast.CompositeLit); ok {
+							if id, ok := lit.Type.(*ast.Ident); ok {
+								name = id.Name
+							}
+						}
+					} else if !strings.HasSuffix(name, "FromContext") {
+						break
+					}
+					if !slices.Contains(logContextReads, name) {
+						t.Errorf("%s: the log reads %s from the context: what changes an append is an argument of it (eventlog.Scope)", fset.Position(n.Pos()), name)
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
 // maxFileLines bounds a library file: past it, split by what the parts do.
 const maxFileLines = 800
 

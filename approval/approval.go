@@ -250,11 +250,7 @@ func Expire(ctx context.Context, store *eventlog.Store, id string, now time.Time
 // record appends the decision at version 2: a concurrent decider who
 // landed first makes it a *DecidedError.
 func record(ctx context.Context, store *eventlog.Store, id string, dec *events.ApprovalDecided) error {
-	// The decision is not part of what the run did: never stamped with a
-	// run id, even when ctx carries one.
-	if _, ok := events.RunFromContext(ctx); ok {
-		ctx = events.ContextWithRun(ctx, events.RunRef{})
-	}
+	// The decision is not part of what the run did: appended in no run.
 	_, err := store.Append(ctx, events.ApprovalStream(id), 1, *dec)
 	if errors.Is(err, eventlog.ErrConflict) {
 		st, lerr := Load(ctx, store, id)

@@ -33,11 +33,11 @@ func mustStore(t *testing.T) (*eventlog.Store, *signkey.Key) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx := events.ContextWithRun(ctx, events.RunRef{ID: "run-1", Seed: "s"})
-	if _, err := st.Append(runCtx, "run-1", 0, events.RunStarted{Run: "run-1", Workflow: "w", Seed: "s"}); err != nil {
+	inRun := st.In(eventlog.Scope{Run: events.RunRef{ID: "run-1", Seed: "s"}})
+	if _, err := inRun.Append(ctx, "run-1", 0, events.RunStarted{Run: "run-1", Workflow: "w", Seed: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Append(runCtx, "s-1", 0,
+	if _, err := inRun.Append(ctx, "s-1", 0,
 		events.ToolCalled{Session: "s-1", CallID: "c1", Tool: "echo", Arguments: `{"x":1}`},
 		events.ToolReturned{Session: "s-1", CallID: "c1", OutputRef: out, OutputSize: 14}); err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func mustStore(t *testing.T) (*eventlog.Store, *signkey.Key) {
 	if _, err := st.Append(ctx, "other", 0, events.RunStarted{Run: "other", Workflow: "w", Seed: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Append(runCtx, events.ApprovalStream("a1"), 0, events.ApprovalRequested{ID: "a1", Run: "run-1", Session: "s-1",
+	if _, err := inRun.Append(ctx, events.ApprovalStream("a1"), 0, events.ApprovalRequested{ID: "a1", Run: "run-1", Session: "s-1",
 		Kind: events.ApprovalTool, Tool: "echo", Arguments: `{"x":1}`, ArgsHash: "h"}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func mustStore(t *testing.T) (*eventlog.Store, *signkey.Key) {
 	if _, err := st.Append(ctx, events.ApprovalStream("a1"), 1, events.ApprovalDecided{ID: "a1", Run: "run-1", Decision: events.DecisionApproved, By: "ana"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Append(runCtx, "run-1", 1, events.RunFinished{Run: "run-1", Status: "ok"}); err != nil {
+	if _, err := inRun.Append(ctx, "run-1", 1, events.RunFinished{Run: "run-1", Status: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	files, err := signkey.Generate(filepath.Join(t.TempDir(), "keys"), "rath.test/log")

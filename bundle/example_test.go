@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/bundle"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/signkey"
 )
@@ -23,9 +24,9 @@ func ExampleWrite() {
 		panic(err)
 	}
 	defer rt.Close()
-	run := events.ContextWithRun(ctx, events.RunRef{ID: "run-1", Seed: "s"})
-	rt.Store().Append(run, "run-1", 0, events.RunStarted{Run: "run-1", Workflow: "hello", Seed: "s"})
-	rt.Store().Append(run, "run-1", 1, events.RunFinished{Run: "run-1", Status: "ok"})
+	run := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: "run-1", Seed: "s"}})
+	run.Append(ctx, "run-1", 0, events.RunStarted{Run: "run-1", Workflow: "hello", Seed: "s"})
+	run.Append(ctx, "run-1", 1, events.RunFinished{Run: "run-1", Status: "ok"})
 
 	files, _ := signkey.Generate(filepath.Join(dir, "keys"), "log.example")
 	key, _ := signkey.Load(files.Signer)

@@ -91,11 +91,11 @@ func TestBuild_UnfinishedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx := events.ContextWithRun(ctx, events.RunRef{ID: "run-crashed", Seed: "s"})
-	if _, err := rt.Store().Append(rctx, "run-crashed", eventlog.NoStream, events.RunStarted{Run: "run-crashed", Workflow: "w", InputSession: input.ID(), Seed: "s"}); err != nil {
+	rec := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: "run-crashed", Seed: "s"}})
+	if _, err := rec.Append(ctx, "run-crashed", eventlog.NoStream, events.RunStarted{Run: "run-crashed", Workflow: "w", InputSession: input.ID(), Seed: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := flow.Forward(rctx, note, input); err != nil {
+	if _, err := flow.Forward(ctx, note, input.In(rec.Scope())); err != nil {
 		t.Fatal(err)
 	}
 	d, err := dossier.Build(ctx, rt, "run-crashed", dossier.Options{})

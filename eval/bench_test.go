@@ -18,7 +18,7 @@ func recordBenchRuns(b *testing.B, rt *rath.Runtime, n int) {
 	b.Helper()
 	for i := range n {
 		run, sess := fmt.Sprintf("run-bench-%04d", i), fmt.Sprintf("s-bench-%04d", i)
-		ctx := events.ContextWithRun(context.Background(), events.RunRef{ID: run, Seed: "bench"})
+		ctx := context.Background()
 		evs := []events.Payload{&events.SessionCreated{Session: sess, Origin: "user", Chunks: []events.Chunk{{Role: events.RoleUser, Content: fmt.Sprintf("question %d", i)}}}}
 		index := int64(1)
 		call := func(c events.Chunk) {
@@ -35,7 +35,7 @@ func recordBenchRuns(b *testing.B, rt *rath.Runtime, n int) {
 			index++
 		}
 		call(events.Chunk{Role: events.RoleAssistant, Author: "root", Content: fmt.Sprintf("answer %d: done", i)})
-		_, err := rt.Store().AppendWrites(ctx,
+		_, err := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: run, Seed: "bench"}}).AppendWrites(ctx,
 			eventlog.Write{Stream: run, Expected: eventlog.NoStream, Events: []events.Payload{&events.RunStarted{Run: run, Workflow: "bench", InputSession: sess, Seed: "bench"}}},
 			eventlog.Write{Stream: sess, Expected: eventlog.NoStream, Events: evs, Blobs: [][]byte{[]byte("a.go")}})
 		if err != nil {

@@ -175,7 +175,7 @@ func (j *Judge) Score(ctx context.Context, in ScoreInput) (Score, error) {
 	}
 	digest := configHash("judge-request", j.provider.Vendor, string(reqBytes))
 	stream := "judge:" + digest
-	resp, call, err := j.answer(ctx, stream, digest, req, reqBytes)
+	resp, call, err := j.answer(ctx, in.recorder(j.opts.Runtime.Store()), stream, digest, req, reqBytes)
 	if err != nil {
 		return Score{}, err
 	}
@@ -188,9 +188,9 @@ func (j *Judge) Score(ctx context.Context, in ScoreInput) (Score, error) {
 }
 
 // answer returns the model's response to req: the last one recorded on
-// stream, or (none recorded, or Live) a new call, recorded there.
-func (j *Judge) answer(ctx context.Context, stream, digest string, req model.Request, reqBytes []byte) (model.Response, events.Event, error) {
-	store := j.opts.Runtime.Store()
+// stream, or (none recorded, or Live) a new call, recorded there by rec.
+func (j *Judge) answer(ctx context.Context, rec eventlog.Appender, stream, digest string, req model.Request, reqBytes []byte) (model.Response, events.Event, error) {
+	store := rec.Store()
 	if !j.opts.Live {
 		evs, err := store.ReadStream(ctx, stream, 0)
 		if err != nil {
@@ -235,7 +235,7 @@ func (j *Judge) answer(ctx context.Context, stream, digest string, req model.Req
 	call := &events.ProviderCalled{Session: judgeSession, Agent: "eval.judge", Provider: j.provider.Name, Model: j.provider.Model,
 		RequestRef: eventlog.BlobHash(reqBytes), ResponseRef: eventlog.BlobHash(respBytes), Digest: digest,
 		Usage: resp.Usage, LatencyMS: time.Since(start).Milliseconds(), Attempt: 1}
-	stored, err := store.AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.AnyVersion, Events: []events.Payload{call}, Blobs: [][]byte{reqBytes, respBytes}})
+	stored, err := rec.AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.AnyVersion, Events: []events.Payload{call}, Blobs: [][]byte{reqBytes, respBytes}})
 	if err != nil {
 		return model.Response{}, events.Event{}, fmt.Errorf("eval: record judge call: %w", err)
 	}

@@ -15,6 +15,15 @@ import (
 // its scores and its judges' model calls.
 func EvalRun(experiment string) string { return "eval:" + experiment }
 
+// recorder appends to store in the run of in's experiment, if it names
+// one.
+func (in ScoreInput) recorder(store *eventlog.Store) eventlog.Appender {
+	if in.Experiment == "" {
+		return store.In(eventlog.Scope{})
+	}
+	return store.In(eventlog.Scope{Run: events.RunRef{ID: EvalRun(in.Experiment)}})
+}
+
 // ScoreOptions name the experiment a scoring records into.
 type ScoreOptions struct {
 	// Experiment is the experiment's name; empty means DATASET-N, the
@@ -162,8 +171,7 @@ func recordScores(ctx context.Context, rt *rath.Runtime, experiment string, ds *
 		}
 		evs = evs[:n]
 	}
-	ctx = events.ContextWithRun(ctx, events.RunRef{ID: EvalRun(experiment)})
-	in := ScoreInput{Dataset: ds.Name, Item: item, Run: run, Events: evs}
+	in := ScoreInput{Dataset: ds.Name, Item: item, Run: run, Events: evs, Experiment: experiment}
 	scores := make([]Score, 0, len(scorers))
 	payloads := make([]events.Payload, 0, len(scorers))
 	for _, sc := range scorers {
@@ -176,7 +184,7 @@ func recordScores(ctx context.Context, rt *rath.Runtime, experiment string, ds *
 		payloads = append(payloads, &events.ScoreRecorded{Experiment: experiment, Dataset: ds.Name, Item: item.ID, Run: run,
 			Scorer: s.Scorer, ScorerVersion: s.Version, ConfigHash: s.ConfigHash, Value: s.Value, Reason: s.Reason, Reads: s.Reads})
 	}
-	stored, err := rt.Store().Append(ctx, events.ExperimentStream(experiment), eventlog.AnyVersion, payloads...)
+	stored, err := in.recorder(rt.Store()).Append(ctx, events.ExperimentStream(experiment), eventlog.AnyVersion, payloads...)
 	if err != nil {
 		return nil, fmt.Errorf("eval: record scores of item %s: %w", item.ID, err)
 	}

@@ -40,6 +40,10 @@ type ScoreInput struct {
 	// (a regression's new run).
 	Run    string
 	Events []events.Event
+	// Experiment is the experiment the score is recorded in ("" if
+	// none): what a scorer records of its own (a judge's model calls)
+	// belongs to its run, EvalRun(Experiment), as the scores do.
+	Experiment string
 }
 
 // Score is one scorer's verdict on one item.

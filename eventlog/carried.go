@@ -12,15 +12,15 @@ import (
 // else is: the record that a run started matters once the run's first
 // event exists, not before. Written on its own, such a record costs a
 // commit (a lock, a WAL flush, a NOTIFY) that nothing waits for. A
-// carried write is instead written by the next append made under its
-// context, in that append's transaction and ahead of its writes, so both
-// land together or not at all: the log holds the same events in the same
-// order, one commit fewer.
+// carried write is instead written by the next append made in a [Scope]
+// that carries it, in that append's transaction and ahead of its writes,
+// so both land together or not at all: the log holds the same events in
+// the same order, one commit fewer.
 
-// Carried is a write that rides along with the next append made under
-// the context ContextWithCarried returned (or one derived from it).
-// It is safe for concurrent use: of appends made at once, one carries it
-// and the others wait for that one's outcome.
+// Carried is a write that rides along with the next append whose
+// [Scope.Carry] is it (or a carried write nested in it). It is safe for
+// concurrent use: of appends made at once, one carries it and the others
+// wait for that one's outcome.
 type Carried struct {
 	w      Write
 	n      int // events in w
@@ -32,45 +32,35 @@ type Carried struct {
 	refused error         // a conflict on w's stream: final
 }
 
-type carriedKey struct{}
-
-// ContextWithCarried returns a context whose next append carries w: w is
-// written in the same transaction as that append, ahead of it. w is
-// checked now (stream, expected version, payloads) and an invalid one is
-// refused with ErrInvalid. Carried writes nest: an append under a context
-// derived from another carrying one writes both, the outer first.
+// NewCarried returns w as a carried write, for the next append whose
+// Scope.Carry it is. w is checked now (stream, expected version,
+// payloads) and an invalid one is refused with ErrInvalid. Carried
+// writes nest: with after set, an append carrying the result writes
+// after first (unless an append already did), then w.
 //
 // If w's stream is at another version than w expects, the carrying
 // append fails with the *ConflictError and so does every later append
-// under the context (Refused reports it): nothing written under it can
+// carrying it (Refused reports it): nothing written in its scope can
 // land without w. An append that fails otherwise leaves w to the next
 // one; after a failure whose outcome is unknown (a lost connection) in
 // which w did land, that next append reports the conflict. Until an
 // append has carried w, Flush writes it alone.
-func ContextWithCarried(ctx context.Context, w Write) (context.Context, *Carried, error) {
+func NewCarried(w Write, after *Carried) (*Carried, error) {
 	if w.Stream == "" {
-		return nil, nil, invalid("carry: empty stream")
+		return nil, invalid("carry: empty stream")
 	}
 	if w.Expected < AnyVersion {
-		return nil, nil, invalid("carry: expected version %d", w.Expected)
+		return nil, invalid("carry: expected version %d", w.Expected)
 	}
 	if len(w.Events) == 0 {
-		return nil, nil, invalid("carry: a write of no events")
+		return nil, invalid("carry: a write of no events")
 	}
 	for _, p := range w.Events {
 		if _, err := prepare(w.Stream, p); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	c := &Carried{w: w, n: len(w.Events)}
-	c.parent, _ = ctx.Value(carriedKey{}).(*Carried)
-	return context.WithValue(ctx, carriedKey{}, c), c, nil
-}
-
-// withoutCarried returns ctx without its carried writes, for an append
-// of the store's own made while one carrying them is in flight.
-func withoutCarried(ctx context.Context) context.Context {
-	return context.WithValue(ctx, carriedKey{}, (*Carried)(nil))
+	return &Carried{w: w, n: len(w.Events), parent: after}, nil
 }
 
 // Written reports whether an append has written c.
@@ -87,29 +77,31 @@ func (c *Carried) Refused() error {
 	return c.refused
 }
 
-// Flush writes c on its own, with ctx's run and lease, unless an append
-// has written it; it returns the conflict that refused it, if one did.
-func (c *Carried) Flush(ctx context.Context, s *Store) error {
+// Flush writes c on its own, in a's run and under its lease, unless an
+// append has written it; it returns the conflict that refused it, if one
+// did.
+func (c *Carried) Flush(ctx context.Context, a Appender) error {
 	if c.Written() {
 		return nil
 	}
 	if err := c.Refused(); err != nil {
 		return err
 	}
-	// An empty append under a context carrying c writes exactly c (and
-	// any unwritten carried write it nests in).
-	_, err := s.appendWrites(context.WithValue(ctx, carriedKey{}, c), nil, nil)
+	// An empty append carrying c writes exactly c (and any unwritten
+	// carried write it nests in).
+	sc := a.sc
+	sc.Carry = c
+	_, err := a.s.appendWrites(ctx, sc, nil, nil)
 	return err
 }
 
-// carriedFrom returns the unwritten carried writes of ctx, outermost
-// first, each marked as sent by this append; done records the append's
-// outcome and must be called once it is known. With none to carry it
-// returns nil and a no-op done. A carried write another append is
-// sending is waited for, so that no append lands before one carrying a
-// write it follows.
-func carriedFrom(ctx context.Context) (cs []*Carried, done func(error), err error) {
-	inner, _ := ctx.Value(carriedKey{}).(*Carried)
+// carriedFrom returns the unwritten carried writes of inner and those it
+// nests in, outermost first, each marked as sent by this append; done
+// records the append's outcome and must be called once it is known. With
+// none to carry it returns nil and a no-op done. A carried write another
+// append is sending is waited for, so that no append lands before one
+// carrying a write it follows.
+func carriedFrom(ctx context.Context, inner *Carried) (cs []*Carried, done func(error), err error) {
 	if inner == nil {
 		return nil, func(error) {}, nil
 	}

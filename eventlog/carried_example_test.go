@@ -12,20 +12,20 @@ import (
 // Carry a record that only matters once the next one exists: it is
 // written in that append's commit, ahead of it, and costs no commit of
 // its own. The caller gets back only its own events.
-func ExampleContextWithCarried() {
+func ExampleNewCarried() {
 	ctx := context.Background()
 	store, done := openExampleStore(ctx)
 	defer done()
 
 	placed := events.SessionPlaced{Session: "s-1", Backend: "local", Spec: "./work"}
-	cctx, carried, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "s-1", Expected: eventlog.NoStream, Events: []events.Payload{placed}})
+	carried, err := eventlog.NewCarried(eventlog.Write{Stream: "s-1", Expected: eventlog.NoStream, Events: []events.Payload{placed}}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("written before the next append:", carried.Written())
 
 	before := store.Stats().Commits
-	own, err := store.Append(cctx, "s-2", eventlog.NoStream, events.SessionPlaced{Session: "s-2", Backend: "local", Spec: "./other"})
+	own, err := store.In(eventlog.Scope{Carry: carried}).Append(ctx, "s-2", eventlog.NoStream, events.SessionPlaced{Session: "s-2", Backend: "local", Spec: "./other"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -117,9 +117,9 @@ func ExampleStore_OutlineRun() {
 	store, done := openExampleStore(ctx)
 	defer done()
 
-	run := events.ContextWithRun(ctx, events.RunRef{ID: "run-1"})
+	run := store.In(eventlog.Scope{Run: events.RunRef{ID: "run-1"}})
 	for _, id := range []string{"s-1", "s-2"} {
-		if _, err := store.Append(run, id, eventlog.NoStream, events.SessionCreated{Session: id, Origin: "user"}); err != nil {
+		if _, err := run.Append(ctx, id, eventlog.NoStream, events.SessionCreated{Session: id, Origin: "user"}); err != nil {
 			log.Fatal(err)
 		}
 	}

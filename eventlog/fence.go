@@ -1,31 +1,18 @@
 package eventlog
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
 
-// Lease is a worker's hold on a run.
+// Lease is a worker's hold on a run. An append made in a [Scope] with a
+// Lease is fenced when it writes the lease's run (events stamped with its
+// run id, or on its lease stream): its transaction checks that the token
+// is still the run's current one, and fails with a *FencedError if
+// another worker took the run since.
 type Lease struct {
 	Run   string
 	Token int64
-}
-
-type leaseKey struct{}
-
-// ContextWithLease returns a context whose appends to the lease's run
-// (events stamped with its run id, or on its lease stream) are fenced:
-// each append's transaction checks that the token is still the run's
-// current one, and fails with a *FencedError if another worker took the
-// run since.
-func ContextWithLease(ctx context.Context, l Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
-}
-
-func leaseFromContext(ctx context.Context) (Lease, bool) {
-	l, ok := ctx.Value(leaseKey{}).(Lease)
-	return l, ok
 }
 
 // ErrFenced is matched by a *FencedError.

@@ -29,11 +29,11 @@ func TestMerkle_OldChainBecomesTheFirstLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "x"})
+	run := old.In(eventlog.Scope{Run: events.RunRef{ID: "r1", Seed: "x"}})
 	if _, err := old.Append(ctx, "s", eventlog.NoStream, placed("s", "local")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.Append(run, "s", 1, placed("s", strings.Repeat("big ", 40))); err != nil {
+	if _, err := run.Append(ctx, "s", 1, placed("s", strings.Repeat("big ", 40))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := old.Append(ctx, "t", eventlog.NoStream, placed("t", "bwrap")); err != nil {
@@ -75,7 +75,7 @@ func TestMerkle_OldChainBecomesTheFirstLeaves(t *testing.T) {
 		t.Fatalf("verify after the migration = %+v, %v", rep, err)
 	}
 	for i := range 4 {
-		if _, err := s.Append(run, "u", int64(i), placed("u", "x"+strings.Repeat("x", 30*i))); err != nil {
+		if _, err := s.In(run.Scope()).Append(ctx, "u", int64(i), placed("u", "x"+strings.Repeat("x", 30*i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,8 +123,8 @@ func TestMerkle_LeafLineOfAnEvent(t *testing.T) {
 		ctx := t.Context()
 		path := filepath.Join(t.TempDir(), "rath.db")
 		s := MustOpenStore(t, eventlog.Options{Path: path, BlobThreshold: 100, HMACKey: []byte(key)})
-		run := events.ContextWithRun(ctx, events.RunRef{ID: "r\"1\n", Seed: "x"})
-		evs, err := s.AppendWrites(run,
+		run := s.In(eventlog.Scope{Run: events.RunRef{ID: "r\"1\n", Seed: "x"}})
+		evs, err := run.AppendWrites(ctx,
 			eventlog.Write{Stream: "sé\u2028ss", Expected: eventlog.NoStream, Events: []events.Payload{
 				events.ChunkAppended{Session: "sé\u2028ss", Index: 0, Chunk: events.Chunk{Role: "user", Content: "hi <there> & \x01"}},
 				placed("sé\u2028ss", strings.Repeat("long ", 40)),

@@ -192,9 +192,8 @@ func (s *Store) recordRedactions(ctx context.Context, req *request, stored []eve
 		}
 		evs = append(evs, f.SecretRedacted)
 	}
-	// Nothing carried: the append that found the secrets may be the one
-	// carrying writes, still in flight, and waiting for it would never
-	// end (carried.go).
-	ctx = withoutCarried(events.ContextWithRun(context.WithoutCancel(ctx), events.RunRef{}))
-	_, _ = s.AppendWrites(ctx, Write{Stream: events.StreamRedactions, Expected: AnyVersion, Events: evs})
+	// In no run and carrying nothing: the append that found the secrets
+	// may be the one carrying writes, still in flight, and waiting for it
+	// would never end (carried.go).
+	_, _ = s.AppendWrites(context.WithoutCancel(ctx), Write{Stream: events.StreamRedactions, Expected: AnyVersion, Events: evs})
 }

@@ -120,13 +120,13 @@ func TestStore_ACarryingAppendWithASecret(t *testing.T) {
 	const key = "sk-carried-0123456789"
 	s := MustOpenStore(t, eventlog.Options{Redactor: secret.New(secret.Secret{Name: "TOKEN", Value: key})})
 	ctx := t.Context()
-	cctx, carried, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "run-1", Expected: eventlog.NoStream, Events: []events.Payload{events.RunStarted{Run: "run-1", Workflow: "w", InputSession: "s-1"}}})
+	carried, err := eventlog.NewCarried(eventlog.Write{Stream: "run-1", Expected: eventlog.NoStream, Events: []events.Payload{events.RunStarted{Run: "run-1", Workflow: "w", InputSession: "s-1"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Append(cctx, "s-1", eventlog.AnyVersion, events.ToolReturned{Session: "s-1", Agent: "a", CallID: "c1", Tool: "sh", Error: "failed near " + key})
+		_, err := s.In(eventlog.Scope{Carry: carried}).Append(ctx, "s-1", eventlog.AnyVersion, events.ToolReturned{Session: "s-1", Agent: "a", CallID: "c1", Tool: "sh", Error: "failed near " + key})
 		done <- err
 	}()
 	select {

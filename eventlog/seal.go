@@ -79,13 +79,14 @@ func blobAddress(key string) string {
 	return key
 }
 
-// subjectOf is whose content an append to stream with ctx is.
-func subjectOf(ctx context.Context, stream string) string {
+// subjectOf is whose content an append to stream with ctx, of run
+// (none if empty), is.
+func subjectOf(ctx context.Context, run, stream string) string {
 	if s := events.SubjectFromContext(ctx); s != "" {
 		return s
 	}
-	if r, ok := events.RunFromContext(ctx); ok && r.ID != "" {
-		return keyring.LevelRun + ":" + r.ID
+	if run != "" {
+		return keyring.LevelRun + ":" + run
 	}
 	if ns, ok := strings.CutPrefix(stream, events.MemoryStream("")); ok && ns != "" {
 		return keyring.LevelMemory + ":" + ns
@@ -106,7 +107,7 @@ func (s *Store) sealRequest(ctx context.Context, req *request) error {
 		if unsealed[w.stream] {
 			continue
 		}
-		subject := subjectOf(ctx, w.stream)
+		subject := subjectOf(ctx, req.runID, w.stream)
 		dk := keys[subject]
 		if dk == nil {
 			var err error

@@ -255,7 +255,7 @@ type request struct {
 	// txFn, for AppendTx, runs in the append's transaction after its
 	// events are written.
 	txFn func(context.Context, *sql.Tx) error
-	// lease, from ContextWithLease, fences the request's appends.
+	// lease, from the append's Scope, fences the request's appends.
 	lease *Lease
 	n     int
 	reply chan result
@@ -454,23 +454,26 @@ func (s *Store) broadcast() {
 // *ConflictError (matching ErrConflict), ErrInvalid for a payload that fails
 // validation, ErrClosed, a projector's error, or the context's error (in
 // which case the events may or may not have been written).
+//
+// The append is of no run and unfenced: an append for a run, under its
+// lease, is made through [Store.In].
 func (s *Store) Append(ctx context.Context, stream string, expected int64, evs ...events.Payload) ([]events.Event, error) {
-	return s.AppendWrites(ctx, Write{Stream: stream, Expected: expected, Events: evs})
+	return s.appendWrites(ctx, Scope{}, nil, []Write{{Stream: stream, Expected: expected, Events: evs}})
 }
 
 // AppendWrites appends to several streams atomically: all writes commit or
 // none does.
 func (s *Store) AppendWrites(ctx context.Context, writes ...Write) ([]events.Event, error) {
-	return s.appendWrites(ctx, nil, writes)
+	return s.appendWrites(ctx, Scope{}, nil, writes)
 }
 
-func (s *Store) appendWrites(ctx context.Context, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]events.Event, error) {
-	cs, done, err := carriedFrom(ctx)
+func (s *Store) appendWrites(ctx context.Context, sc Scope, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]events.Event, error) {
+	cs, done, err := carriedFrom(ctx, sc.Carry)
 	if err != nil {
 		return nil, err
 	}
 	if len(cs) == 0 {
-		return s.appendNow(ctx, txFn, writes)
+		return s.appendNow(ctx, sc, txFn, writes)
 	}
 	out, pos, ok := withCarried(cs, writes)
 	if !ok {
@@ -482,15 +485,15 @@ func (s *Store) appendWrites(ctx context.Context, txFn func(context.Context, *sq
 				settle([]*Carried{c}, errNotSent)
 				continue
 			}
-			_, err = s.appendNow(ctx, nil, []Write{c.w})
+			_, err = s.appendNow(ctx, sc, nil, []Write{c.w})
 			settle([]*Carried{c}, err)
 		}
 		if err != nil {
 			return nil, err
 		}
-		return s.appendNow(ctx, txFn, writes)
+		return s.appendNow(ctx, sc, txFn, writes)
 	}
-	stored, err := s.appendNow(ctx, txFn, out)
+	stored, err := s.appendNow(ctx, sc, txFn, out)
 	done(err)
 	if err != nil {
 		return nil, err
@@ -499,12 +502,11 @@ func (s *Store) appendWrites(ctx context.Context, txFn func(context.Context, *sq
 }
 
 // appendNow sends one request of writes to the writer and waits for it.
-func (s *Store) appendNow(ctx context.Context, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]events.Event, error) {
-	req := &request{ctx: ctx, reply: make(chan result, 1), txFn: txFn}
-	if r, ok := events.RunFromContext(ctx); ok {
-		req.runID = r.ID
-	}
-	if l, ok := leaseFromContext(ctx); ok {
+// sc.Carry is not read: appendWrites sent what it carries.
+func (s *Store) appendNow(ctx context.Context, sc Scope, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]events.Event, error) {
+	req := &request{ctx: ctx, reply: make(chan result, 1), txFn: txFn, runID: sc.Run.ID}
+	if sc.Lease != nil {
+		l := *sc.Lease // the caller's may change after the call
 		req.lease = &l
 	}
 	for _, w := range writes {
@@ -546,7 +548,7 @@ func (s *Store) appendNow(ctx context.Context, txFn func(context.Context, *sql.T
 // tables. A job queue sharing the database uses it to enqueue a job
 // exactly when its event is appended. fn's error fails the append.
 func (s *Store) AppendTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, writes ...Write) ([]events.Event, error) {
-	return s.appendWrites(ctx, fn, writes)
+	return s.appendWrites(ctx, Scope{}, fn, writes)
 }
 
 func prepare(stream string, p events.Payload) (item, error) {

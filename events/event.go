@@ -174,9 +174,9 @@ func decodeWith(cat map[string]*typeInfo, typ string, version int, payload []byt
 	return p, nil
 }
 
-// RunRef identifies the run that events are produced by. Append stamps the
-// run id from the context onto events; package session derives ids from
-// the seed.
+// RunRef identifies the run that events are produced by. The log stamps
+// the id onto the events of an append made for the run (eventlog.Scope);
+// package session derives ids from the seed.
 type RunRef struct {
 	ID   string
 	Seed string
@@ -196,17 +196,4 @@ func ContextWithSubject(ctx context.Context, subject string) context.Context {
 func SubjectFromContext(ctx context.Context) string {
 	s, _ := ctx.Value(subjectKey{}).(string)
 	return s
-}
-
-type runKey struct{}
-
-// ContextWithRun returns a context whose appends belong to run r.
-func ContextWithRun(ctx context.Context, r RunRef) context.Context {
-	return context.WithValue(ctx, runKey{}, r)
-}
-
-// RunFromContext returns the run set by ContextWithRun.
-func RunFromContext(ctx context.Context) (RunRef, bool) {
-	r, ok := ctx.Value(runKey{}).(RunRef)
-	return r, ok
 }

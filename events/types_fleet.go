@@ -44,7 +44,7 @@ func (e RunSubmitted) Validate() error {
 // nanoseconds) under fencing token Token. A take raises the token by one;
 // a renewal repeats it with a later expiry. While a token is current, the
 // store refuses the run's appends made under any other (see
-// ContextWithLease).
+// eventlog.Scope's Lease).
 type RunLeased struct {
 	Run       string `json:"run"`
 	Worker    string `json:"worker"`

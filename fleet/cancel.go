@@ -63,13 +63,12 @@ func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
 // appended at version 1, so a run that finished meanwhile is a conflict,
 // not a second ending.
 func (f *Fleet) finishWith(ctx context.Context, lease eventlog.Lease, st projections.RunState, status, reason string) error {
-	lctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: st.Run}), lease)
-	store := f.rt.Store()
+	rec := f.rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: st.Run}, Lease: &lease})
 	if !st.Started {
-		if _, err := store.Append(lctx, st.Run, eventlog.NoStream, events.RunStarted{Run: st.Run, Workflow: st.Workflow, InputSession: st.InputSession, Seed: st.Run, Params: st.Params, Tenant: events.TenantField(st.Tenant), Subject: st.Subject}); err != nil {
+		if _, err := rec.Append(ctx, st.Run, eventlog.NoStream, events.RunStarted{Run: st.Run, Workflow: st.Workflow, InputSession: st.InputSession, Seed: st.Run, Params: st.Params, Tenant: events.TenantField(st.Tenant), Subject: st.Subject}); err != nil {
 			return err
 		}
 	}
-	_, err := store.Append(lctx, st.Run, 1, events.RunFinished{Run: st.Run, Status: status, Error: reason})
+	_, err := rec.Append(ctx, st.Run, 1, events.RunFinished{Run: st.Run, Status: status, Error: reason})
 	return err
 }

@@ -13,8 +13,8 @@
 // The event log stays the source of truth. A worker owns a run through a
 // lease recorded as a run.leased event with a fencing token, renewed well
 // inside the lease time; every append the worker makes for the run is
-// checked against the current token in its transaction
-// (eventlog.ContextWithLease), so a worker that lost its lease (paused,
+// checked against the current token in its transaction (the lease is
+// the eventlog.Scope of its appends: rath.WithLease, replay.WithLease), so a worker that lost its lease (paused,
 // partitioned, too slow) can no longer write to the run. A worker that
 // dies stops renewing and beating; once its lease is expired, another worker takes the
 // run (a new token) and continues it with replay's resume machinery:

@@ -59,9 +59,9 @@ func TestFleet_AFinishedRunIsNotReleasedNorHeld(t *testing.T) {
 	}
 	// The worker's lease is still live; a resume of the finished run is
 	// not refused as held, and takes no lease.
-	_, release, err := fleet.Hold(ctx, rt, id, "resume:test", time.Minute)
-	if err != nil {
-		t.Fatalf("hold of a finished run: %v", err)
+	_, lease, release, err := fleet.Hold(ctx, rt, id, "resume:test", time.Minute)
+	if err != nil || lease != nil {
+		t.Fatalf("hold of a finished run: lease %v, %v; want none", lease, err)
 	}
 	release()
 	if after, _ := rt.Store().ReadStream(ctx, events.LeaseStream(id), 1); len(after) != len(leases) {

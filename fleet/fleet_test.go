@@ -108,8 +108,8 @@ func tallyWith(dir string, client model.Client, attempts int, inTool func(), opt
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("the run's workspace is gone: %w", err)
 	}
-	tool, err := flow.NewTool("tally", "Tally, with a side effect.", func(ctx context.Context, _ *session.Session, a tallyArgs) (string, error) {
-		r, _ := events.RunFromContext(ctx)
+	tool, err := flow.NewTool("tally", "Tally, with a side effect.", func(ctx context.Context, s *session.Session, a tallyArgs) (string, error) {
+		r := s.Run()
 		if effect := os.Getenv(effectEnv); effect != "" {
 			f, err := os.OpenFile(effect, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {

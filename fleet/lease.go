@@ -115,7 +115,7 @@ func (f *Fleet) release(ctx context.Context, lease eventlog.Lease) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.rt.Store().Append(eventlog.ContextWithLease(ctx, lease), events.LeaseStream(lease.Run), eventlog.AnyVersion, events.RunLeased{
+	_, err = f.rt.Store().In(eventlog.Scope{Lease: &lease}).Append(ctx, events.LeaseStream(lease.Run), eventlog.AnyVersion, events.RunLeased{
 		Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: t.UnixNano(), Renewal: true})
 	if errors.Is(err, eventlog.ErrFenced) {
 		return nil // another worker took the run meanwhile: it is theirs
@@ -149,7 +149,8 @@ func (f *Fleet) renew(ctx context.Context, lease eventlog.Lease, cancel context.
 		start := time.Now()
 		at, err := now(ctx, f.rt, f.opts.Clock)
 		if err == nil {
-			_, err = f.rt.Store().Append(ctx, events.LeaseStream(lease.Run), eventlog.AnyVersion, events.RunLeased{
+			// Fenced: a renewal of a lease another holder took is refused.
+			_, err = f.rt.Store().In(eventlog.Scope{Lease: &lease}).Append(ctx, events.LeaseStream(lease.Run), eventlog.AnyVersion, events.RunLeased{
 				Run: lease.Run, Worker: f.opts.WorkerID, Token: lease.Token, ExpiresAt: at.Add(f.opts.LeaseTime).UnixNano(), Renewal: true})
 		}
 		if errors.Is(err, eventlog.ErrFenced) {
@@ -165,10 +166,10 @@ func (f *Fleet) renew(ctx context.Context, lease eventlog.Lease, cancel context.
 }
 
 // guard is a run's lease while its holder continues the run: taken
-// (take), renewed in the background until stop (renew), and carried by
-// ctx, so that every append of the run is fenced by its token; ctx is
-// canceled with the reason (ErrLeaseLost, eventlog.ErrFenced) if the
-// lease is lost. Hold, Resume and a fleet worker's job all continue a
+// (take) and renewed in the background until stop (renew); its holder
+// passes lease to the run (rath.WithLease, replay.WithLease), so that
+// every append of the run is fenced by its token; ctx is canceled with
+// the reason (ErrLeaseLost, eventlog.ErrFenced) if the lease is lost. Hold, Resume and a fleet worker's job all continue a
 // run under a guard: one way to take, renew and fence a run's lease.
 type guard struct {
 	f       *Fleet
@@ -186,7 +187,7 @@ func (f *Fleet) guard(ctx context.Context, run string, seen projections.LeaseRow
 	if err != nil {
 		return nil, err
 	}
-	lctx, cancel := context.WithCancelCause(eventlog.ContextWithLease(f.approvalClock(ctx), lease))
+	lctx, cancel := context.WithCancelCause(f.approvalClock(ctx))
 	g := &guard{f: f, lease: lease, ctx: lctx, cancel: cancel, renewed: make(chan struct{})}
 	go func() {
 		defer close(g.renewed)
@@ -215,13 +216,13 @@ func (g *guard) release(ctx context.Context) error {
 // Hold takes run's lease for holder, as a worker of the fleet does, and
 // keeps it renewed until the returned release is called: a `rath resume`
 // holds the run this way, so that no worker and no other resume
-// continues it at the same time. The context carries the lease (its
-// appends to the run are fenced) and is canceled if the lease is lost. A
-// live lease of another holder is refused with a *HeldError before
-// anything runs. A finished run is not held: its context carries no
-// lease, and the resume it was for finds nothing to continue. Zero
-// leaseTime means DefaultLeaseTime.
-func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime time.Duration) (context.Context, func(), error) {
+// continues it at the same time. It returns the lease, for the appends
+// to the run to be fenced with (replay.WithLease), and a context
+// canceled if the lease is lost. A live lease of another holder is
+// refused with a *HeldError before anything runs. A finished run is not
+// held: the lease is nil, and the resume it was for finds nothing to
+// continue. Zero leaseTime means DefaultLeaseTime.
+func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime time.Duration) (context.Context, *eventlog.Lease, func(), error) {
 	if leaseTime <= 0 {
 		leaseTime = DefaultLeaseTime
 	}
@@ -230,17 +231,17 @@ func Hold(ctx context.Context, rt *rath.Runtime, run, holder string, leaseTime t
 	// is left to lapse rather than released: nothing to hold.
 	st, err := runState(ctx, rt, run)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if st.Finished {
-		return ctx, func() {}, nil
+		return ctx, nil, func() {}, nil
 	}
 	g, err := f.guard(ctx, run, st.Lease)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var once sync.Once
-	return g.ctx, func() {
+	return g.ctx, &g.lease, func() {
 		once.Do(func() {
 			g.stop()
 			g.release(ctx)

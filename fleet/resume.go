@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/replay"
 )
@@ -43,20 +44,25 @@ func Resume(ctx context.Context, rt *rath.Runtime, run string, wf flow.Workflow,
 		host, _ := os.Hostname()
 		opts.Holder = fmt.Sprintf("resume:%s-%d", host, os.Getpid())
 	}
-	lctx, release, err := Hold(ctx, rt, run, opts.Holder, opts.LeaseTime)
+	lctx, lease, release, err := Hold(ctx, rt, run, opts.Holder, opts.LeaseTime)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return resumeHeld(lctx, rt, run, wf, opts.Held)
+	return resumeHeld(lctx, rt, run, wf, lease, opts.Held)
 }
 
-// resumeHeld resumes run with wf under the lease ctx carries (Hold's, or
-// a worker's guard): what Resume and a fleet worker's job share once the
-// run is theirs. held, if not nil, is called before anything runs.
-func resumeHeld(ctx context.Context, rt *rath.Runtime, run string, wf flow.Workflow, held func()) (*rath.Run, error) {
+// resumeHeld resumes run with wf under lease (Hold's, or a worker's
+// guard; nil for a finished run, which replay.Resume refuses): what Resume
+// and a fleet worker's job share once the run is theirs. held, if not
+// nil, is called before anything runs.
+func resumeHeld(ctx context.Context, rt *rath.Runtime, run string, wf flow.Workflow, lease *eventlog.Lease, held func()) (*rath.Run, error) {
 	if held != nil {
 		held()
 	}
-	return replay.Resume(ctx, rt, run, wf)
+	var under []replay.ResumeOption
+	if lease != nil {
+		under = append(under, replay.WithLease(*lease))
+	}
+	return replay.Resume(ctx, rt, run, wf, under...)
 }

@@ -113,7 +113,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		// what Hold hides, the cause a lost lease cancels the run with, a
 		// release only when not fenced, and a context that suspends the
 		// run on errors worth another attempt instead of ending it.
-		_, err = resumeHeld(rctx, f.rt, run, wf, func() {
+		_, err = resumeHeld(rctx, f.rt, run, wf, &lease, func() {
 			f.logf("run %s: resuming from its record (lease token %d)", run, lease.Token)
 		})
 	} else {
@@ -121,7 +121,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		if lerr != nil {
 			err = fmt.Errorf("fleet: run %s: input session: %w", run, lerr)
 		} else {
-			opts := []rath.RunOption{rath.WithRunID(run), rath.WithParams(st.Params), rath.WithTenant(st.Tenant)}
+			opts := []rath.RunOption{rath.WithRunID(run), rath.WithParams(st.Params), rath.WithTenant(st.Tenant), rath.WithLease(lease)}
 			if id, ok := strings.CutPrefix(st.Subject, keyring.LevelUser+":"); ok {
 				opts = append(opts, rath.WithSubject(id)) // the submission's
 			}

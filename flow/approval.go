@@ -254,7 +254,7 @@ func (a *Agent) gate(ctx context.Context, s *session.Session, agent string, call
 		if !need {
 			continue
 		}
-		req := events.ApprovalRequested{ID: approval.RequestID(s.ID(), c.ID), Run: runID(ctx), Session: s.ID(), Agent: agent,
+		req := events.ApprovalRequested{ID: approval.RequestID(s.ID(), c.ID), Run: runID(s), Session: s.ID(), Agent: agent,
 			CallID: c.ID, Kind: events.ApprovalTool, Tool: c.Name, Arguments: c.Arguments, ArgsHash: approval.ArgsHash(c.Arguments), Reason: reason}
 		if p.deadline > 0 {
 			now, err := approval.Now(ctx)
@@ -296,10 +296,8 @@ func (a *Agent) gate(ctx context.Context, s *session.Session, agent string, call
 	return out, settled, nil
 }
 
-func runID(ctx context.Context) string {
-	r, _ := events.RunFromContext(ctx)
-	return r.ID
-}
+// runID is the run s belongs to, "" outside one.
+func runID(s *session.Session) string { return s.Run().ID }
 
 // request records req (once: a resumed or replayed run records it again
 // at the same place, which the record matches) and returns its decision,
@@ -308,7 +306,7 @@ func runID(ctx context.Context) string {
 // its default decision recorded.
 func request(ctx context.Context, s *session.Session, req events.ApprovalRequested) (*events.ApprovalDecided, error) {
 	store := s.Manager().Store()
-	if _, err := store.Append(ctx, events.ApprovalStream(req.ID), eventlog.NoStream, req); err != nil && !errors.Is(err, eventlog.ErrConflict) {
+	if _, err := s.Manager().Appender().Append(ctx, events.ApprovalStream(req.ID), eventlog.NoStream, req); err != nil && !errors.Is(err, eventlog.ErrConflict) {
 		return nil, fmt.Errorf("flow: record approval request %s: %w", req.ID, err)
 	}
 	if o := oracle.From(ctx); o != nil {
@@ -355,7 +353,7 @@ func Ask(ctx context.Context, s *session.Session, q Question) (json.RawMessage, 
 		return nil, errors.New("flow: Ask needs a session and a question")
 	}
 	callID, _ := ctx.Value(callKey{}).(string)
-	req := events.ApprovalRequested{ID: approval.RequestID(s.ID(), Path(ctx), callID, q.Text), Run: runID(ctx), Session: s.ID(), Agent: Path(ctx),
+	req := events.ApprovalRequested{ID: approval.RequestID(s.ID(), Path(ctx), callID, q.Text), Run: runID(s), Session: s.ID(), Agent: Path(ctx),
 		CallID: callID, Kind: events.ApprovalQuestion, Question: q.Text}
 	if len(q.Schema) > 0 {
 		canon, err := events.CanonicalizeJSON(q.Schema)

@@ -73,15 +73,15 @@ func effect(ctx context.Context, kind string, live func() string) (string, error
 	if !answered {
 		value = live()
 	}
-	store := storeFrom(ctx)
-	if store == nil {
+	rec, ok := recorderFrom(ctx)
+	if !ok {
 		return "", fmt.Errorf("flow: %s outside a workflow: run it through flow.Forward or rt.Start", kind)
 	}
 	runID := "none"
-	if r, ok := events.RunFromContext(ctx); ok {
+	if r := rec.Scope().Run; r.ID != "" {
 		runID = r.ID
 	}
-	if _, err := store.Append(ctx, events.EffectStream(runID, path), eventlog.AnyVersion, events.EffectRecorded{Path: path, Kind: kind, Value: value}); err != nil {
+	if _, err := rec.Append(ctx, events.EffectStream(runID, path), eventlog.AnyVersion, events.EffectRecorded{Path: path, Kind: kind, Value: value}); err != nil {
 		return "", fmt.Errorf("flow: record %s: %w", kind, err)
 	}
 	return value, nil

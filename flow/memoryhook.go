@@ -169,7 +169,7 @@ func (a *Agent) commitOne(ctx context.Context, c *memoryConfig, s *session.Sessi
 				evs = plan.Events(ans.First)
 			}
 			w := eventlog.Write{Stream: events.MemoryStream(ns), Expected: ans.First - 1, Events: evs}
-			if _, err := s.Manager().Store().AppendWrites(ctx, w); err != nil {
+			if _, err := s.Manager().Appender().AppendWrites(ctx, w); err != nil {
 				return cur, fmt.Errorf("flow: agent %s commit (replayed): %w", path, err)
 			}
 			return cur, nil

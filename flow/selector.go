@@ -88,7 +88,7 @@ func (sel *Selector) Select(ctx context.Context, s *session.Session, candidates 
 	msgs := append([]model.Message{{Role: events.RoleSystem, Content: prompt + "\n\nCandidates:\n" + list.String()}}, s.Chunks()...)
 	stream := events.DecisionStream(s.ID())
 	rec := func(ctx context.Context, blobs [][]byte, ev events.Payload) error {
-		_, err := s.Manager().Store().AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.AnyVersion, Events: []events.Payload{ev}, Blobs: blobs})
+		_, err := s.Manager().Appender().AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.AnyVersion, Events: []events.Payload{ev}, Blobs: blobs})
 		return err
 	}
 	spec := model.ToolSpec{Name: selectTool, Description: "Choose the next step, or \"none\" when done.", Parameters: schema}

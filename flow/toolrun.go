@@ -227,7 +227,7 @@ func (a *Agent) consult(ctx context.Context, s *session.Session, call events.Too
 	// Questions the tool asked while it ran are recorded again: a replay
 	// answers the call without running it.
 	for _, q := range ans.Questions {
-		if _, err := s.Manager().Store().Append(ctx, events.ApprovalStream(q.ID), eventlog.NoStream, q); err != nil && !errors.Is(err, eventlog.ErrConflict) {
+		if _, err := s.Manager().Appender().Append(ctx, events.ApprovalStream(q.ID), eventlog.NoStream, q); err != nil && !errors.Is(err, eventlog.ErrConflict) {
 			o.kind, o.err = ToolErrFailed, fmt.Errorf("flow: record question %s again: %w", q.ID, err)
 			return o, true
 		}

@@ -56,19 +56,22 @@ func Named(name string, wf Workflow) Workflow { return named{name: name, wf: wf}
 type frameKey struct{}
 
 // frame is the workflow running at a point of the call tree, and the
-// store its session writes to (for side effects).
+// appender its session writes with (for side effects).
 type frame struct {
-	path  string
-	wf    Workflow
-	store *eventlog.Store
+	path string
+	wf   Workflow
+	// rec appends in the run of the session the workflow entered with.
+	rec eventlog.Appender
 	// exitTo takes this workflow's exit record (the run's root, under
 	// ContextDeferringExit).
 	exitTo *DeferredExit
 }
 
-func storeFrom(ctx context.Context) *eventlog.Store {
-	f, _ := ctx.Value(frameKey{}).(frame)
-	return f.store
+// recorderFrom returns the appender of the workflow running in ctx, false
+// outside any.
+func recorderFrom(ctx context.Context) (eventlog.Appender, bool) {
+	f, ok := ctx.Value(frameKey{}).(frame)
+	return f.rec, ok
 }
 
 // Path returns the module path of the workflow running in ctx ("" outside
@@ -200,7 +203,7 @@ func enter(ctx context.Context, s *session.Session, wf Workflow, hint string) (c
 		return ctx, nil, "", fmt.Errorf("flow: enter %s: %w", path, err)
 	}
 	ctx = context.WithValue(ctx, forcedKey{}, "")
-	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf, store: s.Manager().Store(), exitTo: claimFor(ctx)}), s, path, nil
+	return context.WithValue(ctx, frameKey{}, frame{path: path, wf: wf, rec: s.Manager().Appender(), exitTo: claimFor(ctx)}), s, path, nil
 }
 
 type suspendKey struct{}

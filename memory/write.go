@@ -51,10 +51,11 @@ func (w *nsWriters) get(ns string) *nsWriter {
 	return nw
 }
 
-// appendNS appends the payloads build returns to ns's stream. build gets
-// the version the first payload will have, so ids can be derived from it;
-// it is called again on each retry.
-func (l *Local) appendNS(ctx context.Context, ns string, build func(first int64) []events.Payload) ([]events.Event, error) {
+// appendNS appends the payloads build returns to ns's stream, in sc (a
+// commit is made in its session's run). build gets the version the first
+// payload will have, so ids can be derived from it; it is called again on
+// each retry.
+func (l *Local) appendNS(ctx context.Context, sc eventlog.Scope, ns string, build func(first int64) []events.Payload) ([]events.Event, error) {
 	stream := events.MemoryStream(ns)
 	w := l.writers.get(ns)
 	w.mu.Lock()
@@ -67,7 +68,7 @@ func (l *Local) appendNS(ctx context.Context, ns string, build func(first int64)
 			}
 			w.version = v
 		}
-		stored, err := l.store.Append(ctx, stream, w.version, build(w.version+1)...)
+		stored, err := l.store.In(sc).Append(ctx, stream, w.version, build(w.version+1)...)
 		var ce *eventlog.ConflictError
 		if errors.As(err, &ce) && ce.Stream == stream {
 			w.version = ce.Actual
@@ -97,7 +98,7 @@ func (l *Local) Remember(ctx context.Context, ns, text string, meta map[string]s
 		return "", invalidf("remember in %q: empty text", ns)
 	}
 	var id string
-	_, err := l.appendNS(ctx, ns, func(first int64) []events.Payload {
+	_, err := l.appendNS(ctx, eventlog.Scope{}, ns, func(first int64) []events.Payload {
 		id = DeriveID(ns, first)
 		return []events.Payload{events.MemoryRemembered{Namespace: ns, ID: id, Text: text, Meta: meta}}
 	})
@@ -137,7 +138,7 @@ func (l *Local) ForgetBecause(ctx context.Context, ns, id, reason, by string) er
 	if !live {
 		return fmt.Errorf("%w: %s in %q", ErrNotFound, id, ns)
 	}
-	stored, err := l.appendNS(ctx, ns, func(int64) []events.Payload {
+	stored, err := l.appendNS(ctx, eventlog.Scope{}, ns, func(int64) []events.Payload {
 		return []events.Payload{events.MemoryForgotten{Namespace: ns, ID: id, Reason: reason, By: by}}
 	})
 	if err != nil {
@@ -160,7 +161,7 @@ func (l *Local) Commit(ctx context.Context, ns string, s *session.Session, opts 
 		return nil, err
 	}
 	var ids []string
-	_, err = l.appendNS(ctx, ns, func(first int64) []events.Payload {
+	_, err = l.appendNS(ctx, s.Manager().Scope(), ns, func(first int64) []events.Payload {
 		ids = plan.IDs(first)
 		return plan.Events(first)
 	})

@@ -27,26 +27,28 @@ func MustOpen(tb testing.TB) *rath.Runtime {
 // populate drives a random but reproducible mix of every session operation.
 func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	tb.Helper()
-	ctx := events.ContextWithRun(context.Background(), events.RunRef{ID: "r1", Seed: "s"})
+	ctx := context.Background()
+	// Everything populate writes is run r1's.
+	run := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: "r1", Seed: "s"}})
 	// r1 is a run submitted to the fleet and leased before it starts.
-	if _, err := rt.Store().Append(ctx, events.SubmitStream("r1"), eventlog.NoStream, events.RunSubmitted{Run: "r1", Workflow: "wf", InputSession: "s-in", Queue: "default"}); err != nil {
+	if _, err := run.Append(ctx, events.SubmitStream("r1"), eventlog.NoStream, events.RunSubmitted{Run: "r1", Workflow: "wf", InputSession: "s-in", Queue: "default"}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := rt.Store().Append(ctx, events.LeaseStream("r1"), eventlog.NoStream, events.RunLeased{Run: "r1", Worker: "w1", Token: 1, ExpiresAt: 1e18}); err != nil {
+	if _, err := run.Append(ctx, events.LeaseStream("r1"), eventlog.NoStream, events.RunLeased{Run: "r1", Worker: "w1", Token: 1, ExpiresAt: 1e18}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := rt.Store().Append(ctx, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s", Tenant: "acme"}); err != nil {
+	if _, err := run.Append(ctx, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s", Tenant: "acme"}); err != nil {
 		tb.Fatal(err)
 	}
 	// A dataset, and a namespace the run remembered in (its tenant's).
-	if _, err := rt.Store().Append(ctx, events.DatasetStream("d1"), eventlog.NoStream, events.DatasetCreated{Name: "d1", Source: "jsonl", Tenant: "acme"}); err != nil {
+	if _, err := run.Append(ctx, events.DatasetStream("d1"), eventlog.NoStream, events.DatasetCreated{Name: "d1", Source: "jsonl", Tenant: "acme"}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := rt.Store().Append(ctx, events.MemoryStream("notes"), eventlog.NoStream, events.MemoryRemembered{Namespace: "notes", ID: "m1", Text: "x"}); err != nil {
+	if _, err := run.Append(ctx, events.MemoryStream("notes"), eventlog.NoStream, events.MemoryRemembered{Namespace: "notes", ID: "m1", Text: "x"}); err != nil {
 		tb.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	root, err := rt.NewUserSession(ctx, "root")
+	root, err := rt.Sessions().In(run.Scope()).New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: "root"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -98,12 +100,12 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	// A person in the loop: one request decided, one left pending.
 	for i, id := range []string{"apr-1", "apr-2"} {
 		req := events.ApprovalRequested{ID: id, Run: "r1", Session: heads[0].ID(), Kind: events.ApprovalTool, Tool: "run_shell_command", Arguments: `{"cmd":"ls"}`, ArgsHash: "h"}
-		if _, err := rt.Store().Append(ctx, events.ApprovalStream(id), eventlog.NoStream, req); err != nil {
+		if _, err := run.Append(ctx, events.ApprovalStream(id), eventlog.NoStream, req); err != nil {
 			tb.Fatal(err)
 		}
 		if i == 0 {
 			dec := events.ApprovalDecided{ID: id, Run: "r1", Decision: events.DecisionApproved, By: "alice", ArgsHash: "h"}
-			if _, err := rt.Store().Append(ctx, events.ApprovalStream(id), 1, dec); err != nil {
+			if _, err := run.Append(ctx, events.ApprovalStream(id), 1, dec); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -111,15 +113,15 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 	// Tokens, one revoked, and a read of the run (api_tokens, access_records).
 	for i, id := range []string{"tok-1", "tok-2"} {
 		tok := events.TokenCreated{ID: id, Hash: fmt.Sprintf("%064x", i+1), Tenant: "acme", Role: "viewer", By: "os:ann"}
-		if _, err := rt.Store().Append(ctx, events.TokenStream(id), eventlog.NoStream, tok); err != nil {
+		if _, err := run.Append(ctx, events.TokenStream(id), eventlog.NoStream, tok); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	if _, err := rt.Store().Append(ctx, events.TokenStream("tok-1"), 1, events.TokenRevoked{ID: "tok-1", By: "os:ann"}); err != nil {
+	if _, err := run.Append(ctx, events.TokenStream("tok-1"), 1, events.TokenRevoked{ID: "tok-1", By: "os:ann"}); err != nil {
 		tb.Fatal(err)
 	}
 	viewed := events.AccessViewed{Who: "token:tok-2", Issuer: "rath-token", Tenant: "acme", Run: "r1", FromSeq: 1, ToSeq: 3, What: events.ViewedEvents, Route: "GET /api/runs/{id}/events", At: 1}
-	if _, err := rt.Store().Append(ctx, viewed.StreamID(), eventlog.AnyVersion, viewed); err != nil {
+	if _, err := run.Append(ctx, viewed.StreamID(), eventlog.AnyVersion, viewed); err != nil {
 		tb.Fatal(err)
 	}
 	// One long session, so it has snapshots (session_snapshots).
@@ -129,7 +131,7 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 			tb.Fatal(err)
 		}
 	}
-	if _, err := rt.Store().Append(ctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok", OutputSession: heads[0].ID()}); err != nil {
+	if _, err := run.Append(ctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok", OutputSession: heads[0].ID()}); err != nil {
 		tb.Fatal(err)
 	}
 }

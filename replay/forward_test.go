@@ -47,12 +47,13 @@ func TestForwarder_RedoneBatchForwardsOnce(t *testing.T) {
 		if attempt == 20 {
 			t.Fatal("the writer never put the ok and bad writes in one batch")
 		}
-		ctx := events.ContextWithRun(t.Context(), events.RunRef{ID: runID})
+		ctx := t.Context()
+		run := eventlog.Scope{Run: events.RunRef{ID: runID}}
 		dst, err := newScratchWith(ctx, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw := newForwarder(dst.rt.Store(), runID, "", nil)
+		fw := newForwarder(dst.rt.Store().In(run), "", nil)
 		fp := &failingProjector{gate: make(chan struct{}), refused: errors.New("refused by a projector")}
 		src, err := newScratchWith(ctx, false, fp, fw)
 		if err != nil {
@@ -61,7 +62,7 @@ func TestForwarder_RedoneBatchForwardsOnce(t *testing.T) {
 		if err := fw.start(ctx, src.rt.Store()); err != nil {
 			t.Fatal(err)
 		}
-		store := src.rt.Store()
+		store := src.rt.Store().In(run)
 		var wg sync.WaitGroup
 		wg.Go(func() { store.Append(ctx, events.MemoryStream("gate"), eventlog.NoStream, remembered("gate")) })
 		time.Sleep(20 * time.Millisecond) // the writer now holds the gate's batch

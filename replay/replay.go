@@ -276,19 +276,23 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	orc.cancel = cancel
 	orc.mu.Unlock()
 	run := events.RunRef{ID: info.started.Run, Seed: info.started.Seed}
-	rctx = proto.With(events.ContextWithRun(rctx, run), orc)
+	rctx = proto.With(rctx, orc)
+	// The run's appends on target: its own here, its workflow's through
+	// the input session it adopts. No lease: target is a scratch store,
+	// and what reaches the real one is fenced by the forwarder.
+	rec := target.Store().In(eventlog.Scope{Run: run})
 	writes := []eventlog.Write{{Stream: run.ID, Expected: eventlog.NoStream, Events: []events.Payload{info.started}}}
 	if p := info.startRecord; p != nil {
 		writes = append(writes, eventlog.Write{Stream: events.CounterfactualStream(run.ID), Expected: eventlog.NoStream, Events: []events.Payload{p}})
 	}
-	if _, err := target.Store().AppendWrites(rctx, writes...); err != nil {
+	if _, err := rec.AppendWrites(rctx, writes...); err != nil {
 		return nil, fmt.Errorf("replay: start: %w", err)
 	}
 	input, err := target.Session(rctx, info.started.InputSession)
 	if err != nil {
 		return nil, fmt.Errorf("replay: input session: %w", err)
 	}
-	out, werr := flow.Forward(rctx, wf, input)
+	out, werr := flow.Forward(rctx, wf, input.In(rec.Scope()))
 	if err := info.complete(); err != nil { // finished is in the record's rest
 		return out, err
 	}
@@ -314,7 +318,7 @@ func execute(ctx context.Context, target *rath.Runtime, info *runInfo, wf flow.W
 	if werr != nil {
 		fin.Status, fin.Error = rath.RunError, werr.Error()
 	}
-	if _, err := target.Store().Append(context.WithoutCancel(rctx), run.ID, 1, fin); err != nil && !errors.Is(err, context.Canceled) {
+	if _, err := rec.Append(context.WithoutCancel(rctx), run.ID, 1, fin); err != nil && !errors.Is(err, context.Canceled) {
 		return out, fmt.Errorf("replay: finish: %w", err)
 	}
 	return out, nil

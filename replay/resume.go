@@ -20,7 +20,18 @@ import (
 // runs out it goes on live, and each event past the record is written to
 // rt's store as it is produced. A tool call recorded as called but never
 // returned (the crash came in the middle of it) runs again.
-func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow) (*rath.Run, error) {
+//
+// With WithLease, every event written to rt's store is fenced by the
+// lease: once another worker takes the run, the resume stops with an
+// *eventlog.FencedError.
+func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, opts ...ResumeOption) (*rath.Run, error) {
+	var cfg resumeConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if l := cfg.lease; l != nil && l.Run != runID {
+		return nil, fmt.Errorf("replay: resume run %s under the lease of run %s", runID, l.Run)
+	}
 	info, err := loadRun(ctx, rt, runID)
 	if err != nil {
 		return nil, err
@@ -32,7 +43,7 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 		return nil, err
 	}
 	// What the resume adds is the same subject's as what the run wrote.
-	fw := newForwarder(rt.Store(), runID, info.started.Subject, info.events)
+	fw := newForwarder(rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: runID}, Lease: cfg.lease}), info.started.Subject, info.events)
 	sc, err := newScratchWith(ctx, false, fw)
 	if err != nil {
 		return nil, err
@@ -79,6 +90,17 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 	return run, err
 }
 
+// ResumeOption configures Resume.
+type ResumeOption func(*resumeConfig)
+
+type resumeConfig struct {
+	lease *eventlog.Lease
+}
+
+// WithLease fences what the resume writes with a worker's lease on the
+// run (its run id must be the run's).
+func WithLease(l eventlog.Lease) ResumeOption { return func(c *resumeConfig) { c.lease = &l } }
+
 // forwarder carries a resumed run's new events from the scratch store to
 // the real one. As a projector on the scratch store it checks each event
 // the record has against it (a mismatch refuses the write); the others are
@@ -88,7 +110,9 @@ func Resume(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflo
 // store. A goroutine forwards after each scratch commit, and flush does so
 // at once (the oracle calls it before each live call).
 type forwarder struct {
-	dst      *eventlog.Store
+	// dst appends to the real store in the run, under its lease if the
+	// resume holds one.
+	dst      eventlog.Appender
 	subject  string // whose content the run is ("" for its own)
 	runID    string
 	recorded map[key]recordedEvent
@@ -111,8 +135,8 @@ type recordedEvent struct {
 	payload string // normalized
 }
 
-func newForwarder(dst *eventlog.Store, runID, subject string, recorded []events.Event) *forwarder {
-	f := &forwarder{dst: dst, runID: runID, subject: subject, recorded: make(map[key]recordedEvent, len(recorded))}
+func newForwarder(dst eventlog.Appender, subject string, recorded []events.Event) *forwarder {
+	f := &forwarder{dst: dst, runID: dst.Scope().Run.ID, subject: subject, recorded: make(map[key]recordedEvent, len(recorded))}
 	for _, ev := range recorded {
 		f.recorded[key{ev.Stream, ev.Version}] = recordedEvent{seq: ev.Seq, typ: ev.Type, payload: normalize(ev.Payload)}
 	}
@@ -127,7 +151,7 @@ func (f *forwarder) start(ctx context.Context, src *eventlog.Store) error {
 	}
 	f.flushMu.Lock()
 	f.src, f.next = src, head.Seq+1
-	f.ctx = events.ContextWithRun(context.WithoutCancel(ctx), events.RunRef{ID: f.runID})
+	f.ctx = context.WithoutCancel(ctx)
 	if f.subject != "" {
 		f.ctx = events.ContextWithSubject(f.ctx, f.subject)
 	}
@@ -294,7 +318,7 @@ func (f *forwarder) messageSegments(ctx context.Context, p events.Payload) ([][]
 	}
 	var out [][]byte
 	for next := rec.MessagesRef; next != ""; {
-		has, err := f.dst.HasBlob(ctx, next)
+		has, err := f.dst.Store().HasBlob(ctx, next)
 		if err != nil {
 			return nil, fmt.Errorf("replay: forward message segment %s: %w", next, err)
 		}
@@ -349,12 +373,8 @@ func recordResume(ctx context.Context, rt *rath.Runtime, runID string, info *run
 			rec.Interrupted = append(rec.Interrupted, c)
 		}
 	}
-	// Not stamped with the run's id, even when ctx carries it.
-	outside := context.WithoutCancel(ctx)
-	if r, ok := events.RunFromContext(ctx); ok && r.ID == runID {
-		outside = events.ContextWithRun(outside, events.RunRef{})
-	}
-	if _, err := rt.Store().Append(outside, events.ResumeStream(runID), eventlog.AnyVersion, rec); err != nil {
+	// Appended in no run: not stamped with the run's id.
+	if _, err := rt.Store().Append(context.WithoutCancel(ctx), events.ResumeStream(runID), eventlog.AnyVersion, rec); err != nil {
 		return fmt.Errorf("replay: record the resume of %s: %w", runID, err)
 	}
 	return nil

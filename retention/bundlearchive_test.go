@@ -8,6 +8,7 @@ import (
 
 	rathpkg "github.com/gorath/rath"
 	"github.com/gorath/rath/bundle"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/retention"
 	"github.com/gorath/rath/signkey"
@@ -27,15 +28,15 @@ func TestRetain_BundleArchiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx := events.ContextWithRun(ctx, events.RunRef{ID: "run-1", Seed: "s"})
-	if _, err := st.Append(runCtx, "run-1", 0, events.RunStarted{Run: "run-1", Workflow: "w", Seed: "s"}); err != nil {
+	inRun := st.In(eventlog.Scope{Run: events.RunRef{ID: "run-1", Seed: "s"}})
+	if _, err := inRun.Append(ctx, "run-1", 0, events.RunStarted{Run: "run-1", Workflow: "w", Seed: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Append(runCtx, "s-1", 0, events.ToolCalled{Session: "s-1", CallID: "c1", Tool: "echo", Arguments: `{"x":1}`},
+	if _, err := inRun.Append(ctx, "s-1", 0, events.ToolCalled{Session: "s-1", CallID: "c1", Tool: "echo", Arguments: `{"x":1}`},
 		events.ToolReturned{Session: "s-1", CallID: "c1", OutputRef: out, OutputSize: 31}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Append(runCtx, "run-1", 1, events.RunFinished{Run: "run-1", Status: "ok"}); err != nil {
+	if _, err := inRun.Append(ctx, "run-1", 1, events.RunFinished{Run: "run-1", Status: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	files, err := signkey.Generate(filepath.Join(t.TempDir(), "k"), "rath.test/log")

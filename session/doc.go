@@ -11,9 +11,9 @@
 //
 // Session ids are derived from a seed, the parent session, the operation
 // and a per-parent counter (the inputs are recorded as events.Derivation).
-// Inside a run the seed is the run's (from the context, see
-// events.ContextWithRun), so a run replayed with the same code yields the
-// same ids. Outside a run it is the Manager's local seed, random unless
+// Inside a run the seed is the run's (the Manager and the sessions a run
+// adopts with [Session.In] hold its eventlog.Scope), so a run replayed
+// with the same code yields the same ids. Outside a run it is the Manager's local seed, random unless
 // [WithLocalSeed] sets it, so sessions made in different stores or
 // processes never share an id and can be exported from one store and
 // imported into another. Rule for callers: one goroutine writes to one session at a time; to

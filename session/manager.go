@@ -40,6 +40,14 @@ type Manager struct {
 
 	chunks *chunkCache // nil when disabled
 
+	*shared
+	// in is what the appends made through m and its sessions are for: a
+	// run's, in the Manager In returned for the run.
+	in eventlog.Scope
+}
+
+// shared is the state the Managers In returns share with their origin.
+type shared struct {
 	mu       sync.Mutex        // protects reserved and origins
 	reserved map[string]int64  // scope -> next counter handed out in this process
 	origins  map[string]origin // session -> where its creation event says it came from
@@ -78,7 +86,7 @@ func WithPlacementCheck(check func(backend, spec string) error) ManagerOption {
 // NewManager returns a Manager over a store whose projector set includes
 // projections.Projector.
 func NewManager(store *eventlog.Store, reader *projections.Reader, opts ...ManagerOption) *Manager {
-	m := &Manager{store: store, reader: reader, reserved: map[string]int64{}, origins: map[string]origin{}, chunks: newChunkCache(DefaultChunkCacheBytes)}
+	m := &Manager{store: store, reader: reader, shared: &shared{reserved: map[string]int64{}, origins: map[string]origin{}}, chunks: newChunkCache(DefaultChunkCacheBytes)}
 	for _, o := range opts {
 		o(m)
 	}
@@ -90,6 +98,23 @@ func NewManager(store *eventlog.Store, reader *projections.Reader, opts ...Manag
 
 // Store returns the event store.
 func (m *Manager) Store() *eventlog.Store { return m.store }
+
+// In returns a Manager whose appends, and those of every session it
+// makes, loads or derives, are made in sc: a run's sessions are stamped
+// with its id, fenced by its lease, carry what it carries and derive
+// their ids from its seed. It shares m's caches and counters.
+func (m *Manager) In(sc eventlog.Scope) *Manager {
+	c := *m
+	c.in = sc
+	return &c
+}
+
+// Scope returns what m's appends are made for.
+func (m *Manager) Scope() eventlog.Scope { return m.in }
+
+// Appender appends in m's scope: for the events a caller records beside
+// its sessions' (an approval request, a side call), in the same run.
+func (m *Manager) Appender() eventlog.Appender { return m.store.In(m.in) }
 
 // Reader returns the read model.
 func (m *Manager) Reader() *projections.Reader { return m.reader }
@@ -112,9 +137,9 @@ func DeriveID(seed, scope, op string, counter int64) string {
 
 // seedOf is the seed ids derive from: the run's recorded seed inside a run
 // (a replay derives the same ids), else the Manager's own local seed.
-func (m *Manager) seedOf(ctx context.Context) string {
-	if r, ok := events.RunFromContext(ctx); ok {
-		return r.Seed
+func (m *Manager) seedOf() string {
+	if m.in.Run.ID != "" {
+		return m.in.Run.Seed
 	}
 	return m.local
 }
@@ -122,7 +147,7 @@ func (m *Manager) seedOf(ctx context.Context) string {
 // derive appends the creation event of a new session with a deterministic
 // id and returns the id.
 func (m *Manager) derive(ctx context.Context, scope, op string, build func(id string, d events.Derivation) events.Payload) (string, error) {
-	seed := m.seedOf(ctx)
+	seed := m.seedOf()
 	key := projections.CounterScope(seed, scope)
 	for range maxIDAttempts {
 		counter, err := m.reserve(ctx, key)
@@ -131,7 +156,7 @@ func (m *Manager) derive(ctx context.Context, scope, op string, build func(id st
 		}
 		d := events.Derivation{Seed: seed, Scope: scope, Op: op, Counter: counter}
 		id := DeriveID(seed, scope, op, counter)
-		_, err = m.store.Append(ctx, id, eventlog.NoStream, build(id, d))
+		_, err = m.Appender().Append(ctx, id, eventlog.NoStream, build(id, d))
 		var ce *eventlog.ConflictError
 		if errors.As(err, &ce) && ce.Stream == id {
 			continue // another process took it; the next reserve re-reads

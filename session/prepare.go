@@ -44,7 +44,7 @@ func (m *Manager) PrepareNew(ctx context.Context, origin string, backend, spec s
 	} else if spec != "" {
 		return Prepared{}, invalidf("a placement spec needs a backend")
 	}
-	seed := m.seedOf(ctx)
+	seed := m.seedOf()
 	counter, err := m.reserve(ctx, projections.CounterScope(seed, ""))
 	if err != nil {
 		return Prepared{}, fmt.Errorf("session: new: %w", err)

@@ -145,7 +145,25 @@ func (s *Session) Placement() Placement { return s.placement }
 func (s *Session) Usage() Usage { return s.usage }
 
 // Manager returns the manager that made the handle.
+//
+// It is the Manager in the session's scope: what it makes belongs to the
+// same run.
 func (s *Session) Manager() *Manager { return s.m }
+
+// Run is the run the handle's appends belong to: the zero RunRef outside
+// one. A tool finds the run it is called in so.
+func (s *Session) Run() events.RunRef { return s.m.in.Run }
+
+// In returns a handle on the same session whose appends, and those of
+// every handle derived from it, are made in sc (see [Manager.In]): a run
+// adopts its input session so, and hands its output back outside it with
+// the zero Scope. In of nil is nil.
+func (s *Session) In(sc eventlog.Scope) *Session {
+	if s == nil {
+		return nil
+	}
+	return s.with(func(c *Session) { c.m = s.m.In(sc) })
+}
 
 func (s *Session) String() string {
 	return fmt.Sprintf("Session(%s v%d, %d chunks)", s.id, s.version, s.n)
@@ -190,7 +208,7 @@ func (s *Session) To(ctx context.Context, backend, spec string) (*Session, error
 			return nil, fmt.Errorf("session: place %s: %w", s.id, err)
 		}
 	}
-	stored, err := s.m.store.Append(ctx, s.id, s.version, events.SessionPlaced{Session: s.id, Backend: backend, Spec: spec})
+	stored, err := s.m.Appender().Append(ctx, s.id, s.version, events.SessionPlaced{Session: s.id, Backend: backend, Spec: spec})
 	if err != nil {
 		return nil, fmt.Errorf("session: place %s: %w", s.id, s.stale(err))
 	}
@@ -238,7 +256,7 @@ func (s *Session) Record(ctx context.Context, r Record) (*Session, error) {
 	if len(evs) == 0 && len(r.Blobs) == 0 {
 		return s, nil
 	}
-	stored, err := s.m.store.AppendWrites(ctx, eventlog.Write{Stream: s.id, Expected: s.version, Events: evs, Blobs: r.Blobs})
+	stored, err := s.m.Appender().AppendWrites(ctx, eventlog.Write{Stream: s.id, Expected: s.version, Events: evs, Blobs: r.Blobs})
 	if err != nil {
 		return nil, fmt.Errorf("session: record on %s: %w", s.id, s.stale(err))
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 )
@@ -242,9 +243,9 @@ func TestSession_MergeSharedPrefixes(t *testing.T) {
 
 func TestSession_IDsAreDeterministic(t *testing.T) {
 	ids := func() []string {
-		ctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "run-1", Seed: "seed-42"})
+		ctx := t.Context()
 		rt := MustOpen(t)
-		root, _ := rt.NewUserSession(ctx, "x")
+		root, _ := rt.Sessions().In(eventlog.Scope{Run: events.RunRef{ID: "run-1", Seed: "seed-42"}}).New(ctx, session.OriginUser, user("x"))
 		f1, _ := root.Fork(ctx)
 		f2, _ := root.Fork(ctx)
 		d, _ := f1.Detach(ctx)
@@ -256,9 +257,9 @@ func TestSession_IDsAreDeterministic(t *testing.T) {
 		t.Fatalf("ids differ between identical runs:\n%v\n%v", first, second)
 	}
 	other := func() string {
-		ctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "run-2", Seed: "seed-43"})
+		ctx := t.Context()
 		rt := MustOpen(t)
-		root, _ := rt.NewUserSession(ctx, "x")
+		root, _ := rt.Sessions().In(eventlog.Scope{Run: events.RunRef{ID: "run-2", Seed: "seed-43"}}).New(ctx, session.OriginUser, user("x"))
 		return root.ID()
 	}()
 	if other == first[0] {

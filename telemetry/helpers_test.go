@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model"
@@ -120,8 +121,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func eventsRunContext(ctx context.Context, id string) context.Context {
-	return events.ContextWithRun(ctx, events.RunRef{ID: id, Seed: "seed"})
+// inRun appends to s in run id.
+func inRun(s *eventlog.Store, id string) eventlog.Appender {
+	return s.In(eventlog.Scope{Run: events.RunRef{ID: id, Seed: "seed"}})
 }
 
 func runStarted(id, input string) events.RunStarted {

@@ -67,8 +67,7 @@ func TestLive_CloseMidRunEndsIncomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Enter a workflow by hand and stop before it exits.
-	runCtx := eventsRunContext(ctx, "run-open")
-	if _, err := rt.Store().Append(runCtx, "run-open", 0, runStarted("run-open", in.ID())); err != nil {
+	if _, err := inRun(rt.Store(), "run-open").Append(ctx, "run-open", 0, runStarted("run-open", in.ID())); err != nil {
 		t.Fatal(err)
 	}
 	if err := live.Close(ctx); err != nil {

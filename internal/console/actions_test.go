@@ -148,7 +148,7 @@ func TestResume_RefusedWhileAnotherHolderHoldsTheLease(t *testing.T) {
 	if res, body := f.postJSON(t, "/api/approvals/"+pend[0].ID, `{"decision":"approve","by":"ann"}`, true); res.StatusCode != http.StatusOK {
 		t.Fatalf("approve: %s %s", res.Status, body)
 	}
-	_, release, err := fleet.Hold(ctx, f.rt, run, "worker-elsewhere", time.Minute)
+	_, _, release, err := fleet.Hold(ctx, f.rt, run, "worker-elsewhere", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func benchStore(b *testing.B) *rath.Runtime {
 
 func appendRun(rt *rath.Runtime, i int) error {
 	id, sid := fmt.Sprintf("run-bench%06d", i), fmt.Sprintf("s-bench%06d", i)
-	ctx := events.ContextWithRun(context.Background(), events.RunRef{ID: id, Seed: "seed"})
+	ctx := context.Background()
 	session := []events.Payload{events.SessionCreated{Session: sid, Origin: "user",
 		Chunks: []events.Chunk{{Role: events.RoleUser, Content: "question " + id}}}}
 	for j := int64(1); j <= benchEventsPerRun-3; j++ {
@@ -71,7 +71,7 @@ func appendRun(rt *rath.Runtime, i int) error {
 	if i%10 == 0 {
 		status = rath.RunError
 	}
-	_, err := rt.Store().AppendWrites(ctx,
+	_, err := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: id, Seed: "seed"}}).AppendWrites(ctx,
 		eventlog.Write{Stream: id, Expected: eventlog.NoStream, Events: []events.Payload{
 			events.RunStarted{Run: id, Workflow: fmt.Sprintf("wf-%d", i%7), InputSession: sid, Seed: "seed", CodeVersion: "bench"},
 			events.RunFinished{Run: id, Status: status, OutputSession: sid},

@@ -9,22 +9,22 @@ import (
 	"github.com/gorath/rath/events"
 )
 
-// testCarriedWrites checks eventlog.ContextWithCarried: the carried write
-// lands in the commit of the next append under its context, ahead of it,
+// testCarriedWrites checks eventlog.NewCarried: the carried write lands
+// in the commit of the next append whose Scope carries it, ahead of it,
 // exactly once however many appends race; a conflict on its stream
-// refuses every append under the context and writes nothing; a write to
-// its own stream is merged into it; Flush writes it alone.
+// refuses every append carrying it and writes nothing; a write to its own
+// stream is merged into it; Flush writes it alone.
 func testCarriedWrites(t *testing.T, b Backend) {
 	ctx := t.Context()
 	s := OpenStore(t, b.New(t))
 	carry := func(stream string, expected int64) (*eventlog.Carried, func(stream string, expected int64, n int) ([]events.Event, error)) {
 		t.Helper()
-		cctx, c, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: stream, Expected: expected, Events: []events.Payload{placed(stream, 0)}})
+		c, err := eventlog.NewCarried(eventlog.Write{Stream: stream, Expected: expected, Events: []events.Payload{placed(stream, 0)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c, func(stream string, expected int64, n int) ([]events.Event, error) {
-			return s.Append(cctx, stream, expected, placed(stream, n))
+			return s.In(eventlog.Scope{Carry: c}).Append(ctx, stream, expected, placed(stream, n))
 		}
 	}
 	version := func(stream string) int64 {
@@ -100,7 +100,7 @@ func testCarriedWrites(t *testing.T, b Backend) {
 		if !errors.Is(c.Refused(), eventlog.ErrConflict) || c.Written() {
 			t.Fatalf("refused %v, written %v", c.Refused(), c.Written())
 		}
-		if !errors.Is(c.Flush(ctx, s), eventlog.ErrConflict) {
+		if !errors.Is(c.Flush(ctx, s.In(eventlog.Scope{})), eventlog.ErrConflict) {
 			t.Fatal("Flush of a refused write succeeded")
 		}
 		if version("a4") != 0 || version("c4") != 1 {
@@ -143,7 +143,7 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	t.Run("FlushWritesItAlone", func(t *testing.T) {
 		c, _ := carry("c6", eventlog.AnyVersion)
 		for range 2 {
-			if err := c.Flush(ctx, s); err != nil {
+			if err := c.Flush(ctx, s.In(eventlog.Scope{})); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -153,15 +153,15 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("NestedOnOneStream", func(t *testing.T) {
-		octx, outer, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "c8", Expected: eventlog.NoStream, Events: []events.Payload{placed("c8", 1)}})
+		outer, err := eventlog.NewCarried(eventlog.Write{Stream: "c8", Expected: eventlog.NoStream, Events: []events.Payload{placed("c8", 1)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ictx, inner, err := eventlog.ContextWithCarried(octx, eventlog.Write{Stream: "c8", Expected: 1, Events: []events.Payload{placed("c8", 2)}})
+		inner, err := eventlog.NewCarried(eventlog.Write{Stream: "c8", Expected: 1, Events: []events.Payload{placed("c8", 2)}}, outer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, err := s.Append(ictx, "a8", eventlog.NoStream, placed("a8", 1))
+		evs, err := s.In(eventlog.Scope{Carry: inner}).Append(ctx, "a8", eventlog.NoStream, placed("a8", 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,11 +172,11 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("AnAppendNamingItsStreamTwiceIsRefused", func(t *testing.T) {
-		cctx, c, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "c9", Expected: eventlog.NoStream, Events: []events.Payload{placed("c9", 1)}})
+		c, err := eventlog.NewCarried(eventlog.Write{Stream: "c9", Expected: eventlog.NoStream, Events: []events.Payload{placed("c9", 1)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.AppendWrites(cctx, eventlog.Write{Stream: "c9", Expected: 1, Events: []events.Payload{placed("c9", 2)}},
+		_, err = s.In(eventlog.Scope{Carry: c}).AppendWrites(ctx, eventlog.Write{Stream: "c9", Expected: 1, Events: []events.Payload{placed("c9", 2)}},
 			eventlog.Write{Stream: "c9", Expected: eventlog.AnyVersion, Events: []events.Payload{placed("c9", 3)}})
 		if !errors.Is(err, events.ErrInvalid) || !c.Written() || version("c9") != 1 {
 			t.Fatalf("err = %v, written %v, stream at %d: want the append refused as invalid after the carried write", err, c.Written(), version("c9"))
@@ -184,10 +184,10 @@ func testCarriedWrites(t *testing.T, b Backend) {
 	})
 
 	t.Run("InvalidIsRefusedAtOnce", func(t *testing.T) {
-		if _, _, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "c7", Expected: eventlog.NoStream}); !errors.Is(err, events.ErrInvalid) {
+		if _, err := eventlog.NewCarried(eventlog.Write{Stream: "c7", Expected: eventlog.NoStream}, nil); !errors.Is(err, events.ErrInvalid) {
 			t.Fatalf("a write of no events: err = %v, want ErrInvalid", err)
 		}
-		if _, _, err := eventlog.ContextWithCarried(ctx, eventlog.Write{Stream: "c7", Expected: eventlog.NoStream, Events: []events.Payload{placed("other", 1)}}); !errors.Is(err, events.ErrInvalid) {
+		if _, err := eventlog.NewCarried(eventlog.Write{Stream: "c7", Expected: eventlog.NoStream, Events: []events.Payload{placed("other", 1)}}, nil); !errors.Is(err, events.ErrInvalid) {
 			t.Fatalf("a payload of another stream: err = %v, want ErrInvalid", err)
 		}
 	})

@@ -23,17 +23,17 @@ func testFencedAcrossWriters(t *testing.T, b Backend) {
 		}
 	}
 	leased(a, 1, "a")
-	actx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), eventlog.Lease{Run: "r1", Token: 1})
-	if _, err := a.Append(actx, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
+	held := a.In(eventlog.Scope{Run: events.RunRef{ID: "r1", Seed: "s"}, Lease: &eventlog.Lease{Run: "r1", Token: 1}})
+	if _, err := held.Append(ctx, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
 		t.Fatalf("the holder's append: %v", err)
 	}
 	// A second append under the lease, which may use what the first read.
-	if _, err := a.Append(actx, "r1", 1, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
+	if _, err := held.Append(ctx, "r1", 1, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
 		t.Fatalf("the holder's second append: %v", err)
 	}
 	leased(other, 2, "b") // the other writer takes the run over
 	head, _ := a.Head(ctx)
-	_, err := a.Append(actx, "r1", 2, events.RunFinished{Run: "r1", Status: "ok"})
+	_, err := held.Append(ctx, "r1", 2, events.RunFinished{Run: "r1", Status: "ok"})
 	var fe *eventlog.FencedError
 	if !errors.As(err, &fe) || fe.Token != 1 || fe.Current != 2 {
 		t.Fatalf("append under the lease the other writer took = %v, want a *FencedError (1 vs 2)", err)
@@ -41,8 +41,8 @@ func testFencedAcrossWriters(t *testing.T, b Backend) {
 	if after, _ := a.Head(ctx); after != head {
 		t.Fatalf("the refused append wrote: head %v -> %v", head, after)
 	}
-	bctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), eventlog.Lease{Run: "r1", Token: 2})
-	if _, err := other.Append(bctx, "r1", 2, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
+	taken := other.In(eventlog.Scope{Run: events.RunRef{ID: "r1", Seed: "s"}, Lease: &eventlog.Lease{Run: "r1", Token: 2}})
+	if _, err := taken.Append(ctx, "r1", 2, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
 		t.Fatalf("the new holder's append: %v", err)
 	}
 	MustVerify(t, a)

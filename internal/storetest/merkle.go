@@ -16,11 +16,11 @@ import (
 func appendTen(t testing.TB, s *eventlog.Store) {
 	t.Helper()
 	for i := range 10 {
-		ctx := t.Context()
+		var sc eventlog.Scope
 		if i == 3 {
-			ctx = events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "x"})
+			sc.Run = events.RunRef{ID: "r1", Seed: "x"}
 		}
-		if _, err := s.Append(ctx, "s", eventlog.AnyVersion, placed("s", i)); err != nil {
+		if _, err := s.In(sc).Append(t.Context(), "s", eventlog.AnyVersion, placed("s", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

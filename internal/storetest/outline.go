@@ -15,12 +15,9 @@ func testOutlineRun(t *testing.T, b Backend) {
 	s := OpenStore(t, b.New(t))
 	write := func(run, stream string, n int) {
 		t.Helper()
-		c := ctx
-		if run != "" {
-			c = events.ContextWithRun(ctx, events.RunRef{ID: run})
-		}
+		a := s.In(eventlog.Scope{Run: events.RunRef{ID: run}})
 		for i := range n {
-			if _, err := s.Append(c, stream, eventlog.AnyVersion, placed(stream, i)); err != nil {
+			if _, err := a.Append(ctx, stream, eventlog.AnyVersion, placed(stream, i)); err != nil {
 				t.Fatal(err)
 			}
 		}

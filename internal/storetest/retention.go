@@ -56,8 +56,8 @@ func testRetention(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	// A run still running: started, never finished.
-	running := events.ContextWithRun(ctx, events.RunRef{ID: "run-still-going", Seed: "s"})
-	if _, err := rt.Store().Append(running, "run-still-going", eventlog.NoStream, events.RunStarted{Run: "run-still-going", Workflow: "geo", Seed: "s"}); err != nil {
+	running := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: "run-still-going", Seed: "s"}})
+	if _, err := running.Append(ctx, "run-still-going", eventlog.NoStream, events.RunStarted{Run: "run-still-going", Workflow: "geo", Seed: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	future := time.Now().Add(time.Hour)

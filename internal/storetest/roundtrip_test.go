@@ -106,20 +106,20 @@ func TestPostgres_AnAppendIsOneRoundTripOrTwo(t *testing.T) {
 	if err := s.DB().QueryRowContext(ctx, `INSERT INTO run_leases (run, worker, token, expires_at, seq) VALUES ('r1', 'w', 7, 0, 0), ('r2', 'w', 3, 0, 0) RETURNING 1`).Err(); err != nil {
 		t.Fatal(err)
 	}
-	leased := func(run string, token int64) context.Context {
-		return eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: token})
+	leased := func(run string, token int64) eventlog.Appender {
+		return s.In(eventlog.Scope{Run: events.RunRef{ID: run}, Lease: &eventlog.Lease{Run: run, Token: token}})
 	}
 	for i, c := range []struct {
-		ctx     context.Context
+		a       eventlog.Appender
 		stream  string
 		counted bool
 	}{
-		{ctx, "new-1", true},
+		{s.In(eventlog.Scope{}), "new-1", true},
 		{leased("r1", 7), "new-2", false}, // prepares the read of the tokens
 		{leased("r2", 3), "new-3", true},  // a token not cached
 	} {
 		before := s.Stats()
-		if _, err := s.Append(c.ctx, c.stream, eventlog.NoStream, &events.SessionPlaced{Session: c.stream, Backend: "local"}); err != nil {
+		if _, err := c.a.Append(ctx, c.stream, eventlog.NoStream, &events.SessionPlaced{Session: c.stream, Backend: "local"}); err != nil {
 			t.Fatal(err)
 		}
 		after := s.Stats()
@@ -128,7 +128,7 @@ func TestPostgres_AnAppendIsOneRoundTripOrTwo(t *testing.T) {
 		}
 	}
 	var fenced *eventlog.FencedError
-	if _, err := s.Append(leased("r1", 6), "new-4", eventlog.NoStream, &events.SessionPlaced{Session: "new-4", Backend: "local"}); !errors.As(err, &fenced) || fenced.Current != 7 {
+	if _, err := leased("r1", 6).Append(ctx, "new-4", eventlog.NoStream, &events.SessionPlaced{Session: "new-4", Backend: "local"}); !errors.As(err, &fenced) || fenced.Current != 7 {
 		t.Fatalf("an append with a stale lease token: %v, want a FencedError naming token 7", err)
 	}
 
@@ -279,9 +279,9 @@ func TestPostgres_ACommitReadsNoWholeTable(t *testing.T) {
 	s := storetest.OpenStore(t, tg)
 	for i := range 12 { // past the five custom plans before a cached generic one
 		run := fmt.Sprint("r", i+1)
-		lctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: 1})
+		held := s.In(eventlog.Scope{Run: events.RunRef{ID: run}, Lease: &eventlog.Lease{Run: run, Token: 1}})
 		stream := fmt.Sprint("s", i)
-		if _, err := s.AppendWrites(lctx, eventlog.Write{Stream: stream, Expected: eventlog.NoStream,
+		if _, err := held.AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.NoStream,
 			Events: []events.Payload{&events.SessionPlaced{Session: stream, Backend: "local"}},
 			Blobs:  [][]byte{fmt.Appendf(nil, "blob %d", i)}}); err != nil {
 			t.Fatal(err)
@@ -335,9 +335,9 @@ func TestPostgres_TheWritersStatementsAreNotReplanned(t *testing.T) {
 	}
 	for i := 1; i <= 12; i++ { // past the five custom plans the server tries first
 		run := fmt.Sprint("r", i)
-		lctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: 1})
+		held := s.In(eventlog.Scope{Run: events.RunRef{ID: run}, Lease: &eventlog.Lease{Run: run, Token: 1}})
 		stream := fmt.Sprint("s", i) // a new stream and an uncached token: both prefetched
-		if _, err := s.AppendWrites(lctx, eventlog.Write{Stream: stream, Expected: eventlog.NoStream,
+		if _, err := held.AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.NoStream,
 			Events: []events.Payload{&events.SessionPlaced{Session: stream, Backend: "local"}},
 			Blobs:  [][]byte{fmt.Appendf(nil, "blob %d", i)}}); err != nil {
 			t.Fatal(err)
@@ -389,11 +389,8 @@ func TestPostgres_ALeaseTakenElsewhereDropsOnlyItsRunsToken(t *testing.T) {
 	if err := a.DB().QueryRowContext(ctx, `INSERT INTO run_leases (run, worker, token, expires_at, seq) VALUES ('r1', 'a', 7, 0, 0), ('r2', 'a', 7, 0, 0) RETURNING 1`).Err(); err != nil {
 		t.Fatal(err)
 	}
-	leased := func(run string, token int64) context.Context {
-		return eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: token})
-	}
 	appendAs := func(run string, token int64) error {
-		_, err := a.Append(leased(run, token), "s-"+run, eventlog.AnyVersion, &events.SessionPlaced{Session: "s-" + run, Backend: "local"})
+		_, err := a.In(eventlog.Scope{Run: events.RunRef{ID: run}, Lease: &eventlog.Lease{Run: run, Token: token}}).Append(ctx, "s-"+run, eventlog.AnyVersion, &events.SessionPlaced{Session: "s-" + run, Backend: "local"})
 		return err
 	}
 	for _, run := range []string{"r1", "r2", "r1", "r2"} { // the tokens cached, the statements prepared
@@ -521,23 +518,23 @@ func TestPostgres_AbsorbedAppendsReadWhatTheyNeedInOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := func(id string) events.Payload { return events.SessionCreated{Session: id, Origin: "user"} }
-	leased := func(run string, token int64) context.Context {
-		return eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: run}), eventlog.Lease{Run: run, Token: token})
+	leased := func(run string, token int64) eventlog.Appender {
+		return s.In(eventlog.Scope{Run: events.RunRef{ID: run}, Lease: &eventlog.Lease{Run: run, Token: token}})
 	}
 	// The writer's statements prepared, the lease read's among them.
 	for i := range 2 {
 		id := fmt.Sprint("warm", i)
-		if _, err := s.Append(leased(id, 1), id, eventlog.NoStream, created(id)); err != nil {
+		if _, err := leased(id, 1).Append(ctx, id, eventlog.NoStream, created(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before := s.Stats()
 	errs := appendBehindTheLock(t, s, n, func(i int) error {
-		id, actx := fmt.Sprint("q", i), ctx
+		id, a := fmt.Sprint("q", i), s.In(eventlog.Scope{})
 		if i%2 == 0 {
-			actx = leased(fmt.Sprint("r", i), 1)
+			a = leased(fmt.Sprint("r", i), 1)
 		}
-		_, err := s.Append(actx, id, eventlog.NoStream, created(id))
+		_, err := a.Append(ctx, id, eventlog.NoStream, created(id))
 		return err
 	})
 	for i, err := range errs {
@@ -553,7 +550,7 @@ func TestPostgres_AbsorbedAppendsReadWhatTheyNeedInOneRoundTrip(t *testing.T) {
 	t.Logf("%d appends: %d commits, %d round trips", n, commits, trips)
 	// A stale token is still refused.
 	var fenced *eventlog.FencedError
-	if _, err := s.Append(leased("r1", 0), "stale", eventlog.NoStream, created("stale")); !errors.As(err, &fenced) || fenced.Current != 1 {
+	if _, err := leased("r1", 0).Append(ctx, "stale", eventlog.NoStream, created("stale")); !errors.As(err, &fenced) || fenced.Current != 1 {
 		t.Fatalf("an append with a stale token: %v, want a FencedError naming token 1", err)
 	}
 	if rep, err := s.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() {

@@ -47,12 +47,12 @@ func testSealed(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	const sealedCanary, clearCanary = "canary-sealed-41c9e", "canary-clear-41c9e"
-	appendContent := func(rt *rath.Runtime, ctx context.Context, stream, canary string) (blob string) {
+	appendContent := func(rt *rath.Runtime, ctx context.Context, run, stream, canary string) (blob string) {
 		t.Helper()
 		out := []byte(strings.Repeat(canary+" tool output ", 4))
 		blob = eventlog.BlobHash(out)
 		big := strings.Repeat(canary+" ", 3000) // over the blob threshold
-		_, err := rt.Store().AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.NoStream, Blobs: [][]byte{out}, Events: []events.Payload{
+		_, err := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: run, Seed: "x"}}).AppendWrites(ctx, eventlog.Write{Stream: stream, Expected: eventlog.NoStream, Blobs: [][]byte{out}, Events: []events.Payload{
 			events.SessionCreated{Session: stream, Origin: "user", Chunks: []events.Chunk{{Role: "user", Content: canary + " says hello"}}},
 			events.ChunkAppended{Session: stream, Index: 1, Chunk: events.Chunk{Role: "assistant", Content: "see " + blob}},
 			events.ChunkAppended{Session: stream, Index: 2, Chunk: events.Chunk{Role: "assistant", Content: big}},
@@ -95,7 +95,7 @@ func testSealed(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clearBlob := appendContent(rt, ctx, "s-clear", clearCanary)
+	clearBlob := appendContent(rt, ctx, "", "s-clear", clearCanary)
 	readBack(rt, "s-clear", clearCanary, clearBlob)
 	rt.Close()
 
@@ -105,9 +105,9 @@ func testSealed(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice := events.ContextWithSubject(events.ContextWithRun(ctx, events.RunRef{ID: "run-a", Seed: "x"}), "user:alice")
-	sealedBlob := appendContent(rt, alice, "s-alice", sealedCanary)
-	bobBlob := appendContent(rt, events.ContextWithSubject(ctx, "user:bob"), "s-bob", "canary-bob-41c9e")
+	alice := events.ContextWithSubject(ctx, "user:alice")
+	sealedBlob := appendContent(rt, alice, "run-a", "s-alice", sealedCanary)
+	bobBlob := appendContent(rt, events.ContextWithSubject(ctx, "user:bob"), "", "s-bob", "canary-bob-41c9e")
 	readBack(rt, "s-alice", sealedCanary, sealedBlob)
 	readBack(rt, "s-clear", clearCanary, clearBlob) // the old plaintext still reads
 	rep, err := rt.Store().Verify(ctx, eventlog.VerifyOptions{})

@@ -712,26 +712,26 @@ func testFenced(t *testing.T, b Backend) {
 		}
 	}
 	lease(1, "a")
-	a := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), eventlog.Lease{Run: "r1", Token: 1})
-	if _, err := s.Append(a, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
+	a := s.In(eventlog.Scope{Run: events.RunRef{ID: "r1", Seed: "s"}, Lease: &eventlog.Lease{Run: "r1", Token: 1}})
+	if _, err := a.Append(ctx, "r1", eventlog.NoStream, events.RunStarted{Run: "r1", Workflow: "wf", Seed: "s"}); err != nil {
 		t.Fatalf("the holder's append: %v", err)
 	}
 	lease(2, "b") // b takes the run over
 	head, _ := s.Head(ctx)
-	_, err := s.Append(a, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"})
+	_, err := a.Append(ctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"})
 	var fe *eventlog.FencedError
 	if !errors.As(err, &fe) || !errors.Is(err, eventlog.ErrFenced) || fe.Token != 1 || fe.Current != 2 {
 		t.Fatalf("append under the lost lease = %v, want a *FencedError (1 vs 2)", err)
 	}
 	// Its renewals are refused too, and nothing was written.
-	if _, err := s.Append(a, events.LeaseStream("r1"), eventlog.AnyVersion, events.RunLeased{Run: "r1", Worker: "a", Token: 1, ExpiresAt: time.Now().Add(time.Minute).UnixNano(), Renewal: true}); !errors.Is(err, eventlog.ErrFenced) {
+	if _, err := a.Append(ctx, events.LeaseStream("r1"), eventlog.AnyVersion, events.RunLeased{Run: "r1", Worker: "a", Token: 1, ExpiresAt: time.Now().Add(time.Minute).UnixNano(), Renewal: true}); !errors.Is(err, eventlog.ErrFenced) {
 		t.Fatalf("renewal under the lost lease = %v, want ErrFenced", err)
 	}
 	if after, _ := s.Head(ctx); after != head {
 		t.Fatalf("the refused appends wrote: head %v -> %v", head, after)
 	}
-	bctx := eventlog.ContextWithLease(events.ContextWithRun(ctx, events.RunRef{ID: "r1", Seed: "s"}), eventlog.Lease{Run: "r1", Token: 2})
-	if _, err := s.Append(bctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
+	b2 := s.In(eventlog.Scope{Run: events.RunRef{ID: "r1", Seed: "s"}, Lease: &eventlog.Lease{Run: "r1", Token: 2}})
+	if _, err := b2.Append(ctx, "r1", 1, events.RunFinished{Run: "r1", Status: "ok"}); err != nil {
 		t.Fatalf("the new holder's append: %v", err)
 	}
 	MustVerify(t, s)

@@ -352,7 +352,8 @@ func (m *Memory) Commit(ctx context.Context, ns string, s *session.Session, _ ..
 		rc.Error = opErr.Error()
 	}
 	ev := events.MemoryCommitted{Namespace: ns, Session: s.ID(), IDs: []string{}, Backend: Name, Remote: rc}
-	if _, err := m.store.Append(ctx, events.MemoryStream(ns), eventlog.AnyVersion, ev); err != nil {
+	// In the session's run, as the session's own events are.
+	if _, err := m.store.In(s.Manager().Scope()).Append(ctx, events.MemoryStream(ns), eventlog.AnyVersion, ev); err != nil {
 		if opErr != nil {
 			return nil, fmt.Errorf("memory: record commit to %q: %w (the server's failure: %v)", ns, err, opErr)
 		}

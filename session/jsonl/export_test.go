@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/session"
 	"github.com/gorath/rath/session/jsonl"
@@ -18,7 +19,7 @@ import (
 // returns them.
 func richSessions(t *testing.T, rt *rath.Runtime) []*session.Session {
 	t.Helper()
-	ctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "r1", Seed: "round-trip"})
+	ctx := t.Context()
 	must := func(s *session.Session, err error) *session.Session {
 		t.Helper()
 		if err != nil {
@@ -26,7 +27,9 @@ func richSessions(t *testing.T, rt *rath.Runtime) []*session.Session {
 		}
 		return s
 	}
-	root := must(rt.NewAgentSession(ctx, "You review code. <be kind> & brief"))
+	// Made in a run: its ids derive from the run's seed.
+	inRun := rt.Sessions().In(eventlog.Scope{Run: events.RunRef{ID: "r1", Seed: "round-trip"}})
+	root := must(inRun.New(ctx, session.OriginAgentPrompt, events.Chunk{Role: events.RoleSystem, Content: "You review code. <be kind> & brief"}))
 	root = must(root.Append(ctx,
 		events.Chunk{Role: "user", Content: "Review main.go"},
 		events.Chunk{Role: "assistant", Author: "root.reviewer", Meta: map[string]string{"model": "m1"},

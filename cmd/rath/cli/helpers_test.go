@@ -64,7 +64,8 @@ type world struct {
 func seed(t *testing.T) world {
 	t.Helper()
 	dir := t.TempDir()
-	ctx := events.ContextWithRun(context.Background(), events.RunRef{ID: "run-1", Seed: "cli"})
+	ctx := context.Background()
+	inRun := eventlog.Scope{Run: events.RunRef{ID: "run-1", Seed: "cli"}}
 	rt, err := rath.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -77,10 +78,10 @@ func seed(t *testing.T) world {
 		}
 		return s
 	}
-	if _, err := rt.Store().Append(ctx, "run-1", eventlog.NoStream, events.RunStarted{Run: "run-1", Workflow: "wf", Seed: "cli"}); err != nil {
+	if _, err := rt.Store().In(inRun).Append(ctx, "run-1", eventlog.NoStream, events.RunStarted{Run: "run-1", Workflow: "wf", Seed: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	root := must(rt.NewUserSession(ctx, "List the files"))
+	root := must(rt.Sessions().In(inRun).New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: "List the files"}))
 	root = must(root.Append(ctx,
 		events.Chunk{Role: "assistant", Author: "root.agent", ToolCalls: []events.ToolCall{{ID: "c1", Name: "list_files", Arguments: `{"dir":"."}`}}},
 		events.Chunk{Role: "tool_result", ToolCallID: "c1", Name: "list_files", Content: "a.go\nb.go"},

@@ -80,18 +80,18 @@ func multiprocessChild(role string) int {
 // reloaded, so one failure does not hide the next.
 func mpAppend(ctx context.Context, dir, index string) int {
 	run := "run-mp-" + index
-	ctx = events.ContextWithRun(ctx, events.RunRef{ID: run, Seed: run})
+	inRun := eventlog.Scope{Run: events.RunRef{ID: run, Seed: run}}
 	rt, err := rath.Open(ctx, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 3
 	}
 	defer rt.Close()
-	if _, err := rt.Store().Append(ctx, run, eventlog.NoStream, events.RunStarted{Run: run, Workflow: "multiprocess", Seed: run}); err != nil {
+	if _, err := rt.Store().In(inRun).Append(ctx, run, eventlog.NoStream, events.RunStarted{Run: run, Workflow: "multiprocess", Seed: run}); err != nil {
 		fmt.Fprintln(os.Stderr, "run.started:", err)
 		return 3
 	}
-	s, err := rt.NewUserSession(ctx, "writer "+index)
+	s, err := rt.Sessions().In(inRun).New(ctx, session.OriginUser, session.Chunk{Role: events.RoleUser, Content: "writer " + index})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "new session:", err)
 		return 3
@@ -114,10 +114,11 @@ func mpAppend(ctx context.Context, dir, index string) int {
 				fmt.Fprintln(os.Stderr, "reload:", err)
 				return 3
 			}
+			next = next.In(inRun)
 		}
 		s = next
 	}
-	if _, err := rt.Store().Append(ctx, run, 1, events.RunFinished{Run: run, Status: "ok", OutputSession: s.ID()}); err != nil {
+	if _, err := rt.Store().In(inRun).Append(ctx, run, 1, events.RunFinished{Run: run, Status: "ok", OutputSession: s.ID()}); err != nil {
 		failed++
 		fmt.Fprintln(os.Stderr, "run.finished:", err)
 	}

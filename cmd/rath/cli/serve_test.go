@@ -48,8 +48,8 @@ func TestServe_APIMatchesTheCLIAndStopsOnInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx := events.ContextWithRun(t.Context(), events.RunRef{ID: "run-open", Seed: "seed"})
-	if _, err := rt.Store().Append(rctx, "run-open", eventlog.NoStream, events.RunStarted{Run: "run-open", Workflow: "gone", InputSession: runs[0].Input, Seed: "seed"}); err != nil {
+	inRun := rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: "run-open", Seed: "seed"}})
+	if _, err := inRun.Append(t.Context(), "run-open", eventlog.NoStream, events.RunStarted{Run: "run-open", Workflow: "gone", InputSession: runs[0].Input, Seed: "seed"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Close(); err != nil {
