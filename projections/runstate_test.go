@@ -234,8 +234,12 @@ func downgrade(t *testing.T, st store) {
 		17: {`DROP TABLE access_records`, `DROP TABLE api_tokens`},
 		18: {`DROP TABLE memory_namespaces`, `DROP TABLE datasets`, `DROP INDEX approvals_tenant`, `DROP INDEX runs_tenant`,
 			`ALTER TABLE approvals DROP COLUMN tenant`, `ALTER TABLE sessions DROP COLUMN tenant`, `ALTER TABLE runs DROP COLUMN tenant`},
+		19: {`DROP INDEX runs_subject`, `ALTER TABLE runs DROP COLUMN subject`, `DROP INDEX blobs_address`},
+		20: {`DROP INDEX access_records_tenant`},
 	}
 	if st.dsn != "" {
+		later[20] = append(later[20], `DROP POLICY access_records_tenant ON access_records`,
+			`ALTER TABLE access_records NO FORCE ROW LEVEL SECURITY`, `ALTER TABLE access_records DISABLE ROW LEVEL SECURITY`)
 		// The policies depend on the columns.
 		later[18] = append([]string{`DROP POLICY run_leases_tenant ON run_leases`, `DROP POLICY approvals_tenant ON approvals`,
 			`DROP POLICY sessions_tenant ON sessions`, `DROP POLICY runs_tenant ON runs`}, later[18]...)

@@ -116,7 +116,8 @@ func (m changedCommit) Commit(ctx context.Context, ns string, s *session.Session
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.store.Append(ctx, stream, v, plan.Events(v+1)...); err != nil {
+	// In the session's run, as memory.Local commits.
+	if _, err := m.store.In(s.Manager().Scope()).Append(ctx, stream, v, plan.Events(v+1)...); err != nil {
 		return nil, err
 	}
 	return plan.IDs(v + 1), nil

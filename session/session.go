@@ -408,7 +408,7 @@ func (s *Session) Merge(ctx context.Context, others ...*Session) (*Session, erro
 	before := [][]entry{s.log.view(s.n)} // the chunks of the sessions merged so far
 	var add []entry
 	for _, o := range others {
-		if o == nil || o.m != s.m {
+		if o == nil || o.m.shared != s.m.shared { // In copies a Manager; its origin's state is shared
 			return nil, invalidf("merge %s: handle from another runtime", s.id)
 		}
 		for _, id := range ids {
