@@ -79,6 +79,11 @@ type Options struct {
 	// request then needs a signed-in session, on loopback too, and the
 	// page shows who is signed in.
 	OIDC *OIDC
+	// TenantConns is how many connections the tenants' read pools hold
+	// open together on PostgreSQL (projections.ScopesOptions.Conns); a
+	// request waits for one when all are in use. Zero means
+	// projections.DefaultTenantConns.
+	TenantConns int
 }
 
 // Server is the console's handler.
@@ -146,7 +151,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("console: index template: %w", err)
 	}
 	s := &Server{opts: opts, rt: opts.Runtime, csrf: hex.EncodeToString(b), mux: http.NewServeMux(), index: index, done: make(chan struct{}),
-		fleetClock: fleetClock, scopes: projections.NewScopes(opts.Runtime.Store().DB())}
+		fleetClock: fleetClock, scopes: projections.NewScopes(opts.Runtime.Store().DB(), projections.ScopesOptions{Conns: opts.TenantConns})}
 	s.replays.m = map[string]*ReplayView{}
 	switch {
 	case opts.OIDC != nil:

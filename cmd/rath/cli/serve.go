@@ -15,11 +15,13 @@ import (
 	"github.com/gorath/rath/fleet"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/internal/console"
+	"github.com/gorath/rath/projections"
 )
 
 func newServeCmd(a *app) *cobra.Command {
 	var addr, token, workspaceRoot, auth string
 	var allowLive bool
+	var tenantConns int
 	var backends []string
 	var oidcf oidcFlags
 	cmd := &cobra.Command{
@@ -86,6 +88,9 @@ rath serve --auth tokens --addr 0.0.0.0:7777`,
 					return err
 				}
 			}
+			if tenantConns < 1 {
+				return usagef(cmd, "--tenant-conns %d: want at least 1", tenantConns)
+			}
 			switch auth {
 			case "", "local":
 				auth = console.AuthLocal
@@ -143,7 +148,7 @@ rath serve --auth tokens --addr 0.0.0.0:7777`,
 				fmt.Fprintf(a.stderr, "rath: no cost column: %v\n", err)
 			}
 			srv, err := console.New(console.Options{Runtime: rt, Auth: auth, Token: token, Prices: cf.Prices,
-				Submit: sub.submit, AllowLive: allowLive, LiveCopies: workspaceRoot, OIDC: signIn})
+				Submit: sub.submit, AllowLive: allowLive, LiveCopies: workspaceRoot, OIDC: signIn, TenantConns: tenantConns})
 			if err != nil {
 				return err
 			}
@@ -190,6 +195,7 @@ rath serve --auth tokens --addr 0.0.0.0:7777`,
 	cmd.Flags().StringVar(&token, "token", "", "require this token on every request (env RATH_TOKEN); \"generate\" makes one and prints it once")
 	cmd.Flags().BoolVar(&allowLive, "allow-live", false, "let console users replay with live tools and fork (both run recorded commands again for real); without it they are refused")
 	cmd.Flags().StringSliceVar(&backends, "backends", fleet.DefaultBackends(), "with --allow-live: the sandbox backends the console runs tools on (local runs them unconfined as this user)")
+	cmd.Flags().IntVar(&tenantConns, "tenant-conns", projections.DefaultTenantConns, "on PostgreSQL: how many connections the tenants' read pools hold open together; a request waits for one when all are in use")
 	oidcf.register(cmd)
 	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "with --allow-live: the directory under which local and bwrap workspaces, and live-tools copies, must lie")
 	return cmd
