@@ -630,9 +630,10 @@ func TestVerify_FailureNamesTheTable(t *testing.T) {
 	}
 }
 
-// The runs list shows each run's prompt (first line), models and, with a
-// price table, its cost; counts per status; ?since= limits by start time.
-func TestRuns_PromptModelsCostCountsSince(t *testing.T) {
+// The runs list shows each run's models and, with a price table, its
+// cost, and no content (not its prompt: the list records no read);
+// counts per status; ?since= limits by start time.
+func TestRuns_ModelsCostCountsSinceNoContent(t *testing.T) {
 	rt := newRuntime(t)
 	run := startRun(t, rt, "shouter", "Shout this\nsecond line "+hostile)
 	bare, err := console.New(console.Options{Runtime: rt})
@@ -640,8 +641,12 @@ func TestRuns_PromptModelsCostCountsSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := serveFixture(t, bare, rt, run)
-	page := decode[console.RunsPage](t, f.get(t, "/api/runs", ""))
-	if len(page.Runs) != 1 || page.Runs[0].Prompt != "Shout this" || len(page.Runs[0].Models) != 1 || page.Runs[0].Cost != nil || page.Priced {
+	body := f.get(t, "/api/runs", "")
+	if strings.Contains(body, "Shout this") {
+		t.Fatalf("the list shows the run's prompt: %s", body)
+	}
+	page := decode[console.RunsPage](t, body)
+	if len(page.Runs) != 1 || len(page.Runs[0].Models) != 1 || page.Runs[0].Cost != nil || page.Priced {
 		t.Fatalf("without prices: %+v", page)
 	}
 	if page.Counts["done"] != 1 {

@@ -19,12 +19,13 @@ import (
 	"github.com/gorath/rath/projections"
 )
 
-// RunView is a run as `rath runs --json` prints it, plus its summary.
+// RunView is a run as `rath runs --json` prints it, plus its summary. It
+// holds no content of the run (no prompt, no transcript): the runs list
+// reads no content, so it needs no access record, and every read of a
+// run's content is one of its own, recorded (access.go).
 type RunView struct {
 	jsonview.Run
 	Summary
-	// Prompt is the first line of the run's input (its first chunk).
-	Prompt string `json:"prompt,omitempty"`
 	// Models are the models its calls used; Cost what they cost by the
 	// configured prices (absent without prices, or when a model used has
 	// none).
@@ -219,13 +220,9 @@ func (s *Server) runViews(ctx context.Context, rows []projections.RunRow) ([]Run
 	if err := s.providerNames(ctx, rows, models); err != nil {
 		return nil, err
 	}
-	prompts, err := s.prompts(ctx, rows)
-	if err != nil {
-		return nil, err
-	}
 	now := s.opts.Now()
 	for i, r := range rows {
-		v := RunView{Run: jsonview.RunOf(r, workers[r.ID]), Summary: sums[r.ID], Prompt: prompts[r.InputSession]}
+		v := RunView{Run: jsonview.RunOf(r, workers[r.ID]), Summary: sums[r.ID]}
 		v.Models, v.Cost = s.costOf(models[r.ID])
 		end := now.UnixNano()
 		if r.FinishedAt.Valid {
@@ -454,47 +451,4 @@ func (s *Server) costOf(uses []modelUse) ([]string, *float64) {
 		return names, nil
 	}
 	return names, &cost
-}
-
-// promptLine is how much of a prompt's first line the list shows.
-const promptLine = 200
-
-// prompts reads the first chunk each run's input session was created
-// with (one query) and keeps its first line.
-func (s *Server) prompts(ctx context.Context, rows []projections.RunRow) (map[string]string, error) {
-	out := map[string]string{}
-	var streams []any
-	for _, r := range rows {
-		if r.InputSession != "" {
-			streams = append(streams, r.InputSession)
-		}
-	}
-	if len(streams) == 0 {
-		return out, nil
-	}
-	db := s.db(ctx)
-	// A session is created with its first chunks (a user's prompt).
-	q := db.Rebind(`SELECT stream, payload FROM events WHERE version = 1 AND stream IN (?` + strings.Repeat(",?", len(streams)-1) + `)`)
-	rs, err := db.QueryContext(ctx, q, streams...)
-	if err != nil {
-		return nil, fmt.Errorf("run prompts: %w", err)
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var stream string
-		var payload []byte
-		if err := rs.Scan(&stream, &payload); err != nil {
-			return nil, fmt.Errorf("run prompts: %w", err)
-		}
-		var e events.SessionCreated
-		if json.Unmarshal(payload, &e) != nil || len(e.Chunks) == 0 {
-			continue
-		}
-		line, _, _ := strings.Cut(strings.TrimSpace(e.Chunks[0].Content), "\n")
-		if len(line) > promptLine {
-			line = strings.ToValidUTF8(line[:promptLine], "") + "…"
-		}
-		out[stream] = line
-	}
-	return out, rs.Err()
 }

@@ -510,11 +510,16 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	if s.opts.AllowLive {
 		live = "on"
 	}
-	who := ""
-	if id, ok := access.IdentityFrom(r.Context()); ok && id.Via == ViaOIDC {
+	who, admin := "", "off"
+	id, _ := access.IdentityFrom(r.Context())
+	if id.Via == ViaOIDC {
 		who = id.Subject + " · " + id.Tenant + " · " + string(id.Role)
 	}
-	if err := s.index.Execute(w, struct{ CSRF, Live, Who string }{s.csrf, live, who}); err != nil {
+	if id.Allows(access.Administer) {
+		// The run page then shows who read the run.
+		admin = "on"
+	}
+	if err := s.index.Execute(w, struct{ CSRF, Live, Who, Admin string }{s.csrf, live, who, admin}); err != nil {
 		http.Error(w, "page: "+err.Error(), http.StatusInternalServerError)
 	}
 }

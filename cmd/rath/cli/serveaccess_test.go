@@ -2,11 +2,7 @@ package cli
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,58 +22,21 @@ func TestServe_AuthTokens(t *testing.T) {
 	for _, backend := range bothStores() {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			testServeAuthTokens(t, storeFor(t, backend))
+			testServeAuthTokens(t, backend)
 		})
 	}
 }
 
-func testServeAuthTokens(t *testing.T, store []string) {
-	home := t.TempDir()
-	env := []string{"RATH_HOME=" + home}
-	os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"providers": {}}`), 0o644)
-	ws := filepath.Join(t.TempDir(), "ws")
-	os.MkdirAll(ws, 0o755)
-	cas := filepath.Join(t.TempDir(), "approve.json")
-	os.WriteFile(cas, []byte(approveCassette), 0o644)
-	rath := func(argv ...string) result {
-		return rathExit(t, env, append(append([]string(nil), store...), argv...)...)
-	}
-	r := rath("run", "--cassette", cas, "--workspace", ws, "--tools", "run_shell_command", "--approve", "run_shell_command", "--no-stream", "write", "out")
-	if r.code != ExitWaiting {
-		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	run := regexp.MustCompile(`run: (run-[0-9a-f]+)`).FindStringSubmatch(r.stdout)[1]
-	req := requestID.FindString(r.stderr)
-	token := func(argv ...string) tokenCreated {
-		t.Helper()
-		r := rath(append([]string{"tokens", "create", "--json"}, argv...)...)
-		if r.code != 0 {
-			t.Fatalf("tokens create: exit %d\n%s", r.code, r.stderr)
-		}
-		return decodeJSON[tokenCreated](t, r.stdout)
-	}
+func testServeAuthTokens(t *testing.T, backend string) {
+	st := newTokensStore(t, backend)
+	rath, token, do := st.rath, st.token, st.do
+	run, req := st.waitingRun("")
 	viewer, approver, expired, revoked := token("--role", "viewer"), token("--role", "approver"), token("--role", "admin", "--expires", "1s"), token("--role", "admin")
 	if r := rath("tokens", "revoke", revoked.ID); r.code != 0 {
 		t.Fatalf("revoke: %s", r.stderr)
 	}
 	time.Sleep(time.Until(expired.ExpiresAt) + 10*time.Millisecond)
-
-	_, serveErr := startRath(t, append(append([]string(nil), store...), "serve", "--addr", "127.0.0.1:0", "--auth", "tokens")...)
-	base := servedURL(t, serveErr)
-	do := func(method, path, tok, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+strings.TrimPrefix(path, "/"), strings.NewReader(body))
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
-	}
+	st.serve()
 	records := func() []access.AccessRecord {
 		t.Helper()
 		return decodeJSON[[]access.AccessRecord](t, rath("access", "--run", run, "--json").stdout)

@@ -2,12 +2,8 @@ package cli
 
 import (
 	"encoding/json"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -19,55 +15,25 @@ import (
 // requests naming every tenant's runs and requests: an answer holds no
 // id of another tenant's, a write naming another tenant's record is 404
 // and changes nothing, an operator's submission is a run of its tenant,
-// and the log holds exactly one access.viewed per content read served.
+// and the log holds exactly one access.viewed per content read served
+// (the runs list shows none: no prompt).
 func TestServe_TenantsRandomRequests(t *testing.T) {
 	t.Parallel()
-	store := storeFor(t, "postgres")
-	home := t.TempDir()
-	env := []string{"RATH_HOME=" + home}
-	os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"providers": {}}`), 0o644)
-	cas := filepath.Join(t.TempDir(), "approve.json")
-	os.WriteFile(cas, []byte(approveCassette), 0o644)
-	rath := func(argv ...string) result {
-		return rathExit(t, env, append(append([]string(nil), store...), argv...)...)
-	}
+	st := newTokensStore(t, "postgres")
+	rath, do := st.rath, st.do
 	tenants := []string{"acme", "globex", "initech"}
 	roles := []access.Role{access.Viewer, access.Approver, access.Operator}
 	owner := map[string]string{} // run or request id: its tenant
 	runs, reqs, toks := map[string]string{}, map[string]string{}, map[string]map[access.Role]string{}
 	for _, tenant := range tenants {
-		ws := filepath.Join(t.TempDir(), "ws")
-		os.MkdirAll(ws, 0o755)
-		r := rath("run", "--tenant", tenant, "--cassette", cas, "--workspace", ws, "--tools", "run_shell_command", "--approve", "run_shell_command", "--no-stream", "write", "out")
-		if r.code != ExitWaiting {
-			t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-		}
-		runs[tenant] = regexp.MustCompile(`run: (run-[0-9a-f]+)`).FindStringSubmatch(r.stdout)[1]
-		reqs[tenant] = requestID.FindString(r.stderr)
+		runs[tenant], reqs[tenant] = st.waitingRun(tenant)
 		owner[runs[tenant]], owner[reqs[tenant]] = tenant, tenant
 		toks[tenant] = map[access.Role]string{}
 		for _, role := range roles {
-			r := rath("tokens", "create", "--tenant", tenant, "--role", string(role), "--json")
-			if r.code != 0 {
-				t.Fatalf("tokens create: exit %d\n%s", r.code, r.stderr)
-			}
-			toks[tenant][role] = decodeJSON[tokenCreated](t, r.stdout).Secret
+			toks[tenant][role] = st.token("--tenant", tenant, "--role", string(role)).Secret
 		}
 	}
-	_, serveErr := startRath(t, append(append([]string(nil), store...), "serve", "--addr", "127.0.0.1:0", "--auth", "tokens")...)
-	base := servedURL(t, serveErr)
-	do := func(method, path, tok, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+strings.TrimPrefix(path, "/"), strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
-	}
+	st.serve()
 
 	// Each operator submits a run: it is its tenant's, another's 404.
 	for i, tenant := range tenants {
@@ -124,6 +90,12 @@ func TestServe_TenantsRandomRequests(t *testing.T) {
 		for id, o := range owner {
 			if o != tenant && strings.Contains(got, id) {
 				t.Fatalf("request %d: %s %s by %s's %s answers %s of %s's: %s", i, method, path, tenant, role, id, o, got)
+			}
+		}
+		// A list is no content read (no record): it shows no prompt.
+		for _, prompt := range []string{"write out", "hello"} {
+			if strings.HasPrefix(path, "/api/runs?") && strings.Contains(got, prompt) {
+				t.Fatalf("request %d: %s %s shows the prompt %q with no access record: %s", i, method, path, prompt, got)
 			}
 		}
 		switch {

@@ -8,6 +8,9 @@
   // Live tools and forks run recorded work again: only a console started
   // with --allow-live offers them (the API refuses them otherwise).
   const liveAllowed = document.querySelector('meta[name="rath-live"]').getAttribute("content") === "on";
+  // Who read a run is an admin's (GET /api/runs/{id}/access): the page
+  // of anyone else neither shows the panel nor asks.
+  const adminAllowed = document.querySelector('meta[name="rath-admin"]').getAttribute("content") === "on";
   const main = document.getElementById("main");
   const statusLine = document.getElementById("status");
   let cleanup = []; // timers and streams of the current page
@@ -161,7 +164,7 @@
     const more = el("button", { id: "runs-older", hidden: true }, "Older runs");
     const costHead = el("th", { class: "num", hidden: true }, "cost");
     const table = el("table", { id: "runs" },
-      el("thead", {}, el("tr", {}, el("th", {}, "run"), el("th", {}, "status"), el("th", {}, "prompt"), el("th", {}, "model"), el("th", {}, "started"),
+      el("thead", {}, el("tr", {}, el("th", {}, "run"), el("th", {}, "status"), el("th", {}, "workflow"), el("th", {}, "model"), el("th", {}, "started"),
         el("th", { class: "num" }, "duration"), el("th", { class: "num" }, "tokens"), costHead, el("th", { class: "num" }, "tool calls"),
         el("th", {}, "worker"))),
       body);
@@ -169,8 +172,9 @@
     let nextBefore = 0, priced = false;
 
     function row(r) {
-      const what = el("td", { class: "prompt" }, el("div", { class: "payload" }, r.prompt || r.workflow));
-      if (r.prompt) what.append(el("div", { class: "muted small" }, r.workflow));
+      // No prompt: the list reads no run's content (the run page does,
+      // and records who read it).
+      const what = el("td", { class: "what" }, el("div", { class: "payload" }, r.workflow));
       if (r.error) what.append(el("div", { class: "error small" }, clip(r.error, 200)));
       return el("tr", { "data-run": r.id },
         el("td", { class: "mono" }, runLink(r.id), r.parent_run ? el("div", { class: "muted small" }, "fork of ", runLink(r.parent_run)) : null),
@@ -512,6 +516,20 @@
 
   // runPage shows a run; ?seqs=S,T (the events a score read) marks
   // those events and scrolls to the first.
+  // accessTable lists a run's access records, oldest first: who read
+  // what of it, for which tenant, when and through which route (names
+  // come from identities and tokens: el shows them as text).
+  function accessTable(records) {
+    if (!records.length) return el("p", { class: "muted", id: "access-none" }, "Nobody has read this run's content through the console or the API.");
+    const what = (r) => r.what + (r.from_seq ? " seq " + r.from_seq + (r.to_seq && r.to_seq !== r.from_seq ? "–" + r.to_seq : "") : "") + (r.namespace ? " in " + r.namespace : "");
+    return scroll(el("table", { id: "access-records" },
+      el("thead", {}, el("tr", {}, el("th", {}, "who"), el("th", {}, "tenant"), el("th", {}, "what"), el("th", {}, "when"), el("th", {}, "route"))),
+      el("tbody", {}, ...records.map((r) => el("tr", { "data-seq": r.seq },
+        el("td", { class: "mono who" }, r.who, r.issuer ? el("div", { class: "muted small" }, r.issuer) : null),
+        el("td", {}, r.tenant || "–"), el("td", {}, what(r)),
+        el("td", { title: r.at }, ago(r.at)), el("td", { class: "mono" }, r.route))))));
+  }
+
   async function runPage(id, params) {
     const enc = encodeURIComponent(id);
     main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)), el("p", { class: "muted" }, "Loading…"));
@@ -579,6 +597,7 @@
     const agentSel = el("select", { id: "events-agent", "aria-label": "agent" }, el("option", { value: "" }, "any agent"));
     const jsonBox = el("input", { type: "checkbox", id: "events-json" });
     const evBody = el("tbody", { id: "events-body" });
+    const accessBox = el("div", { id: "access" }, el("p", { class: "muted" }, "Loading who read this run…"));
     const moreBtn = el("button", { id: "events-more", hidden: true }, "More events");
     const evNote = el("p", { class: "muted", id: "events-note" });
     let cards = runCards(run);
@@ -593,6 +612,7 @@
       el("h2", {}, "Usage per agent"), agentsBox,
       el("h2", {}, "Session graph"), graphBox,
       el("h2", {}, "Tool calls"), toolsBox,
+      adminAllowed ? el("h2", {}, "Who read this run") : null, adminAllowed ? accessBox : null,
       el("h2", {}, "Events"),
       el("div", { class: "filters" }, typeSel, agentSel, el("label", {}, jsonBox, " JSON")), evNote,
       scroll(el("table", { id: "events" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "seq"), el("th", {}, "at"), el("th", {}, "type"),
@@ -620,7 +640,8 @@
     const loadTools = () => api("/api/runs/" + enc + "/tools").then((v) => toolsBox.replaceChildren(...toolCalls(v.tools))).catch(fail);
     const loadGraph = () => Promise.all([api("/api/graph?run=" + enc), api("/api/graph/labels?run=" + enc)])
       .then(([g, labels]) => graphBox.replaceChildren(drawGraph(g, labels), el("p", {}, el("a", { href: "#/graph/" + enc }, "open the graph page (select two sessions to compare)")))).catch(fail);
-    loadTrace(); loadGraph(); loadTools();
+    const loadAccess = () => adminAllowed && api("/api/runs/" + enc + "/access").then((v) => accessBox.replaceChildren(accessTable(v.records))).catch(fail);
+    loadTrace(); loadGraph(); loadTools(); loadAccess();
 
     // The events: every loaded event is kept; the filters and the JSON
     // view redraw the rows from them.
