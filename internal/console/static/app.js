@@ -514,8 +514,6 @@
     return box;
   }
 
-  // runPage shows a run; ?seqs=S,T (the events a score read) marks
-  // those events and scrolls to the first.
   // accessTable lists a run's access records, oldest first: who read
   // what of it, for which tenant, when and through which route (names
   // come from identities and tokens: el shows them as text).
@@ -530,6 +528,8 @@
         el("td", { title: r.at }, ago(r.at)), el("td", { class: "mono" }, r.route))))));
   }
 
+  // runPage shows a run; ?seqs=S,T (the events a score read) marks
+  // those events and scrolls to the first.
   async function runPage(id, params) {
     const enc = encodeURIComponent(id);
     main.replaceChildren(el("h1", {}, "Run ", el("span", { class: "mono" }, id)), el("p", { class: "muted" }, "Loading…"));
