@@ -131,36 +131,17 @@ func (s *Store) scanRows(ctx context.Context, db queryer, q Query, after int64, 
 }
 
 // Scan yields the events matching q in seq order, reading in pages so no
-// read transaction is held for long.
+// read transaction is held for long (pages.go).
 func (s *Store) Scan(ctx context.Context, q Query) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
-		after := q.FromSeq - 1
-		if after < 0 {
-			after = 0
-		}
-		left := q.Limit
-		for {
-			page := scanPage
-			if q.Limit > 0 && left < page {
-				page = left
-			}
-			if q.Limit > 0 && page == 0 {
-				return
-			}
-			rs, err := s.rows(ctx, q, after, page)
-			if err != nil {
-				yield(events.Event{}, err)
-				return
-			}
-			for _, r := range rs {
-				ev, err := s.toEvent(ctx, r)
-				if !yield(ev, err) || err != nil {
+		for p := range s.pages(ctx, q) {
+			for _, ev := range p.evs {
+				if !yield(ev, nil) {
 					return
 				}
-				after = r.Seq
 			}
-			left -= len(rs)
-			if len(rs) < page {
+			if p.err != nil {
+				yield(events.Event{}, p.err)
 				return
 			}
 		}
@@ -367,13 +348,22 @@ func StoredInBlob(stored []byte) (hash string, ok bool, err error) {
 }
 
 func (s *Store) toEvent(ctx context.Context, r row) (events.Event, error) {
+	return s.toEventWith(ctx, r, nil)
+}
+
+// toEventWith is toEvent with the blobs read already (pageBlobs); a blob
+// not among them is read on its own.
+func (s *Store) toEventWith(ctx context.Context, r row, blobs map[string][]byte) (events.Event, error) {
 	ev := events.Event{Seq: r.Seq, Stream: r.Stream, Version: r.Version, Type: r.Type, TypeVersion: r.TypeVersion,
 		RunID: r.RunID.String, Payload: json.RawMessage(r.Payload), At: time.Unix(0, r.At).UTC(), Hash: hashText(r.Hash)}
 	if hash, ok, err := StoredInBlob(ev.Payload); ok {
 		if err != nil {
 			return events.Event{}, fmt.Errorf("eventlog: seq %d: %w", r.Seq, err)
 		}
-		b, err := s.rawBlob(ctx, hash)
+		b, ok := blobs[hash]
+		if !ok {
+			b, err = s.rawBlob(ctx, hash)
+		}
 		if err != nil {
 			return events.Event{}, fmt.Errorf("eventlog: seq %d payload: %w", r.Seq, err)
 		}

@@ -41,6 +41,12 @@ func ExpandStored(stream, typ string, stored []byte) []byte {
 
 // streamPrefix is `{"session":"<stream>",` as Canonical writes it.
 func streamPrefix(stream string) []byte {
+	if b := []byte(stream); plainASCII(b) && bytes.IndexByte(b, '"') < 0 && bytes.IndexByte(b, '\\') < 0 {
+		// Session ids are: the encoder cost more than the rest of a
+		// rebuild's reading of a chunk.
+		out := make([]byte, 0, len(sessionKey)+len(stream)+3)
+		return append(append(append(append(out, sessionKey...), '"'), stream...), '"', ',')
+	}
 	quoted, err := Canonical(stream)
 	if err != nil {
 		// A string always encodes.

@@ -35,3 +35,21 @@ func FuzzStoredPayload(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStreamPrefix: the quick quoting of plain stream names writes what
+// the encoder writes, for every name.
+func FuzzStreamPrefix(f *testing.F) {
+	for _, s := range []string{"s-f2c42d246c09300e5499", "", "<a&b>", `q"`, `b\`, "\x7f", "\x1f", "é", "\u2028", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, stream string) {
+		quoted, err := Canonical(stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append(append(append([]byte{}, sessionKey...), quoted...), ',')
+		if got := streamPrefix(stream); !bytes.Equal(got, want) {
+			t.Fatalf("stream %q: prefix %s, want %s", stream, got, want)
+		}
+	})
+}

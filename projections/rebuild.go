@@ -96,31 +96,37 @@ func replayLog(ctx context.Context, tx *eventlog.Tx, store *eventlog.Store, to i
 	}
 	a := &applier{tx: tx, cache: map[string]*sessionInfo{}, bulk: newRebuildRows(), redactedRequests: map[string]bool{}}
 	// Read and decode on another goroutine while this one writes: the two
-	// halves cost about the same.
+	// halves cost about the same. They hand over batches, not events: a
+	// channel operation an event cost more than a chunk's decoding.
 	readCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	decoded := make(chan decodedEvent, 1024)
+	decoded := make(chan []decodedEvent, 4)
 	go decodeLog(readCtx, store, to, shapes, decoded)
-	for d := range decoded {
-		if d.err != nil {
-			return n, fmt.Errorf("projections: rebuild: %w", d.err)
-		}
-		var err error
-		switch {
-		case d.payload == nil && d.ev.Redacted:
-			err = a.redacted(&d.ev)
-		case d.payload == nil:
-			// A type this build does not know: it still moves its stream's version.
-			err = a.touch(&d.ev)
-		default:
-			err = a.project(&d.ev, d.payload)
-		}
-		if err != nil {
-			return n, fmt.Errorf("projections: rebuild at seq %d: %w", d.ev.Seq, err)
-		}
-		n++
-		if progress != nil && n%5000 == 0 {
-			progress(n, to)
+	for batch := range decoded {
+		for i := range batch {
+			d := &batch[i]
+			if d.err != nil {
+				return n, fmt.Errorf("projections: rebuild: %w", d.err)
+			}
+			var err error
+			switch {
+			case d.unread:
+				err = a.passThrough(&d.ev)
+			case d.payload == nil && d.ev.Redacted:
+				err = a.redacted(&d.ev)
+			case d.payload == nil:
+				// A type this build does not know: it still moves its stream's version.
+				err = a.touch(&d.ev)
+			default:
+				err = a.project(&d.ev, d.payload)
+			}
+			if err != nil {
+				return n, fmt.Errorf("projections: rebuild at seq %d: %w", d.ev.Seq, err)
+			}
+			n++
+			if progress != nil && n%5000 == 0 {
+				progress(n, to)
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -129,29 +135,80 @@ func replayLog(ctx context.Context, tx *eventlog.Tx, store *eventlog.Store, to i
 	return n, a.flush()
 }
 
+// passThrough applies an event of a type apply reads nothing of (readPayloads):
+// what project does with it, without decoding its payload.
+func (a *applier) passThrough(ev *events.Event) error {
+	if err := a.touch(ev); err != nil {
+		return err
+	}
+	if ev.Version%SnapshotEvery != 0 {
+		return nil
+	}
+	return a.snapshot(ev)
+}
+
 type decodedEvent struct {
 	ev      events.Event
 	payload events.Payload // nil for a type this build does not know, or a redacted event without a shape
-	err     error
+	// unread is set, and payload nil, for a type apply reads nothing of.
+	unread bool
+	err    error
 }
+
+// appliedPayloads are the payloads apply reads: a rebuild decodes only
+// theirs, and moves the streams of the rest on (about a quarter of an
+// agent's log: its tool calls). TestAppliedPayloads_AreApplysCases keeps
+// the list in step with apply.
+var appliedPayloads = []events.Payload{
+	events.SessionCreated{}, events.ChunkAppended{}, events.SessionForked{}, events.SessionDetached{},
+	events.SessionMerged{}, events.SessionPlaced{}, events.SessionImported{}, events.SessionCompressed{},
+	events.ProviderCalled{}, events.RunStarted{}, events.RunFinished{}, events.RunSubmitted{}, events.RunLeased{},
+	events.ApprovalRequested{}, events.DatasetCreated{}, events.MemoryRemembered{}, events.ApprovalDecided{},
+	events.TokenCreated{}, events.TokenRevoked{}, events.AccessViewed{},
+}
+
+// readPayloads are appliedPayloads' types.
+var readPayloads = func() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range appliedPayloads {
+		out[p.EventType()] = true
+	}
+	return out
+}()
+
+// decodeBatch is how many decoded events go over the channel at once.
+const decodeBatch = 256
 
 // decodeLog sends the log up to seq `to`, decoded, and closes out; a
 // redacted event with a kept shape is sent as its shape. It stops at the
 // first error, which it sends.
-func decodeLog(ctx context.Context, store *eventlog.Store, to int64, shapes map[int64]events.Shape, out chan<- decodedEvent) {
+func decodeLog(ctx context.Context, store *eventlog.Store, to int64, shapes map[int64]events.Shape, out chan<- []decodedEvent) {
 	defer close(out)
-	send := func(d decodedEvent) bool {
+	batch := make([]decodedEvent, 0, decodeBatch)
+	send := func() bool {
 		select {
-		case out <- d:
+		case out <- batch:
+			batch = make([]decodedEvent, 0, decodeBatch)
 			return true
 		case <-ctx.Done():
 			return false
 		}
 	}
+	known := events.Types()
 	for ev, err := range store.Scan(ctx, eventlog.Query{ToSeq: to}) {
 		if err != nil {
-			send(decodedEvent{err: err})
+			batch = append(batch, decodedEvent{err: err})
+			send()
 			return
+		}
+		if v, ok := known[ev.Type]; ok && !readPayloads[ev.Type] && !ev.Redacted && ev.TypeVersion <= v {
+			// Its payload is not read. A redacted event, or a version newer
+			// than this build knows (for its error), goes the long way.
+			batch = append(batch, decodedEvent{ev: ev, unread: true})
+			if len(batch) == decodeBatch && !send() {
+				return
+			}
+			continue
 		}
 		var p events.Payload
 		if ev.Type == events.TypeChunkAppended {
@@ -175,11 +232,16 @@ func decodeLog(ctx context.Context, store *eventlog.Store, to int64, shapes map[
 			p, err = nil, nil
 		}
 		if err != nil {
-			send(decodedEvent{err: err})
+			batch = append(batch, decodedEvent{err: err})
+			send()
 			return
 		}
-		if !send(decodedEvent{ev: ev, payload: p}) {
+		batch = append(batch, decodedEvent{ev: ev, payload: p})
+		if len(batch) == decodeBatch && !send() {
 			return
 		}
+	}
+	if len(batch) > 0 {
+		send()
 	}
 }
