@@ -72,6 +72,7 @@ func Run(t *testing.T, b Backend) {
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
 		{"RebuildInBulk", testRebuildInBulk},
+		{"RebuildReadsEveryKind", testRebuildReadsEveryKind},
 		{"HeldSessionUpdates", testHeldUpdates},
 		{"HeldSessionUpdatesRefusedInABatch", testHeldUpdatesRefusedInABatch},
 		{"OutlineRun", testOutlineRun},
