@@ -98,10 +98,14 @@ func (q Query) where(after int64) (string, []any) {
 
 // rows reads one page of stored rows after seq `after`.
 func (s *Store) rows(ctx context.Context, q Query, after int64, limit int) ([]row, error) {
-	rs, err := s.scanRows(ctx, s.rdb, q, after, limit)
+	read := func() ([]row, error) { return s.scanRows(ctx, s.rdb, q, after, limit) }
+	if _, ok := s.d.(*postgresDialect); ok {
+		read = func() ([]row, error) { return s.scanRowsPgx(ctx, q, after, limit) }
+	}
+	rs, err := read()
 	if s.d.retryRead(err) && ctx.Err() == nil {
 		// The pool has dropped the dead connection: one retry on a new one.
-		rs, err = s.scanRows(ctx, s.rdb, q, after, limit)
+		rs, err = read()
 	}
 	return rs, err
 }
