@@ -194,10 +194,22 @@ func (rt *Runtime) nothingToErase(ctx context.Context, subject string) error {
 	return e
 }
 
-// dropDerived clears what the SQL projections hold of subject's content:
-// the params and error of its runs, the questions and reasons of their
-// approvals and of its sessions'. It finds them through indexes (the
-// runs' subject column, run ids, sessions), never by reading the log.
+// The read models' content columns hold what the projector sealed under
+// the subject's key (projections, sealed.go), which no one can open once
+// it is erased, and reads show as erased. A row written in clear before
+// columns were sealed (a store from before, not yet rebuilt) is cleared:
+// these statements leave sealed values as they are.
+const (
+	sealedLike     = events.SealedPrefix + "%"
+	clearRuns      = `UPDATE runs SET params = CASE WHEN params LIKE ? THEN params ELSE '' END, error = CASE WHEN error LIKE ? THEN error ELSE '' END WHERE id = ?`
+	clearApprovals = `UPDATE approvals SET question = CASE WHEN question LIKE ? THEN question ELSE '' END, reason = CASE WHEN reason LIKE ? THEN reason ELSE '' END WHERE `
+)
+
+// dropDerived clears what the SQL projections hold of subject's content
+// in clear (the params and error of its runs, the questions and reasons
+// of their approvals and of its sessions', when written before columns
+// were sealed). It finds them through indexes (the runs' subject column,
+// run ids, sessions), never by reading the log.
 // The memory index is rebuilt only when the subject wrote memories:
 // bleve keeps no per-subject postings to drop.
 func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
@@ -220,10 +232,10 @@ func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
 	// Under the write lock, as the projectors write them.
 	err := rt.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
 		for _, run := range runs {
-			if _, err := tx.Exec(db.Rebind(`UPDATE runs SET params = '', error = '' WHERE id = ?`), run); err != nil {
+			if _, err := tx.Exec(db.Rebind(clearRuns), sealedLike, sealedLike, run); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(db.Rebind(`UPDATE approvals SET question = '', reason = '' WHERE run = ?`), run); err != nil {
+			if _, err := tx.Exec(db.Rebind(clearApprovals+`run = ?`), sealedLike, sealedLike, run); err != nil {
 				return err
 			}
 			if !memory {
@@ -236,7 +248,7 @@ func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
 			}
 		}
 		for _, s := range streams {
-			if _, err := tx.Exec(db.Rebind(`UPDATE approvals SET question = '', reason = '' WHERE session = ?`), s); err != nil {
+			if _, err := tx.Exec(db.Rebind(clearApprovals+`session = ?`), sealedLike, sealedLike, s); err != nil {
 				return err
 			}
 		}

@@ -116,6 +116,7 @@ func (s *Store) sealRequest(ctx context.Context, req *request) error {
 			}
 			keys[subject] = dk
 		}
+		w.key = dk
 		if len(w.blobs) > 0 {
 			w.sealedBlobs, w.blobKeys = make([][]byte, len(w.blobs)), make([]string, len(w.blobs))
 			for bi, b := range w.blobs {

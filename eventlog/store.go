@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/internal/stmtcache"
+	"github.com/gorath/rath/keyring"
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -245,6 +246,9 @@ type pendingWrite struct {
 	// blobKeys: their plaintext's address and their subject's key id.
 	sealedBlobs [][]byte
 	blobKeys    []string
+	// key is the data key the write's payloads are sealed under (nil:
+	// in clear); its projectors seal what they derive under it too.
+	key *keyring.DataKey
 }
 
 type request struct {

@@ -3,6 +3,8 @@ package eventlog
 import (
 	"context"
 	"database/sql"
+
+	"github.com/gorath/rath/keyring"
 )
 
 // Tx is the writer's open transaction, handed to projectors. Statements
@@ -11,6 +13,13 @@ type Tx struct {
 	ctx  context.Context
 	w    *writerState
 	vals map[any]any // projectors' state for the request (Value)
+	// sealing is the event being projected by an append and the key its
+	// payload was sealed under (nil: in clear), as SealingKey returns it. Outside
+	// an append (a rebuild) Store.EventKey reads it from the log.
+	sealing struct {
+		seq int64
+		key *keyring.DataKey
+	}
 }
 
 // Value returns what a projector stored under key during the request being

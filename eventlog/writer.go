@@ -439,6 +439,10 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 			}
 			ev := events.Event{Seq: seq, Stream: pw.stream, Version: head, Type: it.typ, TypeVersion: it.version,
 				RunID: req.runID, Payload: it.payload, At: at, Hash: hash}
+			tx.sealing.seq, tx.sealing.key = seq, nil
+			if it.sealed != nil {
+				tx.sealing.key = pw.key
+			}
 			for _, p := range w.s.opts.Projectors {
 				if err := p.Project(ctx, tx, &ev, it.p); err != nil {
 					return nil, wrote, fmt.Errorf("project %s seq %d: %w", it.typ, seq, err)

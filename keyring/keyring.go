@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
@@ -116,7 +118,16 @@ func (k *Keyring) read(ctx context.Context, q Querier, subject string) (*DataKey
 	if err != nil {
 		return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)
 	}
-	return &DataKey{Subject: subject, ID: id, aead: aead}, nil
+	return &DataKey{Subject: subject, ID: id, aead: aead, nonceKey: nonceKey(raw)}, nil
+}
+
+// nonceKey derives, from a raw data key, the key SealFixed derives its
+// nonces with: it goes with the data key, so once that is erased no one
+// can recompute a nonce to test a guess of the plaintext.
+func nonceKey(raw []byte) []byte {
+	m := hmac.New(sha256.New, raw)
+	m.Write([]byte("rath keyring: fixed nonce v1"))
+	return m.Sum(nil)
 }
 
 func wrongKEK(stored, have string) *KEKError {

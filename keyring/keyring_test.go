@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -334,4 +335,51 @@ func Example_seal() {
 	// Output:
 	// user:alice {"text":"hello"}
 	// true
+}
+
+// SealFixed seals equal inputs to equal bytes (a rebuilt read model
+// equals the one built as events came) and distinct ones to distinct
+// nonces; Open opens it like Seal's, and not under another binding, nor
+// once the key is erased.
+func TestSealFixed(t *testing.T) {
+	ctx := t.Context()
+	db := mustSQLite(t)
+	kr := keyring.New(mustKEK(t), nil)
+	dk, err := kr.Create(ctx, db, "user:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const canary = "canary-51c0: alice's params"
+	bind := []byte("runs.params\x00r-1")
+	a, b := keyring.SealFixed(dk, bind, []byte(canary)), keyring.SealFixed(dk, bind, []byte(canary))
+	if !bytes.Equal(a, b) {
+		t.Fatalf("SealFixed twice: %s and %s, want equal bytes", a, b)
+	}
+	if bytes.Contains(a, []byte(canary)) || !keyring.IsSealed(a) {
+		t.Fatalf("SealFixed = %s: want the sealed form without the plaintext", a)
+	}
+	other := keyring.SealFixed(dk, bind, []byte(canary+"!"))
+	var fa, fo struct{ N string }
+	if err := json.Unmarshal(a, &fa); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(other, &fo); err != nil {
+		t.Fatal(err)
+	}
+	if fa.N == fo.N {
+		t.Fatal("two plaintexts sealed with the same nonce")
+	}
+	pt, err := kr.Open(ctx, db, a, bind)
+	if err != nil || string(pt) != canary {
+		t.Fatalf("Open = %q, %v", pt, err)
+	}
+	if _, err := kr.Open(ctx, db, a, []byte("runs.error\x00r-1")); !errors.Is(err, keyring.ErrSealed) {
+		t.Fatalf("Open under another binding: %v, want ErrSealed", err)
+	}
+	if _, err := kr.Erase(ctx, db, "user:alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Open(ctx, db, a, bind); !errors.Is(err, keyring.ErrErased) {
+		t.Fatalf("Open after the erasure: %v, want ErrErased", err)
+	}
 }

@@ -3,7 +3,9 @@ package keyring
 import (
 	"bytes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -16,9 +18,10 @@ const sealedPrefix = `{"$sealed":1,"s":`
 // DataKey is one subject's unwrapped data key. It never leaves the
 // process: only its wrapped form is stored.
 type DataKey struct {
-	Subject string
-	ID      string
-	aead    cipher.AEAD
+	Subject  string
+	ID       string
+	aead     cipher.AEAD
+	nonceKey []byte // SealFixed's nonces
 }
 
 // sealedForm is the JSON of a sealed payload.
@@ -77,6 +80,32 @@ func Seal(dk *DataKey, binding, plaintext []byte) ([]byte, error) {
 	if _, err := rand.Read(buf); err != nil {
 		return nil, fmt.Errorf("keyring: seal: %w", err)
 	}
+	return seal(dk, buf, binding, plaintext), nil
+}
+
+// SealFixed is Seal with a nonce derived from the key, the binding and
+// the plaintext (an HMAC under a key that goes with dk), so equal inputs
+// seal to equal bytes: a read model rebuilt from the log equals, row for
+// row, the one built as events came. Distinct plaintexts get distinct
+// nonces, so GCM's nonce is never reused with different content; what it
+// reveals is only that two sealed values under one key and binding are
+// equal. Open opens it as it opens Seal's.
+func SealFixed(dk *DataKey, binding, plaintext []byte) []byte {
+	ns := dk.aead.NonceSize()
+	m := hmac.New(sha256.New, dk.nonceKey)
+	m.Write(strconv.AppendInt(nil, int64(len(binding)), 10))
+	m.Write([]byte{':'})
+	m.Write(binding)
+	m.Write(plaintext)
+	buf := make([]byte, ns, ns+len(plaintext)+dk.aead.Overhead())
+	copy(buf, m.Sum(nil))
+	return seal(dk, buf, binding, plaintext)
+}
+
+// seal encrypts plaintext with the nonce buf holds (buf's capacity fits
+// the ciphertext) and returns the sealed form.
+func seal(dk *DataKey, buf, binding, plaintext []byte) []byte {
+	ns := len(buf)
 	ct := dk.aead.Seal(buf, buf[:ns], plaintext, additionalData(dk.Subject, binding))
 	nonce, ct := ct[:ns], ct[ns:]
 	enc := base64.StdEncoding
@@ -91,7 +120,7 @@ func Seal(dk *DataKey, binding, plaintext []byte) ([]byte, error) {
 	out = enc.AppendEncode(out, nonce)
 	out = append(out, `","c":"`...)
 	out = enc.AppendEncode(out, ct)
-	return append(out, `"}`...), nil
+	return append(out, `"}`...)
 }
 
 // open decrypts a parsed sealed form under dk.

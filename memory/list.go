@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gorath/rath/eventlog"
@@ -31,6 +32,11 @@ func ListStream(ctx context.Context, store *eventlog.Store, ns, backend string) 
 			return nil, fmt.Errorf("memory: list %q: %w", ns, err)
 		}
 		p, err := ev.Decode()
+		if errors.Is(err, events.ErrRedacted) {
+			// Its text was deleted, or its subject erased (ErrErased
+			// wraps ErrRedacted): it is no memory anyone can read.
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("memory: list %q: %w", ns, err)
 		}

@@ -69,7 +69,7 @@ func (r *Reader) PendingApprovals(ctx context.Context) ([]ApprovalRow, error) {
 	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(q), ApprovalPending); err != nil {
 		return nil, fmt.Errorf("projections: pending approvals: %w", err)
 	}
-	return rs, nil
+	return rs, r.openApprovals(ctx, rs)
 }
 
 // RunApprovals returns a run's requests, pending and decided, in order.
@@ -78,7 +78,7 @@ func (r *Reader) RunApprovals(ctx context.Context, run string) ([]ApprovalRow, e
 	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(`SELECT `+approvalCols+` FROM approvals WHERE run = ? ORDER BY requested_seq`), run); err != nil {
 		return nil, fmt.Errorf("projections: approvals of %s: %w", run, err)
 	}
-	return rs, nil
+	return rs, r.openApprovals(ctx, rs)
 }
 
 // SessionApprovals returns the requests made on a session, in order.
@@ -87,7 +87,7 @@ func (r *Reader) SessionApprovals(ctx context.Context, session string) ([]Approv
 	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(`SELECT `+approvalCols+` FROM approvals WHERE session = ? ORDER BY requested_seq`), session); err != nil {
 		return nil, fmt.Errorf("projections: approvals on %s: %w", session, err)
 	}
-	return rs, nil
+	return rs, r.openApprovals(ctx, rs)
 }
 
 // ErrNoApproval is returned for a request id the projection does not hold.
@@ -100,5 +100,10 @@ func (r *Reader) Approval(ctx context.Context, id string) (ApprovalRow, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("%w: %s", ErrNoApproval, id)
 	}
-	return a, err
+	if err != nil {
+		return a, err
+	}
+	one := []ApprovalRow{a}
+	err = r.openApprovals(ctx, one)
+	return one[0], err
 }

@@ -29,7 +29,7 @@ var _ eventlog.RequestProjector = Projector{}
 
 // Project applies one event. The store hands payloads over as pointers.
 func (Projector) Project(ctx context.Context, tx *eventlog.Tx, ev *events.Event, p events.Payload) error {
-	return (&applier{tx: tx, held: heldIn(tx)}).project(ev, p)
+	return (&applier{ctx: ctx, tx: tx, held: heldIn(tx)}).project(ev, p)
 }
 
 // EndRequest writes the session row updates held back while an Append's
@@ -46,7 +46,11 @@ func (Projector) EndRequest(ctx context.Context, tx *eventlog.Tx) error {
 // updates of a session row are held back and written once at its end
 // (held).
 type applier struct {
-	tx    *eventlog.Tx
+	ctx context.Context
+	tx  *eventlog.Tx
+	// src is the store a rebuild reads the log from: the keys of what it
+	// seals (sealed.go) are found there. Nil during an append.
+	src   *eventlog.Store
 	cache map[string]*sessionInfo // nil: read and write the table directly
 	bulk  *rebuildRows            // with cache: the rows written in bulk
 	held  *heldUpdates            // nil: write each update as it comes
@@ -141,7 +145,7 @@ func (a *applier) apply(ev *events.Event, p events.Payload) error {
 	case *events.RunStarted:
 		return a.runStarted(ev, e)
 	case *events.RunFinished:
-		return runFinished(tx, ev, e)
+		return a.runFinished(ev, e)
 	case *events.RunSubmitted:
 		return a.runSubmitted(ev, e)
 	case *events.RunLeased:
@@ -631,10 +635,15 @@ func paramsText(params map[string]string) (string, error) {
 	return string(b), err
 }
 
-func runFinished(tx *eventlog.Tx, ev *events.Event, e *events.RunFinished) error {
+func (a *applier) runFinished(ev *events.Event, e *events.RunFinished) error {
+	tx := a.tx
+	msg, err := a.sealText(ev, colRunError, e.Run, e.Error)
+	if err != nil {
+		return err
+	}
 	if err := requireRow(tx, func() error { return inconsistent("run.finished for unknown run %q", e.Run) },
 		`UPDATE runs SET status = ?, error = ?, output_session = ?, finished_seq = ?, finished_at = ? WHERE id = ?`,
-		e.Status, e.Error, e.OutputSession, ev.Seq, ev.At.UnixNano(), e.Run); err != nil {
+		e.Status, msg, e.OutputSession, ev.Seq, ev.At.UnixNano(), e.Run); err != nil {
 		return err
 	}
 	return nil

@@ -90,11 +90,13 @@ type Reader struct {
 	opener Opener
 }
 
-// Opener opens a payload as an events row stores it when it is sealed
-// under a subject's key (eventlog.Store implements it): the plaintext,
-// or erased true when the subject's key is gone.
+// Opener opens what is sealed under a subject's key (eventlog.Store
+// implements it): a payload as an events row stores it, and a content
+// column (sealed.go) as the projector stored it under binding. Each
+// returns the plaintext, or erased true when the subject's key is gone.
 type Opener interface {
 	OpenStored(ctx context.Context, seq int64, stream, typ string, payload []byte) ([]byte, bool, error)
+	OpenText(ctx context.Context, binding, stored string) (string, bool, error)
 }
 
 // queryer is what a Reader reads through: the store's read pool, or a
@@ -116,8 +118,9 @@ type rowQueryer interface {
 // NewReader returns a Reader over db (the store's read pool).
 func NewReader(db *sqlx.DB) *Reader { return &Reader{db: db, q: stmtcache.New(db)} }
 
-// WithOpener returns the reader opening sealed payloads with o: a store
-// with a key-encryption key needs it to read sessions' chunks.
+// WithOpener returns the reader opening sealed payloads and content
+// columns with o: a store with a key-encryption key needs it to read
+// sessions' chunks, runs' errors and params, and approvals' texts.
 func (r *Reader) WithOpener(o Opener) *Reader {
 	c := *r
 	c.opener = o
@@ -199,6 +202,9 @@ func (r *Reader) Runs(ctx context.Context) ([]RunRow, error) {
 	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(`SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at, tenant FROM runs ORDER BY started_seq`)); err != nil {
 		return nil, fmt.Errorf("projections: runs: %w", err)
 	}
+	if err := r.OpenRuns(ctx, rs); err != nil {
+		return nil, err
+	}
 	return rs, nil
 }
 
@@ -212,7 +218,8 @@ func (r *Reader) Run(ctx context.Context, id string) (RunRow, error) {
 	if err != nil {
 		return rr, fmt.Errorf("projections: run %q: %w", id, err)
 	}
-	return rr, nil
+	rr.Error, err = r.openText(ctx, colRunError, rr.ID, rr.Error)
+	return rr, err
 }
 
 // NextCounter returns the next free id counter in a scope (see CounterScope).

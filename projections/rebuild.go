@@ -94,7 +94,7 @@ func replayLog(ctx context.Context, tx *eventlog.Tx, store *eventlog.Store, to i
 	if err != nil {
 		return 0, fmt.Errorf("projections: rebuild: %w", err)
 	}
-	a := &applier{tx: tx, cache: map[string]*sessionInfo{}, bulk: newRebuildRows(), redactedRequests: map[string]bool{}}
+	a := &applier{ctx: ctx, tx: tx, src: store, cache: map[string]*sessionInfo{}, bulk: newRebuildRows(), redactedRequests: map[string]bool{}}
 	// Read and decode on another goroutine while this one writes: the two
 	// halves cost about the same. They hand over batches, not events: a
 	// channel operation an event cost more than a chunk's decoding.

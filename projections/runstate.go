@@ -32,6 +32,9 @@ type RunState struct {
 	// Params are the run's parameters: its submission's until it starts,
 	// then those its run.started recorded (empty, not nil, for none).
 	Params map[string]string
+	// ParamsErased says the params were sealed under a subject's key
+	// that was erased since: Params is empty, and the run cannot go on.
+	ParamsErased bool
 	// Status is queued (submitted, not started), running, waiting, or the
 	// status its run.finished recorded; Error is the reason recorded with
 	// it.
@@ -95,15 +98,23 @@ func (r *Reader) RunState(ctx context.Context, run string) (RunState, error) {
 	if err != nil {
 		return RunState{}, fmt.Errorf("projections: run state %q: %w", run, err)
 	}
+	if row.Params, err = r.openText(ctx, colRunParams, row.ID, row.Params); err != nil {
+		return RunState{}, err
+	}
+	if row.Error, err = r.openText(ctx, colRunError, row.ID, row.Error); err != nil {
+		return RunState{}, err
+	}
+	// An erased subject's params read as none: ParamsErased says so.
+	erased := row.Params == ErasedText
 	params := map[string]string{}
-	if row.Params != "" {
+	if row.Params != "" && !erased {
 		if err := json.Unmarshal([]byte(row.Params), &params); err != nil {
 			return RunState{}, fmt.Errorf("projections: run state %q: params: %w", run, err)
 		}
 	}
 	return RunState{
 		Run: row.ID, Tenant: row.Tenant, Subject: row.Subject, Workflow: row.Workflow, InputSession: row.InputSession, Params: params,
-		Status: row.Status, Error: row.Error,
+		ParamsErased: erased, Status: row.Status, Error: row.Error,
 		Submitted: row.SubmittedSeq.Valid,
 		// run.submitted writes the row with started_seq its own seq;
 		// run.started sets it to its own.

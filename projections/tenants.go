@@ -40,6 +40,9 @@ func (a *applier) runStarted(ev *events.Event, e *events.RunStarted) error {
 	if err != nil {
 		return fmt.Errorf("projections: run %q: %w", e.Run, err)
 	}
+	if params, err = a.sealText(ev, colRunParams, e.Run, params); err != nil {
+		return err
+	}
 	tenant := events.TenantOr(e.Tenant)
 	if err := a.adoptInput(e.Run, e.InputSession, tenant); err != nil {
 		return err
@@ -62,6 +65,9 @@ func (a *applier) runSubmitted(ev *events.Event, e *events.RunSubmitted) error {
 	params, err := paramsText(e.Params)
 	if err != nil {
 		return fmt.Errorf("projections: submitted run %q: %w", e.Run, err)
+	}
+	if params, err = a.sealText(ev, colRunParams, e.Run, params); err != nil {
+		return err
 	}
 	tenant := events.TenantOr(e.Tenant)
 	if err := a.adoptInput(e.Run, e.InputSession, tenant); err != nil {
@@ -149,9 +155,17 @@ func (a *applier) approvalRequested(ev *events.Event, e *events.ApprovalRequeste
 		}
 		tenantSQL, args = `?`, []any{t}
 	}
-	_, err := tx.Exec(`INSERT INTO approvals (id, run, session, agent, kind, tool, question, reason, status, deadline, requested_seq, requested_at, tenant)
+	question, err := a.sealText(ev, colApprovalQuestion, e.ID, e.Question)
+	if err != nil {
+		return err
+	}
+	reason, err := a.sealText(ev, colApprovalReason, e.ID, e.Reason)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(`INSERT INTO approvals (id, run, session, agent, kind, tool, question, reason, status, deadline, requested_seq, requested_at, tenant)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+tenantSQL+`)`,
-		append([]any{e.ID, e.Run, e.Session, e.Agent, e.Kind, e.Tool, e.Question, e.Reason, ApprovalPending, e.Deadline, ev.Seq, ev.At.UnixNano()}, args...)...)
+		append([]any{e.ID, e.Run, e.Session, e.Agent, e.Kind, e.Tool, question, reason, ApprovalPending, e.Deadline, ev.Seq, ev.At.UnixNano()}, args...)...)
 	if err != nil {
 		return fmt.Errorf("projections: approval %q: %w", e.ID, err)
 	}

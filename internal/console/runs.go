@@ -147,6 +147,9 @@ func (s *Server) runsPage(ctx context.Context, limit int, before int64, status, 
 	if err := db.SelectContext(ctx, &rows, db.Rebind(query), args...); err != nil {
 		return RunsPage{}, fmt.Errorf("runs: %w", err)
 	}
+	if err := s.reader(ctx).OpenRuns(ctx, rows); err != nil {
+		return RunsPage{}, fmt.Errorf("runs: %w", err)
+	}
 	page := RunsPage{Runs: []RunView{}, Counts: counts, Priced: len(s.opts.Prices) > 0}
 	if len(rows) > limit {
 		rows = rows[:limit]

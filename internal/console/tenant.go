@@ -43,7 +43,10 @@ func (s *Server) scopeOf(ctx context.Context) *projections.Scope {
 }
 
 // reader is the read model as the request's tenant sees it.
-func (s *Server) reader(ctx context.Context) *projections.Reader { return s.scopeOf(ctx).Reader() }
+// It opens sealed content with the store's keys.
+func (s *Server) reader(ctx context.Context) *projections.Reader {
+	return s.scopeOf(ctx).Reader().WithOpener(s.rt.Store())
+}
 
 // db is the store's read pool as the request's tenant sees it.
 func (s *Server) db(ctx context.Context) *projections.Scope { return s.scopeOf(ctx) }

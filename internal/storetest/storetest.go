@@ -83,6 +83,7 @@ func Run(t *testing.T, b Backend) {
 		{"CarriedWrites", testCarriedWrites},
 		{"SharedClock", testSharedClock},
 		{"SealedContent", testSealed},
+		{"SealedColumns", testSealedColumns},
 		{"BlobCopiesPerSubject", testBlobCopies},
 	}
 	for _, tc := range tests {

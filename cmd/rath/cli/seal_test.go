@@ -79,19 +79,7 @@ func TestRun_SealedRunLeavesNoCanaryOnDisk(t *testing.T) {
 	if r := rathEnv(t, bareEnv(t), "keys", "kek", "--out", kek); r.code != 0 {
 		t.Fatalf("keys kek: %s", r.stderr)
 	}
-	call := func(id, name string, args any) map[string]any {
-		return map[string]any{"id": id, "name": name, "arguments": args}
-	}
-	cas := map[string]any{"scripted": true, "responses": []any{
-		map[string]any{"tool_calls": []any{call("c1", "write_workspace_file", map[string]any{"path": "note.txt", "content": canary + " in a file"})}},
-		map[string]any{"tool_calls": []any{call("c2", "read_workspace_file", map[string]any{"path": "note.txt"})}},
-		map[string]any{"content": "The note says " + canary + "."},
-	}}
-	b, _ := json.Marshal(cas)
-	casPath := filepath.Join(t.TempDir(), "cassette.json")
-	if err := os.WriteFile(casPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	casPath := noteCassette(t, canary+" in a file", "The note says "+canary+".")
 	count := func(dir string) int {
 		n := 0
 		for _, f := range dbFiles(t, dir) {
@@ -139,4 +127,24 @@ func TestRun_SealedRunLeavesNoCanaryOnDisk(t *testing.T) {
 			}
 		}
 	}
+}
+
+// noteCassette writes a cassette whose run writes content to note.txt,
+// reads it back and answers answer, and returns its path.
+func noteCassette(t *testing.T, content, answer string) string {
+	t.Helper()
+	call := func(id, name string, args any) map[string]any {
+		return map[string]any{"id": id, "name": name, "arguments": args}
+	}
+	cas := map[string]any{"scripted": true, "responses": []any{
+		map[string]any{"tool_calls": []any{call("c1", "write_workspace_file", map[string]any{"path": "note.txt", "content": content})}},
+		map[string]any{"tool_calls": []any{call("c2", "read_workspace_file", map[string]any{"path": "note.txt"})}},
+		map[string]any{"content": answer},
+	}}
+	b, _ := json.Marshal(cas)
+	path := filepath.Join(t.TempDir(), "cassette.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -75,16 +75,7 @@ func TestServe_APIMatchesTheCLIAndStopsOnInterrupt(t *testing.T) {
 	}
 	get := func(path string) string {
 		t.Helper()
-		res, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %s %s", path, res.Status, b)
-		}
-		return string(b)
+		return getOK(t, base+path)
 	}
 	// Every field `rath runs --json` prints is in the API's run, equal.
 	var cliRuns []map[string]any

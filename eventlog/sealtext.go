@@ -1,0 +1,98 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring"
+)
+
+// Sealed read models (docs/EVIDENCE.md, "What is sealed where"): with a
+// Sealer, what a projector derives from an event's content (a run's
+// params and error, an approval's question and reason) is sealed under
+// the key the event's payload is sealed under (SealText), in the
+// writer's transaction, so no read model holds plaintext the log does not, and an
+// erasure leaves nothing to clear there. It uses keyring.SealFixed:
+// a rebuilt read model equals, row for row, the one built as events
+// came (projections.Check compares them).
+
+// textBinding binds a sealed column to where it is stored.
+func textBinding(binding string) []byte { return []byte("column\x00" + binding) }
+
+// SealText seals text, derived by a projector from an event's content,
+// under dk, the key the event's payload is sealed under, bound to binding
+// (the table, column and row it is stored in: a value moved to another
+// row does not open). With a nil dk (an event stored in clear, or a store
+// without a key-encryption key), and for empty text, it returns text.
+func SealText(dk *keyring.DataKey, binding, text string) string {
+	if dk == nil || text == "" {
+		return text
+	}
+	return string(keyring.SealFixed(dk, textBinding(binding), []byte(text)))
+}
+
+// SealingKey returns, while an append projects ev, the key its payload
+// was sealed under (nil: in clear) and true; outside an append (a
+// rebuild projects events it read from the log) false: Store.EventKey
+// finds it.
+func (t *Tx) SealingKey(ev *events.Event) (*keyring.DataKey, bool) {
+	if ev.Seq == 0 || ev.Seq != t.sealing.seq {
+		return nil, false
+	}
+	return t.sealing.key, true
+}
+
+// EventKey returns the data key the payload of the event at seq is
+// sealed under, read from its row: nil for one stored in clear, and for
+// any on a store without a key-encryption key. A subject whose key is
+// gone is keyring.ErrErased.
+func (s *Store) EventKey(ctx context.Context, seq int64) (*keyring.DataKey, error) {
+	if s.opts.Sealer == nil {
+		return nil, nil
+	}
+	var stored string
+	if err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT payload FROM events WHERE seq = ?`), seq).Scan(&stored); err != nil {
+		return nil, storageErr(fmt.Sprintf("read seq %d", seq), err)
+	}
+	payload := []byte(stored)
+	if ref, inBlob, _ := StoredInBlob(payload); inBlob {
+		if err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT bytes FROM blobs WHERE hash = ?`), ref).Scan(&payload); err != nil {
+			return nil, storageErr(fmt.Sprintf("read the payload blob of seq %d", seq), err)
+		}
+	}
+	subject, ok := keyring.SealedSubject(payload)
+	if !ok {
+		return nil, nil
+	}
+	dk, err := s.opts.Sealer.Key(ctx, s.rdb, subject)
+	if err != nil {
+		return nil, fmt.Errorf("events: the key of seq %d: %w", seq, err)
+	}
+	return dk, nil
+}
+
+// OpenText returns the plaintext of a read model's column as SealText
+// stored it under binding; a value that is not sealed (a store without a
+// key-encryption key, or a row written before columns were sealed) is
+// returned as is. Once the subject's key is erased it returns erased true
+// and no text. A sealed value that does not open is a *keyring.SealedError
+// (keyring.ErrSealed); on a store without a key-encryption key, an error
+// matching keyring.ErrKEK.
+func (s *Store) OpenText(ctx context.Context, binding, stored string) (text string, erased bool, err error) {
+	if !keyring.IsSealed([]byte(stored)) {
+		return stored, false, nil
+	}
+	if s.opts.Sealer == nil {
+		return "", false, fmt.Errorf("events: a read model's column is sealed and the store has no key-encryption key: %w", keyring.ErrKEK)
+	}
+	pt, err := s.opts.Sealer.Open(ctx, s.rdb, []byte(stored), textBinding(binding))
+	if errors.Is(err, keyring.ErrErased) {
+		return "", true, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("events: open a read model's column: %w", err)
+	}
+	return string(pt), false, nil
+}
