@@ -119,11 +119,12 @@ fleetbench: build
 # hundreds of runs (RATH_SOAK_RUNS, default 200) per store through SIGKILLs,
 # SIGSTOPs past the lease, duplicate jobs and a PostgreSQL restart. make test
 # runs the bounded versions. It also makes the tenants' randomized requests
-# 10,000 (make test: 1,000), in process and through rath serve.
+# 10,000 (make test: 1,000), in process and through rath serve, and the erasure's canary
+# sweep 100 runs of one subject per store (make test: 10).
 soak: deps build
 	$(GO) test -tags '$(TAGS) soak' -run TestSoak -timeout 60m -v ./fleet
 	$(GO) test -tags '$(TAGS) soak' -run 'TestTenants_RandomRequestsSeeOnlyTheirTenant' -timeout 30m -v ./internal/console
-	RATH_TEST_BINARY=$(CURDIR)/bin/rath $(GO) test -tags '$(TAGS) soak' -run 'TestServe_TenantsRandomRequests' -timeout 30m -v ./cmd/rath/cli
+	RATH_TEST_BINARY=$(CURDIR)/bin/rath $(GO) test -tags '$(TAGS) soak' -run 'TestServe_TenantsRandomRequests|TestErase_CanarySweep' -timeout 30m -v ./cmd/rath/cli
 
 # fuzz runs each fuzz target for a short while.
 fuzz:

@@ -118,7 +118,7 @@ const merkleMigration = 9
 var migrationNotes = map[int64]string{
 	merkleMigration:      ": the log becomes a Merkle log (docs/ARCHITECTURE.md): a salt per new event and the tree_hashes table; the events already in the log keep their hash chain and become the tree's first leaves",
 	packedTreeMigration:  ": a tree_hashes row may hold several hashes (docs/ARCHITECTURE.md, \"The tree\"); no row changes, and a rath older than this one refuses the store",
-	subjectKeysMigration: ": the subject_keys table, one data key per subject wrapped by the key-encryption key (docs/EVIDENCE.md, \"Erasure by crypto-shredding\"); no row changes: content stays in clear until RATH_KEK_FILE is set, and is sealed from then on",
+	subjectKeysMigration: ": the subject_keys table, one data key per subject wrapped by the key-encryption key (docs/EVIDENCE.md, \"Erasure by crypto-shredding\"); no row changes: content stays in clear until RATH_KEK_FILE is set, and is sealed from then on, in the log and in the read models' content columns (rath rebuild seals the columns of content sealed before)",
 	blobCopiesMigration:  ": an index of blob addresses, so a sealed blob is kept once per subject and erasing one leaves another's copy readable, and the runs projection's subject column (empty for the runs already there); no event changes",
 	checkpointsMigration: ": the store gets its id (the origin of its checkpoints) and the append-only checkpoints and checkpoint_cosignatures tables; nothing is signed until a process appends with RATH_SIGNING_KEY or runs rath checkpoint --sign (docs/EVIDENCE.md)",
 }
