@@ -123,7 +123,9 @@ type EraseResult struct {
 // projections, stays as ciphertext no one can open, and every leaf, root
 // and proof still verifies. Then the read models drop what they derived
 // from the subject's content (dropDerived), in time that grows with the
-// subject's runs, not with the store.
+// subject's runs, not with the store. This runtime forgets the key at
+// once; other processes on the store within keyring.Freshness (they read
+// the generation row the erasure rewrote).
 //
 // It returns an *EraseError (ErrNothingToErase) for a subject without a
 // key, a *keyring.SubjectError (keyring.ErrSubject) for one that is not
@@ -170,6 +172,9 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		case err != nil:
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
+		// A key read by another goroutine while the erasure ran must
+		// not stay cached here.
+		kr.ForgetAll()
 		res := EraseResult{Record: stored[0], KeyIDHash: rec.KeyIDHash}
 		return res, rt.dropDerived(ctx, opts.Subject)
 	}

@@ -42,6 +42,9 @@ type Sealer interface {
 	Key(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
 	// Open opens a sealed payload or blob bound to binding.
 	Open(ctx context.Context, q keyring.Querier, sealed, binding []byte) ([]byte, error)
+	// Epoch changes whenever an erasure (by any process) may have made
+	// cached keys stale.
+	Epoch(ctx context.Context, q keyring.Querier) (uint64, error)
 }
 
 var _ Sealer = (*keyring.Keyring)(nil)
@@ -217,6 +220,21 @@ func (s *Store) openBlob(ctx context.Context, hash string, b []byte) ([]byte, er
 		return nil, fmt.Errorf("events: blob %s: %w", hash, err)
 	}
 	return pt, nil
+}
+
+// KeyEpoch returns a number that changes whenever an erasure, by this
+// process or another (seen within keyring.Freshness), may have made
+// content unreadable: a holder of opened content in memory drops it then.
+// It is 0 for a store that seals nothing.
+func (s *Store) KeyEpoch(ctx context.Context) (uint64, error) {
+	if s.opts.Sealer == nil {
+		return 0, nil
+	}
+	e, err := s.opts.Sealer.Epoch(ctx, s.rdb)
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: %w", err)
+	}
+	return e, nil
 }
 
 // Sealed reports whether the store seals what it writes.

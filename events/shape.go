@@ -49,6 +49,23 @@ func IsRedactedChunk(c Chunk) bool {
 	return ok && c.Role == RoleSystem && c.Content == "[redacted]"
 }
 
+// ErasedChunkMeta is the Meta key of an ErasedChunk: its value is the
+// seq of the event that held the chunk.
+const ErasedChunkMeta = "erased"
+
+// ErasedChunk stands in for a chunk sealed under a subject's key that was
+// erased since (rath erase): the session keeps its length, and the chunk
+// says its content can no longer be read.
+func ErasedChunk(seq int64) Chunk {
+	return Chunk{Role: RoleSystem, Content: "[erased]", Meta: map[string]string{ErasedChunkMeta: strconv.FormatInt(seq, 10)}}
+}
+
+// IsErasedChunk reports whether c stands in for an erased chunk.
+func IsErasedChunk(c Chunk) bool {
+	_, ok := c.Meta[ErasedChunkMeta]
+	return ok && c.Role == RoleSystem && c.Content == "[erased]"
+}
+
 // shapedTypes are the types whose redacted events keep a Shape.
 var shapedTypes = map[string]bool{
 	TypeSessionCreated: true, TypeSessionForked: true, TypeSessionDetached: true,

@@ -38,5 +38,8 @@
 // # Concurrency
 //
 // A [*Keyring] is safe for concurrent use; it caches unwrapped data keys
-// in memory until [Keyring.Forget] or an erasure through it.
+// in memory until [Keyring.Forget], an erasure through it, or an erasure
+// by another process: every erasure rewrites a generation row of
+// store_meta, which a keyring reads at most once per [Freshness] and
+// drops its cache when it changed ([Keyring.Epoch]).
 package keyring

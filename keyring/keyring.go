@@ -29,8 +29,15 @@ type Keyring struct {
 	rebind func(string) string
 	now    func() time.Time
 
-	mu   sync.RWMutex        // protects keys
-	keys map[string]*DataKey // by subject, as last read from subject_keys
+	mu    sync.RWMutex        // protects keys and epoch
+	keys  map[string]*DataKey // by subject, as last read from subject_keys
+	epoch uint64              // bumped each time keys is dropped for an erasure
+
+	gen struct {
+		sync.Mutex
+		value string    // the generation last read
+		at    time.Time // when it was read; zero: never
+	}
 }
 
 // New returns a keyring wrapping keys with kek. rebind turns a query's ?
@@ -75,22 +82,84 @@ func (k *Keyring) Create(ctx context.Context, q Querier, subject string) (*DataK
 
 // Key returns subject's data key, from the cache or q. A subject with no
 // key (erased, or never given one) is an *ErasedError (ErrErased); a key
-// wrapped by another KEK is a *KEKError (ErrKEK).
+// wrapped by another KEK is a *KEKError (ErrKEK). A key another process
+// erased leaves the cache within Freshness (see Epoch).
 func (k *Keyring) Key(ctx context.Context, q Querier, subject string) (*DataKey, error) {
+	epoch, err := k.Epoch(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	k.mu.RLock()
 	dk := k.keys[subject]
 	k.mu.RUnlock()
 	if dk != nil {
 		return dk, nil
 	}
-	dk, err := k.read(ctx, q, subject)
+	dk, err = k.read(ctx, q, subject)
 	if err != nil {
 		return nil, err
 	}
 	k.mu.Lock()
-	k.keys[subject] = dk
+	// A key read before an erasure the cache was dropped for since must
+	// not enter it: nothing would drop it again.
+	if k.epoch == epoch {
+		k.keys[subject] = dk
+	}
 	k.mu.Unlock()
 	return dk, nil
+}
+
+// Freshness bounds how long a process trusts its cached keys without
+// asking the store whether a key was erased: every erasure rewrites the
+// generation row of store_meta in its transaction, and a keyring reads
+// that row at most once per Freshness, dropping every cached key when it
+// changed. A caller that must know no process still opens an erased
+// subject's content (rath erase) waits Freshness after the commit.
+const Freshness = 100 * time.Millisecond
+
+// metaGeneration is the store_meta row every erasure rewrites with a
+// new random value.
+const metaGeneration = "keyring_generation"
+
+// Epoch returns a number that changes each time this keyring drops its
+// cached keys because a key was erased, by this process or by another
+// (seen within Freshness). A holder of plaintext in memory (a session's
+// chunks) drops it when the epoch changes. It reads the generation row
+// through q at most once per Freshness.
+func (k *Keyring) Epoch(ctx context.Context, q Querier) (uint64, error) {
+	now := k.now()
+	k.gen.Lock()
+	if !k.gen.at.IsZero() && now.Sub(k.gen.at) < Freshness {
+		k.gen.Unlock()
+		return k.currentEpoch(), nil
+	}
+	k.gen.Unlock()
+	var g string
+	err := q.QueryRowContext(ctx, k.rebind(`SELECT value FROM store_meta WHERE key = ?`), metaGeneration).Scan(&g)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("keyring: read the erasure generation: %w", err)
+	}
+	k.gen.Lock()
+	defer k.gen.Unlock()
+	if !k.gen.at.IsZero() && g != k.gen.value {
+		k.dropAll()
+	}
+	k.gen.value, k.gen.at = g, now
+	return k.currentEpoch(), nil
+}
+
+func (k *Keyring) currentEpoch() uint64 {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.epoch
+}
+
+// dropAll empties the cache for an erasure and moves to a new epoch.
+func (k *Keyring) dropAll() {
+	k.mu.Lock()
+	clear(k.keys)
+	k.epoch++
+	k.mu.Unlock()
 }
 
 func (k *Keyring) read(ctx context.Context, q Querier, subject string) (*DataKey, error) {
@@ -164,15 +233,25 @@ func (k *Keyring) Open(ctx context.Context, q Querier, sealed, binding []byte) (
 
 // Erase deletes subject's key in q (a transaction: the caller commits it
 // with the event that records the erasure) and returns the destroyed
-// key's id. A subject with no key is an *ErasedError (ErrErased). The
-// cache forgets the key at once, even if q rolls back (it is read again).
+// key's id. A subject with no key is an *ErasedError (ErrErased). It
+// rewrites the generation row in q too, so other processes drop their
+// cached keys (Epoch). This keyring drops its cache at once, even if q
+// rolls back (the keys are read again).
 func (k *Keyring) Erase(ctx context.Context, q Querier, subject string) (keyID string, err error) {
-	k.Forget(subject)
+	k.dropAll()
 	err = q.QueryRowContext(ctx, k.rebind(`DELETE FROM subject_keys WHERE subject = ? RETURNING key_id`), subject).Scan(&keyID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", &ErasedError{Subject: subject}
 	}
 	if err != nil {
+		return "", fmt.Errorf("keyring: erase key of %s: %w", subject, err)
+	}
+	gen := make([]byte, 16)
+	if _, err := rand.Read(gen); err != nil {
+		return "", fmt.Errorf("keyring: erase key of %s: %w", subject, err)
+	}
+	if _, err := q.ExecContext(ctx, k.rebind(`INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`),
+		metaGeneration, hex.EncodeToString(gen)); err != nil {
 		return "", fmt.Errorf("keyring: erase key of %s: %w", subject, err)
 	}
 	return keyID, nil
@@ -186,12 +265,10 @@ func (k *Keyring) Forget(subject string) {
 	k.mu.Unlock()
 }
 
-// ForgetAll empties the cache.
-func (k *Keyring) ForgetAll() {
-	k.mu.Lock()
-	clear(k.keys)
-	k.mu.Unlock()
-}
+// ForgetAll empties the cache and moves to a new epoch: an erasure's
+// caller calls it once the erasure committed, so no key read meanwhile
+// stays cached.
+func (k *Keyring) ForgetAll() { k.dropAll() }
 
 // CheckKEK says whether a store's keys can be opened with kek: with a nil
 // kek, a store holding any key is a *KEKError (its content is sealed and

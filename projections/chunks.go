@@ -243,16 +243,17 @@ type chunkReader struct {
 // events.RedactedChunk: the session keeps its length and every session
 // sharing the prefix reads the same stand-ins (eventlog/shape.go).
 func (cr *chunkReader) event(seq int64, typ string, typeVersion int, payload []byte, stored bool) error {
+	standIn := events.RedactedChunk
 	if cr.open != nil && bytes.HasPrefix(payload, []byte(events.SealedPrefix)) {
 		pt, erased, err := cr.open(seq, typ, payload)
 		if err != nil {
 			return err
 		}
-		// An erased subject's chunks read as redacted ones: the session
-		// keeps its length.
+		// An erased subject's chunks read as redacted ones do, as
+		// events.ErasedChunk: the session keeps its length.
 		payload, stored = pt, false
 		if erased {
-			payload = []byte(events.RedactedMarker)
+			payload, standIn = []byte(events.RedactedMarker), events.ErasedChunk
 		}
 	}
 	if events.IsRedactedPayload(payload) {
@@ -271,7 +272,7 @@ func (cr *chunkReader) event(seq int64, typ string, typeVersion int, payload []b
 			if cr.next >= cr.hi {
 				break
 			}
-			if err := cr.put(seq, first+i, events.RedactedChunk(seq)); err != nil {
+			if err := cr.put(seq, first+i, standIn(seq)); err != nil {
 				return err
 			}
 		}

@@ -17,6 +17,7 @@ const DefaultChunkCacheBytes = 64 << 20
 // only chunks stored since (by another process) are read from the store.
 type chunkCache struct {
 	mu    sync.Mutex
+	epoch uint64 // the store's key epoch the chunks were read at
 	max   int64
 	bytes int64
 	lru   *list.List // of *cached, most recently used at the front
@@ -35,6 +36,24 @@ func newChunkCache(max int64) *chunkCache {
 		return nil
 	}
 	return &chunkCache{max: max, lru: list.New(), byID: map[string]*list.Element{}}
+}
+
+// sync drops every cached session when the store's key epoch moved on
+// from the one they were read at: an erasure may have made some of their
+// chunks unreadable, and the cache does not know whose they are.
+func (c *chunkCache) sync(epoch uint64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if epoch == c.epoch {
+		return
+	}
+	c.epoch = epoch
+	c.lru.Init()
+	clear(c.byID)
+	c.bytes = 0
 }
 
 // get returns the cached log of session id and how many of its entries are
@@ -66,21 +85,26 @@ func (c *chunkCache) extended(id string, prev *chunkLog, prevN int, log *chunkLo
 	c.mu.Lock()
 	el, ok := c.byID[id]
 	same := ok && el.Value.(*cached).log == prev && el.Value.(*cached).n == prevN
+	epoch := c.epoch
 	c.mu.Unlock()
 	if same {
-		c.put(id, log, n)
+		c.put(epoch, id, log, n)
 	}
 }
 
 // put records that the first n entries of log are session id's chunks, as
-// read from the store. A shorter view than the cached one is ignored (an
-// older handle).
-func (c *chunkCache) put(id string, log *chunkLog, n int) {
+// read from the store at key epoch. A shorter view than the cached one is
+// ignored (an older handle), and so is one read at an epoch the cache
+// has left: an erasure since may have made it unreadable.
+func (c *chunkCache) put(epoch uint64, id string, log *chunkLog, n int) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if epoch != c.epoch {
+		return
+	}
 	if el, ok := c.byID[id]; ok {
 		e := el.Value.(*cached)
 		if n < e.n {

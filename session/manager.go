@@ -208,6 +208,11 @@ func (m *Manager) New(ctx context.Context, origin string, chunks ...Chunk) (*Ses
 // cache, reading only the chunks stored since the cached view, or from the
 // store.
 func (m *Manager) handle(ctx context.Context, id string, n int64) (*Session, error) {
+	epoch, err := m.store.KeyEpoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.chunks.sync(epoch)
 	log, have, ok := m.chunks.get(id)
 	if ok && int64(have) >= n {
 		return &Session{m: m, id: id, log: log, n: int(n)}, nil
@@ -224,7 +229,7 @@ func (m *Manager) handle(ctx context.Context, id string, n int64) (*Session, err
 		add[i] = entry{chunk: c.Chunk, home: c.Home, idx: c.Index}
 	}
 	log = log.extend(have, add)
-	m.chunks.put(id, log, int(n))
+	m.chunks.put(epoch, id, log, int(n))
 	return &Session{m: m, id: id, log: log, n: int(n)}, nil
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +34,9 @@ still verify. The key's row is deleted and an evidence.erased event
 of the destroyed key's id) appended in one transaction. The projections
 and the memory index are then rebuilt without what can no longer be read.
 "rath verify" lists the erasure; a replay of the subject's runs says which
-answers it could not check; reading the content says it was erased.
+answers it could not check; reading the content says it was erased, in
+this process and in every other one on the store (a console, workers):
+erase returns once their cached keys are stale.
 
 --subject takes a user id as given to "rath run --subject" (user:ID), or a
 whole subject: run:RUNID (a run that named no subject), session:SID or
@@ -67,6 +70,10 @@ plaintext exported before (rath export, bundles, dossiers, spans).`,
 			if err != nil {
 				return err
 			}
+			// Other processes (a console, workers) drop the key from their
+			// caches within keyring.Freshness of the commit: once erase
+			// returns, none of them opens the subject's content.
+			time.Sleep(keyring.Freshness)
 			a.afterErasure(ctx, rt, postgresKeyNotice)
 			v := eraseView{Subject: o.Subject, Record: res.Record.Seq, By: o.By, Reason: o.Reason, KeyIDHash: res.KeyIDHash}
 			if a.json {
