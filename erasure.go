@@ -147,8 +147,12 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		if err != nil {
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
+		shapes, err := rt.subjectShapes(ctx, opts.Subject)
+		if err != nil {
+			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
+		}
 		sum := sha256.Sum256([]byte(dk.ID))
-		rec := events.EvidenceErased{Subject: opts.Subject, By: opts.By, Reason: opts.Reason, KeyIDHash: hex.EncodeToString(sum[:])}
+		rec := events.EvidenceErased{Subject: opts.Subject, By: opts.By, Reason: opts.Reason, KeyIDHash: hex.EncodeToString(sum[:]), Shapes: shapes}
 		// The record is built from the key read above; the transaction
 		// destroys exactly that key, or nothing.
 		replaced := false
@@ -219,28 +223,39 @@ const (
 // bleve keeps no per-subject postings to drop.
 func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
 	db := rt.store.DB()
-	level, id, _ := strings.Cut(subject, ":")
-	var runs, streams []string
-	switch level {
-	case keyring.LevelUser:
-		if err := db.SelectContext(ctx, &runs, db.Rebind(`SELECT id FROM runs WHERE subject = ?`), subject); err != nil {
-			return fmt.Errorf("rath: erased, but listing the subject's runs failed (run rath rebuild): %w", err)
-		}
-	case keyring.LevelRun:
-		runs = []string{id}
-	case keyring.LevelSession:
-		streams = []string{id}
-	case keyring.LevelMemory:
-		streams = []string{events.MemoryStream(id)}
+	runs, streams, err := rt.subjectReach(ctx, subject)
+	if err != nil {
+		return fmt.Errorf("rath: erased, but listing the subject's runs failed (run rath rebuild): %w", err)
 	}
-	memory := level == keyring.LevelMemory
+	memory := strings.HasPrefix(subject, keyring.LevelMemory+":")
 	// Under the write lock, as the projectors write them.
-	err := rt.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
+	err = rt.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
 		for _, run := range runs {
 			if _, err := tx.Exec(db.Rebind(clearRuns), sealedLike, sealedLike, run); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(db.Rebind(clearApprovals+`run = ?`), sealedLike, sealedLike, run); err != nil {
+				return err
+			}
+			// Usage comes from the sealed model calls: a rebuild no
+			// longer finds it.
+			if _, err := tx.Exec(db.Rebind(`DELETE FROM usage WHERE run_id = ?`), run); err != nil {
+				return err
+			}
+			// So do the sessions' sandbox and usage, and the run's row,
+			// from its sealed run.started; delete the row last, its
+			// input session named in it.
+			for _, q := range []string{
+				`UPDATE sessions SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
+					WHERE run_id = ? OR id = (SELECT input_session FROM runs WHERE id = ?)`,
+				`UPDATE session_snapshots SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
+					WHERE session IN (SELECT id FROM sessions WHERE run_id = ?) OR session = (SELECT input_session FROM runs WHERE id = ?)`,
+			} {
+				if _, err := tx.Exec(db.Rebind(q), run, run); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(db.Rebind(`DELETE FROM runs WHERE id = ?`), run); err != nil {
 				return err
 			}
 			if !memory {
@@ -273,4 +288,81 @@ func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
 		return fmt.Errorf("rath: erased, but rebuilding the memory index failed (run rath rebuild --memory): %w", err)
 	}
 	return nil
+}
+
+// subjectReach finds, through indexes, the runs and streams whose content
+// is subject's: a user's runs (the runs' subject column), a run, a
+// session's stream or a memory namespace's.
+func (rt *Runtime) subjectReach(ctx context.Context, subject string) (runs, streams []string, err error) {
+	level, id, _ := strings.Cut(subject, ":")
+	switch level {
+	case keyring.LevelUser:
+		db := rt.store.DB()
+		err = db.SelectContext(ctx, &runs, db.Rebind(`SELECT id FROM runs WHERE subject = ?`), subject)
+	case keyring.LevelRun:
+		runs = []string{id}
+	case keyring.LevelSession:
+		streams = []string{id}
+	case keyring.LevelMemory:
+		streams = []string{events.MemoryStream(id)}
+	}
+	return runs, streams, err
+}
+
+// subjectShapes keeps the structure of the subject's events that start or
+// link sessions (events.Shape), read while its key still opens them, so
+// the projections rebuild the session graph once they no longer open:
+// forks of the subject's sessions by others, merges into them. It reads
+// only those events of the subject's runs and streams.
+func (rt *Runtime) subjectShapes(ctx context.Context, subject string) ([]events.Shape, error) {
+	runs, streams, err := rt.subjectReach(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	db := rt.store.DB()
+	// A run's input session is made before the run starts, under the
+	// run's subject but with no run id.
+	for _, run := range runs {
+		var in []string
+		if err := db.SelectContext(ctx, &in, db.Rebind(`SELECT input_session FROM runs WHERE id = ?`), run); err != nil {
+			return nil, fmt.Errorf("read the subject's sessions: %w", err)
+		}
+		streams = append(streams, in...)
+	}
+	types := events.ShapedTypes()
+	var seqs []int64
+	for _, q := range []struct {
+		column string
+		keys   []string
+	}{{"run_id", runs}, {"stream", streams}} {
+		for _, k := range q.keys {
+			args := []any{k}
+			for _, t := range types {
+				args = append(args, t)
+			}
+			var more []int64
+			if err := db.SelectContext(ctx, &more, db.Rebind(`SELECT seq FROM events WHERE `+q.column+` = ? AND type IN (?`+strings.Repeat(", ?", len(types)-1)+`) ORDER BY seq`), args...); err != nil {
+				return nil, fmt.Errorf("read the subject's session events: %w", err)
+			}
+			seqs = append(seqs, more...)
+		}
+	}
+	var shapes []events.Shape
+	for _, seq := range seqs {
+		ev, err := rt.store.Get(ctx, seq)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Redacted {
+			continue // a redaction kept its shape, or it was erased before
+		}
+		sh, ok, err := events.ShapeOf(ev.Seq, ev.Type, ev.TypeVersion, ev.Payload)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			shapes = append(shapes, sh)
+		}
+	}
+	return shapes, nil
 }

@@ -6,8 +6,8 @@ import (
 	"github.com/gorath/rath/events"
 )
 
-// Shapes returns the shapes every redaction recorded, by the seq of the
-// redacted event.
+// Shapes returns the shapes every redaction and erasure recorded, by the
+// seq of the redacted or erased event.
 func (s *Store) Shapes(ctx context.Context) (map[int64]events.Shape, error) {
 	out := map[int64]events.Shape{}
 	for ev, err := range s.Scan(ctx, Query{Stream: events.StreamEvidence}) {
@@ -18,10 +18,15 @@ func (s *Store) Shapes(ctx context.Context) (map[int64]events.Shape, error) {
 		if err != nil {
 			return nil, fmt.Errorf("eventlog: read the redactions' shapes: %w", err)
 		}
-		if rec, ok := p.(*events.EvidenceRedacted); ok {
-			for _, sh := range rec.Shapes {
-				out[sh.Seq] = sh
-			}
+		var shapes []events.Shape
+		switch rec := p.(type) {
+		case *events.EvidenceRedacted:
+			shapes = rec.Shapes
+		case *events.EvidenceErased:
+			shapes = rec.Shapes
+		}
+		for _, sh := range shapes {
+			out[sh.Seq] = sh
 		}
 	}
 	return out, nil

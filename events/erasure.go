@@ -23,11 +23,16 @@ const maxErasedText = 1000
 // it, so that a key restored from a copy kept elsewhere is recognised
 // (verify fails if the store holds it again) while the record gives no
 // handle on the key to anyone who has only the log.
+//
+// Shapes keep the structure of the subject's events that start a session
+// or link it to others (as EvidenceRedacted's do): once their payloads no
+// longer open, the projections still rebuild the session graph from them.
 type EvidenceErased struct {
-	Subject   string `json:"subject"`
-	By        string `json:"by"`
-	Reason    string `json:"reason"`
-	KeyIDHash string `json:"key_id_hash"`
+	Subject   string  `json:"subject"`
+	By        string  `json:"by"`
+	Reason    string  `json:"reason"`
+	KeyIDHash string  `json:"key_id_hash"`
+	Shapes    []Shape `json:"shapes,omitempty"`
 }
 
 func (EvidenceErased) EventType() string { return TypeEvidenceErased }

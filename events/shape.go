@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -70,6 +71,17 @@ func IsErasedChunk(c Chunk) bool {
 var shapedTypes = map[string]bool{
 	TypeSessionCreated: true, TypeSessionForked: true, TypeSessionDetached: true,
 	TypeSessionMerged: true, TypeSessionCompressed: true, TypeSessionImported: true,
+}
+
+// ShapedTypes lists the types whose redacted or erased events keep a
+// Shape, sorted.
+func ShapedTypes() []string {
+	out := make([]string, 0, len(shapedTypes))
+	for t := range shapedTypes {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // KeepsShape reports whether a redacted event of type typ keeps a Shape.

@@ -45,6 +45,11 @@ type Report struct {
 	// replay compares the record up to the first of them and cannot check
 	// anything from there on (its verdict says so; see Unchecked).
 	Redacted []int64 `json:"redacted,omitempty"`
+	// Erased are the run's recorded answers whose subject was erased
+	// (rath erase): the replay checks nothing from the first erased
+	// event on (see Unchecked). Set, even empty, for a run whose
+	// run.started was erased (ErasedRun), which nothing replays.
+	Erased []ErasedEvent `json:"erased,omitempty"`
 }
 
 // Verdict is the report in one line: "reproduced N of N events", with
@@ -71,6 +76,9 @@ func (r *Report) OK() bool { return r.Divergence == nil }
 // check, or "" when none is redacted. Such a replay is reproduced except
 // for what was redacted: a verdict of its own, not a full reproduction.
 func (r *Report) Unchecked() string {
+	if r.Erased != nil {
+		return r.erasedUnchecked()
+	}
 	if len(r.Redacted) == 0 {
 		return ""
 	}
@@ -90,7 +98,7 @@ func (r *Report) Unchecked() string {
 // or "" for a finished run (and for one whose record a redaction cut).
 func (r *Report) Unfinished() string {
 	switch {
-	case r.Finished, len(r.Redacted) > 0:
+	case r.Finished, len(r.Redacted) > 0, r.Erased != nil:
 		return ""
 	case len(r.Waiting) > 0:
 		return fmt.Sprintf("the run has not finished (waiting for %s)", strings.Join(r.Waiting, ", "))
@@ -200,6 +208,19 @@ func Run(ctx context.Context, rt *rath.Runtime, runID string, wf flow.Workflow, 
 	// for it already; not when it failed before the workflow ran).
 	if cerr := info.complete(); cerr != nil {
 		return nil, cerr
+	}
+	if i := slices.IndexFunc(info.events, isErased); i >= 0 {
+		// Content of the record whose subject was erased: what follows
+		// it has no answers to check it by, whether or not the workflow
+		// failed on it.
+		produced := col.events()
+		matched, _ := compareIgnoring(info.events[:i], produced[:min(i, len(produced))], ignored)
+		erased := erasedAnswers(info.events)
+		if erased == nil {
+			erased = []ErasedEvent{}
+		}
+		return &Report{Run: runID, Workflow: info.started.Workflow, Recorded: len(info.events), Produced: len(produced), Matched: matched,
+			Incomplete: info.finished == nil, Finished: info.finished != nil, Answered: orc.answered, Redacted: info.redacted, Erased: erased}, nil
 	}
 	var waiting *flow.WaitingError
 	if info.finished == nil && errors.As(err, &waiting) {

@@ -23,13 +23,13 @@ var errDiverged = errors.New("the replay diverged from the record")
 
 // errUnchecked makes a replay of a run with redacted events exit
 // ExitUnchecked: it reproduced what it could check, not the whole run.
-var errUnchecked = errors.New("the replay could not check the run's redacted events")
+var errUnchecked = errors.New("the replay could not check the run's redacted or erased events")
 
 func newReplayCmd(a *app) *cobra.Command {
 	var liveTools bool
 	cmd := &cobra.Command{
 		Use:   "replay RUN",
-		Short: "Re-execute a recorded run against its recorded model and tool answers and compare every event (exit 4 if it diverges, 6 if events of the run were redacted)",
+		Short: "Re-execute a recorded run against its recorded model and tool answers and compare every event (exit 4 if it diverges, 6 if events of the run were redacted or erased)",
 		Long: `replay re-executes a run's workflow in a scratch store. Every model call
 and tool call is answered from the recorded events: no network, no side
 effects. The events it produces are compared with the recorded ones,
@@ -50,6 +50,14 @@ refused (exit 1), naming the layer.`,
 			if err != nil {
 				return err
 			}
+			// A run whose subject was erased has no workflow to rebuild
+			// and no answers to give: say which answers are gone.
+			if rep, err := replay.ErasedRun(ctx, rt, argv[0]); err != nil || rep != nil {
+				if err != nil {
+					return err
+				}
+				return a.replayReport(rep)
+			}
 			wf, err := a.workflowForRun(ctx, rt, argv[0], rath.ReplayMode)
 			if err != nil {
 				return err
@@ -63,20 +71,7 @@ refused (exit 1), naming the layer.`,
 				return err
 			}
 			rep.Notes = append(rep.Notes, resolutionNotes(ctx, rt, argv[0])...)
-			if a.json {
-				if err := a.printJSON(rep); err != nil {
-					return err
-				}
-			} else if err := printReport(a, rep); err != nil {
-				return err
-			}
-			if !rep.OK() {
-				return errDiverged
-			}
-			if len(rep.Redacted) > 0 {
-				return errUnchecked
-			}
-			return nil
+			return a.replayReport(rep)
 		},
 	}
 	cmd.Flags().BoolVar(&liveTools, "live-tools", false, "run the tools for real in a fresh copy of the recorded workspace and compare their outputs")
@@ -84,10 +79,34 @@ refused (exit 1), naming the layer.`,
 	return cmd
 }
 
+// replayReport prints rep and returns the error its exit code comes
+// from: errDiverged, errUnchecked (redacted or erased events), or nil.
+func (a *app) replayReport(rep *replay.Report) error {
+	if a.json {
+		if err := a.printJSON(rep); err != nil {
+			return err
+		}
+	} else if err := printReport(a, rep); err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return errDiverged
+	}
+	if len(rep.Redacted) > 0 || rep.Erased != nil {
+		return errUnchecked
+	}
+	return nil
+}
+
 func printReport(a *app, rep *replay.Report) error {
 	for _, n := range rep.Notes {
 		// A note quotes a base URL and model names from the record.
 		fmt.Fprintf(a.stdout, "note: %s\n", termSafe(n))
+	}
+	if rep.OK() && rep.Erased != nil {
+		_, err := fmt.Fprintf(a.stdout, "reproduced except erased: %d of %d events before the first erased one (run %s, %d answers from the record); %s\n",
+			rep.Matched, rep.Recorded, rep.Run, rep.Answered, rep.Unchecked())
+		return err
 	}
 	if rep.OK() && len(rep.Redacted) > 0 {
 		_, err := fmt.Fprintf(a.stdout, "reproduced except redacted: %d of %d events before the first redacted one (run %s, workflow %s, %d answers from the record); %s\n",
