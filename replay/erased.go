@@ -30,16 +30,14 @@ func isErased(ev events.Event) bool {
 // because the run's subject was erased: nothing of it can be replayed, and
 // the report names the recorded answers that are gone (Report.Erased).
 // It returns nil, nil for a run whose run.started reads, which Run
-// replays, and an error wrapping ErrNotFound for an unknown run.
+// replays, and for an unknown run, which Run reports as not found.
 func ErasedRun(ctx context.Context, rt *rath.Runtime, runID string) (*Report, error) {
 	first, err := rt.Store().ReadStreamUntil(ctx, runID, 1, 1<<62, 1)
 	if err != nil {
 		return nil, err
 	}
-	if len(first) == 0 || first[0].Type != events.TypeRunStarted {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, runID)
-	}
-	if !isErased(first[0]) {
+	// An unknown run is the usual replay's to report, as for any run.
+	if len(first) == 0 || first[0].Type != events.TypeRunStarted || !isErased(first[0]) {
 		return nil, nil
 	}
 	evs, err := rt.Store().ReadRun(ctx, runID)
