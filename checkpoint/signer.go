@@ -105,6 +105,10 @@ func (s *Signer) loop(stop <-chan struct{}, done chan<- struct{}) {
 		case <-s.poke:
 		case <-tick.C:
 		case <-stop:
+			// On PostgreSQL the tree is built after the commits, and its
+			// builder tells Committed of the heads it builds: the last
+			// commits' head is built now, if it is not yet.
+			s.store.SyncTree(context.Background())
 			s.signPending()
 			return
 		}

@@ -232,7 +232,7 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 // whether it could; if not, the caller reloads them.
 func (w *writerState) catchUp(c caughtUp) bool {
 	if len(c.rows) == 0 || len(c.rows) > maxCatchUp || len(w.leaves) > 0 || w.s.opts.chainRows ||
-		w.treeSize != w.lastSeq || w.keyErr != nil || w.merkleFrom <= 0 || w.v2From <= 0 || w.fingerprint == "" {
+		!w.lateTree() && w.treeSize != w.lastSeq || w.keyErr != nil || w.merkleFrom <= 0 || w.v2From <= 0 || w.fingerprint == "" {
 		return false
 	}
 	last := c.rows[len(c.rows)-1]
@@ -252,10 +252,12 @@ func (w *writerState) catchUp(c caughtUp) bool {
 		copy(leaves[i][:], b)
 	}
 	head, _, err := parseMerkleHead(c.head)
-	if err != nil || head.Size != last.seq {
+	switch {
+	case w.lateTree():
+		// The tree is built after the commits, by its own lock.
+	case err != nil || head.Size != last.seq:
 		return false
-	}
-	if w.front != nil {
+	case w.front != nil:
 		front, err := extendFront(w.treeSize, w.front, leaves)
 		if err != nil || rootOf(head.Size, front) != head.Root {
 			return false
@@ -271,7 +273,9 @@ func (w *writerState) catchUp(c caughtUp) bool {
 			w.forgetLease(r.leased)
 		}
 	}
-	w.treeSize = head.Size
+	if !w.lateTree() {
+		w.treeSize = head.Size
+	}
 	w.lastSeq, w.lastHash = last.seq, hashText(last.hash)
 	return true
 }

@@ -129,6 +129,11 @@ func (w *writerState) commit(local []*request) {
 		// (A resolved commit's caches are read again.)
 		w.treeCommitted()
 	}
+	if w.lateTree() {
+		// The tree is built after the commit, by the builder (latetree.go),
+		// which tells Options.AfterCommit of the heads it builds.
+		w.s.tree.poked(runsFinished(results))
+	}
 	for i := range results {
 		w.s.evs.Add(int64(len(results[i].events)))
 	}
@@ -146,15 +151,20 @@ func (w *writerState) afterCommit(results []result) {
 	if w.s.opts.AfterCommit == nil || head.Size == 0 {
 		return
 	}
-	c := Commit{Head: head}
+	w.s.opts.AfterCommit(Commit{Head: head, RunsFinished: runsFinished(results)})
+}
+
+// runsFinished counts the run.finished events of results.
+func runsFinished(results []result) int {
+	n := 0
 	for _, r := range results {
 		for _, ev := range r.events {
 			if ev.Type == events.TypeRunFinished {
-				c.RunsFinished++
+				n++
 			}
 		}
 	}
-	w.s.opts.AfterCommit(c)
+	return n
 }
 
 // commitTx commits the writer's transaction, after the dialect's last

@@ -319,8 +319,12 @@ func (r treeReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 }
 
 // TreeHead returns the log's Merkle tree head: its size (the last seq)
-// and root, as the writer recorded them with its last commit.
+// and root, as the writer recorded them with its last commit (on
+// PostgreSQL, once SyncTree built the tree up to the log's end).
 func (s *Store) TreeHead(ctx context.Context) (TreeHead, error) {
+	if err := s.SyncTree(ctx); err != nil {
+		return TreeHead{}, err
+	}
 	meta, err := readMeta(ctx, s.rdb)
 	if err != nil {
 		return TreeHead{}, err
@@ -335,6 +339,9 @@ func (s *Store) TreeHead(ctx context.Context) (TreeHead, error) {
 func (s *Store) TreeHeadAt(ctx context.Context, size int64) (TreeHead, error) {
 	if size < 1 {
 		return TreeHead{}, invalid("tree head at size %d: want a positive size", size)
+	}
+	if err := s.SyncTree(ctx); err != nil {
+		return TreeHead{}, err
 	}
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
@@ -359,6 +366,9 @@ func (s *Store) ProveInclusion(ctx context.Context, seq, size int64) (tlog.Recor
 	if seq < 1 || seq > size {
 		return nil, invalid("inclusion proof: seq %d is not in a tree of size %d", seq, size)
 	}
+	if err := s.SyncTree(ctx); err != nil {
+		return nil, err
+	}
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: inclusion proof: %w", err)
@@ -381,6 +391,9 @@ func (s *Store) ProveInclusion(ctx context.Context, seq, size int64) (tlog.Recor
 func (s *Store) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlog.TreeProof, error) {
 	if oldSize < 1 || oldSize > newSize {
 		return nil, invalid("consistency proof: sizes %d and %d: want 1 <= old <= new", oldSize, newSize)
+	}
+	if err := s.SyncTree(ctx); err != nil {
+		return nil, err
 	}
 	tx, err := s.Snapshot(ctx)
 	if err != nil {

@@ -104,7 +104,7 @@ func (w *writerState) mayBeginOptimistically(batch []*request, pf prefetch) bool
 		needsSQLTx(batch) ||
 		w.dataVersion < 0 || w.lastSeq == 0 || w.keyErr != nil ||
 		w.fingerprint == "" || w.merkleFrom == 0 || w.v2From == 0 ||
-		w.lastSeq != w.treeSize+int64(len(w.leaves)) ||
+		!w.lateTree() && w.lastSeq != w.treeSize+int64(len(w.leaves)) ||
 		time.Since(o.lastCommit) > optimisticIdle {
 		return false
 	}

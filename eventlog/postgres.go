@@ -133,6 +133,36 @@ func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (
 		return nil, nil, err
 	}
 	boundStalls(cfg)
+	wcfg, err := writerConfig(opts, roundTrips)
+	if err != nil {
+		return nil, nil, err
+	}
+	wdb = stdlib.OpenDB(*wcfg)
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	if opts.PostgresReadPool != nil {
+		rdb = sqlx.NewDb(opts.PostgresReadPool, "pgx")
+	} else {
+		rdb = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	}
+	rdb.SetMaxOpenConns(opts.ReadConns)
+	rdb.SetMaxIdleConns(opts.ReadConns)
+	if err := wdb.PingContext(ctx); err != nil {
+		wdb.Close()
+		rdb.Close()
+		return nil, nil, connectErr(cfg, err)
+	}
+	return wdb, rdb, nil
+}
+
+// writerConfig is the configuration of a connection that writes (the
+// writer's, the tree builder's), its round trips counted in roundTrips.
+func writerConfig(opts Options, roundTrips *atomic.Int64) (*pgx.ConnConfig, error) {
+	cfg, err := ParsePostgresDSN(opts.DSN)
+	if err != nil {
+		return nil, err
+	}
+	boundStalls(cfg)
 	wcfg := cfg.Copy()
 	// The chain lock is a row lock: waiting for it longer than the busy
 	// timeout fails the write with ErrBusy, as SQLite's busy_timeout does.
@@ -151,22 +181,7 @@ func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (
 		wcfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	wcfg.DialFunc = countRoundTrips(wcfg.DialFunc, roundTrips)
-	wdb = stdlib.OpenDB(*wcfg)
-	wdb.SetMaxOpenConns(1)
-	wdb.SetMaxIdleConns(1)
-	if opts.PostgresReadPool != nil {
-		rdb = sqlx.NewDb(opts.PostgresReadPool, "pgx")
-	} else {
-		rdb = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
-	}
-	rdb.SetMaxOpenConns(opts.ReadConns)
-	rdb.SetMaxIdleConns(opts.ReadConns)
-	if err := wdb.PingContext(ctx); err != nil {
-		wdb.Close()
-		rdb.Close()
-		return nil, nil, connectErr(cfg, err)
-	}
-	return wdb, rdb, nil
+	return wcfg, nil
 }
 
 func connectErr(cfg *pgx.ConnConfig, err error) error {

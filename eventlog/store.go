@@ -210,6 +210,9 @@ type Store struct {
 
 	// Owned by the writer goroutine.
 	w writerState
+	// tree builds the Merkle tree after the commits (PostgreSQL; nil on
+	// SQLite, whose writer builds it inline): latetree.go.
+	tree *treeBuilder
 }
 
 // DebugStopHoldingLockEnv, set to 1 in a process's environment, makes its
@@ -368,6 +371,14 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		rdb.Close()
 		return nil, err
 	}
+	if s.w.lateTree() {
+		if err := s.startTree(ctx); err != nil {
+			s.w.closeStmts()
+			wdb.Close()
+			rdb.Close()
+			return nil, err
+		}
+	}
 	go s.loop()
 	return s, nil
 }
@@ -379,9 +390,13 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.stop)
 		<-s.done
+		var terr error
+		if s.tree != nil {
+			terr = s.tree.close()
+		}
 		s.d.stopListening()
 		s.w.closeStmts()
-		err = errors.Join(s.wdb.Close(), s.rdb.Close())
+		err = errors.Join(terr, s.wdb.Close(), s.rdb.Close())
 	})
 	return err
 }
@@ -404,6 +419,9 @@ type Stats struct {
 	// another process's commit and were done again the usual way
 	// (PostgreSQL).
 	Optimistic, Missed int64
+	// TreeRoundTrips counts, on PostgreSQL, the round trips of the tree
+	// builder's connection (it builds the Merkle tree after the commits).
+	TreeRoundTrips int64
 }
 
 // Stats returns the writer's counters: Requests/Commits is the mean group
@@ -412,7 +430,14 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load(),
 		Redone:     s.redone.Load(),
-		Optimistic: s.optimistic.Load(), Missed: s.missed.Load()}
+		Optimistic: s.optimistic.Load(), Missed: s.missed.Load(), TreeRoundTrips: s.treeRoundTrips()}
+}
+
+func (s *Store) treeRoundTrips() int64 {
+	if s.tree == nil {
+		return 0
+	}
+	return s.tree.roundTrips.Load()
 }
 
 // DB returns the read-only connection pool, for read models to query.

@@ -24,6 +24,9 @@ const maxTreeRows = 256
 // the batch's own. It re-reads the tree's size first: another process may
 // have built it since this one looked.
 func (w *writerState) catchUpTree(ctx context.Context) error {
+	if w.lateTree() {
+		return nil
+	}
 	if w.s.opts.chainRows || w.lastSeq <= w.treeSize+int64(len(w.leaves)) {
 		if w.treeSize > w.lastSeq {
 			return treeAheadErr(w.treeSize, w.lastSeq)
@@ -86,30 +89,54 @@ func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 	if w.s.opts.WithoutTree {
 		return nil // treeCommitted still moves past the leaves
 	}
-	if len(w.leaves) == 0 {
+	if len(w.leaves) == 0 || w.lateTree() {
+		// On PostgreSQL the tree is built after the commit (latetree.go).
 		if w.batched() && !w.pend.empty() {
 			return w.flushPostgres(ctx, nil, nil, "", commit)
 		}
 		return nil
 	}
 	if w.front == nil {
-		idx := frontier(w.treeSize)
-		hs, err := readTreeHashes(ctx, w.conn, w.s.d, storeMeta{merkleFrom: w.merkleFrom}, idx)
+		front, err := readFront(ctx, w.conn, w.s.d, w.merkleFrom, w.treeSize)
 		if err != nil {
-			return fmt.Errorf("eventlog: read the Merkle tree's edge: %w", err)
+			return err
 		}
-		w.front = make(map[int64]tlog.Hash, len(idx))
-		for i, id := range idx {
-			w.front[id] = hs[i]
-		}
+		w.front = front
 	}
-	made := make(map[int64]tlog.Hash, 2*len(w.leaves))
+	meta := storeMeta{merkleFrom: w.merkleFrom}
+	rowIDs, rows, next, head, err := growTree(meta, w.treeSize, w.front, w.leaves)
+	if err != nil {
+		return err
+	}
+	w.nextFront, w.nextHead = next, head
+	return w.s.d.storeTree(ctx, w, rowIDs, rows, w.hasher.signedHead(head), commit)
+}
+
+// readFront reads the edge of the stored tree of size leaves.
+func readFront(ctx context.Context, q queryer, d dialect, merkleFrom, size int64) (map[int64]tlog.Hash, error) {
+	idx := frontier(size)
+	hs, err := readTreeHashes(ctx, q, d, storeMeta{merkleFrom: merkleFrom}, idx)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: read the Merkle tree's edge: %w", err)
+	}
+	front := make(map[int64]tlog.Hash, len(idx))
+	for i, id := range idx {
+		front[id] = hs[i]
+	}
+	return front, nil
+}
+
+// growTree hashes leaves into the tree of size leaves whose edge is
+// front: the tree_hashes rows to store (packed), the new tree's edge and
+// its head.
+func growTree(meta storeMeta, size int64, front map[int64]tlog.Hash, leaves []tlog.Hash) (rowIDs []int64, rows [][]byte, next map[int64]tlog.Hash, head TreeHead, err error) {
+	made := make(map[int64]tlog.Hash, 2*len(leaves))
 	read := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(indexes))
 		for i, id := range indexes {
 			h, ok := made[id]
 			if !ok {
-				if h, ok = w.front[id]; !ok {
+				if h, ok = front[id]; !ok {
 					return nil, &TreeError{Index: id, Reason: "not on the tree's edge"}
 				}
 			}
@@ -117,13 +144,12 @@ func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 		}
 		return out, nil
 	})
-	meta := storeMeta{merkleFrom: w.merkleFrom}
 	var ids []int64 // to store, in order
-	for i, leaf := range w.leaves {
-		n := w.treeSize + int64(i)
+	for i, leaf := range leaves {
+		n := size + int64(i)
 		hs, err := tlog.StoredHashesForRecordHash(n, leaf, read)
 		if err != nil {
-			return fmt.Errorf("eventlog: hash the Merkle tree: %w", err)
+			return nil, nil, nil, TreeHead{}, fmt.Errorf("eventlog: hash the Merkle tree: %w", err)
 		}
 		id := tlog.StoredHashIndex(0, n)
 		for k, h := range hs {
@@ -134,27 +160,32 @@ func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 			}
 		}
 	}
-	size := w.treeSize + int64(len(w.leaves))
-	w.nextFront = make(map[int64]tlog.Hash)
-	for _, id := range frontier(size) {
+	end := size + int64(len(leaves))
+	next = make(map[int64]tlog.Hash)
+	for _, id := range frontier(end) {
 		h, ok := made[id]
 		if !ok {
-			h = w.front[id]
+			h = front[id]
 		}
-		w.nextFront[id] = h
-	}
-	w.nextHead = TreeHead{Size: size, Root: rootOf(size, w.nextFront)}
-	head := w.nextHead.String()
-	if mac := w.hasher.headMAC(head); mac != "" {
-		head += " " + mac
+		next[id] = h
 	}
 	hashes := make([][]byte, len(ids))
 	for i, id := range ids {
 		h := made[id]
 		hashes[i] = h[:]
 	}
-	rowIDs, rows := packTreeRows(meta, ids, hashes)
-	return w.s.d.storeTree(ctx, w, rowIDs, rows, head, commit)
+	rowIDs, rows = packTreeRows(meta, ids, hashes)
+	return rowIDs, rows, next, TreeHead{Size: end, Root: rootOf(end, next)}, nil
+}
+
+// signedHead is head as store_meta records it: with its MAC under the
+// store's HMAC key, if it has one.
+func (h *chainHasher) signedHead(head TreeHead) string {
+	s := head.String()
+	if mac := h.headMAC(s); mac != "" {
+		s += " " + mac
+	}
+	return s
 }
 
 // treeCommitted moves the tree forward after the commit of its hashes.

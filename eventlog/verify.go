@@ -74,6 +74,11 @@ type VerifyReport struct {
 	// (no key-encryption key, or the subject was erased): the blobs such
 	// a payload references, and a sealed blob's address, are unchecked.
 	Unopened int64 `json:"unopened,omitempty"`
+	// NotInTree counts the events after the recorded tree head: on
+	// PostgreSQL the tree is built after the commit, and a verify that
+	// could not bring it up to the log's end checks those events' rows
+	// but not the tree over them.
+	NotInTree int64 `json:"not_in_tree,omitempty"`
 }
 
 // OK reports whether everything verified.
@@ -96,6 +101,9 @@ func (r *VerifyReport) OK() bool { return r.Failure == nil }
 // snapshot's. A verification failure is reported in the report (the first
 // bad seq), not as an error; the error is for I/O failures.
 func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
+	// Best effort: a store that cannot build the tree reports what is
+	// not in it (VerifyReport.NotInTree).
+	s.SyncTree(ctx)
 	tx, err := s.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: verify: %w", err)
@@ -119,6 +127,11 @@ type verifier struct {
 	records  map[int64]*events.EvidenceRedacted
 	atOf     map[int64]int64
 	meta     storeMeta // as read at the start
+	// treeTo is the last seq the recorded tree head covers, where the
+	// tree is built after the commit and lags the log (else the log's
+	// end); rootAt the recomputed root at that size.
+	treeTo int64
+	rootAt tlog.Hash
 }
 
 func (v *verifier) fail(seq int64, blob, format string, args ...any) (*VerifyReport, error) {
@@ -139,6 +152,10 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 		return nil, err
 	}
 	v.meta = meta
+	v.treeTo = end.Seq
+	if stored, _, err := parseMerkleHead(meta.merkleHead); err == nil && v.s.d.batchesRows() && stored.Size < end.Seq {
+		v.treeTo = stored.Size
+	}
 	if meta.v2From < 0 {
 		return v.fail(0, "", "store_meta %s is not a seq: it was altered", metaChainV2From)
 	}
@@ -202,7 +219,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 				if hex.EncodeToString(leaf[:]) != r.Hash {
 					return v.fail(r.Seq, "", "hash mismatch: the row was altered")
 				}
-				if reason := tree.check(leaf, true, stored); reason != "" {
+				if reason := v.checkLeaf(&tree, r.Seq, leaf, true, stored); reason != "" {
 					return v.fail(r.Seq, "", "%s", reason)
 				}
 				if isRedacted(r.Payload) {
@@ -239,7 +256,7 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 				}
 				return v.fail(r.Seq, "", "%s", reason)
 			}
-			if reason := tree.check(tlog.RecordHash(chainLeafLine(r.Seq, r.Hash)), false, stored); reason != "" {
+			if reason := v.checkLeaf(&tree, r.Seq, tlog.RecordHash(chainLeafLine(r.Seq, r.Hash)), false, stored); reason != "" {
 				return v.fail(r.Seq, "", "%s", reason)
 			}
 			if done, err := v.checkRefs(ctx, r); done || err != nil {
@@ -281,7 +298,12 @@ func (v *verifier) run(ctx context.Context, opts VerifyOptions) (*VerifyReport, 
 	if treeStop > tlog.StoredHashCount(prevSeq) {
 		return v.fail(prevSeq+1, "", "event missing: the Merkle tree has leaves past the log's last seq %d, so events were deleted from its tail", prevSeq)
 	}
-	if done := v.checkTreeHead(meta, h, prevSeq, rep.Tree); done {
+	at := rep.Tree
+	if v.treeTo < prevSeq {
+		at = TreeHead{Size: v.treeTo, Root: v.rootAt}
+		rep.NotInTree = prevSeq - v.treeTo
+	}
+	if done := v.checkTreeHead(meta, h, v.treeTo, at); done {
 		return rep, nil
 	}
 	if done, err := v.checkRedactions(ctx); done || err != nil {
@@ -347,7 +369,14 @@ func (v *verifier) checkTreeHead(meta storeMeta, h *chainHasher, last int64, got
 		v.fail(stored.Size+1, "", "the recorded tree head stops at seq %d, before the log's last seq %d: it was altered", stored.Size, last)
 		return true
 	case last > 0 && stored.Root != got.Root:
-		v.fail(last, "", "the recorded tree head's root %s differs from the recomputed %s: it was altered", stored.Root, got.Root)
+		at := last
+		if last < v.rep.Head.Seq {
+			// A head behind the log (built after the commit) whose root
+			// is not its tree's: the first event it was meant to cover
+			// next is where the record breaks.
+			at = last + 1
+		}
+		v.fail(at, "", "the recorded tree head's root %s differs from the recomputed %s: it was altered", stored.Root, got.Root)
 		return true
 	case h.keyed && mac != h.headMAC(stored.String()):
 		v.fail(last, "", "the tree head's HMAC does not match: the log was rewritten by someone without the HMAC key (or the key differs)")
@@ -432,11 +461,24 @@ type treeChecker struct {
 	stack []tlog.Hash // complete subtree roots, largest first
 }
 
-// check adds a leaf and returns why the stored tree disagrees, or "".
-// inRow says the leaf hash is the row's hash column, not in tree_hashes.
-func (t *treeChecker) check(leaf tlog.Hash, inRow bool, stored map[int64]tlog.Hash) string {
-	id := tlog.StoredHashIndex(0, t.n)
-	want := []tlog.Hash{leaf}
+// checkLeaf adds the leaf of the event at seq to tree and, if the
+// recorded tree covers it, returns why the stored tree disagrees, or "".
+func (v *verifier) checkLeaf(tree *treeChecker, seq int64, leaf tlog.Hash, inRow bool, stored map[int64]tlog.Hash) string {
+	if seq > v.treeTo {
+		tree.add(leaf)
+		return ""
+	}
+	reason := tree.check(leaf, inRow, stored)
+	if seq == v.treeTo {
+		v.rootAt = tree.root()
+	}
+	return reason
+}
+
+// add adds a leaf and returns the ids and hashes tlog stores for it.
+func (t *treeChecker) add(leaf tlog.Hash) (id int64, want []tlog.Hash) {
+	id = tlog.StoredHashIndex(0, t.n)
+	want = []tlog.Hash{leaf}
 	h := leaf
 	for i := t.n; i&1 == 1; i >>= 1 {
 		h = tlog.NodeHash(t.stack[len(t.stack)-1], h)
@@ -445,6 +487,13 @@ func (t *treeChecker) check(leaf tlog.Hash, inRow bool, stored map[int64]tlog.Ha
 	}
 	t.stack = append(t.stack, h)
 	t.n++
+	return id, want
+}
+
+// check adds a leaf and returns why the stored tree disagrees, or "".
+// inRow says the leaf hash is the row's hash column, not in tree_hashes.
+func (t *treeChecker) check(leaf tlog.Hash, inRow bool, stored map[int64]tlog.Hash) string {
+	id, want := t.add(leaf)
 	for k, w := range want {
 		if k == 0 && inRow {
 			continue

@@ -138,6 +138,9 @@ func (w *writerState) buildTree() error {
 	if w.s.opts.chainRows || w.lastSeq <= w.treeSize {
 		return nil
 	}
+	if w.lateTree() {
+		return nil // the builder's, once the store is open (startTree)
+	}
 	ctx := context.Background()
 	if err := w.begin(ctx, true, nil); err != nil {
 		if errors.Is(err, ErrKey) {
@@ -449,7 +452,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 				}
 			}
 			w.lastSeq, w.lastHash = seq, hash
-			if !w.s.opts.chainRows {
+			if !w.s.opts.chainRows && !w.lateTree() {
 				w.leaves = append(w.leaves, leaf)
 			}
 			out = append(out, ev)
