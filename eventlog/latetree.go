@@ -200,7 +200,7 @@ func (b *treeBuilder) build(ctx context.Context, wait bool) (TreeHead, error) {
 		if err := b.connect(ctx); err != nil {
 			return built, err
 		}
-		got, stored, end, err := b.tryLock(ctx)
+		got, stored, end, pre, err := b.tryLock(ctx)
 		if err != nil {
 			b.disconnect()
 			return built, err
@@ -224,7 +224,7 @@ func (b *treeBuilder) build(ctx context.Context, wait bool) (TreeHead, error) {
 			}
 			continue
 		}
-		h, more, err := b.extendLocked(ctx, head, stored, end)
+		h, more, err := b.extendLocked(ctx, head, stored, end, pre)
 		if errors.Is(err, errTreeMoved) && time.Now().Before(deadline) {
 			// The other builder's commit is done by now (the write
 			// waited for it); the next try reads its head.
@@ -243,13 +243,21 @@ func (b *treeBuilder) build(ctx context.Context, wait bool) (TreeHead, error) {
 	}
 }
 
+// leafHash is an event's seq and stored hash, as read for its leaf.
+type leafHash struct {
+	seq  int64
+	hash string
+}
+
 // tryLock tries the builder's lock and reads the stored head and the
-// log's end, in one round trip.
-func (b *treeBuilder) tryLock(ctx context.Context) (got bool, head string, end int64, err error) {
+// log's end, in one round trip, with the rows after the tree it last
+// built (pre): those a build usually needs.
+func (b *treeBuilder) tryLock(ctx context.Context) (got bool, head string, end int64, pre []leafHash, err error) {
 	err = withPgx(b.conn, func(c *pgx.Conn) error {
 		bt := &pgx.Batch{}
 		bt.Queue(`SELECT pg_try_advisory_lock($1)`, treeBuildLock)
 		bt.Queue(`SELECT COALESCE((SELECT value FROM store_meta WHERE key = $1), ''), COALESCE((SELECT max(seq) FROM events), 0)`, metaMerkleHead)
+		bt.Queue(`SELECT seq, hash FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, b.size, maxCatchUp)
 		br := c.SendBatch(ctx, bt)
 		if err := br.QueryRow().Scan(&got); err != nil {
 			br.Close()
@@ -259,18 +267,37 @@ func (b *treeBuilder) tryLock(ctx context.Context) (got bool, head string, end i
 			br.Close()
 			return err
 		}
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return err
+		}
+		for rows.Next() {
+			var r leafHash
+			if err := rows.Scan(&r.seq, &r.hash); err != nil {
+				rows.Close()
+				br.Close()
+				return err
+			}
+			pre = append(pre, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			br.Close()
+			return err
+		}
 		return br.Close()
 	})
 	if err != nil {
-		return false, "", 0, storageErr("lock the Merkle tree", err)
+		return false, "", 0, nil, storageErr("lock the Merkle tree", err)
 	}
-	return got, head, end, nil
+	return got, head, end, pre, nil
 }
 
 // extendLocked builds the tree from head (stored as stored) to end,
 // holding the builder's lock, and lets the lock go. more reports that
 // the log grew past what it built meanwhile.
-func (b *treeBuilder) extendLocked(ctx context.Context, head TreeHead, stored string, end int64) (built TreeHead, more bool, err error) {
+func (b *treeBuilder) extendLocked(ctx context.Context, head TreeHead, stored string, end int64, pre []leafHash) (built TreeHead, more bool, err error) {
 	if head.Size > end {
 		return built, false, treeAheadErr(head.Size, end)
 	}
@@ -281,7 +308,7 @@ func (b *treeBuilder) extendLocked(ctx context.Context, head TreeHead, stored st
 		}
 		b.merkleFrom = meta.merkleFrom
 	}
-	leaves, err := b.readLeaves(ctx, head.Size, end)
+	leaves, err := b.readLeaves(ctx, head.Size, end, pre)
 	if err != nil {
 		return built, false, err
 	}
@@ -351,11 +378,44 @@ func (b *treeBuilder) extendLocked(ctx context.Context, head TreeHead, stored st
 }
 
 // readLeaves reads the leaf hashes of the events after seq after through
-// seq end: a Merkle-format event's is its hash column, an older event's
-// that of its hash-chain record.
-func (b *treeBuilder) readLeaves(ctx context.Context, after, end int64) ([]tlog.Hash, error) {
+// seq end, starting with those of pre: a Merkle-format event's is its
+// hash column, an older event's that of its hash-chain record.
+func (b *treeBuilder) readLeaves(ctx context.Context, after, end int64, pre []leafHash) ([]tlog.Hash, error) {
 	meta := storeMeta{merkleFrom: b.merkleFrom}
 	leaves := make([]tlog.Hash, 0, end-after)
+	add := func(r leafHash) error {
+		if r.seq != after+1 {
+			return fmt.Errorf("eventlog: build the Merkle tree: seq %d is missing; run verify", after+1)
+		}
+		hash := hashText(r.hash)
+		var leaf tlog.Hash
+		if meta.merkleFormat(r.seq) {
+			h, err := hex.DecodeString(hash)
+			if err != nil || len(h) != len(leaf) {
+				return fmt.Errorf("eventlog: build the Merkle tree: seq %d has no leaf hash; run verify", r.seq)
+			}
+			copy(leaf[:], h)
+		} else {
+			leaf = tlog.RecordHash(chainLeafLine(r.seq, hash))
+		}
+		leaves = append(leaves, leaf)
+		after = r.seq
+		return nil
+	}
+	if len(pre) > 0 && pre[0].seq > after+1 {
+		pre = nil // read after a tree that is no longer the stored one
+	}
+	for _, r := range pre {
+		if r.seq <= after {
+			continue
+		}
+		if r.seq > end {
+			break
+		}
+		if err := add(r); err != nil {
+			return nil, err
+		}
+	}
 	for after < end {
 		rows, err := b.conn.QueryContext(ctx, `SELECT seq, hash FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3`, after, end, scanPage)
 		if err != nil {
@@ -363,30 +423,15 @@ func (b *treeBuilder) readLeaves(ctx context.Context, after, end int64) ([]tlog.
 		}
 		n := 0
 		for rows.Next() {
-			var seq int64
-			var hash string
-			if err := rows.Scan(&seq, &hash); err != nil {
+			var r leafHash
+			if err := rows.Scan(&r.seq, &r.hash); err != nil {
 				rows.Close()
 				return nil, storageErr("read the leaves", err)
 			}
-			if seq != after+1 {
+			if err := add(r); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("eventlog: build the Merkle tree: seq %d is missing; run verify", after+1)
+				return nil, err
 			}
-			hash = hashText(hash)
-			var leaf tlog.Hash
-			if meta.merkleFormat(seq) {
-				h, err := hex.DecodeString(hash)
-				if err != nil || len(h) != len(leaf) {
-					rows.Close()
-					return nil, fmt.Errorf("eventlog: build the Merkle tree: seq %d has no leaf hash; run verify", seq)
-				}
-				copy(leaf[:], h)
-			} else {
-				leaf = tlog.RecordHash(chainLeafLine(seq, hash))
-			}
-			leaves = append(leaves, leaf)
-			after = seq
 			n++
 		}
 		err = rows.Err()

@@ -77,6 +77,7 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 		}
 	}
 	line("writer round trips/step", writer(func(r result) float64 { return float64(r.writer.RoundTrips) / float64(r.steps) }))
+	line("tree builder round trips/step", writer(func(r result) float64 { return float64(r.writer.TreeRoundTrips) / float64(r.steps) }))
 	line("writer commits/step", writer(func(r result) float64 { return float64(r.writer.Commits) / float64(r.steps) }))
 	line("writer round trips/commit", writer(func(r result) float64 { return float64(r.writer.RoundTrips) / float64(max(r.writer.Commits, 1)) }))
 	line("batches redone/step", writer(func(r result) float64 { return float64(r.writer.Redone) / float64(r.steps) }))

@@ -23,6 +23,12 @@ func appendTen(t testing.TB, s *eventlog.Store) {
 		if _, err := s.In(sc).Append(t.Context(), "s", eventlog.AnyVersion, placed("s", i)); err != nil {
 			t.Fatal(err)
 		}
+		// Each append's tree hashes in a row of their own, which the
+		// tampering cases edit (PostgreSQL builds the tree after the
+		// commits, a row a build).
+		if err := s.SyncTree(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
