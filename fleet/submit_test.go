@@ -73,8 +73,9 @@ func TestFleet_SubmitBatchIsAllOrNothing(t *testing.T) {
 
 // A submit-only fleet on PostgreSQL opens no connection of its own: it
 // checks River's schema through the event store's read pool, and closing
-// the fleet leaves that pool to the store. A lone "rath submit" so opens
-// two connections (the writer's and one reader's), where it opened four.
+// the fleet leaves that pool to the store. A lone "rath submit" so holds
+// the store's three connections only (the writer's, the Merkle tree
+// builder's and one reader's).
 func TestFleet_SubmitOnlySharesTheStoresConnections(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -111,8 +112,8 @@ func TestFleet_SubmitOnlySharesTheStoresConnections(t *testing.T) {
 	if _, err := fl.SubmitBatch(ctx, []fleet.Submission{{Workflow: "wf", Input: in}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := backends(); n > 2 {
-		t.Errorf("a runtime and a submit-only fleet hold %d connections, want the writer's and one reader's", n)
+	if n := backends(); n > 3 {
+		t.Errorf("a runtime and a submit-only fleet hold %d connections, want the writer's, the tree builder's and one reader's", n)
 	}
 	if err := fl.Close(); err != nil {
 		t.Fatal(err)

@@ -134,6 +134,11 @@ still hash to the leaf recorded with it; a mismatch names the score's
 				case v.Head != "":
 					fmt.Fprintf(a.stdout, "head            %s\n", v.Head)
 					fmt.Fprintf(a.stdout, "tree            %s\n", v.Tree)
+					if rep.NotInTree > 0 {
+						// PostgreSQL builds the tree after the commit; this
+						// verify could not build it (a read-only role).
+						fmt.Fprintf(a.stdout, "not in the tree %d events after the recorded tree head, their rows checked\n", rep.NotInTree)
+					}
 				case rep.OK():
 					fmt.Fprintln(a.stdout, "head            (empty log)")
 				}
