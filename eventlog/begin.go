@@ -18,6 +18,7 @@ func (w *writerState) begin(ctx context.Context, appends bool, batch []*request)
 	if err := w.s.d.begin(ctx, w, batch); err != nil {
 		return err
 	}
+	w.origin = w.lastSeq // (a late transaction's: seqPlaceholder)
 	if !appends {
 		return nil
 	}

@@ -30,10 +30,13 @@ const maxCatchUp = 256
 // caughtUp is what the pipeline read: the tail, the rows after the cached
 // tail (up to maxCatchUp+1) and the stored tree head.
 type caughtUp struct {
-	seq  int64
-	hash string
-	rows []catchUpRow
-	head string
+	// counter is the chain's counter (chain_lock.seq), which the lock's
+	// statement read: it is the tail's seq in a consistent store.
+	counter int64
+	seq     int64
+	hash    string
+	rows    []catchUpRow
+	head    string
 	// The heads of the streams and the lease tokens of the runs the
 	// pipeline was asked for (prefetch), read under the lock.
 	heads  map[string]int64
@@ -164,7 +167,7 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 		if begin {
 			b.Queue(`BEGIN`)
 		}
-		b.Queue(`SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`)
+		b.Queue(lockStatement)
 		b.Queue(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`)
 		if after >= 0 {
 			b.Queue(`SELECT seq, stream, version, type, hash, CASE WHEN type = '`+events.TypeRunLeased+`' THEN payload END FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, maxCatchUp+1)
@@ -182,8 +185,8 @@ func lockAndCatchUp(ctx context.Context, conn *sql.Conn, begin bool, after int64
 				return nil
 			}
 		}
-		var one int
-		if lockErr = br.QueryRow().Scan(&one); lockErr != nil {
+		var setting string
+		if lockErr = br.QueryRow().Scan(&c.counter, &setting); lockErr != nil {
 			return nil
 		}
 		if readErr = br.QueryRow().Scan(&c.seq, &c.hash); errors.Is(readErr, pgx.ErrNoRows) {
@@ -325,13 +328,17 @@ func extendFront(size int64, front map[int64]tlog.Hash, leaves []tlog.Hash) (map
 // it was sent for; without this, each absorbed append on a new stream or
 // an uncached run paid a round trip of its own while the chain lock was
 // held, which every other process's writer waited out. Where nothing of
-// the transaction has been sent (an optimistic one) the lookups stay where
-// they are: they go with its BEGIN and lock (optimistic.go).
+// the transaction has been sent (sequenced at its end, sequencer.go) they
+// are read without the lock, as the batch's own were.
 func (w *writerState) prefetchAbsorbed(ctx context.Context, absorbed []*request) error {
-	if !w.batched() || !w.inTx || w.optimisticUnsent() || w.pend.unsent() > 0 {
+	if !w.batched() || !w.inTx || w.pend.unsent() > 0 {
 		return nil
 	}
-	pf := w.prefetchFor(absorbed)
+	return w.prefetch(ctx, w.prefetchFor(absorbed))
+}
+
+// prefetch reads what pf names in one round trip and caches it.
+func (w *writerState) prefetch(ctx context.Context, pf prefetch) error {
 	if len(pf.streams) == 0 && len(pf.runs) == 0 {
 		return nil
 	}

@@ -65,8 +65,7 @@ func (w *writerState) commit(local []*request) {
 			break
 		}
 		if w.opt.missed {
-			// Done again the usual way, which catches up with the
-			// other commits; not a redo of a stale batch.
+			// Done again the usual way; not a redo of a stale batch.
 			w.opt.missed = false
 			attempt--
 			continue
@@ -89,18 +88,23 @@ func (w *writerState) commit(local []*request) {
 		w.replyAll(batch, results)
 		return
 	}
+	if err == nil && w.opt.open {
+		// The pipeline that wrote the rows committed them: their seqs
+		// are known now.
+		err = w.sequenced(results)
+	}
 	if err == nil {
 		err = w.commitTx()
 	}
 	resolved := false
 	if err != nil {
-		lost, head := w.lost, w.nextHead
+		lost, head, late := w.lost, w.nextHead, w.opt.open
 		w.lost = nil
 		w.rollback()
 		w.forceReload()
 		w.disconnect()
 		if lost != nil && !w.resolving {
-			landed, rerr := w.resolveLost(lost)
+			landed, landedAt, rerr := w.resolveLost(lost)
 			switch {
 			case rerr == nil && !landed:
 				// Nothing of it committed: it is written again, once.
@@ -108,6 +112,9 @@ func (w *writerState) commit(local []*request) {
 				w.commit(local)
 				w.resolving = false
 				return
+			case rerr == nil && late:
+				w.opt.base = landedAt - lost.offset
+				err, resolved = w.fillSeqs(results, lost.prefix, lost.suffix), true
 			case rerr == nil:
 				err, resolved, w.nextHead = nil, true, head
 			default:
@@ -174,7 +181,7 @@ func (w *writerState) commitTx() error {
 	if w.txEnded {
 		// The flush's pipeline committed (pipelinedtx.go).
 		if w.opt.open {
-			w.committedOptimistically()
+			w.committedLate()
 		}
 		w.tx, w.inTx, w.txEnded, w.opt.open = nil, false, false, false
 		w.notified = false
@@ -247,7 +254,7 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 	results = make([]result, len(batch))
 	w.pend.reset()
 	if w.opt.open {
-		w.queueOptimisticBegin()
+		w.queueLateBegin()
 	}
 	w.notified = false
 	w.inBatch, w.savepoints = true, savepoints
@@ -311,14 +318,6 @@ func (w *writerState) run(local []*request, savepoints bool) (batch []*request, 
 		}
 		results[i].events = evs
 		ok++
-	}
-	if ok == 0 && w.optimisticUnsent() {
-		// Refusals decided from the caches stand only if they were
-		// current: the check goes to the server before they are returned.
-		if w.sendQueued(ctx); w.pend.failed != nil && w.missedAt(w.pend.failedAt, w.pend.failed, false) {
-			w.missed(start, connFailed(w.pend.failed))
-			return batch, nil, 0, false, true
-		}
 	}
 	if ok == 0 {
 		w.rollback()

@@ -178,10 +178,18 @@ func (d *postgresDialect) beginRead() string {
 // the lock's pipeline unless it holds AppendTx work.
 func (d *postgresDialect) begin(ctx context.Context, w *writerState, batch []*request) error {
 	pf := w.prefetchFor(batch)
-	if !d.stopHoldingLock && w.mayBeginOptimistically(batch, pf) {
-		// Nothing is sent now: run queues BEGIN, the lock and the check
-		// ahead of the batch's statements (optimistic.go).
+	if !d.stopHoldingLock && w.mayBeginLate(batch) {
+		// Nothing of the transaction is sent now: run queues BEGIN and
+		// the lock ahead of the batch's statements, and its seqs are
+		// placeholders until the lock's answer (sequencer.go). What the
+		// batch looks up and the caches lack is read now, without the
+		// lock.
+		if err := w.prefetch(ctx, pf); err != nil {
+			w.disconnect()
+			return err
+		}
 		w.opt.open, w.inTx = true, true
+		w.lastSeq, w.lastHash = seqPlaceholder, ""
 		return nil
 	}
 	// An idle connection the server dropped (a restart, a failover,
@@ -252,12 +260,17 @@ func (d *postgresDialect) begin(ctx context.Context, w *writerState, batch []*re
 		return storageErr("read chain tail", err)
 	}
 	current := c.seq == w.lastSeq && hashText(c.hash) == w.lastHash && w.dataVersion >= 0
-	w.beganUsually(current)
 	if !current && !(after >= 0 && w.catchUp(c)) {
 		if err := w.reload(ctx, true); err != nil {
 			w.rollback()
 			return err
 		}
+	}
+	if c.counter != w.lastSeq {
+		// A writer that numbers rows without moving the counter (a rath
+		// from before it) would make the next seqs collide.
+		w.rollback()
+		return storageErr("lock the chain", fmt.Errorf("the chain's counter (chain_lock.seq) is %d but the log ends at seq %d: a writer that does not move it appended (run every process on one rath version)", c.counter, w.lastSeq))
 	}
 	w.usePrefetched(c)
 	return nil
@@ -282,6 +295,13 @@ func (d *postgresDialect) beforeCommit(ctx context.Context, w *writerState) erro
 	if pgTxFailed(w.conn) {
 		return storageErr("commit", errors.New("a statement in the transaction failed; rolled back"))
 	}
+	if !w.batched() && w.lastSeq > w.origin {
+		// Rows written one by one (the old chain rows) move the chain's
+		// counter here; a batch's statement moves it (pgbatch.go).
+		if err := w.exec(ctx, `UPDATE chain_lock SET seq = ? WHERE id = 1`, w.lastSeq); err != nil {
+			return storageErr("move the chain's counter", err)
+		}
+	}
 	if !w.notified {
 		if err := w.exec(ctx, `NOTIFY `+notifyChannel); err != nil {
 			return storageErr("notify", err)
@@ -295,7 +315,7 @@ func (d *postgresDialect) beforeCommit(ctx context.Context, w *writerState) erro
 // rows and its head in one statement.
 func (d *postgresDialect) storeTree(ctx context.Context, w *writerState, ids []int64, rows [][]byte, head string, commit bool) error {
 	if w.batched() {
-		return w.flushPostgres(ctx, ids, rows, head, commit)
+		return w.flushPostgres(ctx, commit) // (no tree: it is built after the commit)
 	}
 	return w.insertTreeHead(ctx, ids, rows, head, true)
 }

@@ -46,6 +46,9 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 		return nil
 	}
 	current, cached := w.leases[l.Run]
+	if w.opt.open {
+		return w.checkLeaseLate(ctx, l, current, cached)
+	}
 	var err error
 	if !cached {
 		// A lease this batch wrote is among the projectors' queued
@@ -60,6 +63,12 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 			err = w.conn.QueryRowContext(ctx, w.s.rebind(selectLeaseToken), l.Run).Scan(&current)
 		}
 	}
+	return w.judgeLease(l, current, cached, err)
+}
+
+// judgeLease caches the token read for l's run (unless cached) and
+// refuses l if it is not the current one.
+func (w *writerState) judgeLease(l *Lease, current int64, cached bool, err error) error {
 	if err == nil && !cached {
 		if w.leases == nil || len(w.leases) >= maxHeadCache {
 			w.leases = map[string]int64{}
@@ -79,4 +88,25 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 		return &FencedError{Run: l.Run, Token: l.Token, Current: current}
 	}
 	return nil
+}
+
+// checkLeaseLate is checkLease in a transaction sequenced at its end
+// (sequencer.go), where the cache may be stale (nothing folds other
+// processes' leases into it before the lock) and a read may come before
+// the lock. A token that matches is confirmed after the lock, in the
+// batch's pipeline (leaseConfirm: if another worker took the run since,
+// the batch fails and is redone the usual way, which refuses it). A
+// refusal is decided only on a read made after the lock.
+func (w *writerState) checkLeaseLate(ctx context.Context, l *Lease, current int64, cached bool) error {
+	if cached && current == l.Token {
+		w.pend.queued = append(w.pend.queued, queuedStmt{query: leaseConfirm, args: []any{l.Run, l.Token}})
+		return nil
+	}
+	// Read after the lock: queued behind it (and behind the batch's own
+	// writes, a lease this batch wrote among them).
+	err := w.queryRowAfterQueued(ctx, selectLeaseToken, []any{l.Run}, &current)
+	if errors.Is(err, errQueuedFailed) {
+		return storageErr("check lease", err)
+	}
+	return w.judgeLease(l, current, false, err)
 }

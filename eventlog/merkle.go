@@ -77,6 +77,16 @@ func (r row) leafHeader() leafHeader {
 
 // appendLeafLine appends the leaf line of a Merkle-format event to dst.
 func appendLeafLine(dst []byte, h leafHeader, commit [sha256.Size]byte) []byte {
+	dst = appendLeafPrefix(dst, h, commit)
+	dst = strconv.AppendInt(dst, h.seq, 10)
+	return appendLeafSuffix(dst, h)
+}
+
+// appendLeafPrefix appends the part of the leaf line before the seq, and
+// appendLeafSuffix the part after it: PostgreSQL's appends send the two,
+// and the server computes the leaf hash once it numbered the row
+// (sequencer.go).
+func appendLeafPrefix(dst []byte, h leafHeader, commit [sha256.Size]byte) []byte {
 	dst = append(dst, `{"at":`...)
 	dst = strconv.AppendInt(dst, h.at, 10)
 	dst = append(dst, `,"leaf":1,"payload":"`...)
@@ -87,8 +97,10 @@ func appendLeafLine(dst []byte, h leafHeader, commit [sha256.Size]byte) []byte {
 	} else {
 		dst = append(dst, "null"...)
 	}
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendInt(dst, h.seq, 10)
+	return append(dst, `,"seq":`...)
+}
+
+func appendLeafSuffix(dst []byte, h leafHeader) []byte {
 	dst = append(dst, `,"stream":`...)
 	dst = appendJSONString(dst, h.stream)
 	dst = append(dst, `,"type":`...)
@@ -98,6 +110,14 @@ func appendLeafLine(dst []byte, h leafHeader, commit [sha256.Size]byte) []byte {
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, h.version, 10)
 	return append(dst, '}')
+}
+
+// leafHashAt is the leaf hash of the line prefix, seq, suffix.
+func leafHashAt(prefix []byte, seq int64, suffix []byte) tlog.Hash {
+	line := make([]byte, 0, len(prefix)+20+len(suffix))
+	line = append(line, prefix...)
+	line = strconv.AppendInt(line, seq, 10)
+	return tlog.RecordHash(append(line, suffix...))
 }
 
 // chainLeafLine is the leaf line of an event of the hash chain.

@@ -28,10 +28,13 @@ type pgPending struct {
 	blobBytes [][]byte
 	blobSeen  map[string]bool
 
+	// seq holds each row's offset from the transaction's base seq
+	// (sequencer.go); prefix and suffix its leaf line around the seq,
+	// from which the server computes its hash.
 	seq, version, at, typeVersion []int64
-	stream, typ, payload, hash    []string
+	stream, typ, payload          []string
 	runID                         []*string
-	salt                          [][]byte
+	salt, prefix, suffix          [][]byte
 
 	// queued are the projectors' queued statements (Tx.ExecPipelined),
 	// in the order they were queued: those before sent were sent with a
@@ -48,6 +51,10 @@ type pgPending struct {
 type queuedStmt struct {
 	query string
 	args  []any
+	// base and known receive the counter the lock statement of a
+	// transaction sequenced at its end answers (sequencer.go).
+	base  *int64
+	known *bool
 }
 
 // pgMark is how much was pending when a request began, so a request that
@@ -74,8 +81,8 @@ func (p *pgPending) truncate(m pgMark) {
 	if m.events < len(p.seq) {
 		n := m.events
 		p.seq, p.version, p.at, p.typeVersion = p.seq[:n], p.version[:n], p.at[:n], p.typeVersion[:n]
-		p.stream, p.typ, p.payload, p.hash = p.stream[:n], p.typ[:n], p.payload[:n], p.hash[:n]
-		p.runID, p.salt = p.runID[:n], p.salt[:n]
+		p.stream, p.typ, p.payload = p.stream[:n], p.typ[:n], p.payload[:n]
+		p.runID, p.salt, p.prefix, p.suffix = p.runID[:n], p.salt[:n], p.prefix[:n], p.suffix[:n]
 	}
 	if m.queued < len(p.queued) {
 		clear(p.queued[m.queued:]) // their arguments
@@ -107,23 +114,27 @@ func (p *pgPending) addBlob(h string, b []byte) {
 	p.blobHash, p.blobSize, p.blobBytes = append(p.blobHash, h), append(p.blobSize, int64(len(b))), append(p.blobBytes, b)
 }
 
-// addEvent queues an event row.
-func (p *pgPending) addEvent(seq int64, stream string, version int64, typ string, typeVersion int, runID string, stored []byte, at int64, hash string, salt []byte) {
+// addEvent queues an event row, offset after the transaction's base
+// seq, its leaf line split around the seq.
+func (p *pgPending) addEvent(offset int64, stream string, version int64, typ string, typeVersion int, runID string, stored []byte, at int64, salt, prefix, suffix []byte) {
 	var run *string
 	if runID != "" {
 		run = &runID
 	}
-	p.seq, p.version, p.at, p.typeVersion = append(p.seq, seq), append(p.version, version), append(p.at, at), append(p.typeVersion, int64(typeVersion))
-	p.stream, p.typ, p.payload, p.hash = append(p.stream, stream), append(p.typ, typ), append(p.payload, string(stored)), append(p.hash, hash)
-	p.runID, p.salt = append(p.runID, run), append(p.salt, salt)
+	p.seq, p.version, p.at, p.typeVersion = append(p.seq, offset), append(p.version, version), append(p.at, at), append(p.typeVersion, int64(typeVersion))
+	p.stream, p.typ, p.payload = append(p.stream, stream), append(p.typ, typ), append(p.payload, string(stored))
+	p.runID, p.salt, p.prefix, p.suffix = append(p.runID, run), append(p.salt, salt), append(p.prefix, prefix), append(p.suffix, suffix)
 }
 
-// pgBatchInsert writes a batch's blobs, events, tree hashes and tree head
-// and signals the commit (NOTIFY is delivered at commit, and only if it
-// commits). The head is not written when $17 is empty (a batch of no
-// events). The head row is updated in place and inserted only when it is
-// missing: an UPSERT of an existing row also writes a row-lock record to
-// the WAL, one more per commit. A blob is inserted only if missing, not
+// pgBatchInsert writes a batch's blobs and events, moves the chain's
+// counter past them, and signals the commit (NOTIFY is delivered at
+// commit, and only if it commits). The rows are numbered on the server:
+// each one's seq is the transaction's base (the setting the lock
+// recorded, sequencer.go) plus its offset, and its leaf hash the hash of
+// its line with that seq between the prefix and the suffix the writer
+// sent (tlog.RecordHash: SHA-256 of a zero byte and the line), stored as
+// hex as the writer would. The statement runs after the lock, so it sees
+// every commit made before it. A blob is inserted only if missing, not
 // with ON CONFLICT DO NOTHING, which logs a second record per blob (the
 // speculative insertion's confirmation): writers insert blobs holding the
 // chain lock, and the rare collision with another inserter (rath copy) is
@@ -138,36 +149,28 @@ const pgBatchInsert = `WITH b AS (
 	WHERE NOT EXISTS (SELECT 1 FROM blobs x WHERE x.hash = u.hash OFFSET 0)
 ), e AS (
 	INSERT INTO events (seq, stream, version, type, type_version, run_id, payload, at, hash, salt)
-	SELECT * FROM unnest($4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::bytea[])
-), t AS (
-	INSERT INTO tree_hashes (id, hash)
-	SELECT * FROM unnest($14::bigint[], $15::bytea[])
-), m AS (
-	UPDATE store_meta SET value = $17::text WHERE key = $16::text AND $17::text <> '' RETURNING 1
-), n AS (
-	INSERT INTO store_meta (key, value)
-	SELECT $16::text, $17::text WHERE $17::text <> '' AND NOT EXISTS (SELECT 1 FROM m)
-	ON CONFLICT (key) DO UPDATE SET value = excluded.value
+	SELECT s.seq, u.stream, u.version, u.type, u.type_version, u.run_id, u.payload, u.at,
+		encode(sha256('\x00'::bytea || u.prefix || convert_to(s.seq::text, 'UTF8') || u.suffix), 'hex'), u.salt
+	FROM unnest($4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::text[], $11::bigint[], $12::bytea[], $13::bytea[], $14::bytea[])
+		AS u(off, stream, version, type, type_version, run_id, payload, at, salt, prefix, suffix),
+		LATERAL (SELECT ` + seqBase + ` + u.off AS seq) AS s
+), c AS (
+	UPDATE chain_lock SET seq = seq + $15::bigint WHERE id = 1 AND $15::bigint > 0
 )
 SELECT pg_notify('` + notifyChannel + `', '')`
 
-// flushPostgres sends the batch's rows, tree hashes and head (treeIDs and
-// treeHashes, the tree_hashes rows, and head from the tree's flush; head "" when the batch has
-// no event) in one statement, after the projectors' queued statements
-// and, with commit, before the COMMIT. A collision on the events table means the
-// cached tail or a stream head was stale: it is reported as errStaleTail,
-// and the batch is redone after a reload.
-func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHashes [][]byte, head string, commit bool) error {
+// flushPostgres sends the batch's rows in one statement, after the
+// projectors' queued statements (and, in a transaction sequenced at its
+// end, its BEGIN and lock, if nothing was sent yet) and, with commit,
+// before the COMMIT. A collision on the events table means a cached
+// stream head was stale: it is reported as errStaleTail, and the batch is
+// redone after a reload. (The Merkle tree is built after the commit:
+// latetree.go.)
+func (w *writerState) flushPostgres(ctx context.Context, commit bool) error {
 	p := &w.pend
-	if treeIDs == nil {
-		treeIDs = []int64{}
-	}
-	if treeHashes == nil {
-		treeHashes = [][]byte{}
-	}
 	args := []any{nonNil(p.blobHash), nonNil(p.blobSize), nonNil(p.blobBytes),
-		nonNil(p.seq), nonNil(p.stream), nonNil(p.version), nonNil(p.typ), nonNil(p.typeVersion), nonNil(p.runID), nonNil(p.payload), nonNil(p.at), nonNil(p.hash), nonNil(p.salt),
-		treeIDs, treeHashes, metaMerkleHead, head}
+		nonNil(p.seq), nonNil(p.stream), nonNil(p.version), nonNil(p.typ), nonNil(p.typeVersion), nonNil(p.runID), nonNil(p.payload), nonNil(p.at),
+		nonNil(p.salt), nonNil(p.prefix), nonNil(p.suffix), int64(len(p.seq))}
 	var err error
 	if commit || p.unsent() > 0 {
 		var queuedErr, commitErr error
@@ -191,13 +194,10 @@ func (w *writerState) flushPostgres(ctx context.Context, treeIDs []int64, treeHa
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
 		if pe.TableName == "events" || pe.TableName == "blobs" {
-			return fmt.Errorf("%w: insert %d events and %d blobs from seq %d: %w", errStaleTail, len(p.seq), len(p.blobHash), firstOr(p.seq), err)
-		}
-		if pe.TableName == "tree_hashes" {
-			return fmt.Errorf("eventlog: store the Merkle tree (%d leaves from %d): a tree hash is taken (another writer, or the tree was altered): %w", len(w.leaves), w.treeSize, err)
+			return fmt.Errorf("%w: insert %d events and %d blobs: %w", errStaleTail, len(p.seq), len(p.blobHash), err)
 		}
 	}
-	return storageErr(fmt.Sprintf("insert %d events from seq %d", len(p.seq), firstOr(p.seq)), err)
+	return storageErr(fmt.Sprintf("insert %d events", len(p.seq)), err)
 }
 
 // nonNil is s, or an empty slice for nil: pgx sends a nil slice as NULL,
@@ -207,11 +207,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-func firstOr(s []int64) int64 {
-	if len(s) == 0 {
-		return 0
-	}
-	return s[0]
 }

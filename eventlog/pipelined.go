@@ -133,13 +133,14 @@ func (w *writerState) afterQueued(ctx context.Context, query string, args []any,
 	rerr := withPgx(w.conn, func(conn *pgx.Conn) error {
 		b, queued := w.queuedBatch()
 		if query != "" {
-			b.Queue(w.s.rebind(query), args...)
+			q, a := w.renderSeqs(w.s.rebind(query), args)
+			b.Queue(q, a...)
 		}
 		br := conn.SendBatch(ctx, b)
 		sent := w.pend.sent
 		w.pend.sent = len(w.pend.queued)
 		for i := range queued {
-			if _, queuedErr = br.Exec(); queuedErr != nil {
+			if queuedErr = readQueued(br, queued[i]); queuedErr != nil {
 				w.pend.failedAt = sent + i
 				br.Close()
 				return nil
@@ -174,14 +175,30 @@ func (w *writerState) sendQueued(ctx context.Context) error {
 }
 
 // queuedBatch starts a pipeline with the queued statements not sent yet,
-// and says how many there are.
-func (w *writerState) queuedBatch() (*pgx.Batch, int) {
+// their placeholder seqs rendered (sequencer.go), and returns them.
+func (w *writerState) queuedBatch() (*pgx.Batch, []queuedStmt) {
 	b := &pgx.Batch{}
 	queued := w.pend.queued[w.pend.sent:]
 	for _, d := range queued {
-		b.Queue(d.query, d.args...)
+		q, args := w.renderSeqs(d.query, d.args)
+		b.Queue(q, args...)
 	}
-	return b, len(queued)
+	return b, queued
+}
+
+// readQueued reads the answer of a queued statement: the lock's gives the
+// transaction's base seq.
+func readQueued(br pgx.BatchResults, d queuedStmt) error {
+	if d.base == nil {
+		_, err := br.Exec()
+		return err
+	}
+	var setting string
+	if err := br.QueryRow().Scan(d.base, &setting); err != nil {
+		return err
+	}
+	*d.known = true
+	return nil
 }
 
 // withPgx runs f on the pgx connection under a database/sql one (the

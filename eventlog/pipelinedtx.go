@@ -40,9 +40,9 @@ func needsSQLTx(batch []*request) bool {
 // not sent yet (Tx.ExecPipelined), pgBatchInsert with args and, with commit, COMMIT. A
 // failed statement stops the rest. With commit the transaction has ended
 // when the insert ran (txEnded): the COMMIT ran after it, and committed
-// or, failing, rolled back. missed reports a queued statement of an
-// optimistic transaction's own that failed (optimistic.go): nothing of the
-// batch ran, and queuedErr says why.
+// or, failing, rolled back. missed reports a queued statement of a late
+// transaction's own (its BEGIN, its lock) that failed (sequencer.go):
+// nothing of the batch ran, and queuedErr says why.
 func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (missed bool, queuedErr, insertErr, commitErr error) {
 	failedAt := -1
 	sent, rolledBack := false, false
@@ -56,7 +56,7 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 		first := w.pend.sent
 		w.pend.sent, sent = len(w.pend.queued), true
 		for i := range queued {
-			if _, queuedErr = br.Exec(); queuedErr != nil {
+			if queuedErr = readQueued(br, queued[i]); queuedErr != nil {
 				failedAt = first + i
 				br.Close()
 				return nil
@@ -81,7 +81,7 @@ func (w *writerState) sendFlush(ctx context.Context, commit bool, args ...any) (
 		return nil
 	})
 	if err != nil && queuedErr == nil && insertErr == nil {
-		if w.optimisticUnsent() {
+		if w.lateUnsent() {
 			// The connection could not be had: nothing was sent.
 			return true, err, nil, nil
 		}

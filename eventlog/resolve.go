@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,26 +17,35 @@ import (
 // an unknown outcome is a transient error its caller retries: a fleet
 // worker then gives the run up and runs it again, and a tool call whose
 // result had landed runs twice. The writer can learn the outcome
-// instead. The batch's first event has a leaf hash no other event can
-// have (it commits to a random salt), and its seq is known: once the old
-// connection's server process has ended, its transaction is over, and the
-// row at that seq holds that hash if and only if the batch committed. So
+// instead. The batch's first event has a salt no other event has (a
+// random one): once the old connection's server process has ended, its
+// transaction is over, and a row with that salt at the event's stream and
+// version exists if and only if the batch committed. So
 // the writer ends the old process (pg_terminate_backend: one still
 // waiting for the rest of its pipeline, or for a half-open connection,
 // would otherwise hold the chain lock until the server's idle timeout),
 // waits for it to be gone from pg_stat_activity (a process leaves it only
 // after its transaction was ended and its locks released), and reads the
-// row. A batch that landed is answered as committed; one that did not is
-// written again. If the outcome cannot be learned within the busy timeout
+// row. The batch's first event is looked up by its stream, version and
+// salt, which a transaction sequenced at its end knows before its seq
+// (sequencer.go). A batch that landed is answered as committed; one that
+// did not is written again. If the outcome cannot be learned within the busy timeout
 // (the server is down, the role may not end the process), the error
 // stands, as before.
 
 // lostCommit is what the writer knows of a pipeline holding a COMMIT
 // whose answer did not come back.
 type lostCommit struct {
-	pid  uint32 // the server process of the connection it was sent on
-	seq  int64  // the batch's first event's seq, 0 if it had none
-	hash string // and its leaf hash, as stored
+	pid uint32 // the server process of the connection it was sent on
+	// The batch's first event: its stream, version, salt, and offset
+	// from the transaction's base (pgPending).
+	stream  string
+	version int64
+	salt    []byte
+	offset  int64
+	// The batch's leaf lines, for a late transaction's seqs and hashes
+	// once its base is learned.
+	prefix, suffix [][]byte
 }
 
 // markLost records that the open batch's COMMIT was sent and its answer
@@ -45,12 +55,14 @@ func (w *writerState) markLost(err error) {
 	if err == nil || errors.As(err, &pe) || !w.batched() || len(w.pend.seq) == 0 {
 		return
 	}
-	w.lost = &lostCommit{pid: w.pid, seq: w.pend.seq[0], hash: w.pend.hash[0]}
+	p := &w.pend
+	w.lost = &lostCommit{pid: w.pid, stream: p.stream[0], version: p.version[0], salt: p.salt[0], offset: p.seq[0],
+		prefix: slices.Clone(p.prefix), suffix: slices.Clone(p.suffix)}
 }
 
 // resolveLost learns whether the batch of l committed, on a new
-// connection.
-func (w *writerState) resolveLost(l *lostCommit) (landed bool, err error) {
+// connection, and if it did the seq its first event has.
+func (w *writerState) resolveLost(l *lostCommit) (landed bool, seq int64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.BusyTimeout)
 	defer cancel()
 	// A server that restarted is waited for, up to the busy timeout.
@@ -62,7 +74,7 @@ func (w *writerState) resolveLost(l *lostCommit) (landed bool, err error) {
 		}
 		select {
 		case <-ctx.Done():
-			return false, err
+			return false, 0, err
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -75,27 +87,26 @@ func (w *writerState) resolveLost(l *lostCommit) (landed bool, err error) {
 		err := w.conn.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = $1 AND datname = current_database() AND usename = current_user`, int64(l.pid)).Scan(&alive)
 		if err != nil {
 			w.disconnect()
-			return false, fmt.Errorf("end the old connection's process %d: %w", l.pid, err)
+			return false, 0, fmt.Errorf("end the old connection's process %d: %w", l.pid, err)
 		}
 		if alive == 0 {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return false, fmt.Errorf("the old connection's process %d did not end: %w", l.pid, ctx.Err())
+			return false, 0, fmt.Errorf("the old connection's process %d did not end: %w", l.pid, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	var hash string
-	err = w.conn.QueryRowContext(ctx, `SELECT hash FROM events WHERE seq = $1`, l.seq).Scan(&hash)
+	err = w.conn.QueryRowContext(ctx, `SELECT seq FROM events WHERE stream = $1 AND version = $2 AND salt = $3`, l.stream, l.version, l.salt).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+		return false, 0, nil
 	}
 	if err != nil {
 		w.disconnect()
-		return false, fmt.Errorf("read seq %d: %w", l.seq, err)
+		return false, 0, fmt.Errorf("read %s version %d: %w", l.stream, l.version, err)
 	}
-	return hash == l.hash, nil
+	return true, seq, nil
 }
 
 // rememberPID records the server process of the writer's new connection.

@@ -193,7 +193,7 @@ type Store struct {
 
 	commits, requests, evs atomic.Int64  // for Stats
 	redone                 atomic.Int64  // for Stats
-	optimistic, missed     atomic.Int64  // for Stats
+	late, missed           atomic.Int64  // for Stats
 	roundTrips             *atomic.Int64 // the writer connection's, for Stats
 
 	// inflight counts callers inside send: the writer lingers for the ones
@@ -414,11 +414,12 @@ type Stats struct {
 	// another process made stale, or a projector's queued statement that
 	// failed (PostgreSQL).
 	Redone int64
-	// Optimistic counts the commits made without asking for the tail
-	// first (optimistic.go), Missed the transactions begun so that found
+	// Late counts the commits sequenced at their end, whose chain lock
+	// the server took in their last pipeline (sequencer.go), Missed the
+	// transactions begun so that found
 	// another process's commit and were done again the usual way
 	// (PostgreSQL).
-	Optimistic, Missed int64
+	Late, Missed int64
 	// TreeRoundTrips counts, on PostgreSQL, the round trips of the tree
 	// builder's connection (it builds the Merkle tree after the commits).
 	TreeRoundTrips int64
@@ -430,7 +431,7 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load(),
 		Redone:     s.redone.Load(),
-		Optimistic: s.optimistic.Load(), Missed: s.missed.Load(), TreeRoundTrips: s.treeRoundTrips()}
+		Late: s.late.Load(), Missed: s.missed.Load(), TreeRoundTrips: s.treeRoundTrips()}
 }
 
 func (s *Store) treeRoundTrips() int64 {

@@ -92,7 +92,7 @@ func (w *writerState) flushTree(ctx context.Context, commit bool) error {
 	if len(w.leaves) == 0 || w.lateTree() {
 		// On PostgreSQL the tree is built after the commit (latetree.go).
 		if w.batched() && !w.pend.empty() {
-			return w.flushPostgres(ctx, nil, nil, "", commit)
+			return w.flushPostgres(ctx, commit)
 		}
 		return nil
 	}

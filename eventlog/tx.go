@@ -39,6 +39,12 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 	if t.w.pend.unsent() > 0 {
 		return t.w.execAfterQueued(t.ctx, query, args...)
 	}
+	if hasPlaceholder(args) {
+		// A transaction sequenced at its end, whose lock was sent: the
+		// server renders the seqs (sequencer.go).
+		q, a := t.w.renderSeqs(t.w.s.rebind(query), args)
+		return t.w.conn.ExecContext(t.ctx, q, a...)
+	}
 	st, err := t.w.stmt(t.ctx, query)
 	if err != nil {
 		return nil, err
@@ -48,7 +54,11 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 
 // QueryRow runs a query that returns at most one row; its Scan reads it.
 func (t *Tx) QueryRow(query string, args ...any) *Row {
-	if t.w.pend.unsent() > 0 {
+	if hasPlaceholder(args) && t.w.pend.unsent() == 0 {
+		q, a := t.w.renderSeqs(t.w.s.rebind(query), args)
+		return &Row{row: t.w.conn.QueryRowContext(t.ctx, q, a...)}
+	}
+	if t.w.pend.unsent() > 0 && !t.w.readsUnlocked(args) {
 		// The queued statements go first and the query with them, in
 		// one round trip (sent when Scan learns where the row goes). A
 		// queued statement that fails leaves the transaction aborted,
@@ -65,7 +75,9 @@ func (t *Tx) QueryRow(query string, args ...any) *Row {
 // sqlRow is QueryRow as database/sql answers it, for the keyring, which
 // writes in Exclusive (where nothing is queued) through a *sql.Row.
 func (t *Tx) sqlRow(query string, args ...any) *sql.Row {
-	t.w.sendQueued(t.ctx)
+	if !t.w.readsUnlocked(args) {
+		t.w.sendQueued(t.ctx)
+	}
 	st, err := t.w.stmt(t.ctx, query)
 	if err != nil {
 		return t.w.conn.QueryRowContext(t.ctx, t.w.s.rebind(query), args...)
@@ -90,8 +102,14 @@ func (r *Row) Scan(dest ...any) error {
 
 // Query runs a query in the transaction.
 func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
-	if err := t.w.sendQueued(t.ctx); err != nil {
-		return nil, err
+	if !t.w.readsUnlocked(args) {
+		if err := t.w.sendQueued(t.ctx); err != nil {
+			return nil, err
+		}
+	}
+	if hasPlaceholder(args) {
+		q, a := t.w.renderSeqs(t.w.s.rebind(query), args)
+		return t.w.conn.QueryContext(t.ctx, q, a...)
 	}
 	st, err := t.w.stmt(t.ctx, query)
 	if err != nil {

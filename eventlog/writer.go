@@ -102,11 +102,14 @@ type writerState struct {
 	held    *request
 	mayTake bool
 
-	// opt is the state of optimistic transactions (optimistic.go);
-	// batchStart the caches as they were before the open batch, for a
-	// missed one to put back.
-	opt        optimism
+	// opt is the state of transactions sequenced at their end
+	// (sequencer.go); batchStart the caches as they were before the open
+	// batch, for a missed one to put back. origin is the seq the open
+	// transaction's rows are numbered after: its first seq minus one, or
+	// in a late transaction seqPlaceholder.
+	opt        lateState
 	batchStart undo
+	origin     int64
 
 	// pid is the server process of conn (PostgreSQL); lost is set when
 	// the open batch's COMMIT was sent and its answer lost, and resolving
@@ -288,8 +291,13 @@ func (w *writerState) rollback() {
 	switch {
 	case w.tx != nil:
 		w.tx.Rollback()
-	case !w.txEnded && !w.optimisticUnsent():
+	case !w.txEnded && !w.lateUnsent():
 		w.conn.ExecContext(context.Background(), `ROLLBACK`)
+	}
+	if w.opt.open {
+		// Its caches hold placeholders; the redo takes the lock first.
+		w.forceReload()
+		w.opt.forceEarly = true
 	}
 	w.tx, w.inTx, w.txEnded, w.opt.open = nil, false, false, false
 	clear(w.leases)
@@ -303,20 +311,22 @@ func (w *writerState) rollback() {
 // committed is called after a successful COMMIT.
 func (w *writerState) committed() {
 	w.metaWritten = false
-	w.opt.lastCommit = time.Now()
+	w.opt.lastCommit, w.opt.forceEarly = time.Now(), false
 }
 
 func (w *writerState) head(ctx context.Context, stream string) (int64, error) {
 	if v, ok := w.heads[stream]; ok {
 		return v, nil
 	}
+	return w.readHead(ctx, stream)
+}
+
+// readHead reads stream's head from the server and caches it. In a
+// transaction sequenced at its end it may run before the lock: a head
+// another process moves after it makes the batch's insert collide, and
+// the batch is redone.
+func (w *writerState) readHead(ctx context.Context, stream string) (int64, error) {
 	var v int64
-	if w.optimisticUnsent() {
-		// The transaction's BEGIN and lock go first (optimistic.go).
-		if err := w.sendQueued(ctx); err != nil {
-			return 0, err
-		}
-	}
 	st, err := w.stmt(ctx, `SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = ?`)
 	if err != nil {
 		return 0, err
@@ -355,6 +365,14 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 			// Where a failed statement aborts the transaction, report
 			// it as written so the batch is redone with savepoints.
 			return nil, w.s.d.abortsOnError(), err
+		}
+		if pw.expected != AnyVersion && pw.expected != head && w.opt.open {
+			// Decided on the cache, which another process's append may
+			// have made stale: the refusal stands only on the server's
+			// head.
+			if head, err = w.readHead(ctx, pw.stream); err != nil {
+				return nil, w.s.d.abortsOnError(), err
+			}
 		}
 		if pw.expected != AnyVersion && pw.expected != head {
 			return nil, false, &ConflictError{Stream: pw.stream, Expected: pw.expected, Actual: head}
@@ -421,21 +439,31 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 				h := leafHeader{seq: seq, stream: pw.stream, version: head, typ: it.typ, typeVersion: it.version, runID: req.runID, hasRun: req.runID != "", at: at.UnixNano()}
 				// The leaf commits to the payload as stored: sealed, it is
 				// the ciphertext, so verify needs no key.
-				w.line = appendLeafLine(w.line[:0], h, PayloadCommitment(salt[:], it.stored()))
-				leaf = tlog.RecordHash(w.line)
-				hash = hex.EncodeToString(leaf[:])
+				commitment := PayloadCommitment(salt[:], it.stored())
 				if w.batched() {
-					w.pend.addEvent(seq, pw.stream, head, it.typ, it.version, req.runID, stored, at.UnixNano(), hash, salt[:])
+					// The server numbers the row and hashes its line
+					// (sequencer.go); a late transaction's seq is a
+					// placeholder, and its hash is known after the commit.
+					prefix := appendLeafPrefix(nil, h, commitment)
+					suffix := appendLeafSuffix(nil, h)
+					if !w.opt.open {
+						leaf = leafHashAt(prefix, seq, suffix)
+						hash = hex.EncodeToString(leaf[:])
+					}
+					w.pend.addEvent(seq-w.origin, pw.stream, head, it.typ, it.version, req.runID, stored, at.UnixNano(), salt[:], prefix, suffix)
 				} else {
+					w.line = appendLeafLine(w.line[:0], h, commitment)
+					leaf = tlog.RecordHash(w.line)
+					hash = hex.EncodeToString(leaf[:])
 					err = w.exec(ctx, insertEvent, seq, pw.stream, head, it.typ, it.version, runID, string(stored), at.UnixNano(), w.storedHash(hash), salt[:])
 				}
 			}
 			if err != nil {
 				if uniqueViolation(err) {
 					// seq or (stream, version) is taken: our cache is stale.
-					return nil, wrote, fmt.Errorf("%w: insert %s seq %d: %w", errStaleTail, it.typ, seq, err)
+					return nil, wrote, fmt.Errorf("%w: insert %s seq %s: %w", errStaleTail, it.typ, seqName(seq), err)
 				}
-				return nil, wrote, storageErr(fmt.Sprintf("insert %s seq %d", it.typ, seq), err)
+				return nil, wrote, storageErr(fmt.Sprintf("insert %s seq %s", it.typ, seqName(seq)), err)
 			}
 			if it.typ == events.TypeRunLeased {
 				w.forgetLease(it.payload) // the projection changes run_leases
@@ -448,7 +476,7 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 			}
 			for _, p := range w.s.opts.Projectors {
 				if err := p.Project(ctx, tx, &ev, it.p); err != nil {
-					return nil, wrote, fmt.Errorf("project %s seq %d: %w", it.typ, seq, err)
+					return nil, wrote, fmt.Errorf("project %s seq %s: %w", it.typ, seqName(seq), err)
 				}
 			}
 			w.lastSeq, w.lastHash = seq, hash

@@ -236,8 +236,10 @@ func downgrade(t *testing.T, st store) {
 			`ALTER TABLE approvals DROP COLUMN tenant`, `ALTER TABLE sessions DROP COLUMN tenant`, `ALTER TABLE runs DROP COLUMN tenant`},
 		19: {`DROP INDEX runs_subject`, `ALTER TABLE runs DROP COLUMN subject`, `DROP INDEX blobs_address`},
 		20: {`DROP INDEX access_records_tenant`},
+		21: {},
 	}
 	if st.dsn != "" {
+		later[21] = []string{`ALTER TABLE chain_lock DROP COLUMN seq`}
 		later[20] = append(later[20], `DROP POLICY access_records_tenant ON access_records`,
 			`ALTER TABLE access_records NO FORCE ROW LEVEL SECURITY`, `ALTER TABLE access_records DISABLE ROW LEVEL SECURITY`)
 		// The policies depend on the columns.

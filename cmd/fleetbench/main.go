@@ -184,7 +184,7 @@ type result struct {
 
 // writerLine is the line rath worker prints at exit about its event
 // writer. (Older binaries also printed the staged appends' counts.)
-var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?(?:, (\d+) batches redone)?(?:, (\d+) optimistic commits, (\d+) missed)?(?:, (\d+) tree round trips)?`)
+var writerLine = regexp.MustCompile(`event writer: (\d+) commits, (\d+) appends, (\d+) events, (\d+) round trips(?:, (\d+) appends staged, (\d+) staged appends written)?(?:, (\d+) batches redone)?(?:, (\d+) (?:optimistic|late) commits, (\d+) missed)?(?:, (\d+) tree round trips)?`)
 
 // writerStats reads a worker's event writer counters from its stderr.
 func writerStats(stderr string) (eventlog.Stats, bool) {
@@ -197,7 +197,7 @@ func writerStats(stderr string) (eventlog.Stats, bool) {
 		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
 	}
 	return eventlog.Stats{Commits: n[0], Requests: n[1], Events: n[2], RoundTrips: n[3], Redone: n[6],
-		Optimistic: n[7], Missed: n[8], TreeRoundTrips: n[9]}, true
+		Late: n[7], Missed: n[8], TreeRoundTrips: n[9]}, true
 }
 
 // singleSubmits times c.singles `rath submit` processes, each one run, on
@@ -354,7 +354,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 			res.writer.Events += st.Events
 			res.writer.RoundTrips += st.RoundTrips
 			res.writer.Redone += st.Redone
-			res.writer.Optimistic += st.Optimistic
+			res.writer.Late += st.Late
 			res.writer.Missed += st.Missed
 			res.writer.TreeRoundTrips += st.TreeRoundTrips
 			res.haveWriter = true

@@ -21,11 +21,13 @@ func TestWriterStats(t *testing.T) {
 		{"redone", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 1 appends staged, 2 staged appends written, 3 batches redone\n",
 			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3}, true},
 		{"optimistic", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 1 appends staged, 2 staged appends written, 3 batches redone, 7 optimistic commits, 2 missed\n",
-			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Optimistic: 7, Missed: 2}, true},
+			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Late: 7, Missed: 2}, true},
 		{"without the tree's", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 3 batches redone, 7 optimistic commits, 2 missed\n",
-			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Optimistic: 7, Missed: 2}, true},
-		{"current", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 3 batches redone, 7 optimistic commits, 2 missed, 9 tree round trips\n",
-			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Optimistic: 7, Missed: 2, TreeRoundTrips: 9}, true},
+			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Late: 7, Missed: 2}, true},
+		{"before late commits", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 3 batches redone, 7 optimistic commits, 2 missed, 9 tree round trips\n",
+			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Late: 7, Missed: 2, TreeRoundTrips: 9}, true},
+		{"current", "worker w1: event writer: 10 commits, 20 appends, 30 events, 40 round trips, 3 batches redone, 7 late commits, 2 missed, 9 tree round trips\n",
+			eventlog.Stats{Commits: 10, Requests: 20, Events: 30, RoundTrips: 40, Redone: 3, Late: 7, Missed: 2, TreeRoundTrips: 9}, true},
 		{"none", "worker w1: stopped\n", eventlog.Stats{}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package storetest_test
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/binary"
 	"io"
 	"net"
@@ -29,8 +31,9 @@ type replyDropper struct {
 	armed   atomic.Bool
 	dropped atomic.Int64
 	reply   atomic.Value // the reply dropped last ([]byte)
-	// cut: cutNext swallows the client's next write; cutAfterBegin the
-	// next one after a reply holding BEGIN's completion.
+	// cut: cutNext swallows the client's next write; cutCommit the next
+	// one that commits (a lone "commit", as database/sql's Commit sends
+	// it).
 	cut     atomic.Int32
 	swallow atomic.Int64 // writes swallowed
 	wg      sync.WaitGroup
@@ -41,7 +44,7 @@ type replyDropper struct {
 
 const (
 	cutNext = iota + 1
-	cutAfterBegin
+	cutCommit
 )
 
 func newReplyDropper(t *testing.T, target string) *replyDropper {
@@ -91,7 +94,7 @@ func (p *replyDropper) requests(c, s net.Conn) {
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			if p.cut.CompareAndSwap(cutNext, 0) {
+			if p.cut.CompareAndSwap(cutNext, 0) || bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit\x00")) && p.cut.CompareAndSwap(cutCommit, 0) {
 				p.swallow.Add(1)
 				c.Close()
 				return
@@ -144,9 +147,6 @@ func (p *replyDropper) answers(s, c net.Conn) {
 		if head[0] != 'Z' {
 			continue
 		}
-		if p.cut.Load() == cutAfterBegin && bytes.Contains(reply.Bytes(), completionOf("BEGIN")) {
-			p.cut.Store(cutNext)
-		}
 		if p.armed.Load() && bytes.Contains(reply.Bytes(), p.completion()) {
 			p.armed.Store(false)
 			p.reply.Store(bytes.Clone(reply.Bytes()))
@@ -168,17 +168,17 @@ func (p *replyDropper) answers(s, c net.Conn) {
 // append failed with an unknown outcome. Now the writer ends the old
 // connection's server process, finds the batch's first event at its seq
 // with its leaf hash, and answers the append as committed
-// (eventlog/resolve.go). Both ways a transaction begins: optimistically,
-// BEGIN and the lock in the same pipeline (the writer made the last
-// commit and knows the stream), and the usual way (a stream it has not
-// seen: its head is read with the lock first).
+// (eventlog/resolve.go). Both ways a transaction begins: sequenced at
+// its end, BEGIN and the lock in the same pipeline as the rows and the
+// COMMIT, and the usual way, the lock at BEGIN (an append with an
+// AppendTx function).
 func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, stream string
-		optimistic   bool
+		late         bool
 	}{
-		{"optimistic", "s", true},
+		{"late", "s", true},
 		{"usual", "t", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -190,14 +190,14 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 			}
 			s, proxy := behindDropper(t, tg, "COMMIT", deferredInsert{})
 			proxy.armed.Store(true)
-			if _, err := s.Append(ctx, c.stream, eventlog.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"}); err != nil {
+			if _, err := appendLateOrNot(ctx, s, c.late, c.stream, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"}); err != nil {
 				t.Fatalf("append whose commit answer was lost: %v, want its outcome learned: committed", err)
 			}
 			if proxy.dropped.Load() != 1 {
 				t.Fatalf("the proxy dropped %d answers, want 1", proxy.dropped.Load())
 			}
-			if began := bytes.Contains(proxy.reply.Load().([]byte), completionOf("BEGIN")); began != c.optimistic {
-				t.Fatalf("the lost answer held BEGIN's: %v, want %v", began, c.optimistic)
+			if began := bytes.Contains(proxy.reply.Load().([]byte), completionOf("BEGIN")); began != c.late {
+				t.Fatalf("the lost answer held BEGIN's: %v, want %v", began, c.late)
 			}
 			// The store goes on, on a new connection.
 			if _, err := s.Append(ctx, c.stream, eventlog.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "c"}); err != nil {
@@ -224,7 +224,7 @@ func TestPostgres_ACommitWhoseAnswerIsLostIsNotWrittenTwice(t *testing.T) {
 // holding the chain lock. The writer ends that process, finds the batch
 // not in the log, and writes it again: the append succeeds, once, without
 // waiting for the server to time the session out. Both ways a
-// transaction begins: optimistically the whole transaction is the
+// transaction begins: sequenced at its end, the whole transaction is the
 // swallowed pipeline, so the server has no transaction at all.
 func TestPostgres_ACommitThatNeverArrivesIsWrittenAgainOnce(t *testing.T) {
 	t.Parallel()
@@ -232,15 +232,15 @@ func TestPostgres_ACommitThatNeverArrivesIsWrittenAgainOnce(t *testing.T) {
 		name, stream string
 		cut          int32
 	}{
-		{"optimistic", "s", cutNext},
-		{"usual", "t", cutAfterBegin},
+		{"late", "s", cutNext},
+		{"usual", "t", cutCommit},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			s, proxy := behindDropper(t, postgresTarget(t), "COMMIT")
 			proxy.cut.Store(c.cut)
-			evs, err := s.Append(ctx, c.stream, eventlog.AnyVersion, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"})
+			evs, err := appendLateOrNot(ctx, s, c.cut == cutNext, c.stream, &events.SessionPlaced{Session: c.stream, Backend: "good", Spec: "b"})
 			if err != nil {
 				t.Fatalf("append whose COMMIT never arrived: %v, want it written again", err)
 			}
@@ -261,6 +261,17 @@ func TestPostgres_ACommitThatNeverArrivesIsWrittenAgainOnce(t *testing.T) {
 			storetest.MustVerify(t, s)
 		})
 	}
+}
+
+// appendLateOrNot appends p to stream, in a transaction sequenced at its
+// end (late) or, with an AppendTx function, in one that takes the lock at
+// BEGIN.
+func appendLateOrNot(ctx context.Context, s *eventlog.Store, late bool, stream string, p events.Payload) ([]events.Event, error) {
+	if late {
+		return s.Append(ctx, stream, eventlog.AnyVersion, p)
+	}
+	return s.AppendTx(ctx, func(context.Context, *sql.Tx) error { return nil },
+		eventlog.Write{Stream: stream, Expected: eventlog.AnyVersion, Events: []events.Payload{p}})
 }
 
 // behindDropper opens the log of tg through a reply dropper that drops

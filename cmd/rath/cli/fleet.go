@@ -226,8 +226,8 @@ own rules say, and the run records them, so its replay asks the same.`,
 			// What this process's event writer cost, for operators tuning
 			// a store and cmd/fleetbench (round trips per step).
 			st := rt.Store().Stats()
-			fmt.Fprintf(a.stderr, "worker %s: event writer: %d commits, %d appends, %d events, %d round trips, %d batches redone, %d optimistic commits, %d missed, %d tree round trips\n",
-				fl.WorkerID(), st.Commits, st.Requests, st.Events, st.RoundTrips, st.Redone, st.Optimistic, st.Missed, st.TreeRoundTrips)
+			fmt.Fprintf(a.stderr, "worker %s: event writer: %d commits, %d appends, %d events, %d round trips, %d batches redone, %d late commits, %d missed, %d tree round trips\n",
+				fl.WorkerID(), st.Commits, st.Requests, st.Events, st.RoundTrips, st.Redone, st.Late, st.Missed, st.TreeRoundTrips)
 			return err
 		},
 	}
