@@ -430,8 +430,8 @@ type Stats struct {
 // server.
 func (s *Store) Stats() Stats {
 	return Stats{Commits: s.commits.Load(), Requests: s.requests.Load(), Events: s.evs.Load(), RoundTrips: s.roundTrips.Load(),
-		Redone:     s.redone.Load(),
-		Late: s.late.Load(), Missed: s.missed.Load(), TreeRoundTrips: s.treeRoundTrips()}
+		Redone: s.redone.Load(),
+		Late:   s.late.Load(), Missed: s.missed.Load(), TreeRoundTrips: s.treeRoundTrips()}
 }
 
 func (s *Store) treeRoundTrips() int64 {
