@@ -183,14 +183,20 @@ func (d *postgresDialect) begin(ctx context.Context, w *writerState, batch []*re
 		// the lock ahead of the batch's statements, and its seqs are
 		// placeholders until the lock's answer (sequencer.go). What the
 		// batch looks up and the caches lack is read now, without the
-		// lock.
-		if err := w.prefetch(ctx, pf); err != nil {
-			w.disconnect()
-			return err
+		// lock; a connection idle for long is asked whether it is still
+		// there, so that one the server dropped does not carry a COMMIT
+		// in its first pipeline. If either fails, the usual way below
+		// dials again.
+		err := w.prefetch(ctx, pf)
+		if err == nil && len(pf.streams) == 0 && len(pf.runs) == 0 && time.Since(w.opt.lastCommit) > lateIdle {
+			err = w.conn.PingContext(ctx)
 		}
-		w.opt.open, w.inTx = true, true
-		w.lastSeq, w.lastHash = seqPlaceholder, ""
-		return nil
+		if err == nil {
+			w.opt.open, w.inTx = true, true
+			w.lastSeq, w.lastHash = seqPlaceholder, ""
+			return nil
+		}
+		w.disconnect()
 	}
 	// An idle connection the server dropped (a restart, a failover,
 	// pg_terminate_backend) fails its first statement: nothing has been

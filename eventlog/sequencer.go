@@ -56,9 +56,10 @@ import (
 const leadingStatements = 2
 
 // lateIdle is the longest a connection may have been idle for a
-// transaction to begin on it late: a connection the server dropped (a
-// restart) fails its first statement, and the usual way retries that on
-// a new connection knowing nothing ran.
+// transaction to begin on it late without asking first whether it is
+// still there: a connection the server dropped (a restart) fails its
+// first statement, and the usual way retries that on a new connection
+// knowing nothing ran.
 const lateIdle = time.Second
 
 // lockStatement takes the chain lock and records the counter, the seq
@@ -130,8 +131,7 @@ func (w *writerState) mayBeginLate(batch []*request) bool {
 		!w.queueOff && !w.savepoints && !o.forceEarly &&
 		!needsSQLTx(batch) &&
 		w.dataVersion >= 0 && w.lastSeq > 0 && w.keyErr == nil &&
-		w.fingerprint != "" && w.merkleFrom != 0 && w.v2From != 0 &&
-		time.Since(o.lastCommit) <= lateIdle
+		w.fingerprint != "" && w.merkleFrom != 0 && w.v2From != 0
 }
 
 // queueLateBegin queues BEGIN and the lock ahead of everything the batch
