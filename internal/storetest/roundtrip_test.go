@@ -222,9 +222,11 @@ func TestPostgres_AFailedDeferredStatementFailsItsRequestAlone(t *testing.T) {
 }
 
 // Appends that come while the writer waits for the chain lock (another
-// process holds it) go into the batch that gets it, not into a second
-// turn of the lock: under contention each turn serves every append the
-// process has queued by then.
+// process holds it) go into one batch, not a turn of the lock each: under
+// contention each turn serves every append the process has queued by
+// then. The first append's transaction may be on its way to the server
+// (its pipeline waits for the lock there) before the others queue, so
+// they take at most two commits.
 func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -244,8 +246,8 @@ func TestPostgres_AppendsQueuedDuringTheLockWaitShareItsCommit(t *testing.T) {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
-	if commits := s.Stats().Commits - before.Commits; commits != 1 {
-		t.Fatalf("%d appends queued behind the lock took %d commits, want 1", n, commits)
+	if commits := s.Stats().Commits - before.Commits; commits > 2 {
+		t.Fatalf("%d appends queued behind the lock took %d commits, want at most 2", n, commits)
 	}
 	if rep, err := s.Verify(ctx, eventlog.VerifyOptions{}); err != nil || !rep.OK() || rep.Events != n+1 {
 		t.Fatalf("verify: %+v, %v", rep, err)
