@@ -126,20 +126,40 @@ func (s *Store) startTree(ctx context.Context) error {
 func (b *treeBuilder) loop() {
 	defer close(b.done)
 	ctx := context.Background()
+	sync := func(req *request) {
+		h, err := b.build(req.ctx, true)
+		b.report(h, err)
+		req.reply <- result{err: err}
+	}
 	for {
 		select {
 		case <-b.poke:
+			// A build after every commit cost two round trips and the
+			// server's work of a commit each: the commits of a short
+			// while are built together, unless a reader asks first.
+			select {
+			case <-time.After(treeCoalesce):
+			case req := <-b.syncs:
+				sync(req)
+				continue
+			case <-b.quit:
+				b.report(b.build(ctx, false))
+				return
+			}
 			b.report(b.build(ctx, false))
 		case req := <-b.syncs:
-			h, err := b.build(req.ctx, true)
-			b.report(h, err)
-			req.reply <- result{err: err}
+			sync(req)
 		case <-b.quit:
 			b.report(b.build(ctx, false))
 			return
 		}
 	}
 }
+
+// treeCoalesce is how long the builder waits after a commit before it
+// builds, so that the commits made meanwhile (this process's and others')
+// are built together. Readers of the tree do not wait for it (SyncTree).
+const treeCoalesce = 20 * time.Millisecond
 
 // report tells Options.AfterCommit of a head built.
 func (b *treeBuilder) report(h TreeHead, err error) {
