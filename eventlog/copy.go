@@ -96,12 +96,8 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, progress func(done, to
 				return storageErr("copy store_meta", err)
 			}
 		}
-		if _, pg := s.d.(*postgresDialect); pg {
-			// The chain's counter is the last seq handed out
-			// (sequencer.go): the copy's.
-			if _, err := tx.Exec(`UPDATE chain_lock SET seq = ? WHERE id = 1`, stats.Head.Seq); err != nil {
-				return storageErr("copy: move the chain's counter", err)
-			}
+		if err := s.d.copied(tx, stats.Head.Seq); err != nil {
+			return err
 		}
 		// The writer's cached tail and heads describe the empty log.
 		tx.w.forceReload()

@@ -65,6 +65,9 @@ type dialect interface {
 	// and the tree's build), holding the chain's write lock, and brings
 	// the writer's caches up to date with other connections' commits.
 	begin(ctx context.Context, w *writerState, batch []*request) error
+	// copied records, in a copy's transaction, that the log now ends at
+	// head (PostgreSQL's chain counter, sequencer.go).
+	copied(tx *Tx, head int64) error
 	// abortsOnError reports whether a failed statement aborts the whole
 	// transaction, so that a failed read still spoils the batch.
 	abortsOnError() bool

@@ -282,6 +282,15 @@ func (d *postgresDialect) begin(ctx context.Context, w *writerState, batch []*re
 	return nil
 }
 
+// copied sets the chain's counter, the last seq handed out, to the copied
+// log's end.
+func (d *postgresDialect) copied(tx *Tx, head int64) error {
+	if _, err := tx.Exec(`UPDATE chain_lock SET seq = ? WHERE id = 1`, head); err != nil {
+		return storageErr("copy: move the chain's counter", err)
+	}
+	return nil
+}
+
 // abortsOnError: a failed statement aborts PostgreSQL's transaction.
 func (d *postgresDialect) abortsOnError() bool { return true }
 

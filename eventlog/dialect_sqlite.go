@@ -135,6 +135,9 @@ func (d *sqliteDialect) begin(ctx context.Context, w *writerState, _ []*request)
 // abortsOnError: a failed statement fails alone in SQLite.
 func (d *sqliteDialect) abortsOnError() bool { return false }
 
+// copied: SQLite's writer numbers rows from the log's tail.
+func (d *sqliteDialect) copied(*Tx, int64) error { return nil }
+
 func (d *sqliteDialect) batchesRows() bool { return false }
 
 // absorb takes nothing: the batch that waited for the lock goes alone.

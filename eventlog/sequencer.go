@@ -158,10 +158,6 @@ func (w *writerState) readsUnlocked(args []any) bool {
 	return w.opt.open && w.pend.sent == 0 && len(w.pend.queued) == leadingStatements && !hasPlaceholder(args)
 }
 
-// lateUnlocked reports whether the open transaction is sequenced at its
-// end and its lock was not sent yet: reads made now are made without it.
-func (w *writerState) lateUnlocked() bool { return w.opt.open && w.pend.sent < leadingStatements }
-
 // missedAt reports whether the queued statement that failed at index i
 // with err, in a pipeline that also held the COMMIT when commit is set,
 // was one of the late transaction's own (BEGIN, the lock), so that
