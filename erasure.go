@@ -209,10 +209,45 @@ func (rt *Runtime) nothingToErase(ctx context.Context, subject string) error {
 // columns were sealed (a store from before, not yet rebuilt) is cleared:
 // these statements leave sealed values as they are.
 const (
-	sealedLike     = events.SealedPrefix + "%"
-	clearRuns      = `UPDATE runs SET params = CASE WHEN params LIKE ? THEN params ELSE '' END, error = CASE WHEN error LIKE ? THEN error ELSE '' END WHERE id = ?`
-	clearApprovals = `UPDATE approvals SET question = CASE WHEN question LIKE ? THEN question ELSE '' END, reason = CASE WHEN reason LIKE ? THEN reason ELSE '' END WHERE `
+	sealedLike = events.SealedPrefix + "%"
+	clearRuns  = `UPDATE runs SET params = CASE WHEN params LIKE ? THEN params ELSE '' END, error = CASE WHEN error LIKE ? THEN error ELSE '' END WHERE id = ?`
+	// Its approvals' requests are sealed under the subject: a rebuild
+	// makes no row of them, so neither do the read models.
+	dropApprovals = `DELETE FROM approvals WHERE run = ?`
+	// Usage comes from the sealed model calls: a rebuild no longer
+	// finds it.
+	dropUsage = `DELETE FROM usage WHERE run_id = ?`
+	// So do the sessions' sandbox and usage, and the run's row, from
+	// its sealed run.started; the row goes last, its input session
+	// named in it.
+	clearSessions = `UPDATE sessions SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
+		WHERE run_id = ? OR id = (SELECT input_session FROM runs WHERE id = ?)`
+	clearSnapshots = `UPDATE session_snapshots SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
+		WHERE session IN (SELECT id FROM sessions WHERE run_id = ? UNION ALL SELECT input_session FROM runs WHERE id = ?)`
+	dropRun        = `DELETE FROM runs WHERE id = ?`
+	runRemembered  = `SELECT 1 FROM events WHERE run_id = ? AND type = ? LIMIT 1`
+	clearApprovals = `UPDATE approvals SET question = CASE WHEN question LIKE ? THEN question ELSE '' END, reason = CASE WHEN reason LIKE ? THEN reason ELSE '' END WHERE session = ?`
+	// The index on subject is partial (subject <> ''): a planner uses
+	// it for a bound parameter only when the query says so too.
+	subjectRuns  = `SELECT id FROM runs WHERE subject = ? AND subject <> ''`
+	inputSession = `SELECT input_session FROM runs WHERE id = ?`
 )
+
+// shapedEvents reads the seqs of the events of a run (column "run_id")
+// or a stream ("stream") of the n types given after the key.
+func shapedEvents(column string, n int) string {
+	return `SELECT seq FROM events WHERE ` + column + ` = ? AND type IN (?` + strings.Repeat(", ?", n-1) + `) ORDER BY seq`
+}
+
+// erasureStatements are every statement an erasure runs, each of which
+// must find its rows through an index, on both stores (a test explains
+// them): an erasure's time grows with the subject's runs, not with the
+// store.
+func erasureStatements() []string {
+	n := len(events.ShapedTypes())
+	return []string{clearRuns, dropApprovals, dropUsage, clearSessions, clearSnapshots, dropRun, runRemembered,
+		clearApprovals, subjectRuns, inputSession, shapedEvents("run_id", n), shapedEvents("stream", n)}
+}
 
 // dropDerived clears what the SQL projections hold of subject's content
 // in clear (the params and error of its runs, the questions and reasons
@@ -231,38 +266,24 @@ func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
 	// Under the write lock, as the projectors write them.
 	err = rt.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
 		for _, run := range runs {
-			if _, err := tx.Exec(db.Rebind(clearRuns), sealedLike, sealedLike, run); err != nil {
-				return err
-			}
-			// Its approvals' requests are sealed under the subject: a
-			// rebuild makes no row of them, so neither do the read models.
-			if _, err := tx.Exec(db.Rebind(`DELETE FROM approvals WHERE run = ?`), run); err != nil {
-				return err
-			}
-			// Usage comes from the sealed model calls: a rebuild no
-			// longer finds it.
-			if _, err := tx.Exec(db.Rebind(`DELETE FROM usage WHERE run_id = ?`), run); err != nil {
-				return err
-			}
-			// So do the sessions' sandbox and usage, and the run's row,
-			// from its sealed run.started; delete the row last, its
-			// input session named in it.
-			for _, q := range []string{
-				`UPDATE sessions SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
-					WHERE run_id = ? OR id = (SELECT input_session FROM runs WHERE id = ?)`,
-				`UPDATE session_snapshots SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
-					WHERE session IN (SELECT id FROM sessions WHERE run_id = ?) OR session = (SELECT input_session FROM runs WHERE id = ?)`,
+			for _, st := range []struct {
+				q    string
+				args []any
+			}{
+				{clearRuns, []any{sealedLike, sealedLike, run}},
+				{dropApprovals, []any{run}},
+				{dropUsage, []any{run}},
+				{clearSessions, []any{run, run}},
+				{clearSnapshots, []any{run, run}},
+				{dropRun, []any{run}},
 			} {
-				if _, err := tx.Exec(db.Rebind(q), run, run); err != nil {
+				if _, err := tx.Exec(db.Rebind(st.q), st.args...); err != nil {
 					return err
 				}
 			}
-			if _, err := tx.Exec(db.Rebind(`DELETE FROM runs WHERE id = ?`), run); err != nil {
-				return err
-			}
 			if !memory {
 				var one int
-				err := tx.QueryRow(db.Rebind(`SELECT 1 FROM events WHERE run_id = ? AND type = ? LIMIT 1`), run, events.TypeMemoryRemembered).Scan(&one)
+				err := tx.QueryRow(db.Rebind(runRemembered), run, events.TypeMemoryRemembered).Scan(&one)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
@@ -270,7 +291,7 @@ func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
 			}
 		}
 		for _, s := range streams {
-			if _, err := tx.Exec(db.Rebind(clearApprovals+`session = ?`), sealedLike, sealedLike, s); err != nil {
+			if _, err := tx.Exec(db.Rebind(clearApprovals), sealedLike, sealedLike, s); err != nil {
 				return err
 			}
 		}
@@ -300,7 +321,7 @@ func (rt *Runtime) subjectReach(ctx context.Context, subject string) (runs, stre
 	switch level {
 	case keyring.LevelUser:
 		db := rt.store.DB()
-		err = db.SelectContext(ctx, &runs, db.Rebind(`SELECT id FROM runs WHERE subject = ?`), subject)
+		err = db.SelectContext(ctx, &runs, db.Rebind(subjectRuns), subject)
 	case keyring.LevelRun:
 		runs = []string{id}
 	case keyring.LevelSession:
@@ -326,7 +347,7 @@ func (rt *Runtime) subjectShapes(ctx context.Context, subject string) ([]events.
 	// run's subject but with no run id.
 	for _, run := range runs {
 		var in []string
-		if err := db.SelectContext(ctx, &in, db.Rebind(`SELECT input_session FROM runs WHERE id = ?`), run); err != nil {
+		if err := db.SelectContext(ctx, &in, db.Rebind(inputSession), run); err != nil {
 			return nil, fmt.Errorf("read the subject's sessions: %w", err)
 		}
 		streams = append(streams, in...)
@@ -343,7 +364,7 @@ func (rt *Runtime) subjectShapes(ctx context.Context, subject string) ([]events.
 				args = append(args, t)
 			}
 			var more []int64
-			if err := db.SelectContext(ctx, &more, db.Rebind(`SELECT seq FROM events WHERE `+q.column+` = ? AND type IN (?`+strings.Repeat(", ?", len(types)-1)+`) ORDER BY seq`), args...); err != nil {
+			if err := db.SelectContext(ctx, &more, db.Rebind(shapedEvents(q.column, len(types))), args...); err != nil {
 				return nil, fmt.Errorf("read the subject's session events: %w", err)
 			}
 			seqs = append(seqs, more...)

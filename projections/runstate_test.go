@@ -237,6 +237,7 @@ func downgrade(t *testing.T, st store) {
 		19: {`DROP INDEX runs_subject`, `ALTER TABLE runs DROP COLUMN subject`, `DROP INDEX blobs_address`},
 		20: {`DROP INDEX access_records_tenant`},
 		21: {},
+		22: {`DROP INDEX approvals_session`, `DROP INDEX usage_run`},
 	}
 	if st.dsn != "" {
 		later[21] = []string{`ALTER TABLE chain_lock DROP COLUMN seq`}
