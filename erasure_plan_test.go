@@ -16,7 +16,7 @@ import (
 // events as on a small one. The plans are read without data: SQLite's
 // for unbound parameters, PostgreSQL's generic plan with sequential scans
 // priced out, as a plan for a bound parameter may not use a partial
-// index (runs_subject holds only subject <> ”).
+// index (runs_subject holds only the runs that name a subject).
 func TestErase_StatementsUseIndexes(t *testing.T) {
 	stmts := erasureStatements()
 	t.Run("SQLite", func(t *testing.T) {
