@@ -1,19 +1,19 @@
 package eventlog_test
 
 import (
-	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/gorath/rath/eventlog"
+	"github.com/gorath/rath/internal/storetest"
 	"github.com/gorath/rath/keyring"
 )
 
 // BenchmarkAppend_Sealed compares, in one run, appends of typical chunks
 // from 16 goroutines into a store that seals them under their subject's
-// key (one subject per goroutine's run) with the same appends into a
-// store that does not. Compare the two ns/op.
+// key (one subject per goroutine) with the same appends into a store that
+// does not, in alternating rounds (storetest.CompareSealedAppends): its
+// sealed/plain metric is the ratio.
 func BenchmarkAppend_Sealed(b *testing.B) {
 	kekFile := filepath.Join(b.TempDir(), "kek")
 	if err := keyring.GenerateKEKFile(kekFile); err != nil {
@@ -23,25 +23,7 @@ func BenchmarkAppend_Sealed(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name   string
-		sealer eventlog.Sealer
-	}{{"unsealed", nil}, {"sealed", keyring.New(kek, nil)}} {
-		b.Run(tc.name, func(b *testing.B) {
-			s := MustOpenStore(b, eventlog.Options{Sealer: tc.sealer, Synchronous: "NORMAL"})
-			var g atomic.Int64
-			b.SetParallelism(16)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				stream := fmt.Sprintf("g%d", g.Add(1))
-				ctx := b.Context()
-				for i := 0; pb.Next(); i++ {
-					if _, err := s.Append(ctx, stream, eventlog.AnyVersion, benchPayload(stream, i)); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-	}
+	plain := MustOpenStore(b, eventlog.Options{Synchronous: "NORMAL"})
+	sealed := MustOpenStore(b, eventlog.Options{Sealer: keyring.New(kek, nil), Synchronous: "NORMAL"})
+	storetest.CompareSealedAppends(b, plain, sealed)
 }

@@ -37,6 +37,9 @@ type Keyring struct {
 		sync.Mutex
 		value string    // the generation last read
 		at    time.Time // when it was read; zero: never
+		// reading, while one caller reads the row, is closed when it is
+		// done: the callers meanwhile wait for it instead of reading too.
+		reading chan struct{}
 	}
 }
 
@@ -127,20 +130,43 @@ const metaGeneration = "keyring_generation"
 // chunks) drops it when the epoch changes. It reads the generation row
 // through q at most once per Freshness.
 func (k *Keyring) Epoch(ctx context.Context, q Querier) (uint64, error) {
-	now := k.now()
-	k.gen.Lock()
-	if !k.gen.at.IsZero() && now.Sub(k.gen.at) < Freshness {
+	for {
+		now := k.now()
+		k.gen.Lock()
+		if !k.gen.at.IsZero() && now.Sub(k.gen.at) < Freshness {
+			k.gen.Unlock()
+			return k.currentEpoch(), nil
+		}
+		reading := k.gen.reading
+		if reading == nil {
+			// This caller reads; appenders arriving meanwhile wait for
+			// its answer, so the row is read once per Freshness, not once
+			// per goroutine.
+			k.gen.reading = make(chan struct{})
+			k.gen.Unlock()
+			return k.readGeneration(ctx, q, now)
+		}
 		k.gen.Unlock()
-		return k.currentEpoch(), nil
+		select {
+		case <-reading:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("keyring: read the erasure generation: %w", ctx.Err())
+		}
 	}
-	k.gen.Unlock()
+}
+
+// readGeneration reads the generation row for Epoch, which made
+// k.gen.reading, and drops the cache when the row changed.
+func (k *Keyring) readGeneration(ctx context.Context, q Querier, now time.Time) (uint64, error) {
 	var g string
 	err := q.QueryRowContext(ctx, k.rebind(`SELECT value FROM store_meta WHERE key = ?`), metaGeneration).Scan(&g)
+	k.gen.Lock()
+	defer k.gen.Unlock()
+	close(k.gen.reading)
+	k.gen.reading = nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("keyring: read the erasure generation: %w", err)
 	}
-	k.gen.Lock()
-	defer k.gen.Unlock()
 	if !k.gen.at.IsZero() && g != k.gen.value {
 		k.dropAll()
 	}
@@ -187,7 +213,7 @@ func (k *Keyring) read(ctx context.Context, q Querier, subject string) (*DataKey
 	if err != nil {
 		return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)
 	}
-	return &DataKey{Subject: subject, ID: id, aead: aead, nonceKey: nonceKey(raw)}, nil
+	return newDataKey(subject, id, aead, raw), nil
 }
 
 // nonceKey derives, from a raw data key, the key SealFixed derives its

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 )
 
 // mustKEK writes a fresh key-encryption key file and loads it.
-func mustKEK(t *testing.T) keyring.KEK {
+func mustKEK(t testing.TB) keyring.KEK {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kek")
 	if err := keyring.GenerateKEKFile(path); err != nil {
@@ -33,7 +35,7 @@ func mustKEK(t *testing.T) keyring.KEK {
 }
 
 // mustSQLite returns a migrated SQLite database in a temporary directory.
-func mustSQLite(t *testing.T) *sql.DB {
+func mustSQLite(t testing.TB) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "rath.db"))
 	if err != nil {
@@ -387,5 +389,39 @@ func TestSealFixed(t *testing.T) {
 	}
 	if _, err := kr.Open(ctx, db, a, bind); !errors.Is(err, keyring.ErrErased) {
 		t.Fatalf("Open after the erasure: %v, want ErrErased", err)
+	}
+}
+
+// countingQuerier counts the reads of the erasure generation and makes
+// each take a while, so that callers arriving together overlap.
+type countingQuerier struct {
+	*sql.DB
+	reads atomic.Int64
+}
+
+func (q *countingQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if strings.Contains(query, "store_meta") {
+		q.reads.Add(1)
+		time.Sleep(50 * time.Millisecond)
+	}
+	return q.DB.QueryRowContext(ctx, query, args...)
+}
+
+// Appenders that find the generation stale together (at the start, and
+// once per Freshness) wait for one read of it instead of each reading it.
+func TestEpoch_OneReadForConcurrentCallers(t *testing.T) {
+	q := &countingQuerier{DB: mustSQLite(t)}
+	kr := keyring.New(mustKEK(t), nil)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if _, err := kr.Epoch(t.Context(), q); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := q.reads.Load(); got != 1 {
+		t.Fatalf("16 callers read the generation %d times, want 1", got)
 	}
 }

@@ -22,6 +22,21 @@ type DataKey struct {
 	ID       string
 	aead     cipher.AEAD
 	nonceKey []byte // SealFixed's nonces
+	// head is the sealed form up to its nonce, and ad the additional
+	// data up to the binding: the same for every seal under the key.
+	head, ad []byte
+}
+
+// newDataKey returns the data key of subject with id, whose AEAD and
+// nonce key come from the raw key.
+func newDataKey(subject, id string, aead cipher.AEAD, raw []byte) *DataKey {
+	// A valid subject and a key id are printable ASCII, for which Go's
+	// quoting is JSON's.
+	head := strconv.AppendQuote([]byte(sealedPrefix), subject)
+	head = append(head, `,"k":`...)
+	head = strconv.AppendQuote(head, id)
+	head = append(head, `,"n":"`...)
+	return &DataKey{Subject: subject, ID: id, aead: aead, nonceKey: nonceKey(raw), head: head, ad: additionalData(subject, nil)}
 }
 
 // sealedForm is the JSON of a sealed payload.
@@ -75,12 +90,11 @@ func additionalData(subject string, binding []byte) []byte {
 // Seal encrypts plaintext under dk, bound to binding, and returns the
 // sealed form.
 func Seal(dk *DataKey, binding, plaintext []byte) ([]byte, error) {
-	ns := dk.aead.NonceSize()
-	buf := make([]byte, ns, ns+len(plaintext)+dk.aead.Overhead())
-	if _, err := rand.Read(buf); err != nil {
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:dk.aead.NonceSize()]); err != nil {
 		return nil, fmt.Errorf("keyring: seal: %w", err)
 	}
-	return seal(dk, buf, binding, plaintext), nil
+	return seal(dk, nonce[:dk.aead.NonceSize()], binding, plaintext), nil
 }
 
 // SealFixed is Seal with a nonce derived from the key, the binding and
@@ -91,36 +105,31 @@ func Seal(dk *DataKey, binding, plaintext []byte) ([]byte, error) {
 // reveals is only that two sealed values under one key and binding are
 // equal. Open opens it as it opens Seal's.
 func SealFixed(dk *DataKey, binding, plaintext []byte) []byte {
-	ns := dk.aead.NonceSize()
 	m := hmac.New(sha256.New, dk.nonceKey)
 	m.Write(strconv.AppendInt(nil, int64(len(binding)), 10))
 	m.Write([]byte{':'})
 	m.Write(binding)
 	m.Write(plaintext)
-	buf := make([]byte, ns, ns+len(plaintext)+dk.aead.Overhead())
-	copy(buf, m.Sum(nil))
-	return seal(dk, buf, binding, plaintext)
+	return seal(dk, m.Sum(nil)[:dk.aead.NonceSize()], binding, plaintext)
 }
 
-// seal encrypts plaintext with the nonce buf holds (buf's capacity fits
-// the ciphertext) and returns the sealed form.
-func seal(dk *DataKey, buf, binding, plaintext []byte) []byte {
-	ns := len(buf)
-	ct := dk.aead.Seal(buf, buf[:ns], plaintext, additionalData(dk.Subject, binding))
-	nonce, ct := ct[:ns], ct[ns:]
+// seal encrypts plaintext with nonce and returns the sealed form. It
+// makes one allocation: the sealed form, whose spare capacity holds the
+// additional data and the ciphertext before it is encoded in place.
+func seal(dk *DataKey, nonce, binding, plaintext []byte) []byte {
 	enc := base64.StdEncoding
-	out := make([]byte, 0, len(sealedPrefix)+len(dk.Subject)+len(dk.ID)+enc.EncodedLen(len(nonce))+enc.EncodedLen(len(ct))+32)
-	out = append(out, sealedPrefix...)
-	// A valid subject and a key id are printable ASCII, for which Go's
-	// quoting is JSON's.
-	out = strconv.AppendQuote(out, dk.Subject)
-	out = append(out, `,"k":`...)
-	out = strconv.AppendQuote(out, dk.ID)
-	out = append(out, `,"n":"`...)
+	ctLen := len(plaintext) + dk.aead.Overhead()
+	n := len(dk.head) + enc.EncodedLen(len(nonce)) + len(`","c":"`) + enc.EncodedLen(ctLen) + len(`"}`)
+	out := make([]byte, n, n+len(dk.ad)+len(binding)+ctLen)
+	scratch := out[n:]
+	ad := append(append(scratch[:0], dk.ad...), binding...)
+	ct := dk.aead.Seal(scratch[len(ad):len(ad)], nonce, plaintext, ad)
+	// The encoding ends at n, before the scratch it reads.
+	out = append(out[:0], dk.head...)
 	out = enc.AppendEncode(out, nonce)
 	out = append(out, `","c":"`...)
 	out = enc.AppendEncode(out, ct)
-	return append(out, `"}`...)
+	return append(out, `"}`...)[:n:n]
 }
 
 // open decrypts a parsed sealed form under dk.
