@@ -15,7 +15,9 @@ import (
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
+	"github.com/gorath/rath/keyring"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
 )
 
 // chunk is a transcript entry of about 300 bytes of JSON.
@@ -103,6 +105,24 @@ func BenchmarkPostgres_AppendLatency(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkPostgres_AppendSealed is eventlog's BenchmarkAppend_Sealed on
+// PostgreSQL: appends from 16 goroutines to a store that seals them and
+// to one that does not, in alternating rounds; sealed/plain is the ratio.
+func BenchmarkPostgres_AppendSealed(b *testing.B) {
+	plain := storetest.OpenStore(b, postgresTarget(b))
+	tg := postgresTarget(b)
+	if err := rath.Migrate(b.Context(), tg.DSN); err != nil {
+		b.Fatal(err)
+	}
+	kr := keyring.New(storetest.MustKEK(b), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
+	sealed, err := eventlog.Open(b.Context(), eventlog.Options{DSN: tg.DSN, Sealer: kr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sealed.Close() })
+	storetest.CompareSealedAppends(b, plain, sealed)
 }
 
 // BenchmarkPostgres_Rebuild rebuilds the projections of a 20,000-event
