@@ -419,7 +419,7 @@ func (s *Store) dropUnreferenced(ctx context.Context, tx *sql.Tx, candidates map
 			}
 			// A sealed payload names its blobs inside the ciphertext;
 			// an erased one names none that anyone can read.
-			if payload, _, err = s.openPayload(ctx, r.Seq, r.Stream, r.Type, payload); err != nil {
+			if payload, _, _, err = s.openPayload(ctx, r.Seq, r.Stream, r.Type, payload); err != nil {
 				return err
 			}
 			if err := s.blobRefs(ctx, tx, r.Type, r.TypeVersion, payload, live); err != nil {

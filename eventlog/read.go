@@ -376,11 +376,11 @@ func (s *Store) toEventWith(ctx context.Context, r row, blobs map[string][]byte)
 		ev.Payload = events.ExpandStored(r.Stream, r.Type, ev.Payload)
 		ev.Redacted = isRedacted(r.Payload)
 	}
-	pt, erased, err := s.openPayload(ctx, r.Seq, r.Stream, r.Type, ev.Payload)
+	pt, erased, under, err := s.openPayload(ctx, r.Seq, r.Stream, r.Type, ev.Payload)
 	if err != nil {
 		return events.Event{}, err
 	}
-	ev.Payload = pt
+	ev.Payload, ev.SealedUnder = pt, under
 	if erased {
 		ev.Redacted = true
 	}

@@ -42,6 +42,11 @@ type Sealer interface {
 	Key(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
 	// Open opens a sealed payload or blob bound to binding.
 	Open(ctx context.Context, q keyring.Querier, sealed, binding []byte) ([]byte, error)
+	// OpenKey is Open that returns the key it opened with.
+	OpenKey(ctx context.Context, q keyring.Querier, sealed, binding []byte) ([]byte, *keyring.DataKey, error)
+	// KeyByID returns subject's key of that id (keyring.ErrErased once
+	// it was destroyed).
+	KeyByID(ctx context.Context, q keyring.Querier, subject, id string) (*keyring.DataKey, error)
 	// Epoch changes whenever an erasure (by any process) may have made
 	// cached keys stale.
 	Epoch(ctx context.Context, q keyring.Querier) (uint64, error)
@@ -179,22 +184,22 @@ func (q txQuerier) QueryRowContext(_ context.Context, query string, args ...any)
 // openPayload returns the plaintext of a stored payload (after a blob
 // pointer was followed), and whether its subject was erased: then the
 // payload is events.ErasedMarker. A payload that is not sealed is
-// returned as is.
-func (s *Store) openPayload(ctx context.Context, seq int64, stream, typ string, payload []byte) ([]byte, bool, error) {
+// returned as is. under is the key an open payload was sealed under.
+func (s *Store) openPayload(ctx context.Context, seq int64, stream, typ string, payload []byte) (_ []byte, erased bool, under events.SealKey, _ error) {
 	if !keyring.IsSealed(payload) {
-		return payload, false, nil
+		return payload, false, under, nil
 	}
 	if s.opts.Sealer == nil {
-		return nil, false, fmt.Errorf("events: seq %d is sealed and the store has no key-encryption key: %w", seq, keyring.ErrKEK)
+		return nil, false, under, fmt.Errorf("events: seq %d is sealed and the store has no key-encryption key: %w", seq, keyring.ErrKEK)
 	}
-	pt, err := s.opts.Sealer.Open(ctx, s.rdb, payload, payloadBinding(stream, typ))
+	pt, dk, err := s.opts.Sealer.OpenKey(ctx, s.rdb, payload, payloadBinding(stream, typ))
 	if errors.Is(err, keyring.ErrErased) {
-		return []byte(events.ErasedMarker), true, nil
+		return []byte(events.ErasedMarker), true, under, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("events: seq %d: %w", seq, err)
+		return nil, false, under, fmt.Errorf("events: seq %d: %w", seq, err)
 	}
-	return pt, false, nil
+	return pt, false, events.SealKey{Subject: dk.Subject, ID: dk.ID}, nil
 }
 
 // OpenStored returns the plaintext of a payload as an events row of
@@ -203,7 +208,8 @@ func (s *Store) openPayload(ctx context.Context, seq int64, stream, typ string, 
 // events.ErasedMarker, once that key is gone. Anything else is returned
 // as is. Readers of raw rows (package projections) call it.
 func (s *Store) OpenStored(ctx context.Context, seq int64, stream, typ string, payload []byte) (_ []byte, erased bool, _ error) {
-	return s.openPayload(ctx, seq, stream, typ, payload)
+	pt, erased, _, err := s.openPayload(ctx, seq, stream, typ, payload)
+	return pt, erased, err
 }
 
 // openBlob returns the plaintext of a blob stored under hash: a sealed

@@ -35,8 +35,8 @@ func SealText(dk *keyring.DataKey, binding, text string) string {
 
 // SealingKey returns, while an append projects ev, the key its payload
 // was sealed under (nil: in clear) and true; outside an append (a
-// rebuild projects events it read from the log) false: Store.EventKey
-// finds it.
+// rebuild projects events it read from the log) false: Store.SealedKey
+// finds it from ev.SealedUnder.
 func (t *Tx) SealingKey(ev *events.Event) (*keyring.DataKey, bool) {
 	if ev.Seq == 0 || ev.Seq != t.sealing.seq {
 		return nil, false
@@ -44,31 +44,18 @@ func (t *Tx) SealingKey(ev *events.Event) (*keyring.DataKey, bool) {
 	return t.sealing.key, true
 }
 
-// EventKey returns the data key the payload of the event at seq is
-// sealed under, read from its row: nil for one stored in clear, and for
-// any on a store without a key-encryption key. A subject whose key is
-// gone is keyring.ErrErased.
-func (s *Store) EventKey(ctx context.Context, seq int64) (*keyring.DataKey, error) {
-	if s.opts.Sealer == nil {
+// SealedKey returns the data key an event read from the store was
+// sealed under, which the read named (events.Event.SealedUnder): nil for
+// one stored in clear, and for any on a store without a key-encryption
+// key. It reads the table only for a key it has not cached. A key that
+// is gone is keyring.ErrErased.
+func (s *Store) SealedKey(ctx context.Context, under events.SealKey) (*keyring.DataKey, error) {
+	if s.opts.Sealer == nil || under.Subject == "" {
 		return nil, nil
 	}
-	var stored string
-	if err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT payload FROM events WHERE seq = ?`), seq).Scan(&stored); err != nil {
-		return nil, storageErr(fmt.Sprintf("read seq %d", seq), err)
-	}
-	payload := []byte(stored)
-	if ref, inBlob, _ := StoredInBlob(payload); inBlob {
-		if err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT bytes FROM blobs WHERE hash = ?`), ref).Scan(&payload); err != nil {
-			return nil, storageErr(fmt.Sprintf("read the payload blob of seq %d", seq), err)
-		}
-	}
-	subject, ok := keyring.SealedSubject(payload)
-	if !ok {
-		return nil, nil
-	}
-	dk, err := s.opts.Sealer.Key(ctx, s.rdb, subject)
+	dk, err := s.opts.Sealer.KeyByID(ctx, s.rdb, under.Subject, under.ID)
 	if err != nil {
-		return nil, fmt.Errorf("events: the key of seq %d: %w", seq, err)
+		return nil, fmt.Errorf("events: the key of %s: %w", under.Subject, err)
 	}
 	return dk, nil
 }

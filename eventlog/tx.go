@@ -15,7 +15,7 @@ type Tx struct {
 	vals map[any]any // projectors' state for the request (Value)
 	// sealing is the event being projected by an append and the key its
 	// payload was sealed under (nil: in clear), as SealingKey returns it. Outside
-	// an append (a rebuild) Store.EventKey reads it from the log.
+	// an append (a rebuild) Store.SealedKey finds it.
 	sealing struct {
 		seq int64
 		key *keyring.DataKey

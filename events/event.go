@@ -45,6 +45,17 @@ type Event struct {
 	// Redacted says the payload was deleted by a redaction (Payload is
 	// then a placeholder and Decode fails with ErrRedacted).
 	Redacted bool `json:"redacted,omitempty"`
+	// SealedUnder names the key the stored payload is sealed under, zero
+	// for one stored in clear. Every read of the store sets it, so a
+	// reader that seals what it derives from the event (a rebuild of the
+	// read models) needs no other read; it is not part of the JSON.
+	SealedUnder SealKey `json:"-"`
+}
+
+// SealKey names a subject's data key (package keyring): the subject and
+// the key's id.
+type SealKey struct {
+	Subject, ID string
 }
 
 // Decode decodes the event's payload into its catalogue struct.

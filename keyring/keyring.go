@@ -29,9 +29,14 @@ type Keyring struct {
 	rebind func(string) string
 	now    func() time.Time
 
-	mu    sync.RWMutex        // protects keys and epoch
+	mu    sync.RWMutex        // protects keys, gone and epoch
 	keys  map[string]*DataKey // by subject, as last read from subject_keys
 	epoch uint64              // bumped each time keys is dropped for an erasure
+	// gone holds keys found destroyed (goneKey): a key id is random and
+	// content is sealed under a key only once it is stored, so a key
+	// that content names and the table lacks never comes back. Reading
+	// an erased subject's content then costs no query per payload.
+	gone map[string]bool
 
 	gen struct {
 		sync.Mutex
@@ -49,7 +54,7 @@ func New(kek KEK, rebind func(string) string) *Keyring {
 	if rebind == nil {
 		rebind = func(q string) string { return q }
 	}
-	return &Keyring{kek: kek, rebind: rebind, now: time.Now, keys: map[string]*DataKey{}}
+	return &Keyring{kek: kek, rebind: rebind, now: time.Now, keys: map[string]*DataKey{}, gone: map[string]bool{}}
 }
 
 // KEK returns the key-encryption key.
@@ -235,26 +240,64 @@ func wrongKEK(stored, have string) *KEKError {
 // *ErasedError (ErrErased); one that does not authenticate a
 // *SealedError (ErrSealed).
 func (k *Keyring) Open(ctx context.Context, q Querier, sealed, binding []byte) ([]byte, error) {
+	pt, _, err := k.OpenKey(ctx, q, sealed, binding)
+	return pt, err
+}
+
+// OpenKey is Open that returns the key the payload was sealed under too.
+func (k *Keyring) OpenKey(ctx context.Context, q Querier, sealed, binding []byte) ([]byte, *DataKey, error) {
 	f, err := parseSealed(sealed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	dk, err := k.Key(ctx, q, f.Subject)
+	dk, err := k.KeyByID(ctx, q, f.Subject, f.KeyID)
+	if err != nil {
+		return nil, nil, err
+	}
+	pt, err := open(dk, f, binding)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pt, dk, nil
+}
+
+// maxGone bounds the destroyed keys a keyring remembers.
+const maxGone = 1 << 16
+
+func goneKey(subject, id string) string { return subject + "\x00" + id }
+
+// KeyByID returns subject's data key whose id is id, as content sealed
+// under it names it: an *ErasedError (ErrErased) once that key was
+// destroyed, even if the subject has a new one.
+func (k *Keyring) KeyByID(ctx context.Context, q Querier, subject, id string) (*DataKey, error) {
+	k.mu.RLock()
+	gone := k.gone[goneKey(subject, id)]
+	k.mu.RUnlock()
+	if gone {
+		return nil, &ErasedError{Subject: subject}
+	}
+	dk, err := k.Key(ctx, q, subject)
+	if err == nil && dk.ID != id {
+		// The cache may predate an erasure and a new key made by
+		// another process: ask the table again.
+		k.Forget(subject)
+		dk, err = k.Key(ctx, q, subject)
+	}
+	if err == nil && dk.ID != id {
+		err = &ErasedError{Subject: subject}
+	}
+	if errors.Is(err, ErrErased) {
+		k.mu.Lock()
+		if len(k.gone) >= maxGone {
+			clear(k.gone)
+		}
+		k.gone[goneKey(subject, id)] = true
+		k.mu.Unlock()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if dk.ID != f.KeyID {
-		// The cache may predate an erasure and a new key made by
-		// another process: ask the table again.
-		k.Forget(f.Subject)
-		if dk, err = k.Key(ctx, q, f.Subject); err != nil {
-			return nil, err
-		}
-		if dk.ID != f.KeyID {
-			return nil, &ErasedError{Subject: f.Subject}
-		}
-	}
-	return open(dk, f, binding)
+	return dk, nil
 }
 
 // Erase deletes subject's key in q (a transaction: the caller commits it

@@ -37,7 +37,7 @@ func binding(col, key string) string { return col + "\x00" + key }
 
 // sealText seals a content column's value for the row key, from ev:
 // under the key the append sealed ev with, or in a rebuild the key the
-// log's row of ev is sealed under (a.src, the store read).
+// log's row of ev is sealed under, which the read of ev named.
 func (a *applier) sealText(ev *events.Event, col, key, text string) (string, error) {
 	if text == "" {
 		return "", nil
@@ -45,7 +45,7 @@ func (a *applier) sealText(ev *events.Event, col, key, text string) (string, err
 	dk, ok := a.tx.SealingKey(ev)
 	if !ok && a.src != nil {
 		var err error
-		if dk, err = a.src.EventKey(a.ctx, ev.Seq); err != nil {
+		if dk, err = a.src.SealedKey(a.ctx, ev.SealedUnder); err != nil {
 			return "", fmt.Errorf("projections: seal %s of %q: %w", col, key, err)
 		}
 	}
@@ -55,12 +55,13 @@ func (a *applier) sealText(ev *events.Event, col, key, text string) (string, err
 // openText returns a content column's value in clear: as stored if it is
 // not sealed, ErasedText once its subject was erased.
 func (r *Reader) openText(ctx context.Context, col, key, stored string) (string, error) {
-	if !strings.HasPrefix(stored, events.SealedPrefix) {
+	if r.opener == nil {
+		if strings.HasPrefix(stored, events.SealedPrefix) {
+			return "", fmt.Errorf("projections: %s of %q is sealed and the reader opens nothing (Reader.WithOpener)", col, key)
+		}
 		return stored, nil
 	}
-	if r.opener == nil {
-		return "", fmt.Errorf("projections: %s of %q is sealed and the reader opens nothing (Reader.WithOpener)", col, key)
-	}
+	// The opener returns a value in clear as it is.
 	text, erased, err := r.opener.OpenText(ctx, binding(col, key), stored)
 	if err != nil {
 		return "", fmt.Errorf("projections: %s of %q: %w", col, key, err)
