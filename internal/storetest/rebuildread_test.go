@@ -27,6 +27,25 @@ func (c *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.T
 
 func (c *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// tracedStore opens a store on target, with the projector, whose read
+// pool's queries tracer sees.
+func tracedStore(t *testing.T, target storetest.Target, tracer pgx.QueryTracer, opts eventlog.Options) *eventlog.Store {
+	t.Helper()
+	cfg, err := eventlog.ParsePostgresDSN(target.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tracer = tracer
+	opts.DSN, opts.PostgresReadPool = target.DSN, stdlib.OpenDB(*cfg)
+	opts.Projectors = []eventlog.Projector{projections.Projector{}}
+	s, err := eventlog.Open(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // A rebuild reads the log in pages of one query each, and the payloads a
 // page keeps in blobs in one more: not a query a payload. Counted on the
 // store's read pool, over a log of two pages whose every chunk is kept in
@@ -34,19 +53,8 @@ func (c *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 func TestPostgres_ARebuildReadsTheLogInPages(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	target := postgresTarget(t)
-	cfg, err := eventlog.ParsePostgresDSN(target.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var reads queryCounter
-	cfg.Tracer = &reads
-	s, err := eventlog.Open(ctx, eventlog.Options{DSN: target.DSN, PostgresReadPool: stdlib.OpenDB(*cfg),
-		Projectors: []eventlog.Projector{projections.Projector{}}, BlobThreshold: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := tracedStore(t, postgresTarget(t), &reads, eventlog.Options{BlobThreshold: 64})
 	const sessions, chunks = 6, 500
 	for i := range sessions {
 		id := fmt.Sprint("s", i)
@@ -100,19 +108,9 @@ func TestPostgres_ARebuildOfSealedContentReadsEachKeyOnce(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	target := postgresTarget(t)
-	cfg, err := eventlog.ParsePostgresDSN(target.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var reads keyReads
-	cfg.Tracer = &reads
 	kr := keyring.New(storetest.MustKEK(t), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
-	s, err := eventlog.Open(ctx, eventlog.Options{DSN: target.DSN, PostgresReadPool: stdlib.OpenDB(*cfg),
-		Projectors: []eventlog.Projector{projections.Projector{}}, Sealer: kr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := tracedStore(t, target, &reads, eventlog.Options{Sealer: kr})
 	const subjects, runs = 8, 10
 	for u := range subjects {
 		sctx := events.ContextWithSubject(ctx, fmt.Sprintf("user:u%d", u))
