@@ -151,6 +151,10 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		if err != nil {
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
+		memories, err := rt.subjectMemories(ctx, opts.Subject)
+		if err != nil {
+			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
+		}
 		sum := sha256.Sum256([]byte(dk.ID))
 		rec := events.EvidenceErased{Subject: opts.Subject, By: opts.By, Reason: opts.Reason, KeyIDHash: hex.EncodeToString(sum[:]), Shapes: shapes}
 		// The record is built from the key read above; the transaction
@@ -180,7 +184,7 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		// not stay cached here.
 		kr.ForgetAll()
 		res := EraseResult{Record: stored[0], KeyIDHash: rec.KeyIDHash}
-		return res, rt.dropDerived(ctx, opts.Subject)
+		return res, rt.dropDerived(ctx, opts.Subject, memories)
 	}
 }
 
@@ -225,7 +229,6 @@ const (
 	clearSnapshots = `UPDATE session_snapshots SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
 		WHERE session IN (SELECT id FROM sessions WHERE run_id = ? UNION ALL SELECT input_session FROM runs WHERE id = ?)`
 	dropRun        = `DELETE FROM runs WHERE id = ?`
-	runRemembered  = `SELECT 1 FROM events WHERE run_id = ? AND type = ? LIMIT 1`
 	clearApprovals = `UPDATE approvals SET question = CASE WHEN question LIKE ? THEN question ELSE '' END, reason = CASE WHEN reason LIKE ? THEN reason ELSE '' END WHERE session = ?`
 	// The index on subject is partial (subject <> ''): a planner uses
 	// it for a bound parameter only when the query says so too.
@@ -245,8 +248,9 @@ func shapedEvents(column string, n int) string {
 // store.
 func erasureStatements() []string {
 	n := len(events.ShapedTypes())
-	return []string{clearRuns, dropApprovals, dropUsage, clearSessions, clearSnapshots, dropRun, runRemembered,
-		clearApprovals, subjectRuns, inputSession, shapedEvents("run_id", n), shapedEvents("stream", n)}
+	return []string{clearRuns, dropApprovals, dropUsage, clearSessions, clearSnapshots, dropRun,
+		clearApprovals, subjectRuns, inputSession, shapedEvents("run_id", n), shapedEvents("stream", n),
+		shapedEvents("run_id", 1), shapedEvents("stream", 1)}
 }
 
 // dropDerived clears what the SQL projections hold of subject's content
@@ -254,15 +258,15 @@ func erasureStatements() []string {
 // of their approvals and of its sessions', when written before columns
 // were sealed). It finds them through indexes (the runs' subject column,
 // run ids, sessions), never by reading the log.
-// The memory index is rebuilt only when the subject wrote memories:
-// bleve keeps no per-subject postings to drop.
-func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
+// The memories the subject wrote (found before the erasure, while they
+// still open) leave the memory index: purged, or if that fails, with a
+// rebuild of the index.
+func (rt *Runtime) dropDerived(ctx context.Context, subject string, memories []rememberedAt) error {
 	db := rt.store.DB()
 	runs, streams, err := rt.subjectReach(ctx, subject)
 	if err != nil {
 		return fmt.Errorf("rath: erased, but listing the subject's runs failed (run rath rebuild): %w", err)
 	}
-	memory := strings.HasPrefix(subject, keyring.LevelMemory+":")
 	// Under the write lock, as the projectors write them.
 	err = rt.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
 		for _, run := range runs {
@@ -281,14 +285,6 @@ func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
 					return err
 				}
 			}
-			if !memory {
-				var one int
-				err := tx.QueryRow(db.Rebind(runRemembered), run, events.TypeMemoryRemembered).Scan(&one)
-				if err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-				memory = err == nil
-			}
 		}
 		for _, s := range streams {
 			if _, err := tx.Exec(db.Rebind(clearApprovals), sealedLike, sealedLike, s); err != nil {
@@ -300,12 +296,101 @@ func (rt *Runtime) dropDerived(ctx context.Context, subject string) error {
 	if err != nil {
 		return fmt.Errorf("rath: erased, but clearing the read models failed (run rath rebuild): %w", err)
 	}
-	if !memory {
+	return rt.purgeMemories(ctx, memories)
+}
+
+// reachEvents lists the seqs of the events of types in runs and streams,
+// through the events' indexes.
+func (rt *Runtime) reachEvents(ctx context.Context, runs, streams, types []string) ([]int64, error) {
+	db := rt.store.DB()
+	var seqs []int64
+	for _, q := range []struct {
+		column string
+		keys   []string
+	}{{"run_id", runs}, {"stream", streams}} {
+		for _, k := range q.keys {
+			args := []any{k}
+			for _, t := range types {
+				args = append(args, t)
+			}
+			var more []int64
+			if err := db.SelectContext(ctx, &more, db.Rebind(shapedEvents(q.column, len(types))), args...); err != nil {
+				return nil, err
+			}
+			seqs = append(seqs, more...)
+		}
+	}
+	return seqs, nil
+}
+
+// rememberedAt is a memory the local index may hold: its id and the
+// event that remembered it.
+type rememberedAt struct {
+	seq int64
+	id  string
+}
+
+// subjectMemories lists the memories of the local index that subject
+// remembered, in its runs or its memory namespace's stream, read while
+// its key still opens them: once erased, their ids are sealed too.
+func (rt *Runtime) subjectMemories(ctx context.Context, subject string) ([]rememberedAt, error) {
+	runs, streams, err := rt.subjectReach(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	seqs, err := rt.reachEvents(ctx, runs, streams, []string{events.TypeMemoryRemembered})
+	if err != nil {
+		return nil, fmt.Errorf("read the subject's memories: %w", err)
+	}
+	var out []rememberedAt
+	for _, seq := range seqs {
+		ev, err := rt.store.Get(ctx, seq)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Redacted {
+			continue
+		}
+		p, err := ev.Decode()
+		if err != nil {
+			return nil, err
+		}
+		if m := p.(*events.MemoryRemembered); m.Backend == "" {
+			out = append(out, rememberedAt{seq: seq, id: m.ID})
+		}
+	}
+	return out, nil
+}
+
+// purgeMemories removes from the local index the memories whose events
+// the erasure made unreadable (a namespace's stream holds other
+// subjects' too), leaving their text in none of its files; when the
+// purge fails it rebuilds the index, which leaves out what no longer
+// opens.
+func (rt *Runtime) purgeMemories(ctx context.Context, memories []rememberedAt) error {
+	var ids []string
+	for _, m := range memories {
+		ev, err := rt.store.Get(ctx, m.seq)
+		if err != nil {
+			return fmt.Errorf("rath: erased, but reading its memories failed (run rath rebuild --memory): %w", err)
+		}
+		if ev.Redacted {
+			ids = append(ids, m.id)
+		}
+	}
+	if len(ids) == 0 {
 		return nil
 	}
 	m, err := rt.Memory(ctx)
 	if err != nil {
 		return fmt.Errorf("rath: erased, but the memory index did not open (run rath rebuild --memory): %w", err)
+	}
+	_, err = m.Purge(ctx, ids)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("rath: erased, but purging the memory index was cut short (run rath rebuild --memory): %w", err)
 	}
 	if _, err := m.Rebuild(ctx); err != nil {
 		return fmt.Errorf("rath: erased, but rebuilding the memory index failed (run rath rebuild --memory): %w", err)
@@ -352,23 +437,9 @@ func (rt *Runtime) subjectShapes(ctx context.Context, subject string) ([]events.
 		}
 		streams = append(streams, in...)
 	}
-	types := events.ShapedTypes()
-	var seqs []int64
-	for _, q := range []struct {
-		column string
-		keys   []string
-	}{{"run_id", runs}, {"stream", streams}} {
-		for _, k := range q.keys {
-			args := []any{k}
-			for _, t := range types {
-				args = append(args, t)
-			}
-			var more []int64
-			if err := db.SelectContext(ctx, &more, db.Rebind(shapedEvents(q.column, len(types))), args...); err != nil {
-				return nil, fmt.Errorf("read the subject's session events: %w", err)
-			}
-			seqs = append(seqs, more...)
-		}
+	seqs, err := rt.reachEvents(ctx, runs, streams, events.ShapedTypes())
+	if err != nil {
+		return nil, fmt.Errorf("read the subject's session events: %w", err)
 	}
 	var shapes []events.Shape
 	for _, seq := range seqs {

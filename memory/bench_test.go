@@ -306,3 +306,50 @@ func BenchmarkReopenRecall(b *testing.B) {
 	b.StopTimer()
 	percentiles(b, lat)
 }
+
+// BenchmarkPurge purges 10 memories at a time (what an erasure of a
+// subject that wrote them does) from an index of 100,000, and rebuilds
+// the same index once from the log (what an erasure did before): purge-ms
+// and rebuild-ms are the two times.
+func BenchmarkPurge(b *testing.B) {
+	dir := benchDir(b)
+	rt, err := rath.Open(context.Background(), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	m, err := memory.OpenLocal(context.Background(), rt.Store(), filepath.Join(b.TempDir(), "memory.bleve"), memory.LocalOptions{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := b.Context()
+	gen := newTextGen(11)
+	var purging time.Duration
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		hits, err := m.Recall(ctx, benchNamespaces[n%len(benchNamespaces)], gen.query(), 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]string, len(hits))
+		for i, h := range hits {
+			ids[i] = h.ID
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := m.Purge(ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+		purging += time.Since(start)
+		n++
+	}
+	b.StopTimer()
+	start := time.Now()
+	if _, err := m.Rebuild(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(purging.Milliseconds())/float64(n), "purge-ms")
+	b.ReportMetric(float64(time.Since(start).Milliseconds()), "rebuild-ms")
+}

@@ -323,26 +323,7 @@ func (p *preparer) document(e *events.MemoryRemembered) (*document.Document, int
 // indexedDoc returns the namespace and analyzed length of a document in
 // the index, from its stored fields.
 func (p *preparer) indexedDoc(id string) (ns string, tokens int64, found bool, err error) {
-	d, err := p.idx.Document(id)
-	if err != nil {
-		return "", 0, false, fmt.Errorf("look up %s: %w", id, err)
-	}
-	if d == nil {
-		return "", 0, false, nil
-	}
-	var text []byte
-	d.VisitFields(func(f index.Field) {
-		switch f.Name() {
-		case fieldText:
-			text = append([]byte(nil), f.Value()...)
-		case fieldNS:
-			ns = string(f.Value())
-		}
-	})
-	if text == nil || ns == "" {
-		return "", 0, false, nil
-	}
-	return ns, int64(len(p.an.Analyze(text))), true, nil
+	return docStats(p.idx, p.an, id)
 }
 
 // take closes the batch being prepared with the state accounting for the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,23 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/keyring"
 )
+
+// CountInDir counts needle in every file under dir, as grep -rc would
+// over their bytes.
+func CountInDir(t testing.TB, dir, needle string) int {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return countIn(t, files, needle)
+}
 
 // countIn counts needle in the files, as grep -c would over their bytes.
 func countIn(t testing.TB, files []string, needle string) int {
