@@ -118,12 +118,13 @@ type EraseResult struct {
 
 // Erase forgets a subject by destroying its data key: the key's row is
 // deleted and an evidence.erased event (who, why, the subject, a hash of
-// the key's id) appended in one transaction, so either both happen or
-// neither. Everything sealed under the key, in the log, its blobs and the
-// projections, stays as ciphertext no one can open, and every leaf, root
-// and proof still verifies. Then the read models drop what they derived
-// from the subject's content (dropDerived), in time that grows with the
-// subject's runs, not with the store. This runtime forgets the key at
+// the key's id) appended in one transaction, in which the read models
+// drop what they derived from the subject's content (dropDerived), so
+// all of it happens or none. Everything sealed under the key, in the log,
+// its blobs and the projections, stays as ciphertext no one can open, and
+// every leaf, root and proof still verifies. Then the memory index purges
+// the subject's memories. Its time grows with the subject's runs, not
+// with the store, but for that purge. This runtime forgets the key at
 // once; other processes on the store within keyring.Freshness (they read
 // the generation row the erasure rewrote).
 //
@@ -169,7 +170,7 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 				replaced = true
 				return errKeyReplaced
 			}
-			return nil
+			return rt.dropDerived(ctx, tx, opts.Subject)
 		}
 		stored, err := rt.store.AppendTx(ctx, destroy, eventlog.Write{Stream: events.StreamEvidence, Expected: eventlog.AnyVersion, Events: []events.Payload{rec}})
 		switch {
@@ -184,7 +185,7 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		// not stay cached here.
 		kr.ForgetAll()
 		res := EraseResult{Record: stored[0], KeyIDHash: rec.KeyIDHash}
-		return res, rt.dropDerived(ctx, opts.Subject, memories)
+		return res, rt.purgeMemories(ctx, memories)
 	}
 }
 
@@ -258,45 +259,42 @@ func erasureStatements() []string {
 // of their approvals and of its sessions', when written before columns
 // were sealed). It finds them through indexes (the runs' subject column,
 // run ids, sessions), never by reading the log.
-// The memories the subject wrote (found before the erasure, while they
-// still open) leave the memory index: purged, or if that fails, with a
-// rebuild of the index.
-func (rt *Runtime) dropDerived(ctx context.Context, subject string, memories []rememberedAt) error {
+// dropDerived clears, in the erasure's transaction (under the write
+// lock, as the projectors write them), what the SQL projections hold of
+// subject's content in clear and what a rebuild could no longer derive
+// (the statements above). It finds the rows through indexes (the runs'
+// subject column, run ids, sessions), never by reading the log, and
+// reads the subject's runs in the transaction: a run the subject starts
+// after the erasure, under a new key, keeps its rows.
+func (rt *Runtime) dropDerived(ctx context.Context, tx *sql.Tx, subject string) error {
 	db := rt.store.DB()
-	runs, streams, err := rt.subjectReach(ctx, subject)
+	runs, streams, err := subjectReach(ctx, tx, db.Rebind, subject)
 	if err != nil {
-		return fmt.Errorf("rath: erased, but listing the subject's runs failed (run rath rebuild): %w", err)
+		return fmt.Errorf("list the subject's runs: %w", err)
 	}
-	// Under the write lock, as the projectors write them.
-	err = rt.store.Exclusive(ctx, func(ctx context.Context, tx *eventlog.Tx) error {
-		for _, run := range runs {
-			for _, st := range []struct {
-				q    string
-				args []any
-			}{
-				{clearRuns, []any{sealedLike, sealedLike, run}},
-				{dropApprovals, []any{run}},
-				{dropUsage, []any{run}},
-				{clearSessions, []any{run, run}},
-				{clearSnapshots, []any{run, run}},
-				{dropRun, []any{run}},
-			} {
-				if _, err := tx.Exec(db.Rebind(st.q), st.args...); err != nil {
-					return err
-				}
+	for _, run := range runs {
+		for _, st := range []struct {
+			q    string
+			args []any
+		}{
+			{clearRuns, []any{sealedLike, sealedLike, run}},
+			{dropApprovals, []any{run}},
+			{dropUsage, []any{run}},
+			{clearSessions, []any{run, run}},
+			{clearSnapshots, []any{run, run}},
+			{dropRun, []any{run}},
+		} {
+			if _, err := tx.ExecContext(ctx, db.Rebind(st.q), st.args...); err != nil {
+				return fmt.Errorf("clear the read models: %w", err)
 			}
 		}
-		for _, s := range streams {
-			if _, err := tx.Exec(db.Rebind(clearApprovals), sealedLike, sealedLike, s); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("rath: erased, but clearing the read models failed (run rath rebuild): %w", err)
 	}
-	return rt.purgeMemories(ctx, memories)
+	for _, s := range streams {
+		if _, err := tx.ExecContext(ctx, db.Rebind(clearApprovals), sealedLike, sealedLike, s); err != nil {
+			return fmt.Errorf("clear the read models: %w", err)
+		}
+	}
+	return nil
 }
 
 // reachEvents lists the seqs of the events of types in runs and streams,
@@ -334,7 +332,7 @@ type rememberedAt struct {
 // remembered, in its runs or its memory namespace's stream, read while
 // its key still opens them: once erased, their ids are sealed too.
 func (rt *Runtime) subjectMemories(ctx context.Context, subject string) ([]rememberedAt, error) {
-	runs, streams, err := rt.subjectReach(ctx, subject)
+	runs, streams, err := subjectReach(ctx, rt.store.DB(), rt.store.DB().Rebind, subject)
 	if err != nil {
 		return nil, err
 	}
@@ -401,12 +399,24 @@ func (rt *Runtime) purgeMemories(ctx context.Context, memories []rememberedAt) e
 // subjectReach finds, through indexes, the runs and streams whose content
 // is subject's: a user's runs (the runs' subject column), a run, a
 // session's stream or a memory namespace's.
-func (rt *Runtime) subjectReach(ctx context.Context, subject string) (runs, streams []string, err error) {
+func subjectReach(ctx context.Context, q queryer, rebind func(string) string, subject string) (runs, streams []string, err error) {
 	level, id, _ := strings.Cut(subject, ":")
 	switch level {
 	case keyring.LevelUser:
-		db := rt.store.DB()
-		err = db.SelectContext(ctx, &runs, db.Rebind(subjectRuns), subject)
+		rows, err := q.QueryContext(ctx, rebind(subjectRuns), subject)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var run string
+			if err := rows.Scan(&run); err != nil {
+				return nil, nil, err
+			}
+			runs = append(runs, run)
+		}
+		err = rows.Err()
+		return runs, nil, err
 	case keyring.LevelRun:
 		runs = []string{id}
 	case keyring.LevelSession:
@@ -414,7 +424,12 @@ func (rt *Runtime) subjectReach(ctx context.Context, subject string) (runs, stre
 	case keyring.LevelMemory:
 		streams = []string{events.MemoryStream(id)}
 	}
-	return runs, streams, err
+	return runs, streams, nil
+}
+
+// queryer is a *sql.DB or *sql.Tx.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // subjectShapes keeps the structure of the subject's events that start or
@@ -423,7 +438,7 @@ func (rt *Runtime) subjectReach(ctx context.Context, subject string) (runs, stre
 // forks of the subject's sessions by others, merges into them. It reads
 // only those events of the subject's runs and streams.
 func (rt *Runtime) subjectShapes(ctx context.Context, subject string) ([]events.Shape, error) {
-	runs, streams, err := rt.subjectReach(ctx, subject)
+	runs, streams, err := subjectReach(ctx, rt.store.DB(), rt.store.DB().Rebind, subject)
 	if err != nil {
 		return nil, err
 	}
