@@ -82,6 +82,9 @@ type treeBuilder struct {
 	// last head told to Options.AfterCommit.
 	runsFinished atomic.Int64
 	roundTrips   atomic.Int64
+	// idleUntil is when the builder, having found another process
+	// building, next tries after a commit (treeStandBy).
+	idleUntil time.Time
 	// keyErr is the writer's at Open: a store whose key is not the
 	// chain's builds nothing (its MAC would be a wrong one).
 	keyErr error
@@ -137,8 +140,9 @@ func (b *treeBuilder) loop() {
 			// A build after every commit cost two round trips and the
 			// server's work of a commit each: the commits of a short
 			// while are built together, unless a reader asks first.
+			wait := max(treeCoalesce, time.Until(b.idleUntil))
 			select {
-			case <-time.After(treeCoalesce):
+			case <-time.After(wait):
 			case req := <-b.syncs:
 				sync(req)
 				continue
@@ -155,6 +159,10 @@ func (b *treeBuilder) loop() {
 		}
 	}
 }
+
+// treeStandBy is how long a builder that found another process building
+// waits before it tries again after a commit.
+const treeStandBy = 100 * time.Millisecond
 
 // treeCoalesce is how long the builder waits after a commit before it
 // builds, so that the commits made meanwhile (this process's and others')
@@ -231,6 +239,14 @@ func (b *treeBuilder) build(ctx context.Context, wait bool) (TreeHead, error) {
 			return built, err
 		}
 		if !got {
+			if !wait {
+				// Another process builds, and builds what this one
+				// committed before its end (it looks again after it let
+				// the lock go): this one waits longer before its next
+				// try, so that one process builds while the others
+				// commit.
+				b.idleUntil = time.Now().Add(treeStandBy)
+			}
 			if !wait || head.Size >= end {
 				return built, nil
 			}
