@@ -21,11 +21,12 @@ import (
 // subject erased while it runs goes on under a new key, and what it
 // writes after the erasure reads back.
 //
-// SQLite has one writer at a time, so a check inside the append's
+// SQLite has one writer at a time, so a plain read inside the append's
 // transaction sees every erasure that committed before it, and none can
-// commit before the append does. PostgreSQL's append path does not check
-// yet: its statements must refuse a row whose key is gone in the same
-// snapshot the erasure's DELETE serializes against.
+// commit before the append does. PostgreSQL reads the key's row FOR
+// SHARE: an erasure's DELETE of it waits for the append to commit (the
+// content is then erased with the rest), or the read waits for the
+// erasure and finds no row.
 
 // errKeyGone is matched by a *keyGoneError.
 var errKeyGone = errors.New("eventlog: a key the append was sealed under was erased meanwhile")
@@ -69,14 +70,18 @@ func (s *Store) sendSealed(ctx context.Context, req *request) ([]events.Event, e
 	}
 }
 
-const selectKeyID = `SELECT key_id FROM subject_keys WHERE subject = ?`
+const (
+	selectKeyID       = `SELECT key_id FROM subject_keys WHERE subject = ?`
+	selectKeyIDShared = selectKeyID + ` FOR SHARE`
+)
 
 // checkKeys fails req with a *keyGoneError when a key one of its writes
 // was sealed under is no longer in subject_keys. It runs in the append's
-// transaction, on SQLite only (see above).
+// transaction.
 func (w *writerState) checkKeys(ctx context.Context, req *request) error {
-	if _, ok := w.s.d.(*sqliteDialect); !ok {
-		return nil
+	query := selectKeyID
+	if _, pg := w.s.d.(*postgresDialect); pg {
+		query = selectKeyIDShared
 	}
 	var checked map[*keyring.DataKey]bool
 	for _, pw := range req.writes {
@@ -84,7 +89,16 @@ func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 			continue
 		}
 		var id string
-		err := w.conn.QueryRowContext(ctx, selectKeyID, pw.key.Subject).Scan(&id)
+		var err error
+		if w.pend.unsent() > 0 {
+			// After the statements queued before it, in their round trip.
+			err = w.queryRowAfterQueued(ctx, query, []any{pw.key.Subject}, &id)
+			if errors.Is(err, errQueuedFailed) {
+				return storageErr("check the sealing key", err)
+			}
+		} else {
+			err = w.conn.QueryRowContext(ctx, w.s.rebind(query), pw.key.Subject).Scan(&id)
+		}
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || (err == nil && id != pw.key.ID):
 			return &keyGoneError{Subject: pw.key.Subject, KeyID: pw.key.ID}

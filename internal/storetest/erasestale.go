@@ -48,14 +48,7 @@ func (s *staleSealer) Forget(subject string) {
 // gone, and the content is sealed again under the subject's new key, so
 // it reads back (a run of a subject erased while it runs goes on under
 // a new key). The erasure still holds for what was written before it.
-//
-// PostgreSQL: its append path does not check the key yet (see
-// eventlog/sealcheck.go); the subtest fails there until it does, and is
-// skipped with that reason meanwhile.
 func testSealedAfterErasure(t *testing.T, b Backend) {
-	if b.Name == "postgres" {
-		t.Skip("PENDING: the PostgreSQL append path does not yet check, in its transaction, that the sealing key's subject_keys row exists (eventlog/sealcheck.go)")
-	}
 	ctx := t.Context()
 	tg := b.New(t)
 	kek := MustKEK(t)
