@@ -70,19 +70,13 @@ func (s *Store) sendSealed(ctx context.Context, req *request) ([]events.Event, e
 	}
 }
 
-const (
-	selectKeyID       = `SELECT key_id FROM subject_keys WHERE subject = ?`
-	selectKeyIDShared = selectKeyID + ` FOR SHARE`
-)
+const selectKeyID = `SELECT key_id FROM subject_keys WHERE subject = ?`
 
 // checkKeys fails req with a *keyGoneError when a key one of its writes
 // was sealed under is no longer in subject_keys. It runs in the append's
 // transaction.
 func (w *writerState) checkKeys(ctx context.Context, req *request) error {
-	query := selectKeyID
-	if _, pg := w.s.d.(*postgresDialect); pg {
-		query = selectKeyIDShared
-	}
+	query := w.s.d.readShared(selectKeyID)
 	var checked map[*keyring.DataKey]bool
 	for _, pw := range req.writes {
 		if pw.key == nil || checked[pw.key] {
