@@ -23,10 +23,17 @@ import (
 //
 // SQLite has one writer at a time, so a plain read inside the append's
 // transaction sees every erasure that committed before it, and none can
-// commit before the append does. PostgreSQL reads the key's row FOR
-// SHARE: an erasure's DELETE of it waits for the append to commit (the
-// content is then erased with the rest), or the read waits for the
-// erasure and finds no row.
+// commit before the append does. On PostgreSQL an erasure deletes the key
+// under the chain lock (it is an AppendTx, which locks at BEGIN), so
+// once an append holds the lock no erasure commits before it does: a
+// transaction that locks at BEGIN reads the key's row (FOR SHARE, which
+// the lock makes redundant but which keeps the check right by itself),
+// and one sequenced at its end (sequencer.go) reads nothing before the
+// lock, which would send its BEGIN and lock mid-batch and hold the lock
+// across a round trip: it queues keyConfirm, which runs after the lock in
+// the batch's final pipeline and fails the batch if the key is gone. The
+// batch is then redone the usual way, where the read finds the key gone
+// and the request is sealed again.
 
 // errKeyGone is matched by a *keyGoneError.
 var errKeyGone = errors.New("eventlog: a key the append was sealed under was erased meanwhile")
@@ -72,14 +79,26 @@ func (s *Store) sendSealed(ctx context.Context, req *request) ([]events.Event, e
 
 const selectKeyID = `SELECT key_id FROM subject_keys WHERE subject = ?`
 
+// keyConfirm fails (dividing by zero) unless subject's key is key_id
+// (PostgreSQL only: a late transaction's queued check).
+const keyConfirm = `SELECT 1 / count(*)::int FROM subject_keys WHERE subject = $1 AND key_id = $2`
+
 // checkKeys fails req with a *keyGoneError when a key one of its writes
 // was sealed under is no longer in subject_keys. It runs in the append's
-// transaction.
+// transaction; in one sequenced at its end it only queues keyConfirm.
 func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 	query := w.s.d.readShared(selectKeyID)
 	var checked map[*keyring.DataKey]bool
 	for _, pw := range req.writes {
 		if pw.key == nil || checked[pw.key] {
+			continue
+		}
+		if checked == nil {
+			checked = map[*keyring.DataKey]bool{}
+		}
+		checked[pw.key] = true
+		if w.opt.open {
+			w.pend.queued = append(w.pend.queued, queuedStmt{query: keyConfirm, args: []any{pw.key.Subject, pw.key.ID}})
 			continue
 		}
 		var id string
@@ -99,10 +118,6 @@ func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 		case err != nil:
 			return storageErr("check the sealing key", err)
 		}
-		if checked == nil {
-			checked = map[*keyring.DataKey]bool{}
-		}
-		checked[pw.key] = true
 	}
 	return nil
 }
