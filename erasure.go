@@ -122,8 +122,10 @@ type EraseResult struct {
 // drop what they derived from the subject's content (dropDerived), so
 // all of it happens or none. Everything sealed under the key, in the log,
 // its blobs and the projections, stays as ciphertext no one can open, and
-// every leaf, root and proof still verifies. Then the memory index purges
-// the subject's memories. Its time grows with the subject's runs, not
+// every leaf, root and proof still verifies. Then each of the subject's
+// runs that was queued, not started, is recorded failed
+// (ErasedBeforeStart), and the memory index purges the subject's
+// memories. Its time grows with the subject's runs, not
 // with the store, but for that purge. This runtime forgets the key at
 // once; other processes on the store within keyring.Freshness (they read
 // the generation row the erasure rewrote).
