@@ -524,13 +524,6 @@ func (s *Store) decodeRecord(ctx context.Context, q queryer, r row) (*events.Evi
 	return rec, nil
 }
 
-func storageErrOrNil(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return storageErr(op, err)
-}
-
 // redactedCommitment is the payload commitment of a redacted event, from
 // the redactions table; fail says why there is none.
 func redactedCommitment(ctx context.Context, q queryer, d dialect, seq int64) (commit [32]byte, fail string, err error) {

@@ -189,11 +189,10 @@ func scopeQuery(query, tenant string, own bool) string {
 	}
 	return scopedTable.ReplaceAllStringFunc(query, func(m string) string {
 		sub := scopedTable.FindStringSubmatch(m)
-		verb, table, rest, alias := sub[1], strings.ToLower(sub[2]), sub[3], sub[4]
+		verb, table, alias := sub[1], strings.ToLower(sub[2]), sub[4]
+		rest := "" // what followed the table name, when it was no alias
 		if alias == "" || sqlWords[strings.ToLower(alias)] {
 			alias, rest = table, sub[3]
-		} else {
-			rest = ""
 		}
 		var from string
 		switch table {
