@@ -268,6 +268,16 @@ func TestBundle_VerifiesWithoutRathAndCatchesTampering(t *testing.T) {
 			[]string{"its SHA-256 is not its name"}, true},
 		{"flip a byte of the attestation", func(d string) { flipByte(t, filepath.Join(d, "attestation.dsse.json")) },
 			[]string{"attestation.dsse.json"}, true},
+		{"break the attestation's base64", func(d string) {
+			p := filepath.Join(d, "attestation.dsse.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`"payload":"`), []byte(`"payload":"!`), 1), 0o644)
+		}, []string{"attestation.dsse.json"}, true},
+		{"break a checkpoint signature's base64", func(d string) {
+			p := filepath.Join(d, "checkpoint")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte("\u2014 rath.test/log "), []byte("\u2014 rath.test/log !"), 1), 0o644)
+		}, []string{"checkpoint"}, true},
 		{"flip a byte of public.pem", func(d string) { flipByte(t, filepath.Join(d, "public.pem")) },
 			[]string{"public.pem: missing, or its SHA-256 is not the attested one"}, false},
 		{"flip a byte of VERIFY.md", func(d string) { flipByte(t, filepath.Join(d, "VERIFY.md")) },

@@ -12,6 +12,10 @@ import base64, hashlib, json, os, sys
 from securesystemslib.signer import Signature, SSlibKey
 
 failed = []
+# A damaged file (bad base64, JSON or UTF-8) raises somewhere below; it must read as a failure.
+# (Python exits with status 1 after the hook.)
+def malformed(kind, err, tb): print("FAIL: a malformed file in the bundle (%s: %s)" % (kind.__name__, err))
+sys.excepthook = malformed
 def fail(msg): failed.append(msg); print("FAIL: " + msg)
 def sha(b): return hashlib.sha256(b).digest()
 def read(name): return open(name, "rb").read()
@@ -49,8 +53,11 @@ if failed: sys.exit("bundle: %d symbolic links FAILED" % len(failed))
 key = Key(read(log_key or "verifier.vkey").decode(), log_key or "verifier.vkey")
 print("log key %s (key %s): %s" % (key.name, key.id, "pinned" if log_key else
       "NOT pinned, the bundle's own verifier.vkey: compare it with the published key, or pass that with --log-key"))
-env = json.loads(read("attestation.dsse.json"))
-body, ptype = base64.b64decode(env["payload"]), env["payloadType"].encode()
+try:
+    env = json.loads(read("attestation.dsse.json"))
+    body, ptype = base64.b64decode(env["payload"], validate=True), env["payloadType"].encode()
+except (ValueError, KeyError, TypeError) as e:
+    sys.exit("FAIL: attestation.dsse.json: not a DSSE envelope (%s)" % e)
 pae = b"DSSEv1 %d %s %d %s" % (len(ptype), ptype, len(body), body)
 if not any(s["keyid"] == key.id and key.verified(base64.b64decode(s["sig"]), pae) for s in env["signatures"]):
     sys.exit("FAIL: attestation.dsse.json: no valid signature by key " + key.id)

@@ -51,8 +51,11 @@ fi
 pem "$key" >"$T/log.pem"
 
 # The attestation: Ed25519 over the DSSE pre-authentication encoding of the statement.
-grep -o '"payload":"[^"]*"' attestation.dsse.json | cut -d'"' -f4 | base64 -d >"$T/statement.json"
-grep -o '"sig":"[^"]*"' attestation.dsse.json | head -n 1 | cut -d'"' -f4 | base64 -d >"$T/attestation.sig"
+# A damaged envelope must print FAIL, not end the script on set -e.
+grep -o '"payload":"[^"]*"' attestation.dsse.json | cut -d'"' -f4 | base64 -d >"$T/statement.json" 2>/dev/null ||
+	fail "attestation.dsse.json: no base64 payload"
+grep -o '"sig":"[^"]*"' attestation.dsse.json | head -n 1 | cut -d'"' -f4 | base64 -d >"$T/attestation.sig" 2>/dev/null ||
+	fail "attestation.dsse.json: no base64 signature"
 { printf 'DSSEv1 %d %s %d ' 28 'application/vnd.in-toto+json' "$(wc -c <"$T/statement.json")"; cat "$T/statement.json"; } >"$T/pae"
 openssl pkeyutl -verify -pubin -inkey "$T/log.pem" -rawin -in "$T/pae" -sigfile "$T/attestation.sig" >/dev/null ||
 	fail "attestation.dsse.json: no valid signature by the log key"
