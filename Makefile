@@ -124,7 +124,7 @@ fleetbench: build
 soak: deps build
 	$(GO) test -tags '$(TAGS) soak' -run TestSoak -timeout 60m -v ./fleet
 	$(GO) test -tags '$(TAGS) soak' -run 'TestTenants_RandomRequestsSeeOnlyTheirTenant' -timeout 30m -v ./internal/console
-	RATH_TEST_BINARY=$(CURDIR)/bin/rath $(GO) test -tags '$(TAGS) soak' -run 'TestServe_TenantsRandomRequests|TestErase_CanarySweep' -timeout 30m -v ./cmd/rath/cli
+	RATH_TEST_BINARY=$(CURDIR)/bin/rath $(GO) test -tags '$(TAGS) soak' -run 'TestServe_TenantsRandomRequests|TestErase_CanarySweep|TestErase_ChaosWithWorkersAndAppenders' -timeout 30m -v ./cmd/rath/cli
 
 # fuzz runs each fuzz target for a short while.
 fuzz:

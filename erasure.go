@@ -122,8 +122,10 @@ type EraseResult struct {
 // drop what they derived from the subject's content (dropDerived), so
 // all of it happens or none. Everything sealed under the key, in the log,
 // its blobs and the projections, stays as ciphertext no one can open, and
-// every leaf, root and proof still verifies. Then the memory index purges
-// the subject's memories. Its time grows with the subject's runs, not
+// every leaf, root and proof still verifies. Then each of the subject's
+// runs that was queued, not started, is recorded failed
+// (ErasedBeforeStart), and the memory index purges the subject's
+// memories. Its time grows with the subject's runs, not
 // with the store, but for that purge. This runtime forgets the key at
 // once; other processes on the store within keyring.Freshness (they read
 // the generation row the erasure rewrote).
@@ -148,6 +150,10 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		if err != nil {
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
+		var head int64
+		if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&head); err != nil {
+			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
+		}
 		shapes, err := rt.subjectShapes(ctx, opts.Subject)
 		if err != nil {
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
@@ -160,7 +166,8 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		rec := events.EvidenceErased{Subject: opts.Subject, By: opts.By, Reason: opts.Reason, KeyIDHash: hex.EncodeToString(sum[:]), Shapes: shapes}
 		// The record is built from the key read above; the transaction
 		// destroys exactly that key, or nothing.
-		replaced := false
+		replaced, unshaped := false, false
+		var queued []queuedRun
 		destroy := func(ctx context.Context, tx *sql.Tx) error {
 			id, err := kr.Erase(ctx, tx, opts.Subject)
 			if err != nil {
@@ -170,12 +177,24 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 				replaced = true
 				return errKeyReplaced
 			}
-			return rt.dropDerived(ctx, tx, opts.Subject)
+			// A session event sealed under the key since its shapes were
+			// read (a run going on meanwhile) would leave a rebuild
+			// without its session: read them again.
+			if unshaped, err = shapedSince(ctx, tx, db.Rebind, head, dk.ID); err != nil || unshaped {
+				if err == nil {
+					err = errKeyReplaced
+				}
+				return err
+			}
+			queued, err = rt.dropDerived(ctx, tx, opts.Subject, dk.ID)
+			return err
 		}
 		stored, err := rt.store.AppendTx(ctx, destroy, eventlog.Write{Stream: events.StreamEvidence, Expected: eventlog.AnyVersion, Events: []events.Payload{rec}})
 		switch {
 		case replaced && attempt < 3:
 			continue // erased and made again meanwhile: destroy the new one
+		case unshaped && attempt < 8:
+			continue
 		case errors.Is(err, keyring.ErrErased):
 			return EraseResult{}, rt.nothingToErase(ctx, opts.Subject)
 		case err != nil:
@@ -185,8 +204,69 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		// not stay cached here.
 		kr.ForgetAll()
 		res := EraseResult{Record: stored[0], KeyIDHash: rec.KeyIDHash}
-		return res, rt.purgeMemories(ctx, memories)
+		// Both run, whichever fails: each leaves its own part undone.
+		return res, errors.Join(rt.endQueued(ctx, queued), rt.purgeMemories(ctx, memories))
 	}
+}
+
+// ErasedBeforeStart is the error recorded for a run whose subject was
+// erased while it was queued, before any worker started it.
+const ErasedBeforeStart = "the run's subject was erased before it started: its prompt and parameters are gone"
+
+// queuedRun is a run that was queued, not started, when its subject's
+// key was destroyed: with the key went its prompt and params, so no
+// worker can run it.
+type queuedRun struct {
+	id, workflow, input, tenant string
+}
+
+// endQueued records each run that was queued when its subject was erased
+// as failed (ErasedBeforeStart), so it ends where rath wait, rath runs
+// and the console see it, instead of leaving the read models with the
+// subject's other runs and never running. The record is sealed under the
+// run's own key ("run:ID") and names no subject: it holds nothing of the
+// person, and a later erasure of the subject leaves it alone. A worker
+// that started the run meanwhile wins (the run.started here conflicts):
+// that run goes on under the subject's new key, as a running one does.
+func (rt *Runtime) endQueued(ctx context.Context, runs []queuedRun) error {
+	for _, q := range runs {
+		rctx := events.ContextWithSubject(ctx, keyring.LevelRun+":"+q.id)
+		_, err := rt.store.In(eventlog.Scope{Run: events.RunRef{ID: q.id}}).Append(rctx, q.id, eventlog.NoStream,
+			events.RunStarted{Run: q.id, Workflow: q.workflow, InputSession: q.input, Seed: q.id, Tenant: events.TenantField(q.tenant)},
+			events.RunFinished{Run: q.id, Status: RunError, Error: ErasedBeforeStart})
+		if errors.Is(err, eventlog.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("rath: erased, but recording queued run %s as failed did not work: %w", q.id, err)
+		}
+	}
+	return nil
+}
+
+// shapedSince reports whether an event that starts or links a session
+// (events.ShapedTypes) was sealed under the key keyID after seq: a
+// sealed payload names its key in clear.
+func shapedSince(ctx context.Context, tx *sql.Tx, rebind func(string) string, seq int64, keyID string) (bool, error) {
+	types := events.ShapedTypes()
+	args := []any{seq, `%"k":"` + keyID + `"%`}
+	for _, t := range types {
+		args = append(args, t)
+	}
+	var one int
+	err := tx.QueryRowContext(ctx, rebind(shapedSinceQuery(len(types))), args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// shapedSinceQuery finds an event of n types after a seq whose payload
+// is like a pattern: the events since the erasure read its shapes,
+// through the primary key's range (not in erasureStatements, whose plan
+// test binds text to every parameter).
+func shapedSinceQuery(n int) string {
+	return `SELECT 1 FROM events WHERE seq > ? AND payload LIKE ? AND type IN (?` + strings.Repeat(", ?", n-1) + `) LIMIT 1`
 }
 
 // errKeyReplaced aborts an erasure whose subject's key changed between
@@ -235,6 +315,9 @@ const (
 	// it for a bound parameter only when the query says so too.
 	subjectRuns  = `SELECT id FROM runs WHERE subject = ? AND subject <> ''`
 	inputSession = `SELECT input_session FROM runs WHERE id = ?`
+	// A run queued, not started: its row says so (runUnderKey).
+	runQueued = `SELECT workflow, input_session, tenant, params,
+		submitted_seq IS NOT NULL AND started_seq = submitted_seq AND finished_seq IS NULL FROM runs WHERE id = ?`
 )
 
 // shapedEvents reads the seqs of the events of a run (column "run_id")
@@ -251,28 +334,36 @@ func erasureStatements() []string {
 	n := len(events.ShapedTypes())
 	return []string{clearRuns, dropApprovals, dropUsage, clearSessions, clearSnapshots, dropRun,
 		clearApprovals, subjectRuns, inputSession, shapedEvents("run_id", n), shapedEvents("stream", n),
-		shapedEvents("run_id", 1), shapedEvents("stream", 1)}
+		shapedEvents("run_id", 1), shapedEvents("stream", 1), runQueued}
 }
 
-// dropDerived clears what the SQL projections hold of subject's content
-// in clear (the params and error of its runs, the questions and reasons
-// of their approvals and of its sessions', when written before columns
-// were sealed). It finds them through indexes (the runs' subject column,
-// run ids, sessions), never by reading the log.
 // dropDerived clears, in the erasure's transaction (under the write
 // lock, as the projectors write them), what the SQL projections hold of
 // subject's content in clear and what a rebuild could no longer derive
 // (the statements above). It finds the rows through indexes (the runs'
 // subject column, run ids, sessions), never by reading the log, and
 // reads the subject's runs in the transaction: a run the subject starts
-// after the erasure, under a new key, keeps its rows.
-func (rt *Runtime) dropDerived(ctx context.Context, tx *sql.Tx, subject string) error {
+// after the erasure, under a new key, keeps its rows, and so does one
+// whose params are sealed under another key than keyID (runUnderKey).
+// It returns the runs that were queued, not started, for endQueued.
+func (rt *Runtime) dropDerived(ctx context.Context, tx *sql.Tx, subject, keyID string) ([]queuedRun, error) {
 	db := rt.store.DB()
 	runs, streams, err := subjectReach(ctx, tx, db.Rebind, subject)
 	if err != nil {
-		return fmt.Errorf("list the subject's runs: %w", err)
+		return nil, fmt.Errorf("list the subject's runs: %w", err)
 	}
+	var queued []queuedRun
 	for _, run := range runs {
+		q, ours, err := runUnderKey(ctx, tx, db.Rebind, run, keyID)
+		if err != nil {
+			return nil, fmt.Errorf("read the subject's runs: %w", err)
+		}
+		if !ours {
+			continue // submitted since, under the subject's new key: it reads
+		}
+		if q != nil {
+			queued = append(queued, *q)
+		}
 		for _, st := range []struct {
 			q    string
 			args []any
@@ -285,16 +376,40 @@ func (rt *Runtime) dropDerived(ctx context.Context, tx *sql.Tx, subject string) 
 			{dropRun, []any{run}},
 		} {
 			if _, err := tx.ExecContext(ctx, db.Rebind(st.q), st.args...); err != nil {
-				return fmt.Errorf("clear the read models: %w", err)
+				return nil, fmt.Errorf("clear the read models: %w", err)
 			}
 		}
 	}
 	for _, s := range streams {
 		if _, err := tx.ExecContext(ctx, db.Rebind(clearApprovals), sealedLike, sealedLike, s); err != nil {
-			return fmt.Errorf("clear the read models: %w", err)
+			return nil, fmt.Errorf("clear the read models: %w", err)
 		}
 	}
-	return nil
+	return queued, nil
+}
+
+// runUnderKey reads run's row in tx: ours is false when its params are
+// sealed under another key than keyID (a run submitted after the key was
+// destroyed, under the subject's new one, which a rebuild still lists),
+// and q is set when the run is queued, not started. A row in clear, with
+// no params, or gone already is the erasure's.
+func runUnderKey(ctx context.Context, tx *sql.Tx, rebind func(string) string, run, keyID string) (q *queuedRun, ours bool, err error) {
+	var r queuedRun
+	var params string
+	var waiting bool
+	err = tx.QueryRowContext(ctx, rebind(runQueued), run).Scan(&r.workflow, &r.input, &r.tenant, &params, &waiting)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, true, nil // its rows that remain are cleared as before
+	case err != nil:
+		return nil, false, err
+	case strings.HasPrefix(params, events.SealedPrefix) && !strings.Contains(params, `"k":"`+keyID+`"`):
+		return nil, false, nil
+	case waiting:
+		r.id = run
+		return &r, true, nil
+	}
+	return nil, true, nil
 }
 
 // reachEvents lists the seqs of the events of types in runs and streams,

@@ -42,6 +42,12 @@ type Predicate struct {
 	// Redacted are the seqs whose payloads were deleted (their lines and
 	// proofs remain).
 	Redacted []int64 `json:"redacted,omitempty"`
+	// Erased are the seqs whose payloads are sealed under a subject's key
+	// that was erased (docs/EVIDENCE.md, "Erasure by crypto-shredding"):
+	// the bundle ships their ciphertext, which their lines commit to and
+	// nobody can open. A run whose run.finished is among them has status
+	// "erased".
+	Erased []int64 `json:"erased,omitempty"`
 }
 
 // Approval is one request the run made of a person, and its decision.
@@ -64,10 +70,12 @@ type Replay struct {
 	Verdict string `json:"verdict"`
 }
 
-// predicate summarises the run's leaves.
-func predicate(runID string, leaves []eventlog.Leaf, ck Checkpoint, opts Options) Predicate {
-	p := Predicate{Run: runID, Status: "unfinished", FirstSeq: leaves[0].Seq, LastSeq: leaves[len(leaves)-1].Seq,
-		Events: len(leaves), Checkpoint: ck, Models: []string{}, Tools: []string{}, Approvals: []Approval{},
+// predicate summarises the run's events as the store reads them: a
+// sealed payload opened (its leaf and the bundle keep the ciphertext), an
+// erased one marked so.
+func predicate(runID string, evs []events.Event, ck Checkpoint, opts Options) Predicate {
+	p := Predicate{Run: runID, Status: "unfinished", FirstSeq: evs[0].Seq, LastSeq: evs[len(evs)-1].Seq,
+		Events: len(evs), Checkpoint: ck, Models: []string{}, Tools: []string{}, Approvals: []Approval{},
 		Replay: Replay{Verdict: "not replayed"}}
 	if opts.Replay != nil {
 		p.Replay = *opts.Replay
@@ -77,9 +85,15 @@ func predicate(runID string, leaves []eventlog.Leaf, ck Checkpoint, opts Options
 		p.Checkpoint.WitnessedBy = []string{}
 	}
 	approvals := map[string]int{}
-	for _, l := range leaves {
-		if l.Payload == nil {
-			continue // redacted
+	for _, l := range evs {
+		if l.Redacted {
+			if string(l.Payload) == events.ErasedMarker {
+				p.Erased = append(p.Erased, l.Seq)
+				if l.Type == events.TypeRunFinished && l.Stream == runID {
+					p.Status = "erased"
+				}
+			}
+			continue
 		}
 		pl, err := l.Decode()
 		if err != nil {

@@ -158,7 +158,7 @@ func Write(ctx context.Context, st Store, runID, dir string, opts Options) (*Res
 		}
 		f.add(WitnessesFile, w.Bytes())
 	}
-	pred := predicate(runID, leaves, ck, opts)
+	pred := predicate(runID, evs, ck, opts)
 	pred.Redacted = redacted
 	if err := addVerifier(f, pred, opts.Key); err != nil {
 		return nil, err

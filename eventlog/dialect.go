@@ -71,6 +71,10 @@ type dialect interface {
 	// abortsOnError reports whether a failed statement aborts the whole
 	// transaction, so that a failed read still spoils the batch.
 	abortsOnError() bool
+	// readShared turns a query of rows into one that keeps them from
+	// being deleted until the transaction ends, where the writer alone
+	// does not (sealcheck.go).
+	readShared(query string) string
 	// batchesRows reports whether a batch's rows are collected and sent
 	// in one statement at its end (pgbatch.go) rather than one by one.
 	batchesRows() bool

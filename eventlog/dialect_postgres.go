@@ -294,6 +294,8 @@ func (d *postgresDialect) copied(tx *Tx, head int64) error {
 // abortsOnError: a failed statement aborts PostgreSQL's transaction.
 func (d *postgresDialect) abortsOnError() bool { return true }
 
+func (d *postgresDialect) readShared(query string) string { return query + ` FOR SHARE` }
+
 func (d *postgresDialect) batchesRows() bool { return true }
 
 // absorb: another process may hold the chain lock for a while, and what

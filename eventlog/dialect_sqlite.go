@@ -138,6 +138,10 @@ func (d *sqliteDialect) abortsOnError() bool { return false }
 // copied: SQLite's writer numbers rows from the log's tail.
 func (d *sqliteDialect) copied(*Tx, int64) error { return nil }
 
+// readShared: one writer at a time, so a read inside its transaction
+// already holds what it read.
+func (d *sqliteDialect) readShared(query string) string { return query }
+
 func (d *sqliteDialect) batchesRows() bool { return false }
 
 // absorb takes nothing: the batch that waited for the lock goes alone.

@@ -50,6 +50,9 @@ type Sealer interface {
 	// Epoch changes whenever an erasure (by any process) may have made
 	// cached keys stale.
 	Epoch(ctx context.Context, q keyring.Querier) (uint64, error)
+	// Forget drops subject's cached key: the append's transaction found
+	// it erased (sealcheck.go).
+	Forget(subject string)
 }
 
 var _ Sealer = (*keyring.Keyring)(nil)

@@ -561,10 +561,7 @@ func (s *Store) appendNow(ctx context.Context, sc Scope, txFn func(context.Conte
 	if err != nil {
 		return nil, err
 	}
-	if err := s.sealRequest(ctx, req); err != nil {
-		return nil, err
-	}
-	stored, err := s.send(ctx, req)
+	stored, err := s.sendSealed(ctx, req)
 	if err == nil {
 		s.recordRedactions(ctx, req, stored, found)
 	}
@@ -629,10 +626,7 @@ func (s *Store) PutBlob(ctx context.Context, b []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := s.sealRequest(ctx, req); err != nil {
-		return "", err
-	}
-	if _, err := s.send(ctx, req); err != nil {
+	if _, err := s.sendSealed(ctx, req); err != nil {
 		return "", err
 	}
 	s.recordRedactions(ctx, req, nil, found)

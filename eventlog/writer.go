@@ -382,6 +382,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 	if err := w.checkLease(ctx, req); err != nil {
 		return nil, w.s.d.abortsOnError(), err
 	}
+	if err := w.checkKeys(ctx, req); err != nil {
+		return nil, w.s.d.abortsOnError(), err
+	}
 	out := make([]events.Event, 0, req.n)
 	tx := &Tx{ctx: ctx, w: w}
 	for i, pw := range req.writes {

@@ -61,8 +61,13 @@ func Cancel(ctx context.Context, rt *rath.Runtime, run, reason string) error {
 // with status and reason, under lease. A started run's stream holds its
 // run.started alone until a run.finished closes it: the finish is
 // appended at version 1, so a run that finished meanwhile is a conflict,
-// not a second ending.
+// not a second ending. Both are sealed under the run's subject, as the
+// rest of its content: erasing the subject takes them and the run's row
+// together (with no subject, under the run's own key).
 func (f *Fleet) finishWith(ctx context.Context, lease eventlog.Lease, st projections.RunState, status, reason string) error {
+	if st.Subject != "" {
+		ctx = events.ContextWithSubject(ctx, st.Subject)
+	}
 	rec := f.rt.Store().In(eventlog.Scope{Run: events.RunRef{ID: st.Run}, Lease: &lease})
 	if !st.Started {
 		if _, err := rec.Append(ctx, st.Run, eventlog.NoStream, events.RunStarted{Run: st.Run, Workflow: st.Workflow, InputSession: st.InputSession, Seed: st.Run, Params: st.Params, Tenant: events.TenantField(st.Tenant), Subject: st.Subject}); err != nil {

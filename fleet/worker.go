@@ -83,6 +83,16 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	}
 	lease := g.lease
 	f.logf("run %s: taken (lease token %d, attempt %d)", run, lease.Token, job.Attempt)
+	if !st.Started && st.ParamsErased {
+		// Its subject was erased while it was queued: its prompt and
+		// params are gone. It ends as rath.Erase ends such a run, naming
+		// no one (whichever of the two records it first, the other's
+		// append conflicts).
+		g.stop()
+		f.logf("run %s: finished: failed: %s", run, rath.ErasedBeforeStart)
+		st.Subject = ""
+		return f.finishWith(ctx, lease, st, rath.RunError, rath.ErasedBeforeStart)
+	}
 	if st.Params == nil {
 		// The build adds what it resolved to them, and Start records them.
 		st.Params = map[string]string{}

@@ -641,7 +641,13 @@ func (a *applier) runFinished(ev *events.Event, e *events.RunFinished) error {
 	if err != nil {
 		return err
 	}
-	if err := requireRow(tx, func() error { return inconsistent("run.finished for unknown run %q", e.Run) },
+	missing := func() error {
+		if erased, err := a.runRowErased(e.Run); erased || err != nil {
+			return err
+		}
+		return inconsistent("run.finished for unknown run %q", e.Run)
+	}
+	if err := requireRow(tx, missing,
 		`UPDATE runs SET status = ?, error = ?, output_session = ?, finished_seq = ?, finished_at = ? WHERE id = ?`,
 		e.Status, msg, e.OutputSession, ev.Seq, ev.At.UnixNano(), e.Run); err != nil {
 		return err

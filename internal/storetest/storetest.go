@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"Redaction", testRedaction},
 		{"Erasure", testErasure},
 		{"ErasureWhileAppending", testErasureWhileAppending},
+		{"SealedAfterErasure", testSealedAfterErasure},
 		{"Retention", testRetention},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},

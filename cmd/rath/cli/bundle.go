@@ -45,13 +45,9 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 	opts := bundle.Options{Key: key, StoredCheckpoint: storedCheckpoint(rt.Store(), key)}
 	diverged := false
 	if !f.noReplay {
-		wf, err := a.workflowForRun(ctx, rt, runID, rath.ReplayMode)
+		rep, err := a.bundleReplay(ctx, rt, runID)
 		if err != nil {
-			return fmt.Errorf("export --bundle: replay %s: %w (--no-replay attests no verdict)", runID, err)
-		}
-		rep, err := replay.Run(ctx, rt, runID, wf, replay.WithProgress(a.progress("replay")))
-		if err != nil {
-			return fmt.Errorf("export --bundle: replay %s: %w", runID, err)
+			return err
 		}
 		opts.Replay = &bundle.Replay{OK: rep.OK(), Verdict: rep.Verdict()}
 		diverged = !rep.OK()
@@ -68,6 +64,27 @@ func (a *app) exportBundle(ctx context.Context, runID string, f bundleFlags) err
 		return errDiverged
 	}
 	return nil
+}
+
+// bundleReplay replays run runID for its bundle's verdict. A run whose
+// subject was erased has no workflow to rebuild: its verdict names the
+// answers that could not be checked, as rath replay says.
+func (a *app) bundleReplay(ctx context.Context, rt *rath.Runtime, runID string) (*replay.Report, error) {
+	if rep, err := replay.ErasedRun(ctx, rt, runID); err != nil || rep != nil {
+		if err != nil {
+			return nil, fmt.Errorf("export --bundle: replay %s: %w", runID, err)
+		}
+		return rep, nil
+	}
+	wf, err := a.workflowForRun(ctx, rt, runID, rath.ReplayMode)
+	if err != nil {
+		return nil, fmt.Errorf("export --bundle: replay %s: %w (--no-replay attests no verdict)", runID, err)
+	}
+	rep, err := replay.Run(ctx, rt, runID, wf, replay.WithProgress(a.progress("replay")))
+	if err != nil {
+		return nil, fmt.Errorf("export --bundle: replay %s: %w", runID, err)
+	}
+	return rep, nil
 }
 
 // storedCheckpoint gives a bundle the store's own signed checkpoint with

@@ -1,0 +1,123 @@
+package eventlog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring"
+)
+
+// An erasure may commit between the moment an append sealed its content
+// (under a key read from the keyring's cache, which trusts itself for up
+// to keyring.Freshness, or read just before) and the append's commit.
+// Content committed then would be sealed under a destroyed key: written,
+// hashed and proven, yet unreadable by anyone, a loss nobody asked for.
+// So the append's transaction checks that every key it sealed under is
+// still in subject_keys, and a request whose key is gone is sealed again
+// under the subject's new key and sent again (sendSealed): a run of a
+// subject erased while it runs goes on under a new key, and what it
+// writes after the erasure reads back.
+//
+// SQLite has one writer at a time, so a plain read inside the append's
+// transaction sees every erasure that committed before it, and none can
+// commit before the append does. On PostgreSQL an erasure deletes the key
+// under the chain lock (it is an AppendTx, which locks at BEGIN), so
+// once an append holds the lock no erasure commits before it does: a
+// transaction that locks at BEGIN reads the key's row (FOR SHARE, which
+// the lock makes redundant but which keeps the check right by itself),
+// and one sequenced at its end (sequencer.go) reads nothing before the
+// lock, which would send its BEGIN and lock mid-batch and hold the lock
+// across a round trip: it queues keyConfirm, which runs after the lock in
+// the batch's final pipeline and fails the batch if the key is gone. The
+// batch is then redone the usual way, where the read finds the key gone
+// and the request is sealed again.
+
+// errKeyGone is matched by a *keyGoneError.
+var errKeyGone = errors.New("eventlog: a key the append was sealed under was erased meanwhile")
+
+// keyGoneError says that Subject's key KeyID, which a request was sealed
+// under, was erased before the request committed. Nothing of the
+// request was written.
+type keyGoneError struct {
+	Subject, KeyID string
+}
+
+func (e *keyGoneError) Error() string {
+	return fmt.Sprintf("eventlog: the key of subject %q was erased while an append was sealed under it", e.Subject)
+}
+
+// Is makes errors.Is(err, keyring.ErrErased) true: once the resends are
+// spent, the caller learns that the subject was erased.
+func (e *keyGoneError) Is(target error) bool {
+	return target == errKeyGone || target == keyring.ErrErased
+}
+
+// maxReseals bounds how many times one request is sealed again because
+// its subject was erased meanwhile: each needs another erasure of the
+// same subject between a seal and its commit.
+const maxReseals = 3
+
+// sendSealed seals req and sends it to the writer, sealing again under
+// the subject's current key (a new one if it has none) when the writer
+// found a key gone.
+func (s *Store) sendSealed(ctx context.Context, req *request) ([]events.Event, error) {
+	for attempt := 0; ; attempt++ {
+		if err := s.sealRequest(ctx, req); err != nil {
+			return nil, err
+		}
+		stored, err := s.send(ctx, req)
+		var gone *keyGoneError
+		if !errors.As(err, &gone) || attempt == maxReseals {
+			return stored, err
+		}
+		s.opts.Sealer.Forget(gone.Subject)
+	}
+}
+
+const selectKeyID = `SELECT key_id FROM subject_keys WHERE subject = ?`
+
+// keyConfirm fails (dividing by zero) unless subject's key is key_id
+// (PostgreSQL only: a late transaction's queued check).
+const keyConfirm = `SELECT 1 / count(*)::int FROM subject_keys WHERE subject = $1 AND key_id = $2`
+
+// checkKeys fails req with a *keyGoneError when a key one of its writes
+// was sealed under is no longer in subject_keys. It runs in the append's
+// transaction; in one sequenced at its end it only queues keyConfirm.
+func (w *writerState) checkKeys(ctx context.Context, req *request) error {
+	query := w.s.d.readShared(selectKeyID)
+	var checked map[*keyring.DataKey]bool
+	for _, pw := range req.writes {
+		if pw.key == nil || checked[pw.key] {
+			continue
+		}
+		if checked == nil {
+			checked = map[*keyring.DataKey]bool{}
+		}
+		checked[pw.key] = true
+		if w.opt.open {
+			w.pend.queued = append(w.pend.queued, queuedStmt{query: keyConfirm, args: []any{pw.key.Subject, pw.key.ID}})
+			continue
+		}
+		var id string
+		var err error
+		if w.pend.unsent() > 0 {
+			// After the statements queued before it, in their round trip.
+			err = w.queryRowAfterQueued(ctx, query, []any{pw.key.Subject}, &id)
+			if errors.Is(err, errQueuedFailed) {
+				return storageErr("check the sealing key", err)
+			}
+		} else {
+			err = w.conn.QueryRowContext(ctx, w.s.rebind(query), pw.key.Subject).Scan(&id)
+		}
+		switch {
+		case errors.Is(err, sql.ErrNoRows) || (err == nil && id != pw.key.ID):
+			return &keyGoneError{Subject: pw.key.Subject, KeyID: pw.key.ID}
+		case err != nil:
+			return storageErr("check the sealing key", err)
+		}
+	}
+	return nil
+}
