@@ -150,11 +150,7 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		if err != nil {
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
-		var head int64
-		if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&head); err != nil {
-			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
-		}
-		shapes, err := rt.subjectShapes(ctx, opts.Subject)
+		shapes, err := rt.shapesUnder(ctx, dk.ID)
 		if err != nil {
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
@@ -180,7 +176,7 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 			// A session event sealed under the key since its shapes were
 			// read (a run going on meanwhile) would leave a rebuild
 			// without its session: read them again.
-			if unshaped, err = shapedSince(ctx, tx, db.Rebind, head, dk.ID); err != nil || unshaped {
+			if unshaped, err = shapedSince(ctx, tx, db.Rebind, shapes, dk.ID); err != nil || unshaped {
 				if err == nil {
 					err = errKeyReplaced
 				}
@@ -245,28 +241,40 @@ func (rt *Runtime) endQueued(ctx context.Context, runs []queuedRun) error {
 }
 
 // shapedSince reports whether an event that starts or links a session
-// (events.ShapedTypes) was sealed under the key keyID after seq: a
-// sealed payload names its key in clear.
-func shapedSince(ctx context.Context, tx *sql.Tx, rebind func(string) string, seq int64, keyID string) (bool, error) {
-	types := events.ShapedTypes()
-	args := []any{seq, `%"k":"` + keyID + `"%`}
-	for _, t := range types {
-		args = append(args, t)
+// (events.ShapedTypes) is sealed under the key keyID and not among
+// shapes, read before the transaction: one was appended meanwhile.
+func shapedSince(ctx context.Context, tx *sql.Tx, rebind func(string) string, shapes []events.Shape, keyID string) (bool, error) {
+	var seqs []int64
+	if err := selectInts(ctx, tx, &seqs, rebind(shapesUnderKey), keyID); err != nil {
+		return false, err
 	}
-	var one int
-	err := tx.QueryRowContext(ctx, rebind(shapedSinceQuery(len(types))), args...).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+	read := make(map[int64]bool, len(shapes))
+	for _, sh := range shapes {
+		read[sh.Seq] = true
 	}
-	return err == nil, err
+	for _, seq := range seqs {
+		if !read[seq] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
-// shapedSinceQuery finds an event of n types after a seq whose payload
-// is like a pattern: the events since the erasure read its shapes,
-// through the primary key's range (not in erasureStatements, whose plan
-// test binds text to every parameter).
-func shapedSinceQuery(n int) string {
-	return `SELECT 1 FROM events WHERE seq > ? AND payload LIKE ? AND type IN (?` + strings.Repeat(", ?", n-1) + `) LIMIT 1`
+// selectInts reads a query's one integer column.
+func selectInts(ctx context.Context, q queryer, out *[]int64, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return err
+		}
+		*out = append(*out, v)
+	}
+	return rows.Err()
 }
 
 // errKeyReplaced aborts an erasure whose subject's key changed between
@@ -313,16 +321,20 @@ const (
 	clearApprovals = `UPDATE approvals SET question = CASE WHEN question LIKE ? THEN question ELSE '' END, reason = CASE WHEN reason LIKE ? THEN reason ELSE '' END WHERE session = ?`
 	// The index on subject is partial (subject <> ''): a planner uses
 	// it for a bound parameter only when the query says so too.
-	subjectRuns  = `SELECT id FROM runs WHERE subject = ? AND subject <> ''`
-	inputSession = `SELECT input_session FROM runs WHERE id = ?`
+	subjectRuns = `SELECT id FROM runs WHERE subject = ? AND subject <> ''`
+	// The events a key sealed that start or link sessions, and their
+	// index's rows once the key is gone (a rebuild makes none).
+	shapesUnderKey = `SELECT seq FROM sealed_shapes WHERE key_id = ? ORDER BY seq`
+	dropShapes     = `DELETE FROM sealed_shapes WHERE key_id = ?`
 	// A run queued, not started: its row says so (runUnderKey).
 	runQueued = `SELECT workflow, input_session, tenant, params,
 		submitted_seq IS NOT NULL AND started_seq = submitted_seq AND finished_seq IS NULL FROM runs WHERE id = ?`
 )
 
-// shapedEvents reads the seqs of the events of a run (column "run_id")
-// or a stream ("stream") of the n types given after the key.
-func shapedEvents(column string, n int) string {
+// eventsOfTypes reads the seqs of the events of a run (column "run_id")
+// or a stream ("stream") of the n types given after the key: the
+// memories a subject remembered.
+func eventsOfTypes(column string, n int) string {
 	return `SELECT seq FROM events WHERE ` + column + ` = ? AND type IN (?` + strings.Repeat(", ?", n-1) + `) ORDER BY seq`
 }
 
@@ -331,10 +343,8 @@ func shapedEvents(column string, n int) string {
 // them): an erasure's time grows with the subject's runs, not with the
 // store.
 func erasureStatements() []string {
-	n := len(events.ShapedTypes())
 	return []string{clearRuns, dropApprovals, dropUsage, clearSessions, clearSnapshots, dropRun,
-		clearApprovals, subjectRuns, inputSession, shapedEvents("run_id", n), shapedEvents("stream", n),
-		shapedEvents("run_id", 1), shapedEvents("stream", 1), runQueued}
+		clearApprovals, subjectRuns, shapesUnderKey, dropShapes, eventsOfTypes("run_id", 1), eventsOfTypes("stream", 1), runQueued}
 }
 
 // dropDerived clears, in the erasure's transaction (under the write
@@ -385,6 +395,9 @@ func (rt *Runtime) dropDerived(ctx context.Context, tx *sql.Tx, subject, keyID s
 			return nil, fmt.Errorf("clear the read models: %w", err)
 		}
 	}
+	if _, err := tx.ExecContext(ctx, db.Rebind(dropShapes), keyID); err != nil {
+		return nil, fmt.Errorf("clear the read models: %w", err)
+	}
 	return queued, nil
 }
 
@@ -427,7 +440,7 @@ func (rt *Runtime) reachEvents(ctx context.Context, runs, streams, types []strin
 				args = append(args, t)
 			}
 			var more []int64
-			if err := db.SelectContext(ctx, &more, db.Rebind(shapedEvents(q.column, len(types))), args...); err != nil {
+			if err := db.SelectContext(ctx, &more, db.Rebind(eventsOfTypes(q.column, len(types))), args...); err != nil {
 				return nil, err
 			}
 			seqs = append(seqs, more...)
@@ -547,28 +560,16 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// subjectShapes keeps the structure of the subject's events that start or
-// link sessions (events.Shape), read while its key still opens them, so
-// the projections rebuild the session graph once they no longer open:
-// forks of the subject's sessions by others, merges into them. It reads
-// only those events of the subject's runs and streams.
-func (rt *Runtime) subjectShapes(ctx context.Context, subject string) ([]events.Shape, error) {
-	runs, streams, err := subjectReach(ctx, rt.store.DB(), rt.store.DB().Rebind, subject)
-	if err != nil {
-		return nil, err
-	}
+// shapesUnder keeps the structure of the events sealed under the key
+// keyID that start or link sessions (events.Shape), read while the key
+// still opens them, so the projections rebuild the session graph once
+// they no longer open: the subject's sessions, made in its runs, before
+// them or outside any, forks of them by others, merges into them. The
+// projections index those events by key (sealed_shapes).
+func (rt *Runtime) shapesUnder(ctx context.Context, keyID string) ([]events.Shape, error) {
 	db := rt.store.DB()
-	// A run's input session is made before the run starts, under the
-	// run's subject but with no run id.
-	for _, run := range runs {
-		var in []string
-		if err := db.SelectContext(ctx, &in, db.Rebind(inputSession), run); err != nil {
-			return nil, fmt.Errorf("read the subject's sessions: %w", err)
-		}
-		streams = append(streams, in...)
-	}
-	seqs, err := rt.reachEvents(ctx, runs, streams, events.ShapedTypes())
-	if err != nil {
+	var seqs []int64
+	if err := selectInts(ctx, db, &seqs, db.Rebind(shapesUnderKey), keyID); err != nil {
 		return nil, fmt.Errorf("read the subject's session events: %w", err)
 	}
 	var shapes []events.Shape

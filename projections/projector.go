@@ -73,6 +73,11 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 	if err := a.apply(ev, p); err != nil {
 		return err
 	}
+	if events.KeepsShape(ev.Type) {
+		if err := a.sealedShape(ev); err != nil {
+			return err
+		}
+	}
 	if ev.Version%SnapshotEvery != 0 {
 		return nil
 	}
@@ -80,6 +85,35 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 		return err
 	}
 	return a.snapshot(ev)
+}
+
+// sealedShape indexes an event that starts or links a session by the key
+// its payload is sealed under (sealed_shapes): an erasure reads the
+// shapes it keeps of the subject's sessions through it, wherever the
+// subject made them, in a run or outside one. An event in clear, or
+// under a key already destroyed (a rebuild opens nothing of it), gets
+// no row.
+func (a *applier) sealedShape(ev *events.Event) error {
+	id := ev.SealedUnder.ID
+	if dk, ok := a.tx.SealingKey(ev); ok {
+		id = ""
+		if dk != nil {
+			id = dk.ID
+		}
+	}
+	if id == "" {
+		return nil
+	}
+	var err error
+	if a.bulk != nil {
+		err = a.bulk.shapes.add(a.tx, id, ev.Seq)
+	} else {
+		err = a.tx.ExecPipelined(`INSERT INTO sealed_shapes (key_id, seq) VALUES (?, ?)`, id, ev.Seq)
+	}
+	if err != nil {
+		return fmt.Errorf("projections: index the key of seq %d: %w", ev.Seq, err)
+	}
+	return nil
 }
 
 // snapshot records the state of the session whose stream ev is on, as of
@@ -214,7 +248,7 @@ func (a *applier) flush() error {
 			return err
 		}
 	}
-	for _, t := range []*bulkInsert{b.sessions, b.counters, b.usage, b.edges, b.snapshots} {
+	for _, t := range []*bulkInsert{b.sessions, b.counters, b.usage, b.edges, b.snapshots, b.shapes} {
 		if err := t.flush(a.tx); err != nil {
 			return err
 		}

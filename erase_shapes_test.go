@@ -1,0 +1,124 @@
+package rath_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/gorath/rath"
+	"github.com/gorath/rath/eventlog"
+	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/pgtest"
+	"github.com/gorath/rath/internal/storetest"
+	"github.com/gorath/rath/migrations"
+	"github.com/gorath/rath/session"
+)
+
+// A subject's sessions made outside any run (a library user's own, or a
+// run's input session before its run starts) are erased with it, and the
+// log still rebuilds: the erasure keeps their shapes, found by the key
+// they are sealed under, not through the subject's runs. The session
+// goes on after the erasure (a provider call, a chunk, a fork of its fork), under
+// the subject's new key; verify, which compares the projections with a
+// rebuild, passes, and a rebuild succeeds.
+func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			ctx := t.Context()
+			opts := rath.Options{Dir: t.TempDir(), KEK: storetest.MustKEK(t)}
+			if backend == "postgres" {
+				srv, err := pgtest.Start(ctx, pgtest.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer srv.Stop()
+				if opts.DSN, err = srv.CreateDatabase(ctx, "shapes"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rt, err := rath.OpenWith(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			alice := events.ContextWithSubject(ctx, "user:alice")
+			s, err := rt.NewUserSession(alice, "alice's question")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fork, err := s.Fork(alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rt.Erase(ctx, rath.EraseOptions{Subject: "user:alice", By: "test", Reason: "asked"}); err != nil {
+				t.Fatal(err)
+			}
+			// The sessions go on, under alice's new key.
+			req := []byte("a request")
+			if s, err = s.Emit(alice, [][]byte{req}, events.ProviderCalled{Session: s.ID(), Model: "m", RequestRef: eventlog.BlobHash(req),
+				Usage: events.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(alice, session.Chunk{Role: "assistant", Content: "an answer"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fork.Fork(alice); err != nil {
+				t.Fatal(err)
+			}
+			// Bob's session stays whole.
+			bob := events.ContextWithSubject(ctx, "user:bob")
+			b, err := rt.NewUserSession(bob, "bob's question")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Fork(bob); err != nil {
+				t.Fatal(err)
+			}
+			// A store migrated from before the index fills it from the
+			// sealed payloads: as a rebuild does, which verify compares.
+			var db *sql.DB
+			if opts.DSN == "" {
+				db, err = sql.Open("sqlite", eventlog.DSN(filepath.Join(opts.Dir, rath.DBFile), false, "busy_timeout(10000)"))
+			} else {
+				db, err = eventlog.OpenPostgresReadPool(opts.DSN)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var before int
+			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sealed_shapes`).Scan(&before); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{`DROP TABLE sealed_shapes`, `DELETE FROM goose_db_version WHERE version_id = 23`} {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := migrations.Up(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			var after int
+			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sealed_shapes`).Scan(&after); err != nil {
+				t.Fatal(err)
+			}
+			// alice's first session and fork are under the destroyed key
+			// (no rows); the fork of her fork is under her new one; bob's
+			// session and its fork.
+			if before != 3 || after != before {
+				t.Errorf("sealed_shapes held %d rows, %d after the migration refilled it; want 3", before, after)
+			}
+			rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Failure != nil {
+				t.Fatalf("verify after the erasure: %v", rep.Failure)
+			}
+			if _, err := rt.Rebuild(context.WithoutCancel(ctx), nil); err != nil {
+				t.Fatalf("rebuild after the erasure: %v", err)
+			}
+		})
+	}
+}
