@@ -15,13 +15,16 @@ import (
 	"github.com/gorath/rath/session"
 )
 
-// A subject's sessions made outside any run (a library user's own, or a
-// run's input session before its run starts) are erased with it, and the
-// log still rebuilds: the erasure keeps their shapes, found by the key
-// they are sealed under, not through the subject's runs. The session
-// goes on after the erasure (a provider call, a chunk, a fork of its fork), under
-// the subject's new key; verify, which compares the projections with a
-// rebuild, passes, and a rebuild succeeds.
+// A subject's sessions and memories made outside any run (a library
+// user's own, or a run's input session before its run starts) are erased
+// with it, and the log still rebuilds: the erasure finds them by the key
+// they are sealed under, not through the subject's runs. It keeps the
+// sessions' shapes and drops their sandbox and usage; the memory leaves
+// the memory index. The session goes on after the erasure (a provider
+// call, a chunk, a fork of its fork), under the subject's new key;
+// verify, which compares the projections with a rebuild, passes, also
+// after a migration from before the index refilled it, and a rebuild
+// succeeds.
 func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
@@ -47,12 +50,40 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A model call and a placement before the erasure: their
+			// usage and sandbox go with it.
+			early := []byte("an early request")
+			if s, err = s.Emit(alice, [][]byte{early}, events.ProviderCalled{Session: s.ID(), Model: "m", RequestRef: eventlog.BlobHash(early),
+				Usage: events.Usage{PromptTokens: 7, CompletionTokens: 1, TotalTokens: 8}}); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = s.To(alice, "local", "/w/alice"); err != nil {
+				t.Fatal(err)
+			}
 			fork, err := s.Fork(alice)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A memory alice's program remembered outside any run.
+			m, err := rt.Memory(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const canary = "zqxaliceoutsidecanary"
+			if _, err := m.Remember(alice, "notes", "alice said "+canary, nil); err != nil {
+				t.Fatal(err)
+			}
+			if hits, err := m.Recall(ctx, "notes", canary, 5); err != nil || len(hits) != 1 {
+				t.Fatalf("before the erasure the memory recalls %v, %v", hits, err)
+			}
 			if _, err := rt.Erase(ctx, rath.EraseOptions{Subject: "user:alice", By: "test", Reason: "asked"}); err != nil {
 				t.Fatal(err)
+			}
+			if n := storetest.CountInDir(t, filepath.Join(opts.Dir, rath.MemoryDir), canary); n != 0 {
+				t.Errorf("after the erasure the memory's text is %d times in the memory index", n)
+			}
+			if hits, err := m.Recall(ctx, "notes", canary, 5); err != nil || len(hits) != 0 {
+				t.Errorf("after the erasure the memory recalls %v, %v", hits, err)
 			}
 			// The sessions go on, under alice's new key.
 			req := []byte("a request")
@@ -88,10 +119,10 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 			}
 			defer db.Close()
 			var before int
-			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sealed_shapes`).Scan(&before); err != nil {
+			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sealed_by_key`).Scan(&before); err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []string{`DROP TABLE sealed_shapes`, `DELETE FROM goose_db_version WHERE version_id = 23`} {
+			for _, q := range []string{`DROP TABLE sealed_by_key`, `DELETE FROM goose_db_version WHERE version_id = 23`} {
 				if _, err := db.ExecContext(ctx, q); err != nil {
 					t.Fatal(err)
 				}
@@ -100,14 +131,14 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			var after int
-			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sealed_shapes`).Scan(&after); err != nil {
+			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sealed_by_key`).Scan(&after); err != nil {
 				t.Fatal(err)
 			}
-			// alice's first session and fork are under the destroyed key
-			// (no rows); the fork of her fork is under her new one; bob's
-			// session and its fork.
+			// alice's first session, fork and memory are under the
+			// destroyed key (no rows); the fork of her fork is under her
+			// new one; bob's session and its fork.
 			if before != 3 || after != before {
-				t.Errorf("sealed_shapes held %d rows, %d after the migration refilled it; want 3", before, after)
+				t.Errorf("sealed_by_key held %d rows, %d after the migration refilled it; want 3", before, after)
 			}
 			rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 			if err != nil {

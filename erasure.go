@@ -150,16 +150,12 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		if err != nil {
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
-		shapes, err := rt.shapesUnder(ctx, dk.ID)
-		if err != nil {
-			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
-		}
-		memories, err := rt.subjectMemories(ctx, opts.Subject)
+		under, err := rt.readUnderKey(ctx, dk.ID)
 		if err != nil {
 			return EraseResult{}, fmt.Errorf("rath: erase: %w", err)
 		}
 		sum := sha256.Sum256([]byte(dk.ID))
-		rec := events.EvidenceErased{Subject: opts.Subject, By: opts.By, Reason: opts.Reason, KeyIDHash: hex.EncodeToString(sum[:]), Shapes: shapes}
+		rec := events.EvidenceErased{Subject: opts.Subject, By: opts.By, Reason: opts.Reason, KeyIDHash: hex.EncodeToString(sum[:]), Shapes: under.shapes}
 		// The record is built from the key read above; the transaction
 		// destroys exactly that key, or nothing.
 		replaced, unshaped := false, false
@@ -173,10 +169,11 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 				replaced = true
 				return errKeyReplaced
 			}
-			// A session event sealed under the key since its shapes were
-			// read (a run going on meanwhile) would leave a rebuild
-			// without its session: read them again.
-			if unshaped, err = shapedSince(ctx, tx, db.Rebind, shapes, dk.ID); err != nil || unshaped {
+			// A session event sealed under the key since they were read
+			// (a run going on meanwhile) would leave a rebuild without
+			// its session, a memory its text in the index: read them
+			// again.
+			if unshaped, err = sealedSince(ctx, tx, db.Rebind, under.seqs, dk.ID); err != nil || unshaped {
 				if err == nil {
 					err = errKeyReplaced
 				}
@@ -201,7 +198,7 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 		kr.ForgetAll()
 		res := EraseResult{Record: stored[0], KeyIDHash: rec.KeyIDHash}
 		// Both run, whichever fails: each leaves its own part undone.
-		return res, errors.Join(rt.endQueued(ctx, queued), rt.purgeMemories(ctx, memories))
+		return res, errors.Join(rt.endQueued(ctx, queued), rt.purgeMemories(ctx, under.memories))
 	}
 }
 
@@ -240,19 +237,19 @@ func (rt *Runtime) endQueued(ctx context.Context, runs []queuedRun) error {
 	return nil
 }
 
-// shapedSince reports whether an event that starts or links a session
-// (events.ShapedTypes) is sealed under the key keyID and not among
-// shapes, read before the transaction: one was appended meanwhile.
-func shapedSince(ctx context.Context, tx *sql.Tx, rebind func(string) string, shapes []events.Shape, keyID string) (bool, error) {
-	var seqs []int64
-	if err := selectInts(ctx, tx, &seqs, rebind(shapesUnderKey), keyID); err != nil {
+// sealedSince reports whether an event sealed under the key keyID that
+// an erasure reads (sealed_by_key) is not among seqs, read before the
+// transaction: one was appended meanwhile.
+func sealedSince(ctx context.Context, tx *sql.Tx, rebind func(string) string, seqs []int64, keyID string) (bool, error) {
+	var now []int64
+	if err := selectInts(ctx, tx, &now, rebind(sealedUnderKey), keyID); err != nil {
 		return false, err
 	}
-	read := make(map[int64]bool, len(shapes))
-	for _, sh := range shapes {
-		read[sh.Seq] = true
-	}
+	read := make(map[int64]bool, len(seqs))
 	for _, seq := range seqs {
+		read[seq] = true
+	}
+	for _, seq := range now {
 		if !read[seq] {
 			return true, nil
 		}
@@ -324,19 +321,22 @@ const (
 	subjectRuns = `SELECT id FROM runs WHERE subject = ? AND subject <> ''`
 	// The events a key sealed that start or link sessions, and their
 	// index's rows once the key is gone (a rebuild makes none).
-	shapesUnderKey = `SELECT seq FROM sealed_shapes WHERE key_id = ? ORDER BY seq`
-	dropShapes     = `DELETE FROM sealed_shapes WHERE key_id = ?`
+	// The events a key sealed that an erasure reads (the sessions it
+	// started or linked, the memories it remembered), and their index's
+	// rows once the key is gone (a rebuild makes none).
+	sealedUnderKey = `SELECT seq FROM sealed_by_key WHERE key_id = ? ORDER BY seq`
+	dropSealed     = `DELETE FROM sealed_by_key WHERE key_id = ?`
+	// The sessions the key started, in a run or outside any, lose their
+	// sandbox and usage as a run's do: the erasure's shapes keep neither.
+	startedUnder = `SELECT stream FROM events WHERE seq IN (SELECT seq FROM sealed_by_key WHERE key_id = ? AND type <> '` +
+		events.TypeMemoryRemembered + `')`
+	clearStartedSessions  = `UPDATE sessions SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0 WHERE id IN (` + startedUnder + `)`
+	clearStartedSnapshots = `UPDATE session_snapshots SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0 WHERE session IN (` + startedUnder + `)`
+	dropStartedUsage      = `DELETE FROM usage WHERE session IN (` + startedUnder + `)`
 	// A run queued, not started: its row says so (runUnderKey).
 	runQueued = `SELECT workflow, input_session, tenant, params,
 		submitted_seq IS NOT NULL AND started_seq = submitted_seq AND finished_seq IS NULL FROM runs WHERE id = ?`
 )
-
-// eventsOfTypes reads the seqs of the events of a run (column "run_id")
-// or a stream ("stream") of the n types given after the key: the
-// memories a subject remembered.
-func eventsOfTypes(column string, n int) string {
-	return `SELECT seq FROM events WHERE ` + column + ` = ? AND type IN (?` + strings.Repeat(", ?", n-1) + `) ORDER BY seq`
-}
 
 // erasureStatements are every statement an erasure runs, each of which
 // must find its rows through an index, on both stores (a test explains
@@ -344,7 +344,7 @@ func eventsOfTypes(column string, n int) string {
 // store.
 func erasureStatements() []string {
 	return []string{clearRuns, dropApprovals, dropUsage, clearSessions, clearSnapshots, dropRun,
-		clearApprovals, subjectRuns, shapesUnderKey, dropShapes, eventsOfTypes("run_id", 1), eventsOfTypes("stream", 1), runQueued}
+		clearApprovals, subjectRuns, sealedUnderKey, dropSealed, clearStartedSessions, clearStartedSnapshots, dropStartedUsage, runQueued}
 }
 
 // dropDerived clears, in the erasure's transaction (under the write
@@ -395,8 +395,10 @@ func (rt *Runtime) dropDerived(ctx context.Context, tx *sql.Tx, subject, keyID s
 			return nil, fmt.Errorf("clear the read models: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, db.Rebind(dropShapes), keyID); err != nil {
-		return nil, fmt.Errorf("clear the read models: %w", err)
+	for _, q := range []string{clearStartedSessions, clearStartedSnapshots, dropStartedUsage, dropSealed} {
+		if _, err := tx.ExecContext(ctx, db.Rebind(q), keyID); err != nil {
+			return nil, fmt.Errorf("clear the read models: %w", err)
+		}
 	}
 	return queued, nil
 }
@@ -425,67 +427,11 @@ func runUnderKey(ctx context.Context, tx *sql.Tx, rebind func(string) string, ru
 	return nil, true, nil
 }
 
-// reachEvents lists the seqs of the events of types in runs and streams,
-// through the events' indexes.
-func (rt *Runtime) reachEvents(ctx context.Context, runs, streams, types []string) ([]int64, error) {
-	db := rt.store.DB()
-	var seqs []int64
-	for _, q := range []struct {
-		column string
-		keys   []string
-	}{{"run_id", runs}, {"stream", streams}} {
-		for _, k := range q.keys {
-			args := []any{k}
-			for _, t := range types {
-				args = append(args, t)
-			}
-			var more []int64
-			if err := db.SelectContext(ctx, &more, db.Rebind(eventsOfTypes(q.column, len(types))), args...); err != nil {
-				return nil, err
-			}
-			seqs = append(seqs, more...)
-		}
-	}
-	return seqs, nil
-}
-
 // rememberedAt is a memory the local index may hold: its id and the
 // event that remembered it.
 type rememberedAt struct {
 	seq int64
 	id  string
-}
-
-// subjectMemories lists the memories of the local index that subject
-// remembered, in its runs or its memory namespace's stream, read while
-// its key still opens them: once erased, their ids are sealed too.
-func (rt *Runtime) subjectMemories(ctx context.Context, subject string) ([]rememberedAt, error) {
-	runs, streams, err := subjectReach(ctx, rt.store.DB(), rt.store.DB().Rebind, subject)
-	if err != nil {
-		return nil, err
-	}
-	seqs, err := rt.reachEvents(ctx, runs, streams, []string{events.TypeMemoryRemembered})
-	if err != nil {
-		return nil, fmt.Errorf("read the subject's memories: %w", err)
-	}
-	var out []rememberedAt
-	for _, seq := range seqs {
-		ev, err := rt.store.Get(ctx, seq)
-		if err != nil {
-			return nil, err
-		}
-		if ev.Redacted {
-			continue
-		}
-		p, err := ev.Decode()
-		if err != nil {
-			return nil, err
-		}
-		if m := p.(*events.MemoryRemembered); m.Backend == "" {
-			out = append(out, rememberedAt{seq: seq, id: m.ID})
-		}
-	}
-	return out, nil
 }
 
 // purgeMemories removes from the local index the memories whose events
@@ -560,34 +506,54 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// shapesUnder keeps the structure of the events sealed under the key
-// keyID that start or link sessions (events.Shape), read while the key
-// still opens them, so the projections rebuild the session graph once
-// they no longer open: the subject's sessions, made in its runs, before
-// them or outside any, forks of them by others, merges into them. The
-// projections index those events by key (sealed_shapes).
-func (rt *Runtime) shapesUnder(ctx context.Context, keyID string) ([]events.Shape, error) {
+// underKey is what an erasure reads of the events sealed under the key
+// it destroys, while the key still opens them (sealed_by_key indexes
+// them by key, wherever they were made: in the subject's runs, before
+// a run started, outside any).
+type underKey struct {
+	// seqs are the events read.
+	seqs []int64
+	// shapes keep the structure of the events that start or link
+	// sessions (events.ErasureShapeOf), so the projections rebuild the
+	// session graph once they no longer open: the subject's sessions,
+	// forks of them by others, merges into them.
+	shapes []events.Shape
+	// memories are the ones the local memory index may hold: once
+	// erased, their ids are sealed too.
+	memories []rememberedAt
+}
+
+func (rt *Runtime) readUnderKey(ctx context.Context, keyID string) (underKey, error) {
 	db := rt.store.DB()
-	var seqs []int64
-	if err := selectInts(ctx, db, &seqs, db.Rebind(shapesUnderKey), keyID); err != nil {
-		return nil, fmt.Errorf("read the subject's session events: %w", err)
+	var u underKey
+	if err := selectInts(ctx, db, &u.seqs, db.Rebind(sealedUnderKey), keyID); err != nil {
+		return u, fmt.Errorf("read the subject's sessions and memories: %w", err)
 	}
-	var shapes []events.Shape
-	for _, seq := range seqs {
+	for _, seq := range u.seqs {
 		ev, err := rt.store.Get(ctx, seq)
 		if err != nil {
-			return nil, err
+			return u, err
 		}
 		if ev.Redacted {
 			continue // a redaction kept its shape, or it was erased before
 		}
-		sh, ok, err := events.ShapeOf(ev.Seq, ev.Type, ev.TypeVersion, ev.Payload)
+		if ev.Type == events.TypeMemoryRemembered {
+			p, err := ev.Decode()
+			if err != nil {
+				return u, err
+			}
+			if m := p.(*events.MemoryRemembered); m.Backend == "" {
+				u.memories = append(u.memories, rememberedAt{seq: seq, id: m.ID})
+			}
+			continue
+		}
+		sh, ok, err := events.ErasureShapeOf(ev.Seq, ev.Type, ev.TypeVersion, ev.Payload)
 		if err != nil {
-			return nil, err
+			return u, err
 		}
 		if ok {
-			shapes = append(shapes, sh)
+			u.shapes = append(u.shapes, sh)
 		}
 	}
-	return shapes, nil
+	return u, nil
 }

@@ -90,6 +90,18 @@ func KeepsShape(typ string) bool { return shapedTypes[typ] }
 // ShapeOf returns the Shape of the event seq of type typ whose payload is
 // payload, and false for a type that keeps none.
 func ShapeOf(seq int64, typ string, version int, payload []byte) (Shape, bool, error) {
+	return shapeOf(seq, typ, version, payload, false)
+}
+
+// ErasureShapeOf is ShapeOf for an erasure: the shape keeps no placement
+// and no usage either. An erasure clears the sandbox and usage of the
+// sessions its subject started (rath's erasure.go), and a rebuild from
+// the shape makes the same row.
+func ErasureShapeOf(seq int64, typ string, version int, payload []byte) (Shape, bool, error) {
+	return shapeOf(seq, typ, version, payload, true)
+}
+
+func shapeOf(seq int64, typ string, version int, payload []byte, erasure bool) (Shape, bool, error) {
 	if !shapedTypes[typ] {
 		return Shape{}, false, nil
 	}
@@ -113,6 +125,20 @@ func ShapeOf(seq int64, typ string, version int, payload []byte) (Shape, bool, e
 		e.Chunks = blank(e.Chunks)
 	case *SessionImported:
 		e.File = ""
+	}
+	if erasure {
+		switch e := p.(type) {
+		case *SessionForked:
+			e.Placement, e.Usage = Placement{}, Usage{}
+		case *SessionDetached:
+			e.Placement = Placement{}
+		case *SessionMerged:
+			e.Placement, e.Usage = Placement{}, Usage{}
+		case *SessionCompressed:
+			e.Placement, e.Usage = Placement{}, Usage{}
+		case *SessionImported:
+			e.Placement, e.Usage, e.DeclaredPlacement = Placement{}, Usage{}, nil
+		}
 	}
 	raw, err := Canonical(p)
 	if err != nil {

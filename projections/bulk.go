@@ -78,7 +78,7 @@ func (b *bulkInsert) write(tx *eventlog.Tx, rows [][]any) error {
 
 // rebuildRows is what a rebuild writes in bulk.
 type rebuildRows struct {
-	usage, edges, snapshots, sessions, counters, shapes *bulkInsert
+	usage, edges, snapshots, sessions, counters, byKey *bulkInsert
 	// counters are the id counters' values so far, by scope.
 	counterN map[string]int64
 	// runTenants are the runs' tenants so far, and inputTaken the
@@ -95,7 +95,7 @@ func newRebuildRows() *rebuildRows {
 		sessions: newBulkInsert("sessions", "id", "version", "kind", "origin", "source", "base", "base_len", "length", "backend", "spec",
 			"prompt_tokens", "completion_tokens", "total_tokens", "calls", "children", "incomplete", "run_id", "created_seq", "updated_seq", "tenant"),
 		counters: newBulkInsert("id_counters", "scope", "n"),
-		shapes:   newBulkInsert("sealed_shapes", "key_id", "seq"),
+		byKey:    newBulkInsert("sealed_by_key", "key_id", "seq", "type"),
 		counterN: map[string]int64{},
 
 		runTenants: map[string]string{},

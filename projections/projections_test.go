@@ -139,7 +139,7 @@ func populate(tb testing.TB, rt *rath.Runtime, steps int) {
 
 func TestRebuild_EqualsIncremental(t *testing.T) {
 	ctx := t.Context()
-	// With a key-encryption key: the content columns and sealed_shapes
+	// With a key-encryption key: the content columns and sealed_by_key
 	// are rebuilt from sealed events.
 	rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), KEK: storetest.MustKEK(t)})
 	if err != nil {

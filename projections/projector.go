@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
@@ -73,8 +74,8 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 	if err := a.apply(ev, p); err != nil {
 		return err
 	}
-	if events.KeepsShape(ev.Type) {
-		if err := a.sealedShape(ev); err != nil {
+	if events.KeepsShape(ev.Type) || ev.Type == events.TypeMemoryRemembered {
+		if err := a.sealedByKey(ev); err != nil {
 			return err
 		}
 	}
@@ -87,13 +88,14 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 	return a.snapshot(ev)
 }
 
-// sealedShape indexes an event that starts or links a session by the key
-// its payload is sealed under (sealed_shapes): an erasure reads the
-// shapes it keeps of the subject's sessions through it, wherever the
+// sealedByKey indexes an event that starts or links a session, or
+// remembers a memory, by the key its payload is sealed under
+// (sealed_by_key): an erasure reads through it the shapes it keeps of
+// the subject's sessions and the memories it purges, wherever the
 // subject made them, in a run or outside one. An event in clear, or
 // under a key already destroyed (a rebuild opens nothing of it), gets
 // no row.
-func (a *applier) sealedShape(ev *events.Event) error {
+func (a *applier) sealedByKey(ev *events.Event) error {
 	id := ev.SealedUnder.ID
 	if dk, ok := a.tx.SealingKey(ev); ok {
 		id = ""
@@ -106,9 +108,9 @@ func (a *applier) sealedShape(ev *events.Event) error {
 	}
 	var err error
 	if a.bulk != nil {
-		err = a.bulk.shapes.add(a.tx, id, ev.Seq)
+		err = a.bulk.byKey.add(a.tx, id, ev.Seq, ev.Type)
 	} else {
-		err = a.tx.ExecPipelined(`INSERT INTO sealed_shapes (key_id, seq) VALUES (?, ?)`, id, ev.Seq)
+		err = a.tx.ExecPipelined(`INSERT INTO sealed_by_key (key_id, seq, type) VALUES (?, ?, ?)`, id, ev.Seq, ev.Type)
 	}
 	if err != nil {
 		return fmt.Errorf("projections: index the key of seq %d: %w", ev.Seq, err)
@@ -211,7 +213,8 @@ func (a *applier) apply(ev *events.Event, p events.Payload) error {
 // from what its leaf still says: a chunk.appended added one chunk at the
 // end of the session its stream is; an approval.requested opened its
 // stream, whose decision, if it was not redacted too, then decides
-// nothing the projections hold. Any other still moves its stream's
+// nothing the projections hold; a memory.remembered remembered in the
+// namespace its stream names. Any other still moves its stream's
 // version.
 func (a *applier) redacted(ev *events.Event) error {
 	switch ev.Type {
@@ -226,6 +229,14 @@ func (a *applier) redacted(ev *events.Event) error {
 	case events.TypeApprovalRequested:
 		if a.redactedRequests != nil {
 			a.redactedRequests[ev.Stream] = true
+		}
+	case events.TypeMemoryRemembered:
+		// Its namespace is its stream's name, in clear: the namespace's
+		// row stays as the append made it.
+		if ns, ok := strings.CutPrefix(ev.Stream, events.MemoryStream("")); ok && ns != "" {
+			if err := memoryRemembered(a.tx, ev, &events.MemoryRemembered{Namespace: ns}); err != nil {
+				return err
+			}
 		}
 	}
 	return a.touch(ev)
@@ -248,7 +259,7 @@ func (a *applier) flush() error {
 			return err
 		}
 	}
-	for _, t := range []*bulkInsert{b.sessions, b.counters, b.usage, b.edges, b.snapshots, b.shapes} {
+	for _, t := range []*bulkInsert{b.sessions, b.counters, b.usage, b.edges, b.snapshots, b.byKey} {
 		if err := t.flush(a.tx); err != nil {
 			return err
 		}

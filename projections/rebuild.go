@@ -28,7 +28,7 @@ var tables = []struct {
 	{"access_records", []string{"seq"}},
 	{"datasets", []string{"name"}},
 	{"memory_namespaces", []string{"namespace"}},
-	{"sealed_shapes", []string{"key_id", "seq"}},
+	{"sealed_by_key", []string{"key_id", "seq"}},
 }
 
 // Tables are the SQL projections Rebuild clears and refills, in an order

@@ -238,7 +238,7 @@ func downgrade(t *testing.T, st store) {
 		20: {`DROP INDEX access_records_tenant`},
 		21: {},
 		22: {`DROP INDEX approvals_session`, `DROP INDEX usage_run`},
-		23: {`DROP TABLE sealed_shapes`},
+		23: {`DROP TABLE sealed_by_key`},
 	}
 	if st.dsn != "" {
 		later[21] = []string{`ALTER TABLE chain_lock DROP COLUMN seq`}
