@@ -228,7 +228,10 @@ func TestFleet_DuplicateJobsRunNothingTwice(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
-			c := newChaos(t, ctx, chaosDSN(t, backend), slowEnv+"=300ms")
+			// No fault here: a worker is judged dead only after 10 s
+			// without a heartbeat (not 2 s), so a machine loaded by
+			// other tests does not make a takeover this test would count.
+			c := newChaos(t, ctx, chaosDSN(t, backend), slowEnv+"=300ms", deadAfterEnv+"=10s")
 			// Fewer runs than the workers' slots: a duplicate job is taken
 			// while its run is still going.
 			ids := c.submit(6)
