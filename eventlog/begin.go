@@ -15,6 +15,10 @@ import (
 // need neither. batch is the group commit the transaction is for (nil for
 // Exclusive and the tree's build).
 func (w *writerState) begin(ctx context.Context, appends bool, batch []*request) error {
+	w.keys.queuedInTx = false
+	if !w.s.d.seesOtherCommits() {
+		w.keys.fresh = false
+	}
 	if err := w.s.d.begin(ctx, w, batch); err != nil {
 		return err
 	}

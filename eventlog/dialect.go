@@ -78,6 +78,11 @@ type dialect interface {
 	// batchesRows reports whether a batch's rows are collected and sent
 	// in one statement at its end (pgbatch.go) rather than one by one.
 	batchesRows() bool
+	// seesOtherCommits reports whether begin reloads the caches whenever
+	// another connection committed since the writer's last transaction
+	// (SQLite's data_version): what the writer read of committed state
+	// stays true until then.
+	seesOtherCommits() bool
 	// absorb takes off the queue, for a batch that now holds the write
 	// lock, the appends that came while it waited for it (absorb.go).
 	absorb(w *writerState, local []*request) []*request

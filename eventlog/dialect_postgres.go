@@ -298,6 +298,8 @@ func (d *postgresDialect) readShared(query string) string { return query + ` FOR
 
 func (d *postgresDialect) batchesRows() bool { return true }
 
+func (d *postgresDialect) seesOtherCommits() bool { return false }
+
 // absorb: another process may hold the chain lock for a while, and what
 // this one queued meanwhile joins the batch that waited (absorb.go).
 func (d *postgresDialect) absorb(w *writerState, local []*request) []*request {

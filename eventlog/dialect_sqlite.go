@@ -144,6 +144,8 @@ func (d *sqliteDialect) readShared(query string) string { return query }
 
 func (d *sqliteDialect) batchesRows() bool { return false }
 
+func (d *sqliteDialect) seesOtherCommits() bool { return true }
+
 // absorb takes nothing: the batch that waited for the lock goes alone.
 func (d *sqliteDialect) absorb(*writerState, []*request) []*request { return nil }
 

@@ -79,45 +79,96 @@ func (s *Store) sendSealed(ctx context.Context, req *request) ([]events.Event, e
 
 const selectKeyID = `SELECT key_id FROM subject_keys WHERE subject = ?`
 
+// selectGeneration reads the erasure generation (keyring.GenerationKey),
+// "" before the first erasure.
+const selectGeneration = `SELECT COALESCE((SELECT value FROM store_meta WHERE key = '` + keyring.GenerationKey + `'), '')`
+
 // keyConfirm fails (dividing by zero) unless subject's key is key_id
 // (PostgreSQL only: a late transaction's queued check).
 const keyConfirm = `SELECT 1 / count(*)::int FROM subject_keys WHERE subject = $1 AND key_id = $2`
 
+// generationConfirm fails (dividing by zero) unless the erasure
+// generation is $1 (PostgreSQL only: a late transaction's queued check
+// for keys confirmed at that generation).
+const generationConfirm = `SELECT 1 / (CASE WHEN ` + selectGeneration + ` = $1 THEN 1 ELSE 0 END)`
+
+// confirmedKeys remembers which keys the writer found in subject_keys,
+// and at which erasure generation: every erasure rewrites the generation
+// in its transaction, so while it holds the same value those keys are
+// all still there, and a transaction checks them with one read of the
+// generation instead of one read a key. A generation that moved drops
+// them all.
+type confirmedKeys struct {
+	known bool   // gen was read
+	gen   string // the generation the ids were confirmed at
+	ids   map[string]bool
+	// fresh is set once the generation is read, until another
+	// connection may have committed: on SQLite until begin finds one did
+	// (data_version), on PostgreSQL until the transaction ends.
+	// queuedInTx is set once a late transaction queued
+	// generationConfirm.
+	fresh, queuedInTx bool
+}
+
 // checkKeys fails req with a *keyGoneError when a key one of its writes
 // was sealed under is no longer in subject_keys. It runs in the append's
-// transaction; in one sequenced at its end it only queues keyConfirm.
+// transaction: it reads the generation once a transaction (on SQLite,
+// once another connection committed) and a key only when the generation
+// moved since the key was last found. In one
+// sequenced at its end it only queues checks: generationConfirm once for
+// keys confirmed before, keyConfirm for the rest.
 func (w *writerState) checkKeys(ctx context.Context, req *request) error {
-	query := w.s.d.readShared(selectKeyID)
-	var checked map[*keyring.DataKey]bool
+	c := &w.keys
 	for _, pw := range req.writes {
-		if pw.key == nil || checked[pw.key] {
+		if pw.key == nil {
 			continue
 		}
-		if checked == nil {
-			checked = map[*keyring.DataKey]bool{}
-		}
-		checked[pw.key] = true
 		if w.opt.open {
-			w.pend.queued = append(w.pend.queued, queuedStmt{query: keyConfirm, args: []any{pw.key.Subject, pw.key.ID}})
+			switch {
+			case c.known && c.ids[pw.key.ID] && c.queuedInTx:
+			case c.known && c.ids[pw.key.ID]:
+				w.pend.queued = append(w.pend.queued, queuedStmt{query: generationConfirm, args: []any{c.gen}})
+				c.queuedInTx = true
+			default:
+				w.pend.queued = append(w.pend.queued, queuedStmt{query: keyConfirm, args: []any{pw.key.Subject, pw.key.ID}})
+			}
+			continue
+		}
+		if !c.fresh {
+			var gen string
+			if err := w.readAfterQueued(ctx, selectGeneration, nil, &gen); err != nil {
+				return storageErr("check the sealing keys", err)
+			}
+			if !c.known || gen != c.gen {
+				c.known, c.gen, c.ids = true, gen, map[string]bool{}
+			}
+			c.fresh = true
+		}
+		if c.ids[pw.key.ID] {
 			continue
 		}
 		var id string
-		var err error
-		if w.pend.unsent() > 0 {
-			// After the statements queued before it, in their round trip.
-			err = w.queryRowAfterQueued(ctx, query, []any{pw.key.Subject}, &id)
-			if errors.Is(err, errQueuedFailed) {
-				return storageErr("check the sealing key", err)
-			}
-		} else {
-			err = w.conn.QueryRowContext(ctx, w.s.rebind(query), pw.key.Subject).Scan(&id)
-		}
+		err := w.readAfterQueued(ctx, w.s.d.readShared(selectKeyID), []any{pw.key.Subject}, &id)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || (err == nil && id != pw.key.ID):
 			return &keyGoneError{Subject: pw.key.Subject, KeyID: pw.key.ID}
 		case err != nil:
 			return storageErr("check the sealing key", err)
 		}
+		c.ids[pw.key.ID] = true
 	}
 	return nil
+}
+
+// readAfterQueued reads one row in the open transaction, after the
+// statements queued before it (in their round trip) if there are any.
+func (w *writerState) readAfterQueued(ctx context.Context, query string, args []any, dest ...any) error {
+	if w.pend.unsent() > 0 {
+		err := w.queryRowAfterQueued(ctx, query, args, dest...)
+		if errors.Is(err, errQueuedFailed) {
+			return fmt.Errorf("a statement queued before it failed: %w", err)
+		}
+		return err
+	}
+	return w.conn.QueryRowContext(ctx, w.s.rebind(query), args...).Scan(dest...)
 }

@@ -78,6 +78,8 @@ type writerState struct {
 	// nextHead is the tree head the open transaction's flushTree
 	// recorded, for Options.AfterCommit (zero: none).
 	nextHead TreeHead
+	// keys are the sealing keys found in subject_keys (sealcheck.go).
+	keys confirmedKeys
 	// keyErr is set when the store's key does not match the chain's; every
 	// write fails with it.
 	keyErr error
@@ -208,6 +210,7 @@ func (w *writerState) closeStmts() {
 // later insert would collide on its seq.
 func (w *writerState) reload(ctx context.Context, inTx bool) error {
 	w.heads = map[string]int64{}
+	w.keys.fresh = false
 	clear(w.leases)
 	dv, err := w.s.d.dataVersion(ctx, w.conn)
 	if err != nil {
@@ -504,6 +507,9 @@ func (w *writerState) apply(ctx context.Context, req *request, u *undo) (evs []e
 		}
 		// The request's rows may not be in the tables yet (a PostgreSQL
 		// batch sends them at its end): the function learns them here.
+		// It may erase a key (rath's Erase does): a request after it in
+		// this transaction reads the keys again.
+		w.keys.known, w.keys.fresh = false, false
 		if err := req.txFn(contextWithAppended(ctx, out), w.tx); err != nil {
 			return nil, wrote, err
 		}

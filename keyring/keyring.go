@@ -127,7 +127,13 @@ const Freshness = 100 * time.Millisecond
 
 // metaGeneration is the store_meta row every erasure rewrites with a
 // new random value.
-const metaGeneration = "keyring_generation"
+const metaGeneration = GenerationKey
+
+// GenerationKey is the key of the store_meta row every erasure rewrites
+// in its transaction with a new random value: a reader that found a key
+// in subject_keys while the row held a value knows the key is still
+// there while the row still holds it.
+const GenerationKey = "keyring_generation"
 
 // Epoch returns a number that changes each time this keyring drops its
 // cached keys because a key was erased, by this process or by another
