@@ -90,7 +90,7 @@ const keyConfirm = `SELECT 1 / count(*)::int FROM subject_keys WHERE subject = $
 // generationConfirm fails (dividing by zero) unless the erasure
 // generation is $1 (PostgreSQL only: a late transaction's queued check
 // for keys confirmed at that generation).
-const generationConfirm = `SELECT 1 / (CASE WHEN ` + selectGeneration + ` = $1 THEN 1 ELSE 0 END)`
+const generationConfirm = `SELECT 1 / (CASE WHEN (` + selectGeneration + `) = $1 THEN 1 ELSE 0 END)`
 
 // confirmedKeys remembers which keys the writer found in subject_keys,
 // and at which erasure generation: every erasure rewrites the generation

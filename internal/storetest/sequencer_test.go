@@ -13,6 +13,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 	"github.com/gorath/rath/projections"
+	"github.com/gorath/rath/session"
 )
 
 // A transaction sequenced at its end (eventlog/sequencer.go) decides on
@@ -299,4 +300,39 @@ func TestPostgres_NoPlaceholderSeqReachesAProjection(t *testing.T) {
 		t.Fatalf("the projections against a rebuild: %+v, %v", rep, err)
 	}
 	storetest.MustVerify(t, rts[0].Store())
+}
+
+// Sealed appends on PostgreSQL are sequenced at their end like plain
+// ones: the keys they were sealed under are confirmed in their last
+// pipeline (one check of the erasure generation for keys the writer found
+// before), and no batch is rolled back and written again for it.
+func TestPostgres_SealedAppendsCommitLateWithoutARedo(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	opts := postgresTarget(t).Options()
+	opts.KEK = storetest.MustKEK(t)
+	rt, err := rath.OpenWith(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	alice := events.ContextWithSubject(ctx, "user:alice")
+	s, err := rt.NewUserSession(alice, "a question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := rt.Store().Stats()
+	const n = 30
+	for i := range n {
+		if s, err = s.Append(alice, session.Chunk{Role: "assistant", Content: fmt.Sprint("answer ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := rt.Store().Stats()
+	if redone := st.Redone - before.Redone; redone != 0 {
+		t.Errorf("%d of %d sealed appends were rolled back and written again", redone, n)
+	}
+	if late := st.Late - before.Late; late < n-2 {
+		t.Errorf("%d of %d sealed appends were sequenced at their end", late, n)
+	}
 }
