@@ -16,6 +16,7 @@ import (
 // Exclusive and the tree's build).
 func (w *writerState) begin(ctx context.Context, appends bool, batch []*request) error {
 	w.keys.queuedInTx = false
+	clear(w.leasesConfirmed)
 	if !w.s.d.seesOtherCommits() {
 		w.keys.fresh = false
 	}

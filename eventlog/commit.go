@@ -340,6 +340,10 @@ func (w *writerState) restore(u undo) {
 	w.lastSeq, w.lastHash = u.lastSeq, u.lastHash
 	w.pend.truncate(u.pend)
 	clear(w.leases)
+	// The checks queued once a transaction may have gone with the
+	// statements dropped: a later request queues them again.
+	clear(w.leasesConfirmed)
+	w.keys.queuedInTx = false
 	if keep := w.lastSeq - w.treeSize; keep >= 0 && keep < int64(len(w.leaves)) {
 		w.leaves = w.leaves[:keep]
 	}

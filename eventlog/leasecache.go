@@ -90,6 +90,12 @@ func (w *writerState) judgeLease(l *Lease, current int64, cached bool, err error
 	return nil
 }
 
+// leaseKey is a run's lease token, as leaseConfirm confirms it.
+type leaseKey struct {
+	run   string
+	token int64
+}
+
 // checkLeaseLate is checkLease in a transaction sequenced at its end
 // (sequencer.go), where the cache may be stale (nothing folds other
 // processes' leases into it before the lock) and a read may come before
@@ -99,7 +105,16 @@ func (w *writerState) judgeLease(l *Lease, current int64, cached bool, err error
 // refusal is decided only on a read made after the lock.
 func (w *writerState) checkLeaseLate(ctx context.Context, l *Lease, current int64, cached bool) error {
 	if cached && current == l.Token {
-		w.pend.queued = append(w.pend.queued, queuedStmt{query: leaseConfirm, args: []any{l.Run, l.Token}})
+		// Once a transaction: after the lock only this batch's own
+		// writes move a lease, and a token they moved is another pair.
+		key := leaseKey{l.Run, l.Token}
+		if !w.leasesConfirmed[key] {
+			if w.leasesConfirmed == nil {
+				w.leasesConfirmed = map[leaseKey]bool{}
+			}
+			w.leasesConfirmed[key] = true
+			w.pend.queued = append(w.pend.queued, queuedStmt{query: leaseConfirm, args: []any{l.Run, l.Token}})
+		}
 		return nil
 	}
 	// Read after the lock: queued behind it (and behind the batch's own

@@ -78,6 +78,9 @@ type writerState struct {
 	// nextHead is the tree head the open transaction's flushTree
 	// recorded, for Options.AfterCommit (zero: none).
 	nextHead TreeHead
+	// leasesConfirmed are the lease tokens the open transaction queued
+	// leaseConfirm for (leasecache.go); begin clears them.
+	leasesConfirmed map[leaseKey]bool
 	// keys are the sealing keys found in subject_keys (sealcheck.go).
 	keys confirmedKeys
 	// keyErr is set when the store's key does not match the chain's; every
