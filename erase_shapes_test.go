@@ -21,7 +21,7 @@ import (
 // they are sealed under, not through the subject's runs. It keeps the
 // sessions' shapes and drops their sandbox and usage; the memory leaves
 // the memory index. The session goes on after the erasure (a provider
-// call, a chunk, a fork of its fork), under the subject's new key;
+// call, a chunk, a fork of its fork, a merge with it), under the subject's new key;
 // verify, which compares the projections with a rebuild, passes, also
 // after a migration from before the index refilled it, and a rebuild
 // succeeds.
@@ -97,6 +97,11 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 			if _, err := fork.Fork(alice); err != nil {
 				t.Fatal(err)
 			}
+			// A merge reads its parents' ancestry, whose creation events
+			// are erased: it takes the shapes the erasure kept.
+			if _, err := s.Merge(alice, fork); err != nil {
+				t.Fatal(err)
+			}
 			// Bob's session stays whole.
 			bob := events.ContextWithSubject(ctx, "user:bob")
 			b, err := rt.NewUserSession(bob, "bob's question")
@@ -135,10 +140,10 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			// alice's first session, fork and memory are under the
-			// destroyed key (no rows); the fork of her fork is under her
-			// new one; bob's session and its fork.
-			if before != 3 || after != before {
-				t.Errorf("sealed_by_key held %d rows, %d after the migration refilled it; want 3", before, after)
+			// destroyed key (no rows); the fork of her fork and the merge
+			// under her new one; bob's session and its fork.
+			if before != 4 || after != before {
+				t.Errorf("sealed_by_key held %d rows, %d after the migration refilled it; want 4", before, after)
 			}
 			rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 			if err != nil {

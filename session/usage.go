@@ -79,6 +79,11 @@ func (m *Manager) origin(ctx context.Context, id string) (origin, error) {
 		return o, fmt.Errorf("%w: usage of %s: no such session", ErrNotFound, id)
 	}
 	p, err := first[0].Decode()
+	if errors.Is(err, events.ErrRedacted) {
+		// Redacted or erased: the record kept its shape (an erasure's
+		// without usage), else it counts its own calls only.
+		p, err = m.keptShape(ctx, first[0])
+	}
 	if err != nil && !errors.Is(err, events.ErrUnknownType) {
 		return o, fmt.Errorf("usage of %s: %w", id, err)
 	}
@@ -100,4 +105,18 @@ func (m *Manager) origin(ctx context.Context, id string) (origin, error) {
 	m.origins[id] = o
 	m.mu.Unlock()
 	return o, nil
+}
+
+// keptShape decodes the shape a redaction or an erasure kept of ev, a
+// session's creation event: nil without an error if none was kept.
+func (m *Manager) keptShape(ctx context.Context, ev events.Event) (events.Payload, error) {
+	shapes, err := m.store.Shapes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sh, ok := shapes[ev.Seq]
+	if !ok {
+		return nil, nil
+	}
+	return sh.Decode(ev.Type)
 }
