@@ -182,6 +182,7 @@ func (w *writerState) commitTx() error {
 		// The flush's pipeline committed (pipelinedtx.go).
 		if w.opt.open {
 			w.committedLate()
+			w.keys.confirmLate()
 		}
 		w.tx, w.inTx, w.txEnded, w.opt.open = nil, false, false, false
 		w.notified = false
@@ -343,7 +344,7 @@ func (w *writerState) restore(u undo) {
 	// The checks queued once a transaction may have gone with the
 	// statements dropped: a later request queues them again.
 	clear(w.leasesConfirmed)
-	w.keys.queuedInTx = false
+	w.keys.queuedInTx, w.keys.pending = false, w.keys.pending[:0]
 	if keep := w.lastSeq - w.treeSize; keep >= 0 && keep < int64(len(w.leaves)) {
 		w.leaves = w.leaves[:keep]
 	}

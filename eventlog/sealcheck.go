@@ -106,8 +106,19 @@ type confirmedKeys struct {
 	// connection may have committed: on SQLite until begin finds one did
 	// (data_version), on PostgreSQL until the transaction ends.
 	// queuedInTx is set once a late transaction queued
-	// generationConfirm.
+	// generationConfirm, and pending are the keys it confirmed with it,
+	// known once it commits (confirmLate).
 	fresh, queuedInTx bool
+	pending              []string
+}
+
+// confirmLate records, once a late transaction committed, the keys it
+// confirmed at the generation it confirmed too.
+func (c *confirmedKeys) confirmLate() {
+	for _, id := range c.pending {
+		c.ids[id] = true
+	}
+	c.pending = c.pending[:0]
 }
 
 // checkKeys fails req with a *keyGoneError when a key one of its writes
@@ -124,13 +135,18 @@ func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 			continue
 		}
 		if w.opt.open {
-			switch {
-			case c.known && c.ids[pw.key.ID] && c.queuedInTx:
-			case c.known && c.ids[pw.key.ID]:
+			if c.known && !c.queuedInTx {
 				w.pend.queued = append(w.pend.queued, queuedStmt{query: generationConfirm, args: []any{c.gen}})
 				c.queuedInTx = true
-			default:
-				w.pend.queued = append(w.pend.queued, queuedStmt{query: keyConfirm, args: []any{pw.key.Subject, pw.key.ID}})
+			}
+			if c.known && c.ids[pw.key.ID] {
+				continue
+			}
+			w.pend.queued = append(w.pend.queued, queuedStmt{query: keyConfirm, args: []any{pw.key.Subject, pw.key.ID}})
+			if c.known {
+				// Confirmed after the lock, with the generation: once the
+				// transaction commits, known at that generation.
+				c.pending = append(c.pending, pw.key.ID)
 			}
 			continue
 		}
