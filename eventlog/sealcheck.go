@@ -109,7 +109,7 @@ type confirmedKeys struct {
 	// generationConfirm, and pending are the keys it confirmed with it,
 	// known once it commits (confirmLate).
 	fresh, queuedInTx bool
-	pending              []string
+	pending           []string
 }
 
 // confirmLate records, once a late transaction committed, the keys it
