@@ -15,7 +15,7 @@ import (
 // need neither. batch is the group commit the transaction is for (nil for
 // Exclusive and the tree's build).
 func (w *writerState) begin(ctx context.Context, appends bool, batch []*request) error {
-	w.keys.queuedInTx, w.keys.pending = false, w.keys.pending[:0]
+	w.keys.endTx()
 	clear(w.leasesConfirmed)
 	if !w.s.d.seesOtherCommits() {
 		w.keys.fresh = false

@@ -344,7 +344,7 @@ func (w *writerState) restore(u undo) {
 	// The checks queued once a transaction may have gone with the
 	// statements dropped: a later request queues them again.
 	clear(w.leasesConfirmed)
-	w.keys.queuedInTx, w.keys.pending = false, w.keys.pending[:0]
+	w.keys.endTx()
 	if keep := w.lastSeq - w.treeSize; keep >= 0 && keep < int64(len(w.leaves)) {
 		w.leaves = w.leaves[:keep]
 	}

@@ -54,14 +54,7 @@ func (w *writerState) checkLease(ctx context.Context, req *request) error {
 		// A lease this batch wrote is among the projectors' queued
 		// statements until they are sent: they go first, in the same
 		// round trip.
-		if w.pend.unsent() > 0 {
-			err = w.queryRowAfterQueued(ctx, selectLeaseToken, []any{l.Run}, &current)
-			if errors.Is(err, errQueuedFailed) {
-				return storageErr("check lease", err)
-			}
-		} else {
-			err = w.conn.QueryRowContext(ctx, w.s.rebind(selectLeaseToken), l.Run).Scan(&current)
-		}
+		err = w.queryRow(ctx, selectLeaseToken, []any{l.Run}, &current)
 	}
 	return w.judgeLease(l, current, cached, err)
 }

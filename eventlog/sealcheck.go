@@ -109,25 +109,43 @@ type confirmedKeys struct {
 	// generationConfirm, and pending are the keys it confirmed with it,
 	// known once it commits (confirmLate).
 	fresh, queuedInTx bool
-	pending           []string
+	pending           map[string]bool
 }
 
 // confirmLate records, once a late transaction committed, the keys it
 // confirmed at the generation it confirmed too.
 func (c *confirmedKeys) confirmLate() {
-	for _, id := range c.pending {
-		c.ids[id] = true
+	if c.known {
+		for id := range c.pending {
+			c.confirm(id)
+		}
 	}
-	c.pending = c.pending[:0]
+	c.endTx()
+}
+
+// endTx forgets what the open transaction queued: begin calls it, and so
+// does a request's rollback, whose dropped statements a later request
+// queues again.
+func (c *confirmedKeys) endTx() {
+	c.queuedInTx = false
+	clear(c.pending)
+}
+
+// confirm records that key id is in subject_keys at generation c.gen.
+func (c *confirmedKeys) confirm(id string) {
+	if len(c.ids) >= maxHeadCache {
+		c.ids = map[string]bool{} // bounded like the heads' cache
+	}
+	c.ids[id] = true
 }
 
 // checkKeys fails req with a *keyGoneError when a key one of its writes
 // was sealed under is no longer in subject_keys. It runs in the append's
 // transaction: it reads the generation once a transaction (on SQLite,
 // once another connection committed) and a key only when the generation
-// moved since the key was last found. In one
-// sequenced at its end it only queues checks: generationConfirm once for
-// keys confirmed before, keyConfirm for the rest.
+// moved since the key was last found. In one sequenced at its end it only
+// queues checks: generationConfirm once, and keyConfirm once for each key
+// not confirmed before.
 func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 	c := &w.keys
 	for _, pw := range req.writes {
@@ -139,20 +157,21 @@ func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 				w.pend.queued = append(w.pend.queued, queuedStmt{query: generationConfirm, args: []any{c.gen}})
 				c.queuedInTx = true
 			}
-			if c.known && c.ids[pw.key.ID] {
+			if c.known && c.ids[pw.key.ID] || c.pending[pw.key.ID] {
 				continue
 			}
 			w.pend.queued = append(w.pend.queued, queuedStmt{query: keyConfirm, args: []any{pw.key.Subject, pw.key.ID}})
-			if c.known {
-				// Confirmed after the lock, with the generation: once the
-				// transaction commits, known at that generation.
-				c.pending = append(c.pending, pw.key.ID)
+			// Confirmed after the lock, with the generation: once the
+			// transaction commits, known at that generation.
+			if c.pending == nil {
+				c.pending = map[string]bool{}
 			}
+			c.pending[pw.key.ID] = true
 			continue
 		}
 		if !c.fresh {
 			var gen string
-			if err := w.readAfterQueued(ctx, selectGeneration, nil, &gen); err != nil {
+			if err := w.queryRow(ctx, selectGeneration, nil, &gen); err != nil {
 				return storageErr("check the sealing keys", err)
 			}
 			if !c.known || gen != c.gen {
@@ -164,27 +183,14 @@ func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 			continue
 		}
 		var id string
-		err := w.readAfterQueued(ctx, w.s.d.readShared(selectKeyID), []any{pw.key.Subject}, &id)
+		err := w.queryRow(ctx, w.s.d.readShared(selectKeyID), []any{pw.key.Subject}, &id)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || (err == nil && id != pw.key.ID):
 			return &keyGoneError{Subject: pw.key.Subject, KeyID: pw.key.ID}
 		case err != nil:
 			return storageErr("check the sealing key", err)
 		}
-		c.ids[pw.key.ID] = true
+		c.confirm(pw.key.ID)
 	}
 	return nil
-}
-
-// readAfterQueued reads one row in the open transaction, after the
-// statements queued before it (in their round trip) if there are any.
-func (w *writerState) readAfterQueued(ctx context.Context, query string, args []any, dest ...any) error {
-	if w.pend.unsent() > 0 {
-		err := w.queryRowAfterQueued(ctx, query, args, dest...)
-		if errors.Is(err, errQueuedFailed) {
-			return fmt.Errorf("a statement queued before it failed: %w", err)
-		}
-		return err
-	}
-	return w.conn.QueryRowContext(ctx, w.s.rebind(query), args...).Scan(dest...)
 }

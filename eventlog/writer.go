@@ -274,6 +274,20 @@ func (w *writerState) stmt(ctx context.Context, query string) (*sql.Stmt, error)
 	return st, nil
 }
 
+// queryRow reads one row in the open transaction through a prepared
+// statement, or after the statements queued before it, in their round
+// trip, when there are any (a failed one is errQueuedFailed).
+func (w *writerState) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
+	if w.pend.unsent() > 0 {
+		return w.queryRowAfterQueued(ctx, query, args, dest...)
+	}
+	st, err := w.stmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(ctx, args...).Scan(dest...)
+}
+
 func (w *writerState) exec(ctx context.Context, query string, args ...any) error {
 	if w.pend.unsent() > 0 {
 		// After the projectors' queued statements, in their round trip.
