@@ -175,7 +175,7 @@ func (rt *Runtime) Erase(ctx context.Context, opts EraseOptions) (EraseResult, e
 			// again.
 			if unshaped, err = sealedSince(ctx, tx, db.Rebind, under.seqs, dk.ID); err != nil || unshaped {
 				if err == nil {
-					err = errKeyReplaced
+					err = errSealedMeanwhile
 				}
 				return err
 			}
@@ -278,6 +278,10 @@ func selectInts(ctx context.Context, q queryer, out *[]int64, query string, args
 // the read and the transaction.
 var errKeyReplaced = errors.New("rath: erase: the subject's key was replaced meanwhile")
 
+// errSealedMeanwhile aborts an erasure that finds an event sealed under
+// the key since it read them (readUnderKey): it reads them again.
+var errSealedMeanwhile = errors.New("rath: erase: the subject's sessions or memories grew meanwhile")
+
 // nothingToErase words the error for a subject without a key.
 func (rt *Runtime) nothingToErase(ctx context.Context, subject string) error {
 	e := &EraseError{Subject: subject}
@@ -319,8 +323,6 @@ const (
 	// The index on subject is partial (subject <> ''): a planner uses
 	// it for a bound parameter only when the query says so too.
 	subjectRuns = `SELECT id FROM runs WHERE subject = ? AND subject <> ''`
-	// The events a key sealed that start or link sessions, and their
-	// index's rows once the key is gone (a rebuild makes none).
 	// The events a key sealed that an erasure reads (the sessions it
 	// started or linked, the memories it remembered), and their index's
 	// rows once the key is gone (a rebuild makes none).
