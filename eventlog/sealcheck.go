@@ -153,11 +153,22 @@ func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 			continue
 		}
 		if w.opt.open {
-			if c.known && !c.queuedInTx {
+			if !c.known {
+				// Learned once, outside the transaction: the queued
+				// generationConfirm checks at commit that it still holds,
+				// so the keys this transaction confirms stay confirmed at
+				// it and later transactions queue no keyConfirm for them.
+				var gen string
+				if err := w.s.rdb.QueryRowContext(ctx, selectGeneration).Scan(&gen); err != nil {
+					return storageErr("check the sealing keys", err)
+				}
+				c.known, c.gen, c.ids = true, gen, map[string]bool{}
+			}
+			if !c.queuedInTx {
 				w.pend.queued = append(w.pend.queued, queuedStmt{query: generationConfirm, args: []any{c.gen}})
 				c.queuedInTx = true
 			}
-			if c.known && c.ids[pw.key.ID] || c.pending[pw.key.ID] {
+			if c.ids[pw.key.ID] || c.pending[pw.key.ID] {
 				continue
 			}
 			w.pend.queued = append(w.pend.queued, queuedStmt{query: keyConfirm, args: []any{pw.key.Subject, pw.key.ID}})

@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -309,16 +310,35 @@ func TestPostgres_NoPlaceholderSeqReachesAProjection(t *testing.T) {
 func TestPostgres_SealedAppendsCommitLateWithoutARedo(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	opts := postgresTarget(t).Options()
+	tg := postgresTarget(t)
+	opts := tg.Options()
 	opts.KEK = storetest.MustKEK(t)
+	alice := events.ContextWithSubject(ctx, "user:alice")
+	// A first runtime makes alice's key and session; the second, a
+	// writer that knows nothing yet, is the one measured.
+	first, err := rath.OpenWith(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := first.NewUserSession(alice, "a question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	db, err := sql.Open("pgx", tg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	keyReads := func() int64 { return subjectKeyScans(t, db) }
+	readsBefore := keyReads()
 	rt, err := rath.OpenWith(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	alice := events.ContextWithSubject(ctx, "user:alice")
-	s, err := rt.NewUserSession(alice, "a question")
-	if err != nil {
+	if s, err = rt.Session(ctx, s.ID()); err != nil {
 		t.Fatal(err)
 	}
 	before := rt.Store().Stats()
@@ -335,4 +355,41 @@ func TestPostgres_SealedAppendsCommitLateWithoutARedo(t *testing.T) {
 	if late := st.Late - before.Late; late < n-2 {
 		t.Errorf("%d of %d sealed appends were sequenced at their end", late, n)
 	}
+	// A late transaction confirms a key it has not confirmed since the
+	// last erasure; once it committed, later ones only check the erasure
+	// generation. The keyring's own read of the key, the first
+	// transaction's check and the session's reads are a handful; a check
+	// each transaction would be n.
+	rt.Close()
+	reads := keyReads() - readsBefore
+	if reads > 6 {
+		t.Errorf("%d appends read subject_keys %d times: the key was checked again in every transaction", n, reads)
+	}
+}
+
+// subjectKeyScans is how often the server read subject_keys, once the
+// database's other backends are gone (a backend reports its counts by
+// the time it exits).
+func subjectKeyScans(t *testing.T, db *sql.DB) int64 {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var others int
+		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&others); err != nil {
+			t.Fatal(err)
+		}
+		if others == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends still connected", others)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var n int64
+	err := db.QueryRow(`SELECT COALESCE(seq_scan, 0) + COALESCE(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'subject_keys'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
