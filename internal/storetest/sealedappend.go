@@ -12,22 +12,33 @@ import (
 )
 
 // CompareSealedAppends appends typical chunks from 16 goroutines, one
-// subject each, to plain (a store that seals nothing) and to sealed (one
-// that seals under the subjects' keys) in alternating rounds, the order
-// of the two changing every round: on a shared machine both then see the
-// same spells of load, which two benchmarks run one after the other do
-// not. It reports the mean time of an append to each and their ratio,
-// sealed/plain.
-func CompareSealedAppends(b *testing.B, plain, sealed *eventlog.Store) {
+// subject each, to plain (a store that seals nothing), to sealed (one
+// that seals under the subjects' keys) and to padded (another that seals
+// nothing, whose chunks are longer by what sealing adds to a payload) in
+// rotating rounds, the order of the three changing every round: on a
+// shared machine they then see the same spells of load, which benchmarks
+// run one after the other do not. It reports the mean time of an append
+// to each and the ratios sealed/plain and padded/plain: what sealing
+// costs, and what the same number of bytes costs in clear.
+func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	const goroutines, perRound = 16, 25
-	stores := [2]*eventlog.Store{plain, sealed}
-	var took [2]time.Duration
+	// A first round on each makes the sealed store's keys (once a
+	// subject, not what an append costs) and measures the padding.
+	appendRound(b, plain, goroutines, perRound, 0)
+	appendRound(b, sealed, goroutines, perRound, 0)
+	pad := lastPayloadLen(b, sealed) - lastPayloadLen(b, plain)
+	if pad < 0 {
+		b.Fatalf("a sealed payload is %d bytes shorter than the plain one", -pad)
+	}
+	stores := [3]*eventlog.Store{plain, sealed, padded}
+	pads := [3]int{0, 0, pad}
+	var took [3]time.Duration
 	rounds := 0
 	for b.Loop() {
 		for j := range stores {
 			k := (rounds + j) % len(stores)
 			start := time.Now()
-			appendRound(b, stores[k], goroutines, perRound)
+			appendRound(b, stores[k], goroutines, perRound, pads[k])
 			took[k] += time.Since(start)
 		}
 		rounds++
@@ -36,18 +47,30 @@ func CompareSealedAppends(b *testing.B, plain, sealed *eventlog.Store) {
 	b.ReportMetric(float64(took[0].Nanoseconds())/n, "plain-ns/append")
 	b.ReportMetric(float64(took[1].Nanoseconds())/n, "sealed-ns/append")
 	b.ReportMetric(float64(took[1])/float64(took[0]), "sealed/plain")
+	b.ReportMetric(float64(took[2])/float64(took[0]), "padded/plain")
+}
+
+// lastPayloadLen is the length of the payload of s's last event as
+// stored.
+func lastPayloadLen(b *testing.B, s *eventlog.Store) int {
+	var payload string
+	if err := s.DB().QueryRowContext(b.Context(), `SELECT payload FROM events ORDER BY seq DESC LIMIT 1`).Scan(&payload); err != nil {
+		b.Fatal(err)
+	}
+	return len(payload)
 }
 
 // appendRound makes perRound appends from each of n goroutines, each to
-// a stream of its own.
-func appendRound(b *testing.B, s *eventlog.Store, n, perRound int) {
+// a stream of its own, of chunks pad bytes longer than typical.
+func appendRound(b *testing.B, s *eventlog.Store, n, perRound, pad int) {
+	content := strings.Repeat("lorem ipsum ", 20) + strings.Repeat("x", pad)
 	var wg sync.WaitGroup
 	for g := range n {
 		wg.Go(func() {
 			stream := fmt.Sprintf("g%d", g)
 			for i := range perRound {
 				p := events.ChunkAppended{Session: stream, Index: int64(i), Chunk: events.Chunk{
-					Role: "assistant", Author: "root.agent", Content: strings.Repeat("lorem ipsum ", 20)}}
+					Role: "assistant", Author: "root.agent", Content: content}}
 				if _, err := s.Append(b.Context(), stream, eventlog.AnyVersion, p); err != nil {
 					b.Error(err)
 					return
