@@ -29,22 +29,7 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := t.Context()
-			opts := rath.Options{Dir: t.TempDir(), KEK: storetest.MustKEK(t)}
-			if backend == "postgres" {
-				srv, err := pgtest.Start(ctx, pgtest.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer srv.Stop()
-				if opts.DSN, err = srv.CreateDatabase(ctx, "shapes"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			rt, err := rath.OpenWith(ctx, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
+			rt, opts := openSealed(t, backend)
 			alice := events.ContextWithSubject(ctx, "user:alice")
 			s, err := rt.NewUserSession(alice, "alice's question")
 			if err != nil {
@@ -127,7 +112,7 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sealed_by_key`).Scan(&before); err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []string{`DROP TABLE sealed_by_key`, `DELETE FROM goose_db_version WHERE version_id = 23`} {
+			for _, q := range []string{`DROP TABLE sealed_by_key`, `DELETE FROM goose_db_version WHERE version_id IN (23, 24)`} {
 				if _, err := db.ExecContext(ctx, q); err != nil {
 					t.Fatal(err)
 				}
@@ -139,11 +124,12 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sealed_by_key`).Scan(&after); err != nil {
 				t.Fatal(err)
 			}
-			// alice's first session, fork and memory are under the
-			// destroyed key (no rows); the fork of her fork and the merge
-			// under her new one; bob's session and its fork.
-			if before != 4 || after != before {
-				t.Errorf("sealed_by_key held %d rows, %d after the migration refilled it; want 4", before, after)
+			// alice's first session, model call, placement, fork and
+			// memory are under the destroyed key (no rows); the model
+			// call, the fork of her fork and the merge under her new one;
+			// bob's session and its fork.
+			if before != 5 || after != before {
+				t.Errorf("sealed_by_key held %d rows, %d after the migrations refilled it; want 5", before, after)
 			}
 			rep, err := rt.Verify(ctx, eventlog.VerifyOptions{})
 			if err != nil {
@@ -157,4 +143,28 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openSealed opens a runtime with a key-encryption key on backend
+// ("sqlite", or "postgres": a throwaway server of its own), closed and
+// stopped when the test ends.
+func openSealed(t *testing.T, backend string) (*rath.Runtime, rath.Options) {
+	t.Helper()
+	opts := rath.Options{Dir: t.TempDir(), KEK: storetest.MustKEK(t)}
+	if backend == "postgres" {
+		srv, err := pgtest.Start(t.Context(), pgtest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Stop() })
+		if opts.DSN, err = srv.CreateDatabase(t.Context(), "sealed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := rath.OpenWith(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt, opts
 }

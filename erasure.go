@@ -308,16 +308,8 @@ const (
 	// Its approvals' requests are sealed under the subject: a rebuild
 	// makes no row of them, so neither do the read models.
 	dropApprovals = `DELETE FROM approvals WHERE run = ?`
-	// Usage comes from the sealed model calls: a rebuild no longer
-	// finds it.
-	dropUsage = `DELETE FROM usage WHERE run_id = ?`
-	// So do the sessions' sandbox and usage, and the run's row, from
-	// its sealed run.started; the row goes last, its input session
-	// named in it.
-	clearSessions = `UPDATE sessions SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
-		WHERE run_id = ? OR id = (SELECT input_session FROM runs WHERE id = ?)`
-	clearSnapshots = `UPDATE session_snapshots SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0
-		WHERE session IN (SELECT id FROM sessions WHERE run_id = ? UNION ALL SELECT input_session FROM runs WHERE id = ?)`
+	// The run's row goes last: its sessions' usage and sandboxes are
+	// recounted first (erasure_recount.go).
 	dropRun        = `DELETE FROM runs WHERE id = ?`
 	clearApprovals = `UPDATE approvals SET question = CASE WHEN question LIKE ? THEN question ELSE '' END, reason = CASE WHEN reason LIKE ? THEN reason ELSE '' END WHERE session = ?`
 	// The index on subject is partial (subject <> ''): a planner uses
@@ -326,15 +318,13 @@ const (
 	// The events a key sealed that an erasure reads (the sessions it
 	// started or linked, the memories it remembered), and their index's
 	// rows once the key is gone (a rebuild makes none).
-	sealedUnderKey = `SELECT seq FROM sealed_by_key WHERE key_id = ? ORDER BY seq`
+	sealedUnderKey = `SELECT seq FROM sealed_by_key WHERE key_id = ? AND type IN (` + readTypes + `) ORDER BY seq`
 	dropSealed     = `DELETE FROM sealed_by_key WHERE key_id = ?`
-	// The sessions the key started, in a run or outside any, lose their
-	// sandbox and usage as a run's do: the erasure's shapes keep neither.
-	startedUnder = `SELECT stream FROM events WHERE seq IN (SELECT seq FROM sealed_by_key WHERE key_id = ? AND type <> '` +
-		events.TypeMemoryRemembered + `')`
-	clearStartedSessions  = `UPDATE sessions SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0 WHERE id IN (` + startedUnder + `)`
-	clearStartedSnapshots = `UPDATE session_snapshots SET backend = '', spec = '', prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, calls = 0 WHERE session IN (` + startedUnder + `)`
-	dropStartedUsage      = `DELETE FROM usage WHERE session IN (` + startedUnder + `)`
+	// readTypes are the types readUnderKey reads: the shaped ones
+	// (events.ShapedTypes) and memory.remembered.
+	readTypes = `'` + events.TypeSessionCreated + `', '` + events.TypeSessionForked + `', '` + events.TypeSessionDetached +
+		`', '` + events.TypeSessionMerged + `', '` + events.TypeSessionCompressed + `', '` + events.TypeSessionImported +
+		`', '` + events.TypeMemoryRemembered + `'`
 	// A run queued, not started: its row says so (runUnderKey).
 	runQueued = `SELECT workflow, input_session, tenant, params,
 		submitted_seq IS NOT NULL AND started_seq = submitted_seq AND finished_seq IS NULL FROM runs WHERE id = ?`
@@ -345,16 +335,18 @@ const (
 // them): an erasure's time grows with the subject's runs, not with the
 // store.
 func erasureStatements() []string {
-	return []string{clearRuns, dropApprovals, dropUsage, clearSessions, clearSnapshots, dropRun,
-		clearApprovals, subjectRuns, sealedUnderKey, dropSealed, clearStartedSessions, clearStartedSnapshots, dropStartedUsage, runQueued}
+	return []string{clearRuns, dropApprovals, dropRun, clearApprovals, subjectRuns, sealedUnderKey, dropSealed, runQueued,
+		keyStreams, dropKeyUsage, sessionExists, sessionSnapshots, recountSession, recountSnapshot}
 }
 
 // dropDerived clears, in the erasure's transaction (under the write
 // lock, as the projectors write them), what the SQL projections hold of
 // subject's content in clear and what a rebuild could no longer derive
-// (the statements above). It finds the rows through indexes (the runs'
-// subject column, run ids, sessions), never by reading the log, and
-// reads the subject's runs in the transaction: a run the subject starts
+// (the statements above), and recounts the sessions the key's events
+// touched (recountUnderKey). It finds the rows through indexes (the
+// runs' subject column, run ids, sessions, sealed_by_key), reading of the
+// log only those sessions' streams, and reads the subject's runs in the
+// transaction: a run the subject starts
 // after the erasure, under a new key, keeps its rows, and so does one
 // whose params are sealed under another key than keyID (runUnderKey).
 // It returns the runs that were queued, not started, for endQueued.
@@ -382,9 +374,6 @@ func (rt *Runtime) dropDerived(ctx context.Context, tx *sql.Tx, subject, keyID s
 		}{
 			{clearRuns, []any{sealedLike, sealedLike, run}},
 			{dropApprovals, []any{run}},
-			{dropUsage, []any{run}},
-			{clearSessions, []any{run, run}},
-			{clearSnapshots, []any{run, run}},
 			{dropRun, []any{run}},
 		} {
 			if _, err := tx.ExecContext(ctx, db.Rebind(st.q), st.args...); err != nil {
@@ -397,10 +386,11 @@ func (rt *Runtime) dropDerived(ctx context.Context, tx *sql.Tx, subject, keyID s
 			return nil, fmt.Errorf("clear the read models: %w", err)
 		}
 	}
-	for _, q := range []string{clearStartedSessions, clearStartedSnapshots, dropStartedUsage, dropSealed} {
-		if _, err := tx.ExecContext(ctx, db.Rebind(q), keyID); err != nil {
-			return nil, fmt.Errorf("clear the read models: %w", err)
-		}
+	if err := rt.recountUnderKey(ctx, tx, keyID); err != nil {
+		return nil, fmt.Errorf("recount the read models: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, db.Rebind(dropSealed), keyID); err != nil {
+		return nil, fmt.Errorf("clear the read models: %w", err)
 	}
 	return queued, nil
 }

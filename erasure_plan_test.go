@@ -100,14 +100,27 @@ func sqlitePlan(t *testing.T, db *sql.DB, q string) []string {
 var pgParam = regexp.MustCompile(`\$\d+`)
 
 // postgresPlan prepares q (its parameters' types inferred) and explains
-// its execution with every parameter 'x'.
+// its execution with every parameter 'x', or 0 where a number.
 func postgresPlan(t *testing.T, ctx context.Context, conn *sql.Conn, i int, q string) string {
 	t.Helper()
 	name := fmt.Sprintf("erase_%d", i)
 	if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+q); err != nil {
 		t.Fatalf("%s: %v", oneLine(q), err)
 	}
-	args := strings.TrimSuffix(strings.Repeat("'x', ", len(pgParam.FindAllString(q, -1))), ", ")
+	var types string
+	if err := conn.QueryRowContext(ctx, `SELECT array_to_string(parameter_types, ',') FROM pg_prepared_statements WHERE name = $1`, name).Scan(&types); err != nil {
+		t.Fatal(err)
+	}
+	var vals []string
+	for _, typ := range strings.Split(types, ",") {
+		switch typ {
+		case "bigint", "integer", "smallint":
+			vals = append(vals, "0")
+		default:
+			vals = append(vals, "'x'")
+		}
+	}
+	args := strings.Join(vals[:len(pgParam.FindAllString(q, -1))], ", ")
 	rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE `+name+`(`+args+`)`)
 	if err != nil {
 		t.Fatalf("%s: %v", oneLine(q), err)

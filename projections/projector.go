@@ -74,7 +74,7 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 	if err := a.apply(ev, p); err != nil {
 		return err
 	}
-	if events.KeepsShape(ev.Type) || ev.Type == events.TypeMemoryRemembered {
+	if events.KeepsShape(ev.Type) || indexedByKey[ev.Type] {
 		if err := a.sealedByKey(ev); err != nil {
 			return err
 		}
@@ -88,10 +88,14 @@ func (a *applier) project(ev *events.Event, p events.Payload) error {
 	return a.snapshot(ev)
 }
 
-// sealedByKey indexes an event that starts or links a session, or
-// remembers a memory, by the key its payload is sealed under
-// (sealed_by_key): an erasure reads through it the shapes it keeps of
-// the subject's sessions and the memories it purges, wherever the
+// indexedByKey are the types sealedByKey indexes besides the shaped ones.
+var indexedByKey = map[string]bool{events.TypeMemoryRemembered: true, events.TypeSessionPlaced: true, events.TypeProviderCalled: true}
+
+// sealedByKey indexes an event that starts or links a session, places
+// one, records a model call or remembers a memory, by the key its
+// payload is sealed under (sealed_by_key): an erasure reads through it
+// the shapes it keeps of the subject's sessions, the sessions whose
+// sandbox and usage it recounts and the memories it purges, wherever the
 // subject made them, in a run or outside one. An event in clear, or
 // under a key already destroyed (a rebuild opens nothing of it), gets
 // no row.

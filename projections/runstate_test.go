@@ -239,6 +239,7 @@ func downgrade(t *testing.T, st store) {
 		21: {},
 		22: {`DROP INDEX approvals_session`, `DROP INDEX usage_run`},
 		23: {`DROP TABLE sealed_by_key`},
+		24: {`DELETE FROM sealed_by_key WHERE type IN ('provider.called', 'session.placed')`},
 	}
 	if st.dsn != "" {
 		later[21] = []string{`ALTER TABLE chain_lock DROP COLUMN seq`}

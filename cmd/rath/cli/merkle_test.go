@@ -73,7 +73,8 @@ func asSchema8(t *testing.T, db *sql.DB) {
 	// access records; 00018: tenants; 00019: blob copies and runs'
 	// subjects; 00020: access records' tenant index, dropped with them; 00021
 	// changes nothing on SQLite; 00022: the indexes an erasure reads usage
-	// and approvals through; 00023: the events an erasure reads, by key).
+	// and approvals through; 00023: the events an erasure reads, by key,
+	// which 00024 fills with model calls and placements too).
 	exec(t, db, `DROP TABLE sealed_by_key`)
 	exec(t, db, `DROP INDEX approvals_session`, `DROP INDEX usage_run`)
 	exec(t, db, `DROP INDEX runs_subject`, `ALTER TABLE runs DROP COLUMN subject`, `DROP INDEX blobs_address`)
