@@ -106,7 +106,8 @@ func TestRun_MigrateOldChainToMerkleLog(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("migrate up: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"applied 00009_merkle_log.sql: the log becomes a Merkle log", "built the Merkle tree over the " + strconv.FormatInt(w.events, 10) + " existing events"} {
+	for _, want := range []string{"applied 00009_merkle_log.sql: the log becomes a Merkle log", "built the Merkle tree over the " + strconv.FormatInt(w.events, 10) + " existing events",
+		"applied 00024_sealed_calls_by_key.sql: sealed_by_key also indexes model calls and placements"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("migrate up output lacks %q:\n%s", want, r.stdout)
 		}

@@ -120,6 +120,8 @@ var migrationNotes = map[int64]string{
 	packedTreeMigration:  ": a tree_hashes row may hold several hashes (docs/ARCHITECTURE.md, \"The tree\"); no row changes, and a rath older than this one refuses the store",
 	subjectKeysMigration: ": the subject_keys table, one data key per subject wrapped by the key-encryption key (docs/EVIDENCE.md, \"Erasure by crypto-shredding\"); no row changes: content stays in clear until RATH_KEK_FILE is set, and is sealed from then on, in the log and in the read models' content columns (rath rebuild seals the columns of content sealed before)",
 	blobCopiesMigration:  ": an index of blob addresses, so a sealed blob is kept once per subject and erasing one leaves another's copy readable, and the runs projection's subject column (empty for the runs already there); no event changes",
+	sealedByKeyMigration: ": the sealed_by_key index of the events an erasure reads (those that start or link sessions, and memories), by the key they are sealed under, filled from the payloads already stored; no event changes",
+	sealedCallsMigration: ": sealed_by_key also indexes model calls and placements, so an erasure recounts the usage and sandbox of the sessions they are in; filled from the payloads already stored, no event changes",
 	checkpointsMigration: ": the store gets its id (the origin of its checkpoints) and the append-only checkpoints and checkpoint_cosignatures tables; nothing is signed until a process appends with RATH_SIGNING_KEY or runs rath checkpoint --sign (docs/EVIDENCE.md)",
 }
 
@@ -128,10 +130,13 @@ var migrationNotes = map[int64]string{
 const checkpointsMigration = 10
 
 // subjectKeysMigration made subject_keys; blobCopiesMigration indexed
-// blob addresses for copies per subject.
+// blob addresses for copies per subject; sealedByKeyMigration and
+// sealedCallsMigration index sealed events by key for erasures.
 const (
 	subjectKeysMigration = 16
 	blobCopiesMigration  = 19
+	sealedByKeyMigration = 23
+	sealedCallsMigration = 24
 )
 
 // packedTreeMigration is the schema version whose tree_hashes rows may
