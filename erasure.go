@@ -308,27 +308,31 @@ const (
 	// Its approvals' requests are sealed under the subject: a rebuild
 	// makes no row of them, so neither do the read models.
 	dropApprovals = `DELETE FROM approvals WHERE run = ?`
-	// The run's row goes last: its sessions' usage and sandboxes are
-	// recounted first (erasure_recount.go).
+	// The run's row: a rebuild cannot make it from its sealed
+	// run.started. Its sessions are recounted (erasure_recount.go).
 	dropRun        = `DELETE FROM runs WHERE id = ?`
 	clearApprovals = `UPDATE approvals SET question = CASE WHEN question LIKE ? THEN question ELSE '' END, reason = CASE WHEN reason LIKE ? THEN reason ELSE '' END WHERE session = ?`
 	// The index on subject is partial (subject <> ''): a planner uses
 	// it for a bound parameter only when the query says so too.
 	subjectRuns = `SELECT id FROM runs WHERE subject = ? AND subject <> ''`
-	// The events a key sealed that an erasure reads (the sessions it
-	// started or linked, the memories it remembered), and their index's
-	// rows once the key is gone (a rebuild makes none).
-	sealedUnderKey = `SELECT seq FROM sealed_by_key WHERE key_id = ? AND type IN (` + readTypes + `) ORDER BY seq`
-	dropSealed     = `DELETE FROM sealed_by_key WHERE key_id = ?`
-	// readTypes are the types readUnderKey reads: the shaped ones
-	// (events.ShapedTypes) and memory.remembered.
-	readTypes = `'` + events.TypeSessionCreated + `', '` + events.TypeSessionForked + `', '` + events.TypeSessionDetached +
-		`', '` + events.TypeSessionMerged + `', '` + events.TypeSessionCompressed + `', '` + events.TypeSessionImported +
-		`', '` + events.TypeMemoryRemembered + `'`
+	// The index's rows of a key once it is gone (a rebuild makes none).
+	dropSealed = `DELETE FROM sealed_by_key WHERE key_id = ?`
 	// A run queued, not started: its row says so (runUnderKey).
 	runQueued = `SELECT workflow, input_session, tenant, params,
 		submitted_seq IS NOT NULL AND started_seq = submitted_seq AND finished_seq IS NULL FROM runs WHERE id = ?`
 )
+
+// sealedUnderKey lists the events a key sealed that an erasure reads
+// (the sessions it started or linked, the memories it remembered): the
+// shaped types and memory.remembered, not the model calls and
+// placements the index holds for the recount.
+var sealedUnderKey = `SELECT seq FROM sealed_by_key WHERE key_id = ? AND type IN (` +
+	sqlList(append(events.ShapedTypes(), events.TypeMemoryRemembered)) + `) ORDER BY seq`
+
+// sqlList quotes names, which hold no quote, as an SQL list.
+func sqlList(names []string) string {
+	return "'" + strings.Join(names, "', '") + "'"
+}
 
 // erasureStatements are every statement an erasure runs, each of which
 // must find its rows through an index, on both stores (a test explains

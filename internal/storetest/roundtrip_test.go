@@ -296,21 +296,7 @@ func TestPostgres_ACommitReadsNoWholeTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	// A session's statistics are flushed before it leaves pg_stat_activity.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var others int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
-			t.Fatal(err)
-		}
-		if others == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions of the closed store still open", others)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitBackendsGone(t, db)
 	for _, table := range []string{"blobs", "run_leases"} {
 		var scans, read int64
 		if err := db.QueryRowContext(ctx, `SELECT COALESCE(seq_scan, 0), COALESCE(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relname = $1`, table).Scan(&scans, &read); err != nil {

@@ -368,9 +368,22 @@ func TestPostgres_SealedAppendsCommitLateWithoutARedo(t *testing.T) {
 }
 
 // subjectKeyScans is how often the server read subject_keys, once the
-// database's other backends are gone (a backend reports its counts by
-// the time it exits).
+// database's other backends are gone (waitBackendsGone).
 func subjectKeyScans(t *testing.T, db *sql.DB) int64 {
+	t.Helper()
+	waitBackendsGone(t, db)
+	var n int64
+	err := db.QueryRow(`SELECT COALESCE(seq_scan, 0) + COALESCE(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'subject_keys'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitBackendsGone waits until no other client is connected to db's
+// database: a backend flushes its statistics before it leaves
+// pg_stat_activity, so the table counters are complete then.
+func waitBackendsGone(t *testing.T, db *sql.DB) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -379,17 +392,11 @@ func subjectKeyScans(t *testing.T, db *sql.DB) int64 {
 			t.Fatal(err)
 		}
 		if others == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d backends still connected", others)
+			t.Fatalf("%d sessions of the closed store still open", others)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var n int64
-	err := db.QueryRow(`SELECT COALESCE(seq_scan, 0) + COALESCE(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'subject_keys'`).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
