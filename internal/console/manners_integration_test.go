@@ -93,6 +93,10 @@ func TestConsole_MannersInChromium(t *testing.T) {
 	}
 	before := runs()
 	p.step("fork asks",
+		// The click lands where the button is drawn: wait until the
+		// sections above the events (trace, graph, tools) have loaded and
+		// stopped moving it.
+		until(`!document.querySelector('main').textContent.includes("Loading")`),
 		chromedp.Click(chromedp.CSS(`#events-body tr .fork-at`)),
 		chromedp.WaitVisible(chromedp.ID("fork-confirm")),
 	)

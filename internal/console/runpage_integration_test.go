@@ -25,6 +25,7 @@ import (
 type page struct {
 	t     *testing.T
 	ctx   context.Context
+	tab   context.Context // the tab without the test's deadline, to describe a failed step
 	url   string
 	shots string
 }
@@ -44,16 +45,35 @@ func openPage(t *testing.T, srv *console.Server) *page {
 	t.Cleanup(cancelA)
 	ctx, cancelC := chromedp.NewContext(actx)
 	t.Cleanup(cancelC)
+	// The first action starts the browser and ties it to its context: the
+	// tab's, so the step deadline below cannot close the tab before a
+	// failed step is described.
+	tab := ctx
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancelT)
-	return &page{t: t, ctx: ctx, url: hs.URL, shots: shots}
+	return &page{t: t, ctx: ctx, tab: tab, url: hs.URL, shots: shots}
 }
 
 func (p *page) step(name string, actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
 	if err := chromedp.Do(p.ctx, actions...); err != nil {
-		p.t.Fatalf("%s: %v", name, err)
+		p.t.Fatalf("%s: %v\n%s", name, err, p.describe())
 	}
+}
+
+// describe says what the page shows, so a step that timed out says
+// where the page was and what it said (its status line included).
+func (p *page) describe() string {
+	ctx, cancel := context.WithTimeout(p.tab, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`"page " + location.href + "\nstatus: " + ((document.getElementById("status") || {}).textContent || "") + "\nmain: " + ((document.querySelector("main") || {}).textContent || "").slice(0, 600)`))
+	if err != nil {
+		return "the page could not be read: " + err.Error()
+	}
+	return s
 }
 
 func (p *page) shot(name string) chromedp.Action[chromedp.Void] {
