@@ -19,7 +19,9 @@ import (
 // shared machine they then see the same spells of load, which benchmarks
 // run one after the other do not. It reports the mean time of an append
 // to each and the ratios sealed/plain and padded/plain: what sealing
-// costs, and what the same number of bytes costs in clear.
+// costs, and what the same number of bytes costs in clear. With them, the
+// CPU this process (appenders and writer, not a database server) spent
+// an append in each store's rounds.
 func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	const goroutines, perRound = 16, 25
 	// A first round on each makes the sealed store's keys (once a
@@ -32,14 +34,17 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	}
 	stores := [3]*eventlog.Store{plain, sealed, padded}
 	pads := [3]int{0, 0, pad}
-	var took [3]time.Duration
+	// cpu is this process's CPU in each store's rounds: its appenders'
+	// and its writer's, not the database server's.
+	var took, cpu [3]time.Duration
 	rounds := 0
 	for b.Loop() {
 		for j := range stores {
 			k := (rounds + j) % len(stores)
-			start := time.Now()
+			start, cpu0 := time.Now(), processCPU()
 			appendRound(b, stores[k], goroutines, perRound, pads[k])
 			took[k] += time.Since(start)
+			cpu[k] += processCPU() - cpu0
 		}
 		rounds++
 	}
@@ -48,6 +53,11 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	b.ReportMetric(float64(took[1].Nanoseconds())/n, "sealed-ns/append")
 	b.ReportMetric(float64(took[1])/float64(took[0]), "sealed/plain")
 	b.ReportMetric(float64(took[2])/float64(took[0]), "padded/plain")
+	if cpu[0] > 0 {
+		b.ReportMetric(float64(cpu[0].Nanoseconds())/n/1e3, "plain-cpu-µs/append")
+		b.ReportMetric(float64(cpu[1].Nanoseconds())/n/1e3, "sealed-cpu-µs/append")
+		b.ReportMetric(float64(cpu[2].Nanoseconds())/n/1e3, "padded-cpu-µs/append")
+	}
 }
 
 // lastPayloadLen is the length of the payload of s's last event as
