@@ -152,6 +152,9 @@ func TestConsole_InChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`svg.graph g.node[data-session="`+out+`"]`)),
 		until(`document.querySelector('#run-status').textContent === "done"`),
 		until(`document.querySelector('#tools .toolcall-box') !== null && document.querySelector('#tools').textContent.includes('shout (c1)')`),
+		// Every section has loaded: the graph's nodes stay where the
+		// click below aims.
+		until(`!document.querySelector('main').textContent.includes("Loading")`),
 		shot("serve-run.png"),
 	)
 	if scripts := eval(`document.querySelectorAll("body script").length`); scripts != 0 {
