@@ -68,7 +68,15 @@ var unsealedTypes = map[string]bool{events.TypeRunLeased: true, events.TypeRunRe
 
 // payloadBinding binds a sealed payload to its event's stream and type.
 func payloadBinding(stream, typ string) []byte {
-	return []byte("event\x00" + stream + "\x00" + typ)
+	return appendPayloadBinding(nil, stream, typ)
+}
+
+// appendPayloadBinding appends payloadBinding(stream, typ) to b.
+func appendPayloadBinding(b []byte, stream, typ string) []byte {
+	b = append(b, "event\x00"...)
+	b = append(b, stream...)
+	b = append(b, 0)
+	return append(b, typ...)
 }
 
 // blobBinding binds a sealed blob to its address.
@@ -112,20 +120,20 @@ func (s *Store) sealRequest(ctx context.Context, req *request) error {
 	if s.opts.Sealer == nil {
 		return nil
 	}
-	keys := map[string]*keyring.DataKey{}
+	// A request's writes mostly share one subject: the last key found
+	// is kept, and another is looked up (the keyring caches it).
+	var dk *keyring.DataKey
+	var binding []byte
 	for wi := range req.writes {
 		w := &req.writes[wi]
 		if unsealed[w.stream] {
 			continue
 		}
-		subject := subjectOf(ctx, req.runID, w.stream)
-		dk := keys[subject]
-		if dk == nil {
+		if subject := subjectOf(ctx, req.runID, w.stream); dk == nil || dk.Subject != subject {
 			var err error
 			if dk, err = s.subjectKey(ctx, subject); err != nil {
 				return err
 			}
-			keys[subject] = dk
 		}
 		w.key = dk
 		if len(w.blobs) > 0 {
@@ -144,7 +152,8 @@ func (s *Store) sealRequest(ctx context.Context, req *request) error {
 			if unsealedTypes[it.typ] {
 				continue
 			}
-			sp, err := keyring.Seal(dk, payloadBinding(w.stream, it.typ), it.payload)
+			binding = appendPayloadBinding(binding[:0], w.stream, it.typ)
+			sp, err := keyring.Seal(dk, binding, it.payload)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,9 +30,9 @@ type Keyring struct {
 	rebind func(string) string
 	now    func() time.Time
 
-	mu    sync.RWMutex        // protects keys, gone and epoch
+	mu    sync.RWMutex        // protects keys and gone, and orders epoch's bumps
 	keys  map[string]*DataKey // by subject, as last read from subject_keys
-	epoch uint64              // bumped each time keys is dropped for an erasure
+	epoch atomic.Uint64       // bumped each time keys is dropped for an erasure
 	// gone holds keys found destroyed (goneKey): a key id is random and
 	// content is sealed under a key only once it is stored, so a key
 	// that content names and the table lacks never comes back. Reading
@@ -42,6 +43,10 @@ type Keyring struct {
 		sync.Mutex
 		value string    // the generation last read
 		at    time.Time // when it was read; zero: never
+		// fresh is at plus Freshness in Unix ns (zero: never read):
+		// before it, callers answer from the cache without the lock,
+		// which every append's seal would otherwise take.
+		fresh atomic.Int64
 		// reading, while one caller reads the row, is closed when it is
 		// done: the callers meanwhile wait for it instead of reading too.
 		reading chan struct{}
@@ -110,7 +115,7 @@ func (k *Keyring) Key(ctx context.Context, q Querier, subject string) (*DataKey,
 	k.mu.Lock()
 	// A key read before an erasure the cache was dropped for since must
 	// not enter it: nothing would drop it again.
-	if k.epoch == epoch {
+	if k.epoch.Load() == epoch {
 		k.keys[subject] = dk
 	}
 	k.mu.Unlock()
@@ -143,6 +148,9 @@ const GenerationKey = "keyring_generation"
 func (k *Keyring) Epoch(ctx context.Context, q Querier) (uint64, error) {
 	for {
 		now := k.now()
+		if now.UnixNano() < k.gen.fresh.Load() {
+			return k.epoch.Load(), nil
+		}
 		k.gen.Lock()
 		if !k.gen.at.IsZero() && now.Sub(k.gen.at) < Freshness {
 			k.gen.Unlock()
@@ -182,20 +190,17 @@ func (k *Keyring) readGeneration(ctx context.Context, q Querier, now time.Time) 
 		k.dropAll()
 	}
 	k.gen.value, k.gen.at = g, now
+	k.gen.fresh.Store(now.Add(Freshness).UnixNano())
 	return k.currentEpoch(), nil
 }
 
-func (k *Keyring) currentEpoch() uint64 {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	return k.epoch
-}
+func (k *Keyring) currentEpoch() uint64 { return k.epoch.Load() }
 
 // dropAll empties the cache for an erasure and moves to a new epoch.
 func (k *Keyring) dropAll() {
 	k.mu.Lock()
 	clear(k.keys)
-	k.epoch++
+	k.epoch.Add(1)
 	k.mu.Unlock()
 }
 

@@ -351,12 +351,7 @@ func Example_seal() {
 // once the key is erased.
 func TestSealFixed(t *testing.T) {
 	ctx := t.Context()
-	db := mustSQLite(t)
-	kr := keyring.New(mustKEK(t), nil)
-	dk, err := kr.Create(ctx, db, "user:alice")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, kr, dk := aliceKey(t)
 	const canary = "canary-51c0: alice's params"
 	bind := []byte("runs.params\x00r-1")
 	a, b := keyring.SealFixed(dk, bind, []byte(canary)), keyring.SealFixed(dk, bind, []byte(canary))
@@ -424,4 +419,44 @@ func TestEpoch_OneReadForConcurrentCallers(t *testing.T) {
 	if got := q.reads.Load(); got != 1 {
 		t.Fatalf("16 callers read the generation %d times, want 1", got)
 	}
+}
+
+// Seals from many goroutines, of payloads and bindings of every length
+// (each seal's scratch comes from a pool the others return theirs to),
+// all open to what was sealed, under the binding each was sealed with.
+func TestSeal_ConcurrentSealsOfEveryLength(t *testing.T) {
+	ctx := t.Context()
+	db, kr, dk := aliceKey(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 300 {
+				pt := []byte(strings.Repeat(string(rune('a'+g)), n*7%1500))
+				bind := []byte(fmt.Sprintf("event\x00s-%d\x00%s", g, strings.Repeat("t", n%40)))
+				sealed, err := keyring.Seal(dk, bind, pt)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := kr.Open(ctx, db, sealed, bind)
+				if err != nil || !bytes.Equal(got, pt) {
+					t.Errorf("goroutine %d, length %d: opened %d bytes, %v", g, len(pt), len(got), err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// aliceKey returns a store, a keyring and the key it made for user:alice.
+func aliceKey(t *testing.T) (*sql.DB, *keyring.Keyring, *keyring.DataKey) {
+	t.Helper()
+	db := mustSQLite(t)
+	kr := keyring.New(mustKEK(t), nil)
+	dk, err := kr.Create(t.Context(), db, "user:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, kr, dk
 }

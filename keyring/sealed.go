@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // sealedPrefix starts every sealed form: the keys come in a fixed order.
@@ -25,6 +26,10 @@ type DataKey struct {
 	// head is the sealed form up to its nonce, and ad the additional
 	// data up to the binding: the same for every seal under the key.
 	head, ad []byte
+	// scratch holds a seal's nonce, additional data and ciphertext
+	// until they are encoded (*[]byte): an append seals every payload,
+	// and allocating them doubled what sealing left to collect.
+	scratch sync.Pool
 }
 
 // newDataKey returns the data key of subject with id, whose AEAD and
@@ -90,11 +95,29 @@ func additionalData(subject string, binding []byte) []byte {
 // Seal encrypts plaintext under dk, bound to binding, and returns the
 // sealed form.
 func Seal(dk *DataKey, binding, plaintext []byte) ([]byte, error) {
-	var nonce [12]byte
-	if _, err := rand.Read(nonce[:dk.aead.NonceSize()]); err != nil {
+	buf := dk.getScratch(len(binding) + len(plaintext))
+	defer dk.scratch.Put(buf)
+	nonce := (*buf)[:nonceSize]
+	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("keyring: seal: %w", err)
 	}
-	return seal(dk, nonce[:dk.aead.NonceSize()], binding, plaintext), nil
+	return seal(dk, nonce, binding, plaintext, (*buf)[nonceSize:]), nil
+}
+
+// nonceSize is GCM's standard nonce length, the AEAD's (newDataKey).
+const nonceSize = 12
+
+// getScratch returns a buffer from dk's pool with room for a nonce,
+// the additional data and the ciphertext of n bytes of binding and
+// plaintext.
+func (dk *DataKey) getScratch(n int) *[]byte {
+	need := nonceSize + len(dk.ad) + n + dk.aead.Overhead()
+	if p, ok := dk.scratch.Get().(*[]byte); ok && cap(*p) >= need {
+		*p = (*p)[:need]
+		return p
+	}
+	b := make([]byte, need)
+	return &b
 }
 
 // SealFixed is Seal with a nonce derived from the key, the binding and
@@ -110,26 +133,26 @@ func SealFixed(dk *DataKey, binding, plaintext []byte) []byte {
 	m.Write([]byte{':'})
 	m.Write(binding)
 	m.Write(plaintext)
-	return seal(dk, m.Sum(nil)[:dk.aead.NonceSize()], binding, plaintext)
+	buf := dk.getScratch(len(binding) + len(plaintext))
+	defer dk.scratch.Put(buf)
+	return seal(dk, m.Sum(nil)[:nonceSize], binding, plaintext, (*buf)[nonceSize:])
 }
 
-// seal encrypts plaintext with nonce and returns the sealed form. It
-// makes one allocation: the sealed form, whose spare capacity holds the
-// additional data and the ciphertext before it is encoded in place.
-func seal(dk *DataKey, nonce, binding, plaintext []byte) []byte {
+// seal encrypts plaintext with nonce and returns the sealed form, its
+// one allocation; scratch, which holds the additional data and the
+// ciphertext until they are encoded, has room for both.
+func seal(dk *DataKey, nonce, binding, plaintext, scratch []byte) []byte {
 	enc := base64.StdEncoding
 	ctLen := len(plaintext) + dk.aead.Overhead()
 	n := len(dk.head) + enc.EncodedLen(len(nonce)) + len(`","c":"`) + enc.EncodedLen(ctLen) + len(`"}`)
-	out := make([]byte, n, n+len(dk.ad)+len(binding)+ctLen)
-	scratch := out[n:]
 	ad := append(append(scratch[:0], dk.ad...), binding...)
 	ct := dk.aead.Seal(scratch[len(ad):len(ad)], nonce, plaintext, ad)
-	// The encoding ends at n, before the scratch it reads.
-	out = append(out[:0], dk.head...)
+	out := make([]byte, 0, n)
+	out = append(out, dk.head...)
 	out = enc.AppendEncode(out, nonce)
 	out = append(out, `","c":"`...)
 	out = enc.AppendEncode(out, ct)
-	return append(out, `"}`...)[:n:n]
+	return append(out, `"}`...)
 }
 
 // open decrypts a parsed sealed form under dk.
