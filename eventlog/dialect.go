@@ -83,6 +83,10 @@ type dialect interface {
 	// (SQLite's data_version): what the writer read of committed state
 	// stays true until then.
 	seesOtherCommits() bool
+	// writesOnReadPool reports whether the read pool may write a row of
+	// its own outside the writer (a subject's new key): PostgreSQL's
+	// connections can, SQLite's read connections are query_only.
+	writesOnReadPool() bool
 	// absorb takes off the queue, for a batch that now holds the write
 	// lock, the appends that came while it waited for it (absorb.go).
 	absorb(w *writerState, local []*request) []*request

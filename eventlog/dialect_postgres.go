@@ -300,6 +300,8 @@ func (d *postgresDialect) batchesRows() bool { return true }
 
 func (d *postgresDialect) seesOtherCommits() bool { return false }
 
+func (d *postgresDialect) writesOnReadPool() bool { return true }
+
 // absorb: another process may hold the chain lock for a while, and what
 // this one queued meanwhile joins the batch that waited (absorb.go).
 func (d *postgresDialect) absorb(w *writerState, local []*request) []*request {

@@ -146,6 +146,8 @@ func (d *sqliteDialect) batchesRows() bool { return false }
 
 func (d *sqliteDialect) seesOtherCommits() bool { return true }
 
+func (d *sqliteDialect) writesOnReadPool() bool { return false }
+
 // absorb takes nothing: the batch that waited for the lock goes alone.
 func (d *sqliteDialect) absorb(*writerState, []*request) []*request { return nil }
 

@@ -172,10 +172,17 @@ func (s *Store) subjectKey(ctx context.Context, subject string) (*keyring.DataKe
 	if !errors.Is(err, keyring.ErrErased) {
 		return dk, err
 	}
-	err = s.Exclusive(ctx, func(ctx context.Context, tx *Tx) error {
-		_, err := s.opts.Sealer.Create(ctx, txQuerier{tx}, subject)
-		return err
-	})
+	if s.d.writesOnReadPool() {
+		// The key's row is one INSERT of its own, committed before the
+		// content it seals: on the writer it held the chain lock across
+		// its round trips, and every run and session makes a key.
+		_, err = s.opts.Sealer.Create(ctx, s.rdb, subject)
+	} else {
+		err = s.Exclusive(ctx, func(ctx context.Context, tx *Tx) error {
+			_, err := s.opts.Sealer.Create(ctx, txQuerier{tx}, subject)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("events: make the key of %s: %w", subject, err)
 	}

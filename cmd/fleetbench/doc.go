@@ -41,6 +41,11 @@
 // (pg_walinspect), and -cpuprofile DIR has each worker write a Go CPU
 // profile there (RATH_CPU_PROFILE).
 //
+// -kek FILE (default $RATH_KEK_FILE) has every rath process seal the
+// content it stores under that key-encryption key, and the subscriber
+// open it: two invocations, with and without, show what sealing costs a
+// step on the fleet's path.
+//
 // It is a measurement, not a test: it prints a table and asserts
 // nothing. `make fleetbench` (which `make bench` runs) builds rath and
 // calls it; docs/PERFORMANCE.md has figures from one machine.

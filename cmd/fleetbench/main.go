@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/netdelay"
 	"github.com/gorath/rath/internal/pgtest"
+	"github.com/gorath/rath/keyring"
 )
 
 // config is the command line.
@@ -33,6 +35,10 @@ type config struct {
 	httpRuns                           int
 	workers                            []int
 	rath, cpuProfiles                  string
+	// kek is the key-encryption key every rath process seals with
+	// (RATH_KEK_FILE) and the subscriber opens the log with; empty:
+	// nothing is sealed.
+	kek string
 	statements                         int
 	walRelations                       int
 	timeout                            time.Duration
@@ -57,7 +63,12 @@ func main() {
 	flag.IntVar(&c.walRelations, "wal", 0, "print each phase's N relations that wrote the most WAL (pg_walinspect; 0: none)")
 	flag.StringVar(&delays, "pg-delay", "0", "delays each way between every process and PostgreSQL (a TCP proxy), one set of phases each: e.g. 0,0.5ms,2ms (0: direct)")
 	flag.StringVar(&c.cpuProfiles, "cpuprofile", "", "a directory where each worker process writes its CPU profile (workerN-W.pprof)")
+	flag.StringVar(&c.kek, "kek", os.Getenv("RATH_KEK_FILE"), "a key-encryption key file (rath keys kek --out FILE): every rath process seals content under it (default: $RATH_KEK_FILE)")
 	flag.Parse()
+	if c.kek != "" {
+		// The submit, the workers and rath serve inherit it.
+		os.Setenv("RATH_KEK_FILE", c.kek)
+	}
 	for _, w := range strings.FieldsFunc(workers, func(r rune) bool { return r == ',' }) {
 		n, err := strconv.Atoi(strings.TrimSpace(w))
 		if err != nil || n < 1 {
@@ -107,6 +118,9 @@ func run(ctx context.Context, c config) error {
 	defer srv.Stop()
 	fmt.Fprintf(os.Stderr, "fleetbench: PostgreSQL on port %d; R=%d runs of K=%d rounds, W=%v worker processes × %d runs each; delays each way %v\n",
 		srv.Port(), c.runs, c.rounds, c.workers, c.concurrency, c.delays)
+	if c.kek != "" {
+		fmt.Fprintf(os.Stderr, "fleetbench: content sealed under the key-encryption key %s\n", c.kek)
+	}
 
 	single, err := singleSubmits(ctx, c, srv, tmp)
 	if err != nil {
@@ -287,7 +301,15 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	}
 	// The subscriber follows the log from its head, as a console or an
 	// exporter would.
-	store, err := eventlog.Open(ctx, eventlog.Options{DSN: dsn})
+	opts := eventlog.Options{DSN: dsn}
+	if c.kek != "" {
+		kek, err := keyring.LoadKEKFile(c.kek)
+		if err != nil {
+			return res, nil, err
+		}
+		opts.Sealer = keyring.New(kek, func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
+	}
+	store, err := eventlog.Open(ctx, opts)
 	if err != nil {
 		return res, nil, err
 	}
