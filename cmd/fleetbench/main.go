@@ -38,10 +38,10 @@ type config struct {
 	// kek is the key-encryption key every rath process seals with
 	// (RATH_KEK_FILE) and the subscriber opens the log with; empty:
 	// nothing is sealed.
-	kek string
-	statements                         int
-	walRelations                       int
-	timeout                            time.Duration
+	kek          string
+	statements   int
+	walRelations int
+	timeout      time.Duration
 	// delays are -pg-delay's: each sets of phases runs with every
 	// process's connections to PostgreSQL through a proxy delaying each
 	// direction by it (internal/netdelay); 0 connects directly.
