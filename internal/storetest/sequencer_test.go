@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
+	"github.com/gorath/rath/keyring"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/session"
 )
@@ -365,6 +368,55 @@ func TestPostgres_SealedAppendsCommitLateWithoutARedo(t *testing.T) {
 	if reads > 6 {
 		t.Errorf("%d appends read subject_keys %d times: the key was checked again in every transaction", n, reads)
 	}
+}
+
+// Every run and session a sealed store has not seen before makes its
+// subject a key. On PostgreSQL that is an INSERT of its own on the read
+// pool: the writer's round trips stay those of the appends, where an
+// exclusive transaction took the chain lock and four round trips a key.
+func TestPostgres_NewSubjectsCostTheWriterNoRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	if err := rath.Migrate(ctx, tg.DSN); err != nil {
+		t.Fatal(err)
+	}
+	kr := keyring.New(storetest.MustKEK(t), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
+	st, err := eventlog.Open(ctx, eventlog.Options{DSN: tg.DSN, Sealer: kr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const n = 20
+	appendNew := func(from int) eventlog.Stats {
+		before := st.Stats()
+		for i := from; i < from+n; i++ {
+			stream := fmt.Sprintf("s-new-%d", i) // subject session:s-new-i, no key yet
+			if _, err := st.Append(ctx, stream, eventlog.AnyVersion, events.ChunkAppended{Session: stream, Chunk: events.Chunk{Role: "user", Content: "hello"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := st.Stats()
+		return eventlog.Stats{Commits: after.Commits - before.Commits, RoundTrips: after.RoundTrips - before.RoundTrips}
+	}
+	appendNew(0) // the writer's first transactions read its caches
+	got := appendNew(n)
+	if got.Commits != n {
+		t.Fatalf("%d appends made %d commits, want %d", n, got.Commits, n)
+	}
+	// Two a new stream's append (its head read before the lock, then the
+	// commit's pipeline); making the keys on the writer took 11.
+	if got.RoundTrips > 3*n {
+		t.Errorf("%d appends to new subjects took %d writer round trips: making the keys ran on the writer", n, got.RoundTrips)
+	}
+	var keys int
+	if err := st.DB().QueryRowContext(ctx, `SELECT count(*) FROM subject_keys WHERE subject LIKE 'session:s-new-%'`).Scan(&keys); err != nil {
+		t.Fatal(err)
+	}
+	if keys != 2*n {
+		t.Errorf("%d keys for %d new subjects", keys, 2*n)
+	}
+	storetest.MustVerify(t, st)
 }
 
 // subjectKeyScans is how often the server read subject_keys, once the
