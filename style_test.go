@@ -133,8 +133,9 @@ var allowedImports = map[string][]string{
 	"cmd/rath/cli":  {".", "access", "approval", "bundle", "checkpoint", "events", "eventlog", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "eval", "internal/jsonview", "internal/textsafe", "keyring", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},
 	"cmd/chatbench": {".", "events"},
-	// fleetbench drives the rath binary; it reads the log as a subscriber.
-	"cmd/fleetbench": {"events", "eventlog", "internal/netdelay", "internal/pgtest"},
+	// fleetbench drives the rath binary; it reads the log as a subscriber,
+	// opening sealed content with the key-encryption key it was given.
+	"cmd/fleetbench": {"events", "eventlog", "internal/netdelay", "internal/pgtest", "keyring"},
 }
 
 // Each package imports only the rath packages allowedImports lets it.
