@@ -41,11 +41,11 @@ type Keyring struct {
 
 	gen struct {
 		sync.Mutex
-		value string    // the generation last read
-		at    time.Time // when it was read; zero: never
-		// fresh is at plus Freshness in Unix ns (zero: never read):
-		// before it, callers answer from the cache without the lock,
-		// which every append's seal would otherwise take.
+		value string // the generation last read
+		// fresh is when that read started plus Freshness, in Unix ns
+		// (zero: never read): before it, callers answer from the cache,
+		// without the lock, which every append's seal would otherwise
+		// take.
 		fresh atomic.Int64
 		// reading, while one caller reads the row, is closed when it is
 		// done: the callers meanwhile wait for it instead of reading too.
@@ -152,7 +152,7 @@ func (k *Keyring) Epoch(ctx context.Context, q Querier) (uint64, error) {
 			return k.epoch.Load(), nil
 		}
 		k.gen.Lock()
-		if !k.gen.at.IsZero() && now.Sub(k.gen.at) < Freshness {
+		if now.UnixNano() < k.gen.fresh.Load() {
 			k.gen.Unlock()
 			return k.currentEpoch(), nil
 		}
@@ -186,10 +186,10 @@ func (k *Keyring) readGeneration(ctx context.Context, q Querier, now time.Time) 
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("keyring: read the erasure generation: %w", err)
 	}
-	if !k.gen.at.IsZero() && g != k.gen.value {
+	if k.gen.fresh.Load() != 0 && g != k.gen.value {
 		k.dropAll()
 	}
-	k.gen.value, k.gen.at = g, now
+	k.gen.value = g
 	k.gen.fresh.Store(now.Add(Freshness).UnixNano())
 	return k.currentEpoch(), nil
 }
