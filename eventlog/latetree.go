@@ -349,6 +349,11 @@ func (b *treeBuilder) extendLocked(ctx context.Context, head TreeHead, stored st
 		return built, false, err
 	}
 	grown, next := head, b.front
+	if len(leaves) == 0 && head.Size != b.size {
+		// Another builder built past this one's tree: the edge this one
+		// holds is not the stored head's, and is read again when needed.
+		next = nil
+	}
 	var rowIDs []int64
 	var rows [][]byte
 	if len(leaves) > 0 {

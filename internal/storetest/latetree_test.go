@@ -64,3 +64,44 @@ func TestPostgres_AnAppendDoesNotWaitForTheTree(t *testing.T) {
 		t.Fatalf("verify: tree %v with %d events not in it, want %v and none", rep.Tree, rep.NotInTree, h)
 	}
 }
+
+// Two processes' builders take turns on one tree. One that finds the tree
+// built past its own by the other, with nothing left to add, must not
+// keep its old edge as if it were the new head's: its next build, after
+// its own append, failed with "the stored head does not match its stored
+// hashes", and so did a process opening the store then.
+func TestPostgres_ABuilderOvertakenByAnotherBuildsOn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	a, b := storetest.OpenStore(t, tg), storetest.OpenStore(t, tg)
+	appendTo := func(s *eventlog.Store, i int) {
+		t.Helper()
+		if _, err := s.Append(ctx, "s", eventlog.AnyVersion, placedS(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		appendTo(a, i)
+	}
+	if err := a.SyncTree(ctx); err != nil { // a's builder holds the edge of 3 leaves
+		t.Fatal(err)
+	}
+	// a's append pokes its builder, which waits a moment to build the
+	// commits of that while together; b's builder builds the 4th leaf
+	// first, so a's finds nothing to add.
+	appendTo(a, 3)
+	if err := b.SyncTree(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	appendTo(a, 4)
+	if err := a.SyncTree(ctx); err != nil {
+		t.Fatalf("a's build of the 5th leaf on b's tree: %v", err)
+	}
+	h, err := a.TreeHead(ctx)
+	if err != nil || h.Size != 5 {
+		t.Fatalf("tree head %+v, %v; want 5 leaves", h, err)
+	}
+	storetest.MustVerify(t, b)
+}
