@@ -363,13 +363,8 @@ type resolver func(r *http.Request) (credential, error)
 // errNoCredential is a resolver's "not mine": the next one is asked.
 var errNoCredential = errors.New("console: no credential of this kind")
 
-// identify is who makes r: the first resolver that finds its kind of
-// credential decides; none is access.ErrNoIdentity.
-func (s *Server) identify(r *http.Request) (access.Identity, error) {
-	c, err := s.credential(r)
-	return c.id, err
-}
-
+// credential is who makes r and how: the first resolver that finds its
+// kind of credential decides; none is access.ErrNoIdentity.
 func (s *Server) credential(r *http.Request) (credential, error) {
 	// A program that embeds the console behind its own sign-in says who
 	// the request is with access.WithIdentity; no client can set a
