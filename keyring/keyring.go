@@ -85,12 +85,20 @@ func (k *Keyring) Create(ctx context.Context, q Querier, subject string) (*DataK
 	if err != nil {
 		return nil, fmt.Errorf("keyring: create key of %s: %w", subject, err)
 	}
-	if _, err := q.ExecContext(ctx, k.rebind(`INSERT INTO subject_keys (subject, key_id, wrapped, kek_id, created_at)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING`),
-		subject, hex.EncodeToString(id), wrapped, k.kek.ID(), k.now().UnixNano()); err != nil {
+	// The row comes back only when this insert made it: then the key is
+	// the one in hand, and reading it back would cost a round trip on
+	// every new run and session of a sealed store.
+	var made string
+	err = q.QueryRowContext(ctx, k.rebind(`INSERT INTO subject_keys (subject, key_id, wrapped, kek_id, created_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING RETURNING key_id`),
+		subject, hex.EncodeToString(id), wrapped, k.kek.ID(), k.now().UnixNano()).Scan(&made)
+	switch {
+	case errors.Is(err, sql.ErrNoRows): // the subject had a key
+		return k.read(ctx, q, subject)
+	case err != nil:
 		return nil, fmt.Errorf("keyring: create key of %s: %w", subject, err)
 	}
-	return k.read(ctx, q, subject)
+	return k.dataKey(subject, made, raw)
 }
 
 // Key returns subject's data key, from the cache or q. A subject with no
@@ -221,6 +229,11 @@ func (k *Keyring) read(ctx context.Context, q Querier, subject string) (*DataKey
 	if err != nil {
 		return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)
 	}
+	return k.dataKey(subject, id, raw)
+}
+
+// dataKey is the data key of subject with id, from its raw bytes.
+func (k *Keyring) dataKey(subject, id string, raw []byte) (*DataKey, error) {
 	block, err := aes.NewCipher(raw)
 	if err != nil {
 		return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)

@@ -460,3 +460,47 @@ func aliceKey(t *testing.T) (*sql.DB, *keyring.Keyring, *keyring.DataKey) {
 	}
 	return db, kr, dk
 }
+
+// statementCounter counts the statements run through it.
+type statementCounter struct {
+	*sql.DB
+	n atomic.Int64
+}
+
+func (q *statementCounter) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	q.n.Add(1)
+	return q.DB.ExecContext(ctx, query, args...)
+}
+
+func (q *statementCounter) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	q.n.Add(1)
+	return q.DB.QueryRowContext(ctx, query, args...)
+}
+
+// Every run and session of a sealed store makes a key: making one is one
+// statement, the insert, which returns the key it made without reading
+// it back. A subject that has a key keeps it, and Create returns that one.
+func TestCreate_OneStatementForANewKey(t *testing.T) {
+	ctx := t.Context()
+	q := &statementCounter{DB: mustSQLite(t)}
+	kr := keyring.New(mustKEK(t), nil)
+	made, err := kr.Create(ctx, q, "run:r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.n.Load(); got != 1 {
+		t.Fatalf("making a key took %d statements, want 1", got)
+	}
+	again, err := kr.Create(ctx, q, "run:r1")
+	if err != nil || again.ID != made.ID {
+		t.Fatalf("a second Create: key %v, %v; want the first one, %s", again, err, made.ID)
+	}
+	// The key made opens what it sealed, as read from the table.
+	sealed, err := keyring.Seal(made, []byte("b"), []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := kr.Open(ctx, q, sealed, []byte("b")); err != nil || string(got) != "hello" {
+		t.Fatalf("Open = %q, %v", got, err)
+	}
+}
