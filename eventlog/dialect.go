@@ -25,6 +25,9 @@ type dialect interface {
 	// open opens the writer's pool of one connection and the read pool.
 	// roundTrips counts the writer's round trips, where they are counted.
 	open(ctx context.Context, opts Options, roundTrips *atomic.Int64) (wdb *sql.DB, rdb *sqlx.DB, err error)
+	// openKeys opens the pool a sealed store's keyring reads and makes
+	// keys through (Store.keyPool), connecting on first use.
+	openKeys(opts Options) (*sql.DB, error)
 	// target is where the database is (Store.Target).
 	target() string
 	// rebind turns a query's ? placeholders into the dialect's.

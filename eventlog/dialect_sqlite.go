@@ -40,8 +40,7 @@ func (d *sqliteDialect) open(_ context.Context, opts Options, _ *atomic.Int64) (
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
 	wdb.SetConnMaxIdleTime(0)
-	read := append(base, "query_only(1)", fmt.Sprintf("mmap_size(%d)", max(opts.ReadMmapBytes, 0)))
-	rdb, err := sqlx.Open("sqlite", DSN(opts.Path, opts.InMemory, read...))
+	rdb, err := sqlx.Open("sqlite", readDSN(opts))
 	if err != nil {
 		wdb.Close()
 		return nil, nil, fmt.Errorf("eventlog: open readers: %w", err)
@@ -49,6 +48,25 @@ func (d *sqliteDialect) open(_ context.Context, opts Options, _ *atomic.Int64) (
 	rdb.SetMaxOpenConns(opts.ReadConns)
 	rdb.SetMaxIdleConns(opts.ReadConns)
 	return wdb, rdb, nil
+}
+
+// readDSN is the DSN of a read connection: it cannot write.
+func readDSN(opts Options) string {
+	pragmas := []string{fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1)), "journal_mode(WAL)", "foreign_keys(1)",
+		"query_only(1)", fmt.Sprintf("mmap_size(%d)", max(opts.ReadMmapBytes, 0))}
+	return DSN(opts.Path, opts.InMemory, pragmas...)
+}
+
+// openKeys: read connections like the read pool's (SQLite makes keys in
+// the writer's transaction).
+func (d *sqliteDialect) openKeys(opts Options) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", readDSN(opts))
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: open the keyring's readers: %w", err)
+	}
+	db.SetMaxOpenConns(keyConns)
+	db.SetMaxIdleConns(keyConns)
+	return db, nil
 }
 
 func (d *sqliteDialect) target() string { return d.path }

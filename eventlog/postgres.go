@@ -125,6 +125,18 @@ func OpenPostgresReadPool(dsn string) (*sql.DB, error) {
 	return stdlib.OpenDB(*cfg), nil
 }
 
+// openKeys: a pool of keyConns connections with the stall bounds of the
+// store's others. It writes too (a new key, in autocommit).
+func (d *postgresDialect) openKeys(opts Options) (*sql.DB, error) {
+	db, err := OpenPostgresReadPool(opts.DSN)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(keyConns)
+	db.SetMaxIdleConns(keyConns)
+	return db, nil
+}
+
 // openPostgres opens the writer's and the readers' pools on the server
 // the DSN names and checks it answers.
 func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (wdb *sql.DB, rdb *sqlx.DB, err error) {

@@ -184,6 +184,8 @@ type Store struct {
 	d    dialect  // the database's (dialect.go)
 	wdb  *sql.DB  // one connection, used only by the writer goroutine
 	rdb  *sqlx.DB // read pool
+	// kdb is a sealed store's keyring's pool (nil: none; keyPool).
+	kdb *sql.DB
 	// q runs the fixed stream reads through prepared statements.
 	q      *stmtcache.Cache
 	reqs   chan *request
@@ -352,11 +354,20 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var kdb *sql.DB
+	if opts.Sealer != nil {
+		if kdb, err = d.openKeys(opts); err != nil {
+			wdb.Close()
+			rdb.Close()
+			return nil, err
+		}
+	}
 	s := &Store{
 		opts:     opts,
 		d:        d,
 		wdb:      wdb,
 		rdb:      rdb,
+		kdb:      kdb,
 		q:        stmtcache.New(rdb),
 		reqs:     make(chan *request, 4096),
 		stop:     make(chan struct{}),
@@ -367,15 +378,13 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	}
 	if err := s.w.init(ctx, s); err != nil {
 		s.w.closeStmts()
-		wdb.Close()
-		rdb.Close()
+		s.closePools()
 		return nil, err
 	}
 	if s.w.lateTree() {
 		if err := s.startTree(ctx); err != nil {
 			s.w.closeStmts()
-			wdb.Close()
-			rdb.Close()
+			s.closePools()
 			return nil, err
 		}
 	}
@@ -396,8 +405,17 @@ func (s *Store) Close() error {
 		}
 		s.d.stopListening()
 		s.w.closeStmts()
-		err = errors.Join(terr, s.wdb.Close(), s.rdb.Close())
+		err = errors.Join(terr, s.closePools())
 	})
+	return err
+}
+
+// closePools closes the store's connection pools.
+func (s *Store) closePools() error {
+	err := errors.Join(s.wdb.Close(), s.rdb.Close())
+	if s.kdb != nil {
+		err = errors.Join(err, s.kdb.Close())
+	}
 	return err
 }
 

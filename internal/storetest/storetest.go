@@ -69,6 +69,7 @@ func Run(t *testing.T, b Backend) {
 		{"Erasure", testErasure},
 		{"ErasureWhileAppending", testErasureWhileAppending},
 		{"SealedAfterErasure", testSealedAfterErasure},
+		{"SealedReadHoldingTheReadPool", testSealedReadHoldingTheReadPool},
 		{"Retention", testRetention},
 		{"KeyedChains", testKeyedChains},
 		{"RebuildAndCheck", testRebuild},
