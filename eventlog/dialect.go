@@ -26,7 +26,7 @@ type dialect interface {
 	// roundTrips counts the writer's round trips, where they are counted.
 	open(ctx context.Context, opts Options, roundTrips *atomic.Int64) (wdb *sql.DB, rdb *sqlx.DB, err error)
 	// openKeys opens the pool a sealed store's keyring reads and makes
-	// keys through (Store.keyPool), connecting on first use.
+	// keys through (Store.kdb), connecting on first use.
 	openKeys(opts Options) (*sql.DB, error)
 	// target is where the database is (Store.Target).
 	target() string
@@ -86,10 +86,10 @@ type dialect interface {
 	// (SQLite's data_version): what the writer read of committed state
 	// stays true until then.
 	seesOtherCommits() bool
-	// writesOnReadPool reports whether the read pool may write a row of
-	// its own outside the writer (a subject's new key): PostgreSQL's
-	// connections can, SQLite's read connections are query_only.
-	writesOnReadPool() bool
+	// keysOutsideWriter reports whether a subject's new key is made on
+	// the keyring's pool, outside the writer: PostgreSQL's connections
+	// can write, SQLite's other connections are query_only.
+	keysOutsideWriter() bool
 	// absorb takes off the queue, for a batch that now holds the write
 	// lock, the appends that came while it waited for it (absorb.go).
 	absorb(w *writerState, local []*request) []*request

@@ -300,7 +300,7 @@ func (d *postgresDialect) batchesRows() bool { return true }
 
 func (d *postgresDialect) seesOtherCommits() bool { return false }
 
-func (d *postgresDialect) writesOnReadPool() bool { return true }
+func (d *postgresDialect) keysOutsideWriter() bool { return true }
 
 // absorb: another process may hold the chain lock for a while, and what
 // this one queued meanwhile joins the batch that waited (absorb.go).

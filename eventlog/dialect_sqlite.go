@@ -23,8 +23,6 @@ type sqliteDialect struct {
 var _ dialect = (*sqliteDialect)(nil)
 
 func (d *sqliteDialect) open(_ context.Context, opts Options, _ *atomic.Int64) (*sql.DB, *sqlx.DB, error) {
-	busy := fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1))
-	base := []string{busy, "journal_mode(WAL)", "foreign_keys(1)"}
 	// _txlock=immediate: the writer's transactions take SQLite's write
 	// lock up front, so no read-to-write upgrade can fail with SQLITE_BUSY.
 	// secure_delete: what the writer deletes or overwrites (a redacted
@@ -32,7 +30,7 @@ func (d *sqliteDialect) open(_ context.Context, opts Options, _ *atomic.Int64) (
 	// its page, and freed pages are zeroed, so no stale cell keeps it in
 	// the file (or in the WAL's copy of the page). Appends delete next to
 	// nothing: it cost no measurable CPU in the append benchmarks.
-	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(base, "synchronous("+opts.Synchronous+")", "secure_delete(1)")...)+"&_txlock=immediate")
+	wdb, err := sql.Open("sqlite", DSN(opts.Path, opts.InMemory, append(basePragmas(opts), "synchronous("+opts.Synchronous+")", "secure_delete(1)")...)+"&_txlock=immediate")
 	if err != nil {
 		return nil, nil, fmt.Errorf("eventlog: open writer: %w", err)
 	}
@@ -50,11 +48,14 @@ func (d *sqliteDialect) open(_ context.Context, opts Options, _ *atomic.Int64) (
 	return wdb, rdb, nil
 }
 
+// basePragmas are every connection's settings.
+func basePragmas(opts Options) []string {
+	return []string{fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1)), "journal_mode(WAL)", "foreign_keys(1)"}
+}
+
 // readDSN is the DSN of a read connection: it cannot write.
 func readDSN(opts Options) string {
-	pragmas := []string{fmt.Sprintf("busy_timeout(%d)", max(opts.BusyTimeout.Milliseconds(), 1)), "journal_mode(WAL)", "foreign_keys(1)",
-		"query_only(1)", fmt.Sprintf("mmap_size(%d)", max(opts.ReadMmapBytes, 0))}
-	return DSN(opts.Path, opts.InMemory, pragmas...)
+	return DSN(opts.Path, opts.InMemory, append(basePragmas(opts), "query_only(1)", fmt.Sprintf("mmap_size(%d)", max(opts.ReadMmapBytes, 0)))...)
 }
 
 // openKeys: read connections like the read pool's (SQLite makes keys in
@@ -164,7 +165,7 @@ func (d *sqliteDialect) batchesRows() bool { return false }
 
 func (d *sqliteDialect) seesOtherCommits() bool { return true }
 
-func (d *sqliteDialect) writesOnReadPool() bool { return false }
+func (d *sqliteDialect) keysOutsideWriter() bool { return false }
 
 // absorb takes nothing: the batch that waited for the lock goes alone.
 func (d *sqliteDialect) absorb(*writerState, []*request) []*request { return nil }

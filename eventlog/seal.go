@@ -168,15 +168,15 @@ func (s *Store) subjectKey(ctx context.Context, subject string) (*keyring.DataKe
 	if err := keyring.ValidSubject(subject); err != nil {
 		return nil, invalid("append: %v", err)
 	}
-	dk, err := s.opts.Sealer.Key(ctx, s.keyPool(), subject)
+	dk, err := s.opts.Sealer.Key(ctx, s.kdb, subject)
 	if !errors.Is(err, keyring.ErrErased) {
 		return dk, err
 	}
-	if s.d.writesOnReadPool() {
+	if s.d.keysOutsideWriter() {
 		// The key's row is one INSERT of its own, committed before the
 		// content it seals: on the writer it held the chain lock across
 		// its round trips, and every run and session makes a key.
-		_, err = s.opts.Sealer.Create(ctx, s.keyPool(), subject)
+		_, err = s.opts.Sealer.Create(ctx, s.kdb, subject)
 	} else {
 		err = s.Exclusive(ctx, func(ctx context.Context, tx *Tx) error {
 			_, err := s.opts.Sealer.Create(ctx, txQuerier{tx}, subject)
@@ -186,22 +186,7 @@ func (s *Store) subjectKey(ctx context.Context, subject string) (*keyring.DataKe
 	if err != nil {
 		return nil, fmt.Errorf("events: make the key of %s: %w", subject, err)
 	}
-	return s.opts.Sealer.Key(ctx, s.keyPool(), subject)
-}
-
-// keyPool is what the keyring reads keys (and, on PostgreSQL, makes them)
-// through: a pool of its own, not the read pool. A reader that holds a
-// read connection while it opens what it reads (a session's chunks,
-// scanned row by row) would otherwise wait for a second one for a key
-// it has not cached, and as many such readers as the pool has
-// connections waited for each other for ever: a worker's first runs
-// hung so. A key read holds its connection for one statement and waits
-// for nothing else.
-func (s *Store) keyPool() keyring.Querier {
-	if s.kdb != nil {
-		return s.kdb
-	}
-	return s.rdb
+	return s.opts.Sealer.Key(ctx, s.kdb, subject)
 }
 
 // keyConns is the size of the keyring's pool: keys are cached, and a
@@ -230,7 +215,7 @@ func (s *Store) openPayload(ctx context.Context, seq int64, stream, typ string, 
 	if s.opts.Sealer == nil {
 		return nil, false, under, fmt.Errorf("events: seq %d is sealed and the store has no key-encryption key: %w", seq, keyring.ErrKEK)
 	}
-	pt, dk, err := s.opts.Sealer.OpenKey(ctx, s.keyPool(), payload, payloadBinding(stream, typ))
+	pt, dk, err := s.opts.Sealer.OpenKey(ctx, s.kdb, payload, payloadBinding(stream, typ))
 	if errors.Is(err, keyring.ErrErased) {
 		return []byte(events.ErasedMarker), true, under, nil
 	}
@@ -259,7 +244,7 @@ func (s *Store) openBlob(ctx context.Context, hash string, b []byte) ([]byte, er
 	if s.opts.Sealer == nil {
 		return nil, fmt.Errorf("events: blob %s is sealed and the store has no key-encryption key: %w", hash, keyring.ErrKEK)
 	}
-	pt, err := s.opts.Sealer.Open(ctx, s.keyPool(), b, blobBinding(hash))
+	pt, err := s.opts.Sealer.Open(ctx, s.kdb, b, blobBinding(hash))
 	if err != nil {
 		return nil, fmt.Errorf("events: blob %s: %w", hash, err)
 	}
@@ -274,7 +259,7 @@ func (s *Store) KeyEpoch(ctx context.Context) (uint64, error) {
 	if s.opts.Sealer == nil {
 		return 0, nil
 	}
-	e, err := s.opts.Sealer.Epoch(ctx, s.keyPool())
+	e, err := s.opts.Sealer.Epoch(ctx, s.kdb)
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: %w", err)
 	}

@@ -53,7 +53,7 @@ func (s *Store) SealedKey(ctx context.Context, under events.SealKey) (*keyring.D
 	if s.opts.Sealer == nil || under.Subject == "" {
 		return nil, nil
 	}
-	dk, err := s.opts.Sealer.KeyByID(ctx, s.keyPool(), under.Subject, under.ID)
+	dk, err := s.opts.Sealer.KeyByID(ctx, s.kdb, under.Subject, under.ID)
 	if err != nil {
 		return nil, fmt.Errorf("events: the key of %s: %w", under.Subject, err)
 	}
@@ -74,7 +74,7 @@ func (s *Store) OpenText(ctx context.Context, binding, stored string) (text stri
 	if s.opts.Sealer == nil {
 		return "", false, fmt.Errorf("events: a read model's column is sealed and the store has no key-encryption key: %w", keyring.ErrKEK)
 	}
-	pt, err := s.opts.Sealer.Open(ctx, s.keyPool(), []byte(stored), textBinding(binding))
+	pt, err := s.opts.Sealer.Open(ctx, s.kdb, []byte(stored), textBinding(binding))
 	if errors.Is(err, keyring.ErrErased) {
 		return "", true, nil
 	}

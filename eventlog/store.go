@@ -184,7 +184,14 @@ type Store struct {
 	d    dialect  // the database's (dialect.go)
 	wdb  *sql.DB  // one connection, used only by the writer goroutine
 	rdb  *sqlx.DB // read pool
-	// kdb is a sealed store's keyring's pool (nil: none; keyPool).
+	// kdb is a sealed store's keyring's pool (nil without a Sealer):
+	// every Sealer call outside the writer's transaction goes through
+	// it, not the read pool. A reader that holds a read connection while
+	// it opens what it reads (a session's chunks, scanned row by row)
+	// would otherwise wait for a second one for a key it has not cached,
+	// and as many such readers as the pool has connections waited for
+	// each other for ever: a worker's first runs hung so. A key read
+	// holds its connection for one statement and waits for nothing else.
 	kdb *sql.DB
 	// q runs the fixed stream reads through prepared statements.
 	q      *stmtcache.Cache

@@ -371,8 +371,8 @@ func TestPostgres_SealedAppendsCommitLateWithoutARedo(t *testing.T) {
 }
 
 // Every run and session a sealed store has not seen before makes its
-// subject a key. On PostgreSQL that is an INSERT of its own on the read
-// pool: the writer's round trips stay those of the appends, where an
+// subject a key. On PostgreSQL that is an INSERT of its own on the
+// keyring's pool: the writer's round trips stay those of the appends, where an
 // exclusive transaction took the chain lock and four round trips a key.
 func TestPostgres_NewSubjectsCostTheWriterNoRoundTrips(t *testing.T) {
 	t.Parallel()
