@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"runtime"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -29,24 +28,31 @@ func (s *Store) gather(batch *[]*request, n int) (int, *request) {
 	return n, nil
 }
 
-// linger gathers more requests while callers are still inside Append
-// (those the last commit released are about to queue again), until none
-// is left outside the batch, nothing arrived in a few yields, or lingerMax
-// has passed. The request channel is buffered, so callers queue without
-// waking the writer; yielding lets them run.
+// linger gathers more requests while callers are inside Append but not
+// yet in the batch (those the last commit released are about to queue
+// again), until none is left outside it or lingerMax has passed. It waits
+// on the queue rather than yielding: a writer that yielded was picked
+// again at once from the global run queue, so its processor never went
+// looking for the callers runnable on the other one, and 32 yields ran out
+// while they still sealed their events (a sealed store's commits held 12
+// appends of 16 where a plain one's held 14; now both hold 15).
 func (s *Store) linger(batch *[]*request, n int) (int, *request) {
-	deadline := time.Now().Add(lingerMax)
-	var pending *request
-	for still := 0; int64(len(*batch)) < s.inflight.Load() && n < s.opts.MaxBatch && still < 32 && time.Now().Before(deadline); {
-		runtime.Gosched()
-		before := len(*batch)
-		if n, pending = s.gather(batch, n); pending != nil {
-			return n, pending
-		}
-		if len(*batch) == before {
-			still++
-		} else {
-			still = 0
+	bound := lingerMax
+	if s.opts.lingerFor > 0 {
+		bound = s.opts.lingerFor
+	}
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for int64(len(*batch)) < s.inflight.Load() && n < s.opts.MaxBatch {
+		select {
+		case r := <-s.reqs:
+			if r.fn != nil || r.txFn != nil {
+				return n, r
+			}
+			*batch = append(*batch, r)
+			n += r.n
+		case <-timer.C:
+			return n, nil
 		}
 	}
 	return n, nil

@@ -136,6 +136,8 @@ type Options struct {
 	// alone to order the writers of several processes, as before the
 	// write gate (writegate_unix.go).
 	withoutWriteGate bool
+	// lingerFor, for tests, replaces lingerMax.
+	lingerFor time.Duration
 }
 
 // Projector updates a read model from events. It runs on the writer
@@ -205,8 +207,9 @@ type Store struct {
 	late, missed           atomic.Int64  // for Stats
 	roundTrips             *atomic.Int64 // the writer connection's, for Stats
 
-	// inflight counts callers inside send: the writer lingers for the ones
-	// its last commit released, who are about to queue again.
+	// inflight counts the callers between the start of an append and its
+	// answer (see request.arriving), and other callers inside send: the
+	// writer lingers for those it has not yet taken (loop.go).
 	inflight atomic.Int64
 
 	notifyMu sync.Mutex // protects notifyCh
@@ -275,6 +278,12 @@ type request struct {
 	lease *Lease
 	n     int
 	reply chan result
+	// arriving is set while the request is counted in Store.inflight
+	// before it reached send: from the start of the append, so that the
+	// writer waits for a caller still encoding and sealing its events
+	// (sealing made callers come back late for the batch the last commit
+	// released them into), until send takes the count over.
+	arriving bool
 }
 
 type result struct {
@@ -559,7 +568,13 @@ func (s *Store) appendWrites(ctx context.Context, sc Scope, txFn func(context.Co
 // appendNow sends one request of writes to the writer and waits for it.
 // sc.Carry is not read: appendWrites sent what it carries.
 func (s *Store) appendNow(ctx context.Context, sc Scope, txFn func(context.Context, *sql.Tx) error, writes []Write) ([]events.Event, error) {
-	req := &request{ctx: ctx, reply: make(chan result, 1), txFn: txFn, runID: sc.Run.ID}
+	req := &request{ctx: ctx, reply: make(chan result, 1), txFn: txFn, runID: sc.Run.ID, arriving: true}
+	s.inflight.Add(1)
+	defer func() {
+		if req.arriving { // it never reached send
+			s.inflight.Add(-1)
+		}
+	}()
 	if sc.Lease != nil {
 		l := *sc.Lease // the caller's may change after the call
 		req.lease = &l
@@ -673,7 +688,11 @@ func (s *Store) send(ctx context.Context, req *request) ([]events.Event, error) 
 		return nil, ErrClosed
 	default:
 	}
-	s.inflight.Add(1)
+	if req.arriving {
+		req.arriving = false
+	} else {
+		s.inflight.Add(1)
+	}
 	defer s.inflight.Add(-1)
 	select {
 	case s.reqs <- req:

@@ -130,6 +130,20 @@ func (k *Keyring) Key(ctx context.Context, q Querier, subject string) (*DataKey,
 	return dk, nil
 }
 
+// Cached returns subject's key if the cache holds it and may still trust
+// it (within Freshness of the last read of the erasure generation), and
+// nil otherwise, without a query or a wait: Key answers the rest. An
+// appender asks it first so that a key it must read is a step the
+// writer knows not to wait for.
+func (k *Keyring) Cached(subject string) *DataKey {
+	if k.now().UnixNano() >= k.gen.fresh.Load() {
+		return nil
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.keys[subject]
+}
+
 // Freshness bounds how long a process trusts its cached keys without
 // asking the store whether a key was erased: every erasure rewrites the
 // generation row of store_meta in its transaction, and a keyring reads

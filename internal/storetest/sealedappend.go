@@ -38,6 +38,10 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	// and its writer's, not the database server's.
 	var took, cpu [3]time.Duration
 	rounds := 0
+	var before [3]eventlog.Stats
+	for j := range stores {
+		before[j] = stores[j].Stats()
+	}
 	for b.Loop() {
 		for j := range stores {
 			k := (rounds + j) % len(stores)
@@ -53,6 +57,12 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	b.ReportMetric(float64(took[1].Nanoseconds())/n, "sealed-ns/append")
 	b.ReportMetric(float64(took[1])/float64(took[0]), "sealed/plain")
 	b.ReportMetric(float64(took[2])/float64(took[0]), "padded/plain")
+	// A group commit's size: the appends of a commit that waited for a
+	// sealing caller, or went without it.
+	for j, name := range [3]string{"plain", "sealed", "padded"} {
+		st := stores[j].Stats()
+		b.ReportMetric(float64(st.Requests-before[j].Requests)/float64(st.Commits-before[j].Commits), name+"-appends/commit")
+	}
 	if cpu[0] > 0 {
 		b.ReportMetric(float64(cpu[0].Nanoseconds())/n/1e3, "plain-cpu-µs/append")
 		b.ReportMetric(float64(cpu[1].Nanoseconds())/n/1e3, "sealed-cpu-µs/append")
