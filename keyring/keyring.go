@@ -101,6 +101,28 @@ func (k *Keyring) Create(ctx context.Context, q Querier, subject string) (*DataK
 	return k.dataKey(subject, made, raw)
 }
 
+// CreateCommitted is Create through a q in which each statement commits
+// at once (a pool, not a transaction): the key it made or found is stored
+// by the time it returns, so it enters the cache as a key Key read would,
+// and the next Key costs no query. A sealed store on PostgreSQL makes a
+// key for every new run and session this way; reading it back cost a
+// round trip each.
+func (k *Keyring) CreateCommitted(ctx context.Context, q Querier, subject string) (*DataKey, error) {
+	epoch := k.epoch.Load()
+	dk, err := k.Create(ctx, q, subject)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	// As in Key: a key made before an erasure the cache was dropped for
+	// since must not enter it.
+	if k.epoch.Load() == epoch {
+		k.keys[subject] = dk
+	}
+	k.mu.Unlock()
+	return dk, nil
+}
+
 // Key returns subject's data key, from the cache or q. A subject with no
 // key (erased, or never given one) is an *ErasedError (ErrErased); a key
 // wrapped by another KEK is a *KEKError (ErrKEK). A key another process
