@@ -113,14 +113,19 @@ func (k *Keyring) CreateCommitted(ctx context.Context, q Querier, subject string
 	if err != nil {
 		return nil, err
 	}
+	k.cache(subject, dk, epoch)
+	return dk, nil
+}
+
+// cache keeps dk as subject's key unless the cache was dropped for an
+// erasure since epoch: a key read or made before it must not enter the
+// cache, as nothing would drop it again.
+func (k *Keyring) cache(subject string, dk *DataKey, epoch uint64) {
 	k.mu.Lock()
-	// As in Key: a key made before an erasure the cache was dropped for
-	// since must not enter it.
 	if k.epoch.Load() == epoch {
 		k.keys[subject] = dk
 	}
 	k.mu.Unlock()
-	return dk, nil
 }
 
 // Key returns subject's data key, from the cache or q. A subject with no
@@ -142,13 +147,7 @@ func (k *Keyring) Key(ctx context.Context, q Querier, subject string) (*DataKey,
 	if err != nil {
 		return nil, err
 	}
-	k.mu.Lock()
-	// A key read before an erasure the cache was dropped for since must
-	// not enter it: nothing would drop it again.
-	if k.epoch.Load() == epoch {
-		k.keys[subject] = dk
-	}
-	k.mu.Unlock()
+	k.cache(subject, dk, epoch)
 	return dk, nil
 }
 
