@@ -180,10 +180,10 @@ func (s *Store) arrivingKey(ctx context.Context, req *request, subject string) (
 	return s.subjectKey(ctx, subject)
 }
 
-// committedCreator is a Sealer that makes a key on a pool and caches it
-// (*keyring.Keyring).
-type committedCreator interface {
-	CreateCommitted(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
+// keyFinder is a Sealer that finds or makes a key in one statement on
+// PostgreSQL, and caches it (*keyring.Keyring).
+type keyFinder interface {
+	FindOrCreate(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
 }
 
 // cachedKeys is a Sealer that tells a key it holds without a query
@@ -197,22 +197,22 @@ func (s *Store) subjectKey(ctx context.Context, subject string) (*keyring.DataKe
 	if err := keyring.ValidSubject(subject); err != nil {
 		return nil, invalid("append: %v", err)
 	}
+	if f, ok := s.opts.Sealer.(keyFinder); ok && s.d.keysOutsideWriter() {
+		// Every run and session makes a key: one statement on the
+		// keyring's pool finds it or makes it, committed before the
+		// content it seals (made on the writer, it held the chain lock
+		// across its round trips).
+		dk, err := f.FindOrCreate(ctx, s.kdb, subject)
+		if err != nil {
+			return nil, fmt.Errorf("events: find or make the key of %s: %w", subject, err)
+		}
+		return dk, nil
+	}
 	dk, err := s.opts.Sealer.Key(ctx, s.kdb, subject)
 	if !errors.Is(err, keyring.ErrErased) {
 		return dk, err
 	}
 	if s.d.keysOutsideWriter() {
-		// The key's row is one INSERT of its own, committed before the
-		// content it seals: on the writer it held the chain lock across
-		// its round trips, and every run and session makes a key. A
-		// keyring that caches what it made committed needs no read back.
-		if c, ok := s.opts.Sealer.(committedCreator); ok {
-			dk, err := c.CreateCommitted(ctx, s.kdb, subject)
-			if err != nil {
-				return nil, fmt.Errorf("events: make the key of %s: %w", subject, err)
-			}
-			return dk, nil
-		}
 		_, err = s.opts.Sealer.Create(ctx, s.kdb, subject)
 	} else {
 		err = s.Exclusive(ctx, func(ctx context.Context, tx *Tx) error {

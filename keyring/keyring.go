@@ -73,17 +73,9 @@ func (k *Keyring) Create(ctx context.Context, q Querier, subject string) (*DataK
 	if err := ValidSubject(subject); err != nil {
 		return nil, err
 	}
-	raw := make([]byte, 32)
-	id := make([]byte, 12)
-	if _, err := rand.Read(raw); err != nil {
-		return nil, fmt.Errorf("keyring: create key: %w", err)
-	}
-	if _, err := rand.Read(id); err != nil {
-		return nil, fmt.Errorf("keyring: create key: %w", err)
-	}
-	wrapped, err := k.kek.Wrap(raw)
+	raw, id, wrapped, err := k.newKey(subject)
 	if err != nil {
-		return nil, fmt.Errorf("keyring: create key of %s: %w", subject, err)
+		return nil, err
 	}
 	// The row comes back only when this insert made it: then the key is
 	// the one in hand, and reading it back would cost a round trip on
@@ -91,7 +83,7 @@ func (k *Keyring) Create(ctx context.Context, q Querier, subject string) (*DataK
 	var made string
 	err = q.QueryRowContext(ctx, k.rebind(`INSERT INTO subject_keys (subject, key_id, wrapped, kek_id, created_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING RETURNING key_id`),
-		subject, hex.EncodeToString(id), wrapped, k.kek.ID(), k.now().UnixNano()).Scan(&made)
+		subject, id, wrapped, k.kek.ID(), k.now().UnixNano()).Scan(&made)
 	switch {
 	case errors.Is(err, sql.ErrNoRows): // the subject had a key
 		return k.read(ctx, q, subject)
@@ -101,20 +93,93 @@ func (k *Keyring) Create(ctx context.Context, q Querier, subject string) (*DataK
 	return k.dataKey(subject, made, raw)
 }
 
-// CreateCommitted is Create through a q in which each statement commits
-// at once (a pool, not a transaction): the key it made or found is stored
-// by the time it returns, so it enters the cache as a key Key read would,
-// and the next Key costs no query. A sealed store on PostgreSQL makes a
-// key for every new run and session this way; reading it back cost a
-// round trip each.
-func (k *Keyring) CreateCommitted(ctx context.Context, q Querier, subject string) (*DataKey, error) {
-	epoch := k.epoch.Load()
-	dk, err := k.Create(ctx, q, subject)
+// newKey makes a data key for subject: its raw bytes, a random id and
+// its form wrapped by the KEK.
+func (k *Keyring) newKey(subject string) (raw []byte, id string, wrapped []byte, err error) {
+	raw = make([]byte, 32)
+	idBytes := make([]byte, 12)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, "", nil, fmt.Errorf("keyring: create key: %w", err)
+	}
+	if _, err := rand.Read(idBytes); err != nil {
+		return nil, "", nil, fmt.Errorf("keyring: create key: %w", err)
+	}
+	if wrapped, err = k.kek.Wrap(raw); err != nil {
+		return nil, "", nil, fmt.Errorf("keyring: create key of %s: %w", subject, err)
+	}
+	return raw, hex.EncodeToString(idBytes), wrapped, nil
+}
+
+// findOrCreate inserts a subject's new key unless it has one, and returns
+// the key the subject has after it: the one inserted, or the one found
+// (in the statement's snapshot). PostgreSQL only: SQLite has no
+// data-modifying WITH.
+const findOrCreate = `WITH made AS (
+	INSERT INTO subject_keys (subject, key_id, wrapped, kek_id, created_at)
+	VALUES (?, ?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING
+	RETURNING key_id, wrapped, kek_id
+)
+SELECT key_id, wrapped, kek_id FROM made
+UNION ALL
+SELECT key_id, wrapped, kek_id FROM subject_keys WHERE subject = ? AND NOT EXISTS (SELECT 1 FROM made)`
+
+// FindOrCreate returns subject's key from the cache, or else finds it or
+// makes it in one statement, through a q in which each statement commits
+// at once (a pool), and caches it. It is PostgreSQL's: its statement is a
+// data-modifying WITH, which SQLite lacks. A sealed store on PostgreSQL
+// finds every key its cache lacks so: a lookup that missed and then an
+// insert took two round trips for every new run and session.
+func (k *Keyring) FindOrCreate(ctx context.Context, q Querier, subject string) (*DataKey, error) {
+	if err := ValidSubject(subject); err != nil {
+		return nil, err
+	}
+	dk, epoch, err := k.fromCache(ctx, q, subject)
+	if err != nil || dk != nil {
+		return dk, err
+	}
+	raw, id, wrapped, err := k.newKey(subject)
+	if err != nil {
+		return nil, err
+	}
+	var gotID, kekID string
+	var gotWrapped []byte
+	err = q.QueryRowContext(ctx, k.rebind(findOrCreate), subject, id, wrapped, k.kek.ID(), k.now().UnixNano(), subject).
+		Scan(&gotID, &gotWrapped, &kekID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// Another process made the key after the statement's snapshot
+		// was taken: it is committed by now.
+		dk, err = k.read(ctx, q, subject)
+	case err != nil:
+		return nil, fmt.Errorf("keyring: find or create key of %s: %w", subject, err)
+	case gotID == id:
+		dk, err = k.dataKey(subject, id, raw)
+	case kekID != k.kek.ID():
+		return nil, wrongKEK(kekID, k.kek.ID())
+	default:
+		var found []byte
+		if found, err = k.kek.Unwrap(gotWrapped); err != nil {
+			return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)
+		}
+		dk, err = k.dataKey(subject, gotID, found)
+	}
 	if err != nil {
 		return nil, err
 	}
 	k.cache(subject, dk, epoch)
 	return dk, nil
+}
+
+// fromCache returns subject's cached key (nil if none) after the
+// erasure generation's check (Epoch), and the epoch it checked at.
+func (k *Keyring) fromCache(ctx context.Context, q Querier, subject string) (*DataKey, uint64, error) {
+	epoch, err := k.Epoch(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.keys[subject], epoch, nil
 }
 
 // cache keeps dk as subject's key unless the cache was dropped for an
@@ -133,15 +198,9 @@ func (k *Keyring) cache(subject string, dk *DataKey, epoch uint64) {
 // wrapped by another KEK is a *KEKError (ErrKEK). A key another process
 // erased leaves the cache within Freshness (see Epoch).
 func (k *Keyring) Key(ctx context.Context, q Querier, subject string) (*DataKey, error) {
-	epoch, err := k.Epoch(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	k.mu.RLock()
-	dk := k.keys[subject]
-	k.mu.RUnlock()
-	if dk != nil {
-		return dk, nil
+	dk, epoch, err := k.fromCache(ctx, q, subject)
+	if err != nil || dk != nil {
+		return dk, err
 	}
 	dk, err = k.read(ctx, q, subject)
 	if err != nil {

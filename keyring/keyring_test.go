@@ -504,34 +504,3 @@ func TestCreate_OneStatementForANewKey(t *testing.T) {
 		t.Fatalf("Open = %q, %v", got, err)
 	}
 }
-
-// A key made on a pool (each statement committed at once) is cached: the
-// next Key reads nothing. One made and then found erased is not kept.
-func TestCreateCommitted_CachesTheKeyItMade(t *testing.T) {
-	ctx := t.Context()
-	q := &statementCounter{DB: mustSQLite(t)}
-	kr := keyring.New(mustKEK(t), nil)
-	made, err := kr.CreateCommitted(ctx, q, "run:r1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := q.n.Load()
-	got, err := kr.Key(ctx, q, "run:r1")
-	if err != nil || got.ID != made.ID {
-		t.Fatalf("Key = %v, %v; want the key made, %s", got, err, made.ID)
-	}
-	// Key reads the erasure generation once per Freshness; the key itself
-	// comes from the cache.
-	if n := q.n.Load() - before; n > 1 {
-		t.Fatalf("Key after CreateCommitted ran %d statements; want at most the generation's read", n)
-	}
-	if c := kr.Cached("run:r1"); c == nil || c.ID != made.ID {
-		t.Fatalf("Cached = %v; want the key made", c)
-	}
-	if _, err := kr.Erase(ctx, q, "run:r1"); err != nil {
-		t.Fatal(err)
-	}
-	if c := kr.Cached("run:r1"); c != nil {
-		t.Fatalf("Cached after Erase = %s; want nil", c.ID)
-	}
-}

@@ -36,6 +36,26 @@ func (s *staleSealer) Key(ctx context.Context, q keyring.Querier, subject string
 	return dk, err
 }
 
+// Cached and FindOrCreate answer from the stale keys too, as Key does.
+func (s *staleSealer) Cached(subject string) *keyring.DataKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[subject]
+}
+
+func (s *staleSealer) FindOrCreate(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if dk := s.keys[subject]; dk != nil {
+		return dk, nil
+	}
+	dk, err := s.Keyring.FindOrCreate(ctx, q, subject)
+	if err == nil {
+		s.keys[subject] = dk
+	}
+	return dk, err
+}
+
 func (s *staleSealer) Forget(subject string) {
 	s.mu.Lock()
 	delete(s.keys, subject)
