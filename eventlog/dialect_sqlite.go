@@ -65,8 +65,6 @@ func (d *sqliteDialect) openKeys(opts Options) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: open the keyring's readers: %w", err)
 	}
-	db.SetMaxOpenConns(keyConns)
-	db.SetMaxIdleConns(keyConns)
 	return db, nil
 }
 

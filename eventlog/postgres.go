@@ -128,13 +128,7 @@ func OpenPostgresReadPool(dsn string) (*sql.DB, error) {
 // openKeys: a pool of keyConns connections with the stall bounds of the
 // store's others. It writes too (a new key, in autocommit).
 func (d *postgresDialect) openKeys(opts Options) (*sql.DB, error) {
-	db, err := OpenPostgresReadPool(opts.DSN)
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(keyConns)
-	db.SetMaxIdleConns(keyConns)
-	return db, nil
+	return OpenPostgresReadPool(opts.DSN)
 }
 
 // openPostgres opens the writer's and the readers' pools on the server

@@ -40,6 +40,12 @@ type Sealer interface {
 	Create(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
 	// Key returns subject's key (keyring.ErrErased when it has none).
 	Key(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
+	// FindOrCreate returns subject's key, making it if it has none, in
+	// one statement through a pool (PostgreSQL only).
+	FindOrCreate(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
+	// Cached returns subject's key if the cache holds it and may trust
+	// it, without a query; nil otherwise.
+	Cached(subject string) *keyring.DataKey
 	// Open opens a sealed payload or blob bound to binding.
 	Open(ctx context.Context, q keyring.Querier, sealed, binding []byte) ([]byte, error)
 	// OpenKey is Open that returns the key it opened with.
@@ -167,10 +173,8 @@ func (s *Store) sealRequest(ctx context.Context, req *request) error {
 // takes a round trip on the keyring's pool, during which req is not
 // counted as arriving: the writer does not wait for it (loop.go).
 func (s *Store) arrivingKey(ctx context.Context, req *request, subject string) (*keyring.DataKey, error) {
-	if c, ok := s.opts.Sealer.(cachedKeys); ok {
-		if dk := c.Cached(subject); dk != nil {
-			return dk, nil
-		}
+	if dk := s.opts.Sealer.Cached(subject); dk != nil {
+		return dk, nil
 	}
 	if !req.arriving {
 		return s.subjectKey(ctx, subject)
@@ -180,29 +184,17 @@ func (s *Store) arrivingKey(ctx context.Context, req *request, subject string) (
 	return s.subjectKey(ctx, subject)
 }
 
-// keyFinder is a Sealer that finds or makes a key in one statement on
-// PostgreSQL, and caches it (*keyring.Keyring).
-type keyFinder interface {
-	FindOrCreate(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error)
-}
-
-// cachedKeys is a Sealer that tells a key it holds without a query
-// (*keyring.Keyring).
-type cachedKeys interface {
-	Cached(subject string) *keyring.DataKey
-}
-
 // subjectKey returns subject's data key, making it if it has none.
 func (s *Store) subjectKey(ctx context.Context, subject string) (*keyring.DataKey, error) {
 	if err := keyring.ValidSubject(subject); err != nil {
 		return nil, invalid("append: %v", err)
 	}
-	if f, ok := s.opts.Sealer.(keyFinder); ok && s.d.keysOutsideWriter() {
+	if s.d.keysOutsideWriter() {
 		// Every run and session makes a key: one statement on the
 		// keyring's pool finds it or makes it, committed before the
 		// content it seals (made on the writer, it held the chain lock
 		// across its round trips).
-		dk, err := f.FindOrCreate(ctx, s.kdb, subject)
+		dk, err := s.opts.Sealer.FindOrCreate(ctx, s.kdb, subject)
 		if err != nil {
 			return nil, fmt.Errorf("events: find or make the key of %s: %w", subject, err)
 		}
@@ -212,14 +204,10 @@ func (s *Store) subjectKey(ctx context.Context, subject string) (*keyring.DataKe
 	if !errors.Is(err, keyring.ErrErased) {
 		return dk, err
 	}
-	if s.d.keysOutsideWriter() {
-		_, err = s.opts.Sealer.Create(ctx, s.kdb, subject)
-	} else {
-		err = s.Exclusive(ctx, func(ctx context.Context, tx *Tx) error {
-			_, err := s.opts.Sealer.Create(ctx, txQuerier{tx}, subject)
-			return err
-		})
-	}
+	err = s.Exclusive(ctx, func(ctx context.Context, tx *Tx) error {
+		_, err := s.opts.Sealer.Create(ctx, txQuerier{tx}, subject)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("events: make the key of %s: %w", subject, err)
 	}

@@ -377,6 +377,8 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 			rdb.Close()
 			return nil, err
 		}
+		kdb.SetMaxOpenConns(keyConns)
+		kdb.SetMaxIdleConns(keyConns)
 	}
 	s := &Store{
 		opts:     opts,

@@ -154,14 +154,8 @@ func (k *Keyring) FindOrCreate(ctx context.Context, q Querier, subject string) (
 		return nil, fmt.Errorf("keyring: find or create key of %s: %w", subject, err)
 	case gotID == id:
 		dk, err = k.dataKey(subject, id, raw)
-	case kekID != k.kek.ID():
-		return nil, wrongKEK(kekID, k.kek.ID())
 	default:
-		var found []byte
-		if found, err = k.kek.Unwrap(gotWrapped); err != nil {
-			return nil, fmt.Errorf("keyring: key of %s: %w", subject, err)
-		}
-		dk, err = k.dataKey(subject, gotID, found)
+		dk, err = k.unwrap(subject, gotID, gotWrapped, kekID)
 	}
 	if err != nil {
 		return nil, err
@@ -316,6 +310,12 @@ func (k *Keyring) read(ctx context.Context, q Querier, subject string) (*DataKey
 	if err != nil {
 		return nil, fmt.Errorf("keyring: read key of %s: %w", subject, err)
 	}
+	return k.unwrap(subject, id, wrapped, kekID)
+}
+
+// unwrap is the data key of a subject_keys row: its wrapped key, which
+// kekID wrapped.
+func (k *Keyring) unwrap(subject, id string, wrapped []byte, kekID string) (*DataKey, error) {
 	if kekID != k.kek.ID() {
 		return nil, wrongKEK(kekID, k.kek.ID())
 	}
