@@ -30,10 +30,12 @@ import (
 // the lock makes redundant but which keeps the check right by itself),
 // and one sequenced at its end (sequencer.go) reads nothing before the
 // lock, which would send its BEGIN and lock mid-batch and hold the lock
-// across a round trip: it queues keyConfirm, which runs after the lock in
-// the batch's final pipeline and fails the batch if the key is gone. The
-// batch is then redone the usual way, where the read finds the key gone
-// and the request is sealed again.
+// across a round trip: it checks the erasure generation in the lock
+// statement itself (confirmGeneration), and queues keyConfirm for a key
+// not confirmed at that generation, which runs after the lock in the
+// batch's final pipeline; either fails the batch if the key may be gone.
+// The batch is then redone the usual way, where the read finds the key
+// gone and the request is sealed again.
 
 // errKeyGone is matched by a *keyGoneError.
 var errKeyGone = errors.New("eventlog: a key the append was sealed under was erased meanwhile")
@@ -92,6 +94,29 @@ const keyConfirm = `SELECT 1 / count(*)::int FROM subject_keys WHERE subject = $
 // for keys confirmed at that generation).
 const generationConfirm = `SELECT 1 / (CASE WHEN (` + selectGeneration + `) = $1 THEN 1 ELSE 0 END)`
 
+// lockConfirmingGeneration is lockStatement that also fails (dividing
+// by zero) unless the erasure generation is $1. The generation is kept
+// in the lock's row as well (migration 00025), and a statement that
+// waited for the row's lock reads the row as its last holder committed
+// it, so an erasure that committed while the append waited is seen.
+const lockConfirmingGeneration = `SELECT seq, set_config('rath.seq_base', seq::text, true) FROM chain_lock WHERE id = 1 AND 1 / (CASE WHEN erase_generation = $1 THEN 1 ELSE 0 END) = 1 FOR UPDATE`
+
+// confirmGeneration has the open late transaction check at its lock that
+// the erasure generation is still gen: the lock statement checks it when
+// it has not been sent yet (almost always: it goes with the batch's last
+// pipeline), and a statement of its own after the lock otherwise.
+func (w *writerState) confirmGeneration(gen string) {
+	if w.pend.sent < leadingStatements && len(w.pend.queued) >= leadingStatements {
+		// A request rolled back may have made it the confirming one
+		// already; the generation is the same.
+		if lock := &w.pend.queued[leadingStatements-1]; lock.query == lockStatement || lock.query == lockConfirmingGeneration {
+			lock.query, lock.args = lockConfirmingGeneration, []any{gen}
+			return
+		}
+	}
+	w.pend.queued = append(w.pend.queued, queuedStmt{query: generationConfirm, args: []any{gen}})
+}
+
 // confirmedKeys remembers which keys the writer found in subject_keys,
 // and at which erasure generation: every erasure rewrites the generation
 // in its transaction, so while it holds the same value those keys are
@@ -144,8 +169,8 @@ func (c *confirmedKeys) confirm(id string) {
 // transaction: it reads the generation once a transaction (on SQLite,
 // once another connection committed) and a key only when the generation
 // moved since the key was last found. In one sequenced at its end it only
-// queues checks: generationConfirm once, and keyConfirm once for each key
-// not confirmed before.
+// queues checks: the generation's once (confirmGeneration), and
+// keyConfirm once for each key not confirmed before.
 func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 	c := &w.keys
 	for _, pw := range req.writes {
@@ -165,7 +190,7 @@ func (w *writerState) checkKeys(ctx context.Context, req *request) error {
 				c.known, c.gen, c.ids = true, gen, map[string]bool{}
 			}
 			if !c.queuedInTx {
-				w.pend.queued = append(w.pend.queued, queuedStmt{query: generationConfirm, args: []any{c.gen}})
+				w.confirmGeneration(c.gen)
 				c.queuedInTx = true
 			}
 			if c.ids[pw.key.ID] || c.pending[pw.key.ID] {

@@ -63,6 +63,13 @@ func (s *staleSealer) Forget(subject string) {
 	s.Keyring.Forget(subject)
 }
 
+// StaleSealer returns a Sealer over kr whose cache has not seen an
+// erasure (staleSealer), for tests of appends sealed under a key erased
+// before they commit.
+func StaleSealer(kr *keyring.Keyring) eventlog.Sealer {
+	return &staleSealer{Keyring: kr, keys: map[string]*keyring.DataKey{}}
+}
+
 // An append sealed under a key that another process erased before the
 // append committed is not lost: the append's transaction finds the key
 // gone, and the content is sealed again under the subject's new key, so
@@ -76,7 +83,7 @@ func testSealedAfterErasure(t *testing.T, b Backend) {
 	rebind := rt.Store().DB().Rebind
 	other, err := eventlog.Open(ctx, eventlog.Options{
 		Path: filepath.Join(tg.Dir, rath.DBFile), DSN: tg.DSN,
-		Sealer:     &staleSealer{Keyring: keyring.New(kek, rebind), keys: map[string]*keyring.DataKey{}},
+		Sealer:     StaleSealer(keyring.New(kek, rebind)),
 		Projectors: []eventlog.Projector{projections.Projector{}},
 	})
 	if err != nil {

@@ -35,8 +35,10 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	stores := [3]*eventlog.Store{plain, sealed, padded}
 	pads := [3]int{0, 0, pad}
 	// cpu is this process's CPU in each store's rounds: its appenders'
-	// and its writer's, not the database server's.
-	var took, cpu [3]time.Duration
+	// and its writer's; server is the database server's (PostgreSQL's
+	// processes, zero on SQLite), whose one backend a writer runs its
+	// commits on.
+	var took, cpu, server [3]time.Duration
 	rounds := 0
 	var before [3]eventlog.Stats
 	for j := range stores {
@@ -45,10 +47,12 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	for b.Loop() {
 		for j := range stores {
 			k := (rounds + j) % len(stores)
+			srv0 := postgresCPU()
 			start, cpu0 := time.Now(), processCPU()
 			appendRound(b, stores[k], goroutines, perRound, pads[k])
 			took[k] += time.Since(start)
 			cpu[k] += processCPU() - cpu0
+			server[k] += postgresCPU() - srv0
 		}
 		rounds++
 	}
@@ -62,11 +66,18 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	for j, name := range [3]string{"plain", "sealed", "padded"} {
 		st := stores[j].Stats()
 		b.ReportMetric(float64(st.Requests-before[j].Requests)/float64(st.Commits-before[j].Commits), name+"-appends/commit")
+		b.ReportMetric(float64(st.RoundTrips-before[j].RoundTrips)/float64(st.Commits-before[j].Commits), name+"-roundtrips/commit")
+		b.ReportMetric(float64(st.TreeRoundTrips-before[j].TreeRoundTrips)/float64(st.Commits-before[j].Commits), name+"-tree-roundtrips/commit")
 	}
 	if cpu[0] > 0 {
 		b.ReportMetric(float64(cpu[0].Nanoseconds())/n/1e3, "plain-cpu-µs/append")
 		b.ReportMetric(float64(cpu[1].Nanoseconds())/n/1e3, "sealed-cpu-µs/append")
 		b.ReportMetric(float64(cpu[2].Nanoseconds())/n/1e3, "padded-cpu-µs/append")
+		for j, name := range [3]string{"plain", "sealed", "padded"} {
+			if server[j] > 0 {
+				b.ReportMetric(float64(server[j].Nanoseconds())/n/1e3, name+"-server-µs/append")
+			}
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -451,4 +453,118 @@ func waitBackendsGone(t *testing.T, db *sql.DB) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// An erasure that commits while a late append waits for the chain lock
+// is seen by the append's lock statement, which reads the lock's row as
+// the erasure left it (its erasure generation): the append does not
+// commit content sealed under the destroyed key. It is written again,
+// sealed under the subject's new key, and reads back; what was written
+// before the erasure stays erased.
+func TestPostgres_AnErasureCommittedWhileAnAppendWaitsForTheLockIsSeen(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tg := postgresTarget(t)
+	if err := rath.Migrate(ctx, tg.DSN); err != nil {
+		t.Fatal(err)
+	}
+	kek := storetest.MustKEK(t)
+	rebind := func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
+	// The appender's keyring keeps the key it read, as every keyring does
+	// for up to keyring.Freshness: the append seals under the key the
+	// erasure is destroying, and only its transaction can tell.
+	st, err := eventlog.Open(ctx, eventlog.Options{DSN: tg.DSN, Sealer: storetest.StaleSealer(keyring.New(kek, rebind))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	chunk := func(text string) events.Payload {
+		return events.ChunkAppended{Session: "s", Chunk: events.Chunk{Role: "assistant", Content: text}}
+	}
+	for i := range 3 { // the key made and confirmed, the writer's caches loaded
+		if _, err := st.Append(ctx, "s", eventlog.AnyVersion, chunk(fmt.Sprint("before ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("pgx", tg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	erasure, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer erasure.Rollback() //nolint:errcheck // committed below
+	if _, err := erasure.ExecContext(ctx, `SELECT id FROM chain_lock WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	erased, err := keyring.New(kek, rebind).Erase(ctx, erasure, "session:s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := st.Stats()
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Append(ctx, "s", eventlog.AnyVersion, chunk("after"))
+		done <- err
+	}()
+	// The append's lock statement waits for the erasure's lock.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%chain_lock%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the append never waited for the chain lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := erasure.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the append after the erasure: %v, want it sealed again under a new key", err)
+	}
+	if missed := st.Stats().Missed - before.Missed; missed != 1 {
+		t.Errorf("%d late transactions missed at their lock, want the one that waited for the erasure", missed)
+	}
+	got, err := st.ReadStream(ctx, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d events in the stream, want 4", len(got))
+	}
+	last := got[3]
+	if last.SealedUnder.ID == "" || last.SealedUnder.ID == erased {
+		t.Fatalf("the append after the erasure is sealed under %+v, the erased key is %s", last.SealedUnder, erased)
+	}
+	if !strings.Contains(string(last.Payload), `"after"`) {
+		t.Fatalf("the append after the erasure reads back as %s", last.Payload)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT payload FROM events WHERE stream = 's' ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var under []bool
+	for rows.Next() {
+		var payload string
+		if err := rows.Scan(&payload); err != nil {
+			t.Fatal(err)
+		}
+		under = append(under, strings.Contains(payload, `"k":"`+erased+`"`))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, true, true, false}; !slices.Equal(under, want) {
+		t.Errorf("which stored payloads are sealed under the erased key: %v, want %v", under, want)
+	}
+	storetest.MustVerify(t, st)
 }
