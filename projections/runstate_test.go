@@ -240,9 +240,12 @@ func downgrade(t *testing.T, st store) {
 		22: {`DROP INDEX approvals_session`, `DROP INDEX usage_run`},
 		23: {`DROP TABLE sealed_by_key`},
 		24: {`DELETE FROM sealed_by_key WHERE type IN ('provider.called', 'session.placed')`},
+		25: {},
 	}
 	if st.dsn != "" {
 		later[21] = []string{`ALTER TABLE chain_lock DROP COLUMN seq`}
+		later[25] = []string{`DROP TRIGGER store_meta_erase_generation ON store_meta`,
+			`DROP FUNCTION rath_erase_generation_to_lock()`, `ALTER TABLE chain_lock DROP COLUMN erase_generation`}
 		later[20] = append(later[20], `DROP POLICY access_records_tenant ON access_records`,
 			`ALTER TABLE access_records NO FORCE ROW LEVEL SECURITY`, `ALTER TABLE access_records DISABLE ROW LEVEL SECURITY`)
 		// The policies depend on the columns.

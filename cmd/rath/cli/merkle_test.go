@@ -72,7 +72,7 @@ func asSchema8(t *testing.T, db *sql.DB) {
 	// state for the fleet; 00016: subjects' data keys; 00017: tokens and
 	// access records; 00018: tenants; 00019: blob copies and runs'
 	// subjects; 00020: access records' tenant index, dropped with them; 00021
-	// changes nothing on SQLite; 00022: the indexes an erasure reads usage
+	// changes nothing on SQLite, nor does 00025; 00022: the indexes an erasure reads usage
 	// and approvals through; 00023: the events an erasure reads, by key,
 	// which 00024 fills with model calls and placements too).
 	exec(t, db, `DROP TABLE sealed_by_key`)
