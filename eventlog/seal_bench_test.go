@@ -28,5 +28,5 @@ func BenchmarkAppend_Sealed(b *testing.B) {
 	plain := MustOpenStore(b, eventlog.Options{Synchronous: "NORMAL"})
 	sealed := MustOpenStore(b, eventlog.Options{Sealer: keyring.New(kek, nil), Synchronous: "NORMAL"})
 	padded := MustOpenStore(b, eventlog.Options{Synchronous: "NORMAL"})
-	storetest.CompareSealedAppends(b, plain, sealed, padded)
+	storetest.CompareSealedAppends(b, plain, sealed, padded, nil)
 }

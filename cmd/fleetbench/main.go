@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/netdelay"
 	"github.com/gorath/rath/internal/pgtest"
+	"github.com/gorath/rath/internal/proccpu"
 	"github.com/gorath/rath/keyring"
 )
 
@@ -358,7 +358,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		err = ctx.Err()
 	}
 	for _, p := range procs {
-		if own, perr := processCPU(p.Process.Pid); perr == nil {
+		if own, perr := proccpu.Process(p.Process.Pid); perr == nil {
 			res.workerSelfCPU += own
 		}
 		p.Process.Signal(syscall.SIGTERM)
@@ -580,7 +580,7 @@ func snapshot(ctx context.Context, conn *pgx.Conn, srv *pgtest.Server) (pgState,
 	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&s.lsn); err != nil {
 		return s, fmt.Errorf("WAL position: %w", err)
 	}
-	s.cpu, err = serverCPU(srv.PID())
+	s.cpu, err = proccpu.Tree(srv.PID())
 	return s, err
 }
 
@@ -590,79 +590,6 @@ func walDiff(ctx context.Context, conn *pgx.Conn, after, before string) int64 {
 		return -1
 	}
 	return int64(d)
-}
-
-// processCPU is the CPU one process used so far (user + system).
-func processCPU(pid int) (time.Duration, error) {
-	_, t, err := statTicks(pid, false)
-	return time.Duration(t) * clockTick, err
-}
-
-// statTicks reads a process's parent and its CPU ticks from
-// /proc/PID/stat: its own, and with children those of its reaped
-// children too.
-func statTicks(pid int, children bool) (ppid int, t int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name, in parentheses, may hold spaces.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	ppid, _ = strconv.Atoi(f[1])
-	for i, idx := range []int{11, 12, 13, 14} { // utime stime cutime cstime, after the name
-		if i >= 2 && !children {
-			break
-		}
-		v, _ := strconv.ParseInt(f[idx], 10, 64)
-		t += v
-	}
-	return ppid, t, nil
-}
-
-// clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on
-// Linux everywhere).
-const clockTick = 10 * time.Millisecond
-
-// serverCPU is the CPU the postmaster and its processes used so far: its
-// own, its reaped children's (backends that ended) and its live
-// children's.
-func serverCPU(pm int) (time.Duration, error) {
-	if pm == 0 {
-		return 0, errors.New("no postmaster")
-	}
-	// A backend reaped while the children are scanned would be in
-	// neither count (gone from /proc, not yet in the postmaster's
-	// children's time when that was read): the sum is kept only when the
-	// postmaster's count did not move across the scan. Missing the
-	// writer's backend had made one phase's server CPU half the truth.
-	for try := 0; ; try++ {
-		_, before, err := statTicks(pm, true)
-		if err != nil {
-			return 0, fmt.Errorf("postmaster CPU: %w", err)
-		}
-		ents, err := os.ReadDir("/proc")
-		if err != nil {
-			return 0, err
-		}
-		total := before
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if ppid, t, err := statTicks(pid, false); err == nil && ppid == pm {
-				total += t
-			}
-		}
-		_, after, err := statTicks(pm, true)
-		if err != nil {
-			return 0, fmt.Errorf("postmaster CPU: %w", err)
-		}
-		if after == before || try == 20 {
-			return time.Duration(total) * clockTick, nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // writeCassettes writes one scripted cassette per run (a worker keeps

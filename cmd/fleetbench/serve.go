@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath/internal/pgtest"
+	"github.com/gorath/rath/internal/proccpu"
 )
 
 var (
@@ -89,7 +90,7 @@ func httpSubmits(ctx context.Context, c config, srv *pgtest.Server, tmp string, 
 	if err := post(-1); err != nil {
 		return 0, err
 	}
-	before, err := processCPU(cmd.Process.Pid)
+	before, err := proccpu.Process(cmd.Process.Pid)
 	if err != nil {
 		return 0, err
 	}
@@ -98,7 +99,7 @@ func httpSubmits(ctx context.Context, c config, srv *pgtest.Server, tmp string, 
 			return 0, err
 		}
 	}
-	after, err := processCPU(cmd.Process.Pid)
+	after, err := proccpu.Process(cmd.Process.Pid)
 	if err != nil {
 		return 0, err
 	}

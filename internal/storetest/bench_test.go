@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/proccpu"
 	"github.com/gorath/rath/internal/storetest"
 	"github.com/gorath/rath/keyring"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -125,7 +126,7 @@ func BenchmarkPostgres_AppendSealed(b *testing.B) {
 	}
 	b.Cleanup(func() { sealed.Close() })
 	padded := storetest.OpenStore(b, postgresTarget(b))
-	storetest.CompareSealedAppends(b, plain, sealed, padded)
+	storetest.CompareSealedAppends(b, plain, sealed, padded, func() (time.Duration, error) { return proccpu.Tree(server.PID()) })
 }
 
 // BenchmarkPostgres_Rebuild rebuilds the projections of a 20,000-event

@@ -20,9 +20,9 @@ import (
 // run one after the other do not. It reports the mean time of an append
 // to each and the ratios sealed/plain and padded/plain: what sealing
 // costs, and what the same number of bytes costs in clear. With them, the
-// CPU this process (appenders and writer, not a database server) spent
-// an append in each store's rounds.
-func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
+// CPU this process (appenders and writer) spent an append in each store's
+// rounds, and the database server's where serverCPU reads it.
+func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store, serverCPU func() (time.Duration, error)) {
 	const goroutines, perRound = 16, 25
 	// A first round on each makes the sealed store's keys (once a
 	// subject, not what an append costs) and measures the padding.
@@ -35,9 +35,8 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	stores := [3]*eventlog.Store{plain, sealed, padded}
 	pads := [3]int{0, 0, pad}
 	// cpu is this process's CPU in each store's rounds: its appenders'
-	// and its writer's; server is the database server's (PostgreSQL's
-	// processes, zero on SQLite), whose one backend a writer runs its
-	// commits on.
+	// and its writer's; server is the database server's (serverCPU, nil
+	// for SQLite), whose one backend runs each writer's commits.
 	var took, cpu, server [3]time.Duration
 	rounds := 0
 	var before [3]eventlog.Stats
@@ -47,12 +46,12 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 	for b.Loop() {
 		for j := range stores {
 			k := (rounds + j) % len(stores)
-			srv0 := postgresCPU()
+			srv0 := readServerCPU(b, serverCPU)
 			start, cpu0 := time.Now(), processCPU()
 			appendRound(b, stores[k], goroutines, perRound, pads[k])
 			took[k] += time.Since(start)
 			cpu[k] += processCPU() - cpu0
-			server[k] += postgresCPU() - srv0
+			server[k] += readServerCPU(b, serverCPU) - srv0
 		}
 		rounds++
 	}
@@ -79,6 +78,18 @@ func CompareSealedAppends(b *testing.B, plain, sealed, padded *eventlog.Store) {
 			}
 		}
 	}
+}
+
+// readServerCPU is serverCPU's answer, zero without one.
+func readServerCPU(b *testing.B, serverCPU func() (time.Duration, error)) time.Duration {
+	if serverCPU == nil {
+		return 0
+	}
+	d, err := serverCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // lastPayloadLen is the length of the payload of s's last event as
