@@ -121,6 +121,7 @@ var allowedImports = map[string][]string{
 	"internal/oracle":    {"events", "flow/model"},
 	"internal/pgtest":    {},
 	"internal/netdelay":  {},
+	"internal/proccpu":   {},
 	"internal/rathbin":   {},
 	"internal/oidctest":  {},
 	"internal/console":   {".", "access", "approval", "eval", "events", "eventlog", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
@@ -135,7 +136,7 @@ var allowedImports = map[string][]string{
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber,
 	// opening sealed content with the key-encryption key it was given.
-	"cmd/fleetbench": {"events", "eventlog", "internal/netdelay", "internal/pgtest", "keyring"},
+	"cmd/fleetbench": {"events", "eventlog", "internal/netdelay", "internal/pgtest", "internal/proccpu", "keyring"},
 }
 
 // Each package imports only the rath packages allowedImports lets it.

@@ -183,7 +183,10 @@ type result struct {
 	// workerSelfCPU is the workers' own CPU (no child process), read from
 	// /proc just before they are told to stop; workerCPU less it is the
 	// shell commands they ran.
-	workerSelfCPU          time.Duration
+	workerSelfCPU time.Duration
+	// startCPU is what W workers' lives without work cost rath and the
+	// server (workerStarts), in this phase's database after its runs.
+	startCPU               time.Duration
 	bytes, wal             int64
 	staging                int64         // growth of the unlogged staging tables
 	sessions               int64         // connections the server accepted
@@ -337,17 +340,9 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	start := time.Now()
 	procs := make([]*exec.Cmd, w)
 	for i := range procs {
-		p := exec.CommandContext(ctx, c.rath, "--dir", filepath.Join(dir, fmt.Sprintf("worker%d", i)), "--dsn", dsn,
-			"worker", "--verbose", "--backends", "local", "--concurrency", strconv.Itoa(c.concurrency))
-		p.Stderr = &bytes.Buffer{}
-		p.Env = os.Environ()
-		if c.cpuProfiles != "" {
-			p.Env = append(p.Env, "RATH_CPU_PROFILE="+filepath.Join(c.cpuProfiles, fmt.Sprintf("worker%d-W%d.pprof", i, w)))
-		}
-		if err := p.Start(); err != nil {
+		if procs[i], err = startWorker(ctx, c, dir, dsn, i, w); err != nil {
 			return res, nil, err
 		}
-		procs[i] = p
 	}
 	var last time.Time
 	select {
@@ -397,6 +392,9 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		if err := printWAL(ctx, conn, res.name, before.lsn, after.lsn, c.walRelations, res.steps); err != nil {
 			return res, nil, err
 		}
+	}
+	if res.startCPU, err = workerStarts(ctx, c, conn, srv, dir, dsn, w); err != nil {
+		return res, nil, err
 	}
 	if c.statements > 0 {
 		if err := printStatements(ctx, conn, res.name, c.statements, res.steps); err != nil {

@@ -61,6 +61,18 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 		}
 		return per(r.workerSelfCPU+r.serverCPU, r)
 	})
+	line("worker start CPU ms each", func(r result) string {
+		if !r.haveWorker || r.startCPU == 0 {
+			return dash
+		}
+		return fmt.Sprintf("%.1f", float64(r.startCPU)/float64(time.Millisecond)/float64(r.workers))
+	})
+	line("  rath + server CPU ms/step once started", func(r result) string {
+		if !r.haveWorker || r.startCPU == 0 {
+			return dash
+		}
+		return per(r.workerSelfCPU+r.serverCPU-r.startCPU, r)
+	})
 	line("cores busy", func(r result) string {
 		return fmt.Sprintf("%.2f", (r.workerCPU+r.serverCPU).Seconds()/r.wall.Seconds())
 	})
@@ -139,6 +151,9 @@ func printRatios(w io.Writer, rs []result) {
 	cpu := func(r *result) float64 {
 		return float64(r.workerSelfCPU+r.serverCPU) / float64(time.Millisecond) / float64(r.steps)
 	}
+	started := func(r *result) float64 {
+		return float64(r.workerSelfCPU+r.serverCPU-r.startCPU) / float64(time.Millisecond) / float64(r.steps)
+	}
 	for _, d := range delays {
 		ps := fleet[d]
 		lo, hi := ps[0], ps[0]
@@ -155,9 +170,13 @@ func printRatios(w io.Writer, rs []result) {
 			where = delayName(d) + " each way"
 		}
 		if lo != hi {
-			fmt.Fprintf(w, "%s: W=%d / W=%d steps/s %.2f× (%.1f / %.1f); step gap p50 %.2f× (%s / %s ms); rath + server CPU ms/step %.3f / %.3f\n",
+			fmt.Fprintf(w, "%s: W=%d / W=%d steps/s %.2f× (%.1f / %.1f); step gap p50 %.2f× (%s / %s ms); rath + server CPU ms/step %.3f / %.3f",
 				where, hi.workers, lo.workers, rate(hi)/rate(lo), rate(hi), rate(lo),
 				ratio(hi.gaps, lo.gaps), pct(hi.gaps, 50, "-"), pct(lo.gaps, 50, "-"), cpu(hi), cpu(lo))
+			if hi.startCPU > 0 && lo.startCPU > 0 {
+				fmt.Fprintf(w, ", once started %.3f / %.3f (%.2f×)", started(hi), started(lo), started(hi)/started(lo))
+			}
+			fmt.Fprintln(w)
 		}
 		if d != 0 || lo.workers != 1 {
 			continue
