@@ -340,7 +340,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	start := time.Now()
 	procs := make([]*exec.Cmd, w)
 	for i := range procs {
-		if procs[i], err = startWorker(ctx, c, dir, dsn, i, w); err != nil {
+		if procs[i], err = startWorker(ctx, c, dir, dsn, i, w, true); err != nil {
 			return res, nil, err
 		}
 	}

@@ -18,13 +18,14 @@ import (
 )
 
 // startWorker starts worker i of w: `rath worker` on dsn with its own
-// directory under dir, its stderr kept for its event writer's counters.
-func startWorker(ctx context.Context, c config, dir, dsn string, i, w int) (*exec.Cmd, error) {
+// directory under dir, its stderr kept for its event writer's counters,
+// and with profile, its CPU profile written under -cpuprofile's directory.
+func startWorker(ctx context.Context, c config, dir, dsn string, i, w int, profile bool) (*exec.Cmd, error) {
 	p := exec.CommandContext(ctx, c.rath, "--dir", filepath.Join(dir, fmt.Sprintf("worker%d", i)), "--dsn", dsn,
 		"worker", "--verbose", "--backends", "local", "--concurrency", strconv.Itoa(c.concurrency))
 	p.Stderr = &bytes.Buffer{}
 	p.Env = os.Environ()
-	if c.cpuProfiles != "" {
+	if profile && c.cpuProfiles != "" {
 		p.Env = append(p.Env, "RATH_CPU_PROFILE="+filepath.Join(c.cpuProfiles, fmt.Sprintf("worker%d-W%d.pprof", i, w)))
 	}
 	if err := p.Start(); err != nil {
@@ -52,7 +53,7 @@ func workerStarts(ctx context.Context, c config, conn *pgx.Conn, srv *pgtest.Ser
 		}
 	}
 	for i := range w {
-		p, err := startWorker(ctx, c, filepath.Join(dir, "starts"), dsn, i, w)
+		p, err := startWorker(ctx, c, filepath.Join(dir, "starts"), dsn, i, w, false)
 		if err != nil {
 			stopAll()
 			return 0, err
