@@ -12,10 +12,15 @@ import (
 // row) runs only when there is something to do. A database newer than
 // this binary is a *SchemaTooNewError. Any failure of the query (no
 // version table yet, a fresh database) means "not known to be current":
-// the caller takes the full path, which reports real errors.
+// the caller takes the full path, which reports real errors. It is the
+// first statement of an Up, so it waits out another process's first
+// write to a new SQLite store (waitOutOpen).
 func current(ctx context.Context, db *sql.DB) (bool, error) {
 	var v int64
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&v); err != nil {
+	err := waitOutOpen(ctx, func() error {
+		return db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&v)
+	})
+	if err != nil {
 		return false, nil
 	}
 	latest := Latest()

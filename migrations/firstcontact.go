@@ -2,43 +2,37 @@ package migrations
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 )
 
-// openBusyWait bounds how long Up waits for another process to end its
-// first write to a new SQLite store: as long as the busy timeout rath
-// opens stores with.
+// openBusyWait bounds how long a first statement waits for another
+// process's first write to a new SQLite store: as long as the busy
+// timeout rath opens stores with.
 const openBusyWait = 10 * time.Second
 
 // sqliteBusy is SQLite's primary result code SQLITE_BUSY.
 const sqliteBusy = 5
 
-// firstContact runs a first statement on a SQLite database, retrying
-// while it fails with SQLITE_BUSY. Opening a connection with
+// waitOutOpen runs a database's first statement, again while it fails
+// with SQLITE_BUSY, up to openBusyWait. Opening a connection with
 // journal_mode(WAL) switches a new database to WAL mode, which needs the
 // database's exclusive lock and does not call the busy handler: a process
-// opening a new store while another is writing to it (its own switch to
+// opening a new store while another was writing to it (its own switch to
 // WAL, its first migration) was refused at once, "database is locked",
 // where any other lock held a moment is waited for. Once the database is
-// in WAL mode, the switch takes no lock, and the connection, kept by the
+// in WAL mode the switch takes no lock, and the connection, kept by the
 // pool, serves what follows.
-func firstContact(ctx context.Context, db *sql.DB) error {
+func waitOutOpen(ctx context.Context, first func() error) error {
 	deadline := time.Now().Add(openBusyWait)
 	for {
-		var one int
-		err := db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+		err := first()
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			if err != nil {
-				return fmt.Errorf("migrations: open the database: %w", err)
-			}
-			return nil
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("migrations: open the database: %w", ctx.Err())
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

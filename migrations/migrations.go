@@ -234,19 +234,12 @@ func Check(ctx context.Context, db *sql.DB) error {
 // Up applies every pending migration and returns how many it applied. It
 // refuses (a *SchemaTooNewError) a database written by a newer schema.
 //
-// A current database costs one query and no lock (on SQLite, a first
-// statement before it, which waits for another process's first write to
-// a new store: firstContact). Otherwise Up takes the
+// A current database costs one query and no lock. Otherwise Up takes the
 // migration lock (lock.go), which another process migrating the same
 // database holds until it is done, and then applies what is still
 // pending: processes opening a new store together all succeed, one
 // migrating, the others waiting and then finding the schema current.
 func Up(ctx context.Context, db *sql.DB) (int, error) {
-	if DialectOf(db) != Postgres {
-		if err := firstContact(ctx, db); err != nil {
-			return 0, err
-		}
-	}
 	if ok, err := current(ctx, db); ok || err != nil {
 		return 0, err
 	}
