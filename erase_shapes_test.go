@@ -113,8 +113,10 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Back to the schema before 00023: the later migrations
-			// undone too (00025 changes PostgreSQL's schema only).
-			undo := []string{`DROP TABLE sealed_by_key`, `DELETE FROM goose_db_version WHERE version_id >= 23`}
+			// undone too (00025 changes PostgreSQL's schema only; 00026
+			// dropped an index of blob addresses).
+			undo := []string{`DROP TABLE sealed_by_key`, `CREATE INDEX blobs_address ON blobs (substr(hash, 1, 64))`,
+				`DELETE FROM goose_db_version WHERE version_id >= 23`}
 			if opts.DSN != "" {
 				undo = append(undo, `DROP TRIGGER store_meta_erase_generation ON store_meta`,
 					`DROP FUNCTION rath_erase_generation_to_lock()`, `ALTER TABLE chain_lock DROP COLUMN erase_generation`)

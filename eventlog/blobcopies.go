@@ -12,7 +12,13 @@ import (
 
 // Copies of a blob (seal.go): one row in clear under the bare address,
 // or one sealed row per subject under the address and the subject's key
-// id. blobs_address (migration 00019) indexes the address of every row.
+// id. The rows of an address are one range of the primary key, which
+// sorts bytewise on both databases (migration 00026): an address is 64
+// hex digits and a key is an address alone or followed by "." and a key
+// id, so the keys from the address up to the address followed by "/"
+// (the byte after ".", and before every hex digit) are its copies and
+// no other's. An index of addresses would cost every blob stored an
+// index entry and its WAL.
 
 // blobCopy is one row of a blob address.
 type blobCopy struct {
@@ -20,13 +26,31 @@ type blobCopy struct {
 	bytes []byte
 }
 
-// addressMatch selects the rows of one address; the expression is the
-// index's, so both databases use it.
-const addressMatch = `substr(hash, 1, 64)`
+// addressRange selects the rows of one address; its arguments are
+// addressBounds.
+const addressRange = `hash >= ? AND hash < ?`
+
+// addressBounds are the bounds of addr's range of keys, as arguments.
+func addressBounds(addr string) []any { return []any{addr, addr + "/"} }
+
+// The statements that read and delete an address's copies.
+const (
+	copiesOfAddress       = `SELECT hash, bytes FROM blobs WHERE ` + addressRange + ` ORDER BY hash`
+	anyCopyOfAddress      = `SELECT 1 FROM blobs WHERE ` + addressRange + ` LIMIT 1`
+	deleteCopiesOfAddress = `DELETE FROM blobs WHERE ` + addressRange + ` RETURNING size`
+)
+
+// copiesOfAddresses reads the copies of n addresses (2n arguments, each
+// address's bounds): a join, which both databases answer with a range
+// scan of the primary key an address.
+func copiesOfAddresses(n int) string {
+	return `WITH wanted (lo, hi) AS (VALUES (?, ?)` + strings.Repeat(", (?, ?)", n-1) + `)
+		SELECT b.hash, b.bytes FROM wanted JOIN blobs b ON b.hash >= wanted.lo AND b.hash < wanted.hi ORDER BY b.hash`
+}
 
 // blobCopies reads every row stored for addr, the clear one first.
 func (s *Store) blobCopies(ctx context.Context, q queryer, addr string) ([]blobCopy, error) {
-	rows, err := q.QueryContext(ctx, s.rebind(`SELECT hash, bytes FROM blobs WHERE `+addressMatch+` = ? ORDER BY hash`), addr)
+	rows, err := q.QueryContext(ctx, s.rebind(copiesOfAddress), addressBounds(addr)...)
 	if err != nil {
 		return nil, storageErr("read blob", err)
 	}
@@ -69,7 +93,7 @@ func (s *Store) openCopies(ctx context.Context, addr string, copies []blobCopy) 
 // HasBlob reports whether any copy of the blob at addr is stored.
 func (s *Store) HasBlob(ctx context.Context, addr string) (bool, error) {
 	var one int
-	err := s.rdb.QueryRowContext(ctx, s.rebind(`SELECT 1 FROM blobs WHERE `+addressMatch+` = ? LIMIT 1`), addr).Scan(&one)
+	err := s.rdb.QueryRowContext(ctx, s.rebind(anyCopyOfAddress), addressBounds(addr)...).Scan(&one)
 	if err == nil {
 		return true, nil
 	}
@@ -96,11 +120,11 @@ func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byt
 	found := make(map[string][]blobCopy, len(hashes))
 	for len(hashes) > 0 {
 		n := min(len(hashes), 500)
-		args := make([]any, n)
-		for i, h := range hashes[:n] {
-			args[i] = h
+		args := make([]any, 0, 2*n)
+		for _, h := range hashes[:n] {
+			args = append(args, addressBounds(h)...)
 		}
-		rows, err := s.rdb.QueryContext(ctx, s.rebind(`SELECT hash, bytes FROM blobs WHERE `+addressMatch+` IN (?`+strings.Repeat(",?", n-1)+`) ORDER BY hash`), args...)
+		rows, err := s.rdb.QueryContext(ctx, s.rebind(copiesOfAddresses(n)), args...)
 		if err != nil {
 			return nil, fmt.Errorf("eventlog: get blobs: %w", err)
 		}
@@ -139,7 +163,7 @@ func (s *Store) GetBlobs(ctx context.Context, hashes []string) (map[string][]byt
 // their stored size. Nothing stored under addr (a hex string in a
 // payload that names no blob) is no error.
 func (s *Store) deleteCopies(ctx context.Context, tx *sql.Tx, addr string) (n int64, size int64, err error) {
-	rows, err := tx.QueryContext(ctx, s.rebind(`DELETE FROM blobs WHERE `+addressMatch+` = ? RETURNING size`), addr)
+	rows, err := tx.QueryContext(ctx, s.rebind(deleteCopiesOfAddress), addressBounds(addr)...)
 	if err != nil {
 		return 0, 0, storageErr("redact: delete a blob", err)
 	}

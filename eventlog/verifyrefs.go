@@ -158,7 +158,7 @@ func (v *verifier) has(ctx context.Context, hash string) bool {
 		return true
 	}
 	var one int
-	if v.tx.QueryRowContext(ctx, v.s.rebind(`SELECT 1 FROM blobs WHERE `+addressMatch+` = ? LIMIT 1`), hash).Scan(&one) == nil {
+	if v.tx.QueryRowContext(ctx, v.s.rebind(anyCopyOfAddress), addressBounds(hash)...).Scan(&one) == nil {
 		v.have[hash] = true
 		return true
 	}

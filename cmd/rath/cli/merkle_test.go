@@ -71,13 +71,14 @@ func asSchema8(t *testing.T, db *sql.DB) {
 	// worker's dead_after_ms; 00013: staged appends; 00015: a run's
 	// state for the fleet; 00016: subjects' data keys; 00017: tokens and
 	// access records; 00018: tenants; 00019: blob copies and runs'
-	// subjects; 00020: access records' tenant index, dropped with them; 00021
-	// changes nothing on SQLite, nor does 00025; 00022: the indexes an erasure reads usage
+	// subjects, whose index of blob addresses 00026 drops; 00020: access
+	// records' tenant index, dropped with them; 00021 changes nothing on
+	// SQLite, nor does 00025; 00022: the indexes an erasure reads usage
 	// and approvals through; 00023: the events an erasure reads, by key,
 	// which 00024 fills with model calls and placements too).
 	exec(t, db, `DROP TABLE sealed_by_key`)
 	exec(t, db, `DROP INDEX approvals_session`, `DROP INDEX usage_run`)
-	exec(t, db, `DROP INDEX runs_subject`, `ALTER TABLE runs DROP COLUMN subject`, `DROP INDEX blobs_address`)
+	exec(t, db, `DROP INDEX runs_subject`, `ALTER TABLE runs DROP COLUMN subject`)
 	exec(t, db, `DROP TABLE memory_namespaces`, `DROP TABLE datasets`, `DROP INDEX approvals_tenant`, `DROP INDEX runs_tenant`,
 		`ALTER TABLE approvals DROP COLUMN tenant`, `ALTER TABLE sessions DROP COLUMN tenant`, `ALTER TABLE runs DROP COLUMN tenant`)
 	exec(t, db, `DROP TABLE access_records`, `DROP TABLE api_tokens`)
