@@ -242,6 +242,7 @@ func downgrade(t *testing.T, st store) {
 		24: {`DELETE FROM sealed_by_key WHERE type IN ('provider.called', 'session.placed')`},
 		25: {},
 		26: {`CREATE INDEX blobs_address ON blobs (substr(hash, 1, 64))`},
+		27: {},
 	}
 	if st.dsn != "" {
 		later[21] = []string{`ALTER TABLE chain_lock DROP COLUMN seq`}

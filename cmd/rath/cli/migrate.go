@@ -116,13 +116,14 @@ const merkleMigration = 9
 // migrationNotes say what a migration does to a store's data, where that
 // is more than a schema change.
 var migrationNotes = map[int64]string{
-	merkleMigration:      ": the log becomes a Merkle log (docs/ARCHITECTURE.md): a salt per new event and the tree_hashes table; the events already in the log keep their hash chain and become the tree's first leaves",
-	packedTreeMigration:  ": a tree_hashes row may hold several hashes (docs/ARCHITECTURE.md, \"The tree\"); no row changes, and a rath older than this one refuses the store",
-	subjectKeysMigration: ": the subject_keys table, one data key per subject wrapped by the key-encryption key (docs/EVIDENCE.md, \"Erasure by crypto-shredding\"); no row changes: content stays in clear until RATH_KEK_FILE is set, and is sealed from then on, in the log and in the read models' content columns (rath rebuild seals the columns of content sealed before)",
-	blobCopiesMigration:  ": an index of blob addresses, so a sealed blob is kept once per subject and erasing one leaves another's copy readable, and the runs projection's subject column (empty for the runs already there); no event changes",
-	sealedByKeyMigration: ": the sealed_by_key index of the events an erasure reads (those that start or link sessions, and memories), by the key they are sealed under, filled from the payloads already stored; no event changes",
-	sealedCallsMigration: ": sealed_by_key also indexes model calls and placements, so an erasure recounts the usage and sandbox of the sessions they are in; filled from the payloads already stored, no event changes",
-	checkpointsMigration: ": the store gets its id (the origin of its checkpoints) and the append-only checkpoints and checkpoint_cosignatures tables; nothing is signed until a process appends with RATH_SIGNING_KEY or runs rath checkpoint --sign (docs/EVIDENCE.md)",
+	merkleMigration:          ": the log becomes a Merkle log (docs/ARCHITECTURE.md): a salt per new event and the tree_hashes table; the events already in the log keep their hash chain and become the tree's first leaves",
+	packedTreeMigration:      ": a tree_hashes row may hold several hashes (docs/ARCHITECTURE.md, \"The tree\"); no row changes, and a rath older than this one refuses the store",
+	subjectKeysMigration:     ": the subject_keys table, one data key per subject wrapped by the key-encryption key (docs/EVIDENCE.md, \"Erasure by crypto-shredding\"); no row changes: content stays in clear until RATH_KEK_FILE is set, and is sealed from then on, in the log and in the read models' content columns (rath rebuild seals the columns of content sealed before)",
+	blobCopiesMigration:      ": an index of blob addresses, so a sealed blob is kept once per subject and erasing one leaves another's copy readable, and the runs projection's subject column (empty for the runs already there); no event changes",
+	sealedByKeyMigration:     ": the sealed_by_key index of the events an erasure reads (those that start or link sessions, and memories), by the key they are sealed under, filled from the payloads already stored; no event changes",
+	sessionCountersMigration: ": on PostgreSQL the sessions read model is written again with its counters last, so that an append's update of its session logs fewer bytes (a copy of every session row, once); no event changes",
+	sealedCallsMigration:     ": sealed_by_key also indexes model calls and placements, so an erasure recounts the usage and sandbox of the sessions they are in; filled from the payloads already stored, no event changes",
+	checkpointsMigration:     ": the store gets its id (the origin of its checkpoints) and the append-only checkpoints and checkpoint_cosignatures tables; nothing is signed until a process appends with RATH_SIGNING_KEY or runs rath checkpoint --sign (docs/EVIDENCE.md)",
 }
 
 // checkpointsMigration is the schema version that added signed
@@ -137,6 +138,9 @@ const (
 	blobCopiesMigration  = 19
 	sealedByKeyMigration = 23
 	sealedCallsMigration = 24
+	// sessionCountersMigration rewrote PostgreSQL's sessions table with
+	// the columns an append updates last.
+	sessionCountersMigration = 27
 )
 
 // packedTreeMigration is the schema version whose tree_hashes rows may
