@@ -114,8 +114,10 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 			}
 			// Back to the schema before 00023: the later migrations
 			// undone too (00025 changes PostgreSQL's schema only; 00026
-			// dropped an index of blob addresses).
-			undo := []string{`DROP TABLE sealed_by_key`, `CREATE INDEX blobs_address ON blobs (substr(hash, 1, 64))`,
+			// dropped an index of blob addresses; 00027 reordered
+			// PostgreSQL's sessions columns, which nothing sees; 00028
+			// indexed the runs not finished).
+			undo := []string{`DROP TABLE sealed_by_key`, `CREATE INDEX blobs_address ON blobs (substr(hash, 1, 64))`, `DROP INDEX runs_unfinished`,
 				`DELETE FROM goose_db_version WHERE version_id >= 23`}
 			if opts.DSN != "" {
 				undo = append(undo, `DROP TRIGGER store_meta_erase_generation ON store_meta`,

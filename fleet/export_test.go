@@ -29,3 +29,6 @@ func (f *Fleet) Setting(ctx context.Context, name string) (pool, listener string
 	err = f.listener.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&listener)
 	return pool, listener, err
 }
+
+// ReapOnce is one look of the reaper.
+func (f *Fleet) ReapOnce(ctx context.Context) { f.reapOnce(ctx) }

@@ -26,48 +26,56 @@ func (f *Fleet) reap(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		at, err := now(ctx, f.rt, f.opts.Clock)
-		if err != nil {
+		f.reapOnce(ctx)
+	}
+}
+
+// reapOnce is one look of the reaper: approvals past their deadline,
+// leases of dead workers, and runs whose lease lapsed or whose job was
+// orphaned, enqueued again. What it reads follows the runs not finished,
+// not the store's history (projections, leases.go).
+func (f *Fleet) reapOnce(ctx context.Context) {
+	at, err := now(ctx, f.rt, f.opts.Clock)
+	if err != nil {
+		return
+	}
+	// Deadlines are on the lease clock too (the runs set them on it:
+	// see Work), so they fall due at the same moment for every
+	// worker, whatever its machine's clock says.
+	f.expireDue(ctx, at)
+	f.expireDead(ctx, at)
+	runs, err := f.rt.Reader().ExpiredLeases(ctx, at.UnixNano())
+	if err != nil {
+		return
+	}
+	orphans, err := f.orphanedRuns(ctx, at)
+	if err != nil && ctx.Err() == nil {
+		f.opts.Logger.Warn("fleet: list running jobs", "err", err)
+	}
+	runs = append(runs, orphans...)
+	if len(runs) == 0 {
+		return
+	}
+	queued, err := f.queuedRuns(ctx)
+	if err != nil {
+		return
+	}
+	// Each tenant's workers take its runs over.
+	mine := f.mine(ctx, runs)
+	for _, run := range runs {
+		queue, ok := mine[run]
+		if queued[run] || !ok {
 			continue
 		}
-		// Deadlines are on the lease clock too (the runs set them on it:
-		// see Work), so they fall due at the same moment for every
-		// worker, whatever its machine's clock says.
-		f.expireDue(ctx, at)
-		f.expireDead(ctx, at)
-		runs, err := f.rt.Reader().ExpiredLeases(ctx, at.UnixNano())
-		if err != nil {
-			continue
-		}
-		orphans, err := f.orphanedRuns(ctx, at)
+		// The dead worker's job stays "running" until River rescues
+		// it, and River's uniqueness always counts running jobs: the
+		// new job is unique per run and lease period instead, so the
+		// reapers of several workers add one, not one each.
+		_, err := f.client.Insert(ctx, RunArgs{Run: run}, &river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{
+			ByArgs: true, ByPeriod: f.opts.LeaseTime,
+		}})
 		if err != nil && ctx.Err() == nil {
-			f.opts.Logger.Warn("fleet: list running jobs", "err", err)
-		}
-		runs = append(runs, orphans...)
-		if len(runs) == 0 {
-			continue
-		}
-		queued, err := f.queuedRuns(ctx)
-		if err != nil {
-			continue
-		}
-		// Each tenant's workers take its runs over.
-		mine := f.mine(ctx, runs)
-		for _, run := range runs {
-			queue, ok := mine[run]
-			if queued[run] || !ok {
-				continue
-			}
-			// The dead worker's job stays "running" until River rescues
-			// it, and River's uniqueness always counts running jobs: the
-			// new job is unique per run and lease period instead, so the
-			// reapers of several workers add one, not one each.
-			_, err := f.client.Insert(ctx, RunArgs{Run: run}, &river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{
-				ByArgs: true, ByPeriod: f.opts.LeaseTime,
-			}})
-			if err != nil && ctx.Err() == nil {
-				f.opts.Logger.Warn("fleet: re-enqueue", "run", run, "err", err)
-			}
+			f.opts.Logger.Warn("fleet: re-enqueue", "run", run, "err", err)
 		}
 	}
 }
@@ -89,8 +97,8 @@ func (f *Fleet) queuedRuns(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
-// expireDead ends, at once and with fencing, the live leases of workers
-// whose heartbeat stopped more than DeadAfter ago: their runs are taken
+// expireDead ends, at once and with fencing, the live leases (of runs not
+// finished) of workers whose heartbeat stopped more than DeadAfter ago: their runs are taken
 // over within seconds of a crash rather than a lease time. The lease it
 // writes is a new token under this worker's name that expires now, so
 // the dead worker (if it was only paused) can append nothing more, and
@@ -100,7 +108,7 @@ func (f *Fleet) expireDead(ctx context.Context, at time.Time) {
 	if err != nil || len(dead) == 0 {
 		return
 	}
-	leases, err := f.rt.Reader().Leases(ctx)
+	leases, err := f.rt.Reader().LiveLeases(ctx, at.UnixNano())
 	if err != nil {
 		return
 	}
@@ -130,7 +138,22 @@ func (f *Fleet) orphanedRuns(ctx context.Context, now time.Time) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	leases, err := f.rt.Reader().Leases(ctx)
+	// Only a job taken more than a lease time ago can be an orphan: the
+	// leases of those runs are read, not every lease the store holds.
+	var taken []string
+	for _, j := range res.Jobs {
+		if j.AttemptedAt == nil || time.Since(*j.AttemptedAt) < f.opts.LeaseTime {
+			continue
+		}
+		var args RunArgs
+		if json.Unmarshal(j.EncodedArgs, &args) == nil && args.Run != "" {
+			taken = append(taken, args.Run)
+		}
+	}
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	leases, err := f.rt.Reader().LeasesOf(ctx, taken)
 	if err != nil {
 		return nil, err
 	}
@@ -139,18 +162,14 @@ func (f *Fleet) orphanedRuns(ctx context.Context, now time.Time) ([]string, erro
 		live[l.Run] = l.ExpiresAt > now.UnixNano()
 	}
 	var out []string
-	for _, j := range res.Jobs {
-		if j.AttemptedAt == nil || time.Since(*j.AttemptedAt) < f.opts.LeaseTime {
+	for _, run := range taken {
+		if live[run] {
 			continue
 		}
-		var args RunArgs
-		if json.Unmarshal(j.EncodedArgs, &args) != nil || args.Run == "" || live[args.Run] {
+		if st, err := runState(ctx, f.rt, run); err != nil || st.Finished {
 			continue
 		}
-		if st, err := runState(ctx, f.rt, args.Run); err != nil || st.Finished {
-			continue
-		}
-		out = append(out, args.Run)
+		out = append(out, run)
 	}
 	return out, nil
 }

@@ -125,20 +125,6 @@ func (r *Reader) RunState(ctx context.Context, run string) (RunState, error) {
 	}, nil
 }
 
-// ExpiredLeases lists, in id order, the runs queued or running whose
-// last lease expired before nanos (Unix nanoseconds): their holder is
-// gone, and a fleet worker may take them over. A run waiting for a
-// person is not among them: no one can continue it until it is decided.
-func (r *Reader) ExpiredLeases(ctx context.Context, nanos int64) ([]string, error) {
-	var runs []string
-	err := r.db.SelectContext(ctx, &runs, r.db.Rebind(`SELECT l.run FROM run_leases l JOIN runs r ON r.id = l.run
-		WHERE l.expires_at < ? AND r.status IN ('`+RunQueued+`', '`+RunRunning+`') ORDER BY l.run`), nanos)
-	if err != nil {
-		return nil, fmt.Errorf("projections: expired leases: %w", err)
-	}
-	return runs, nil
-}
-
 // StatusWord is how a run's status is shown: the log records a finished
 // run as ok or error (rath.RunOK, rath.RunError), an operator reads done
 // or failed. Any other status shows as it is.

@@ -1,7 +1,6 @@
 package projections_test
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -243,6 +242,7 @@ func downgrade(t *testing.T, st store) {
 		25: {},
 		26: {`CREATE INDEX blobs_address ON blobs (substr(hash, 1, 64))`},
 		27: {},
+		28: {`DROP INDEX runs_unfinished`},
 	}
 	if st.dsn != "" {
 		later[21] = []string{`ALTER TABLE chain_lock DROP COLUMN seq`}
@@ -272,20 +272,11 @@ func downgrade(t *testing.T, st store) {
 		stmts = append(stmts, down...)
 		stmts = append(stmts, fmt.Sprintf(`DELETE FROM goose_db_version WHERE version_id = %d`, v))
 	}
-	var db *sql.DB
 	stmts = append(stmts,
 		`ALTER TABLE run_leases DROP COLUMN taken_at`, `ALTER TABLE run_leases DROP COLUMN version`,
 		`ALTER TABLE runs DROP COLUMN params`, `ALTER TABLE runs DROP COLUMN submitted_seq`,
 	)
-	if st.dsn == "" {
-		db, err = sql.Open("sqlite", eventlog.DSN(filepath.Join(st.dir, rath.DBFile), false, "busy_timeout(10000)"))
-	} else {
-		db, err = eventlog.OpenPostgresReadPool(st.dsn)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openWritable(t, st)
 	stmts = append(stmts, fmt.Sprintf(`DELETE FROM goose_db_version WHERE version_id = %d`, version))
 	for _, s := range stmts {
 		if _, err := db.ExecContext(ctx, s); err != nil {

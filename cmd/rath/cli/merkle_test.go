@@ -75,8 +75,9 @@ func asSchema8(t *testing.T, db *sql.DB) {
 	// records' tenant index, dropped with them; 00021 changes nothing on
 	// SQLite, nor does 00025; 00022: the indexes an erasure reads usage
 	// and approvals through; 00023: the events an erasure reads, by key,
-	// which 00024 fills with model calls and placements too).
-	exec(t, db, `DROP TABLE sealed_by_key`)
+	// which 00024 fills with model calls and placements too; 00027
+	// changes nothing on SQLite; 00028: the index of runs not finished).
+	exec(t, db, `DROP INDEX runs_unfinished`, `DROP TABLE sealed_by_key`)
 	exec(t, db, `DROP INDEX approvals_session`, `DROP INDEX usage_run`)
 	exec(t, db, `DROP INDEX runs_subject`, `ALTER TABLE runs DROP COLUMN subject`)
 	exec(t, db, `DROP TABLE memory_namespaces`, `DROP TABLE datasets`, `DROP INDEX approvals_tenant`, `DROP INDEX runs_tenant`,
