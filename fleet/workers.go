@@ -45,15 +45,14 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 		FROM fleet_workers WHERE heartbeat_at > ? ORDER BY id`), now.Add(-24*time.Hour).UnixNano()); err != nil {
 		return nil, fmt.Errorf("fleet: list workers: %w", err)
 	}
-	leases, err := rt.Reader().Leases(ctx)
+	// The live leases of the runs not finished: not every lease the
+	// store ever had.
+	leases, err := rt.Reader().LiveLeases(ctx, now.UnixNano()-1)
 	if err != nil {
 		return nil, err
 	}
 	held := map[string][]string{}
 	for _, l := range leases {
-		if l.ExpiresAt < now.UnixNano() {
-			continue
-		}
 		if r, err := rt.Reader().Run(ctx, l.Run); err == nil && (r.Status == "queued" || r.Status == "running") {
 			held[l.Worker] = append(held[l.Worker], l.Run)
 		}
