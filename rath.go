@@ -154,6 +154,13 @@ type StoreOptions struct {
 	// seq, reads only what was stored since (see session.WithChunkCache).
 	// Zero means session.DefaultChunkCacheBytes; negative keeps none.
 	ChunkCacheBytes int64
+	// LeaveTree, on PostgreSQL, leaves the Merkle tree over this
+	// runtime's commits to the next process that builds it, and opens no
+	// connection for the tree until this runtime reads it (see
+	// eventlog.Options.LeaveTree): for a process that appends and exits,
+	// such as "rath submit". False (the default) builds the tree over this
+	// runtime's commits after them and at Close.
+	LeaveTree bool
 }
 
 // Runtime is an open rath store. It is safe for concurrent use.
@@ -287,6 +294,7 @@ func OpenWith(ctx context.Context, opts Options) (*Runtime, error) {
 		ReadMmapBytes:    opts.Store.ReadMmapBytes,
 		Clock:            opts.Clock,
 		BusyTimeout:      opts.Store.BusyTimeout,
+		LeaveTree:        opts.Store.LeaveTree,
 		Projectors:       append([]eventlog.Projector{projections.Projector{}}, opts.Projectors...),
 	})
 	if err != nil {

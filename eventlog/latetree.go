@@ -105,14 +105,15 @@ func newTreeBuilder(s *Store) (*treeBuilder, error) {
 
 // startTree starts the store's tree builder, once it built the tree up
 // to the log's end (a log written before the Merkle log gets its tree
-// here, as on SQLite at Open).
+// here, as on SQLite at Open), unless it leaves the tree to others
+// (Options.LeaveTree).
 func (s *Store) startTree(ctx context.Context) error {
 	b, err := newTreeBuilder(s)
 	if err != nil {
 		return err
 	}
 	b.keyErr = s.w.keyErr
-	if b.keyErr == nil {
+	if b.keyErr == nil && !b.leaves() {
 		if _, err := b.build(ctx, true); err != nil {
 			b.disconnect()
 			b.db.Close()
@@ -125,7 +126,8 @@ func (s *Store) startTree(ctx context.Context) error {
 }
 
 // loop builds when poked or asked, until quit; then it builds once more,
-// so a store closed after its appends leaves their tree built.
+// so a store closed after its appends leaves their tree built. A builder
+// that leaves the tree to others builds only when asked.
 func (b *treeBuilder) loop() {
 	defer close(b.done)
 	ctx := context.Background()
@@ -137,6 +139,9 @@ func (b *treeBuilder) loop() {
 	for {
 		select {
 		case <-b.poke:
+			if b.leaves() {
+				continue
+			}
 			// A build after every commit cost two round trips and the
 			// server's work of a commit each: the commits of a short
 			// while are built together, unless a reader asks first.
@@ -154,11 +159,18 @@ func (b *treeBuilder) loop() {
 		case req := <-b.syncs:
 			sync(req)
 		case <-b.quit:
-			b.report(b.build(ctx, false))
+			if !b.leaves() {
+				b.report(b.build(ctx, false))
+			}
 			return
 		}
 	}
 }
+
+// leaves reports whether the builder leaves the tree over this process's
+// commits to other processes (Options.LeaveTree), building only when a
+// reader here asks.
+func (b *treeBuilder) leaves() bool { return b.s.opts.LeaveTree && b.s.opts.AfterCommit == nil }
 
 // treeStandBy is how long a builder that found another process building
 // waits before it tries again after a commit.

@@ -69,6 +69,17 @@ type Options struct {
 	// such a store fails at its first event, whose tree is missing.
 	// Hashing and storing the tree cost a replay a fifth of its time.
 	WithoutTree bool
+	// LeaveTree (PostgreSQL) leaves the Merkle tree over this process's
+	// commits to the next process that builds it: the tree builder opens
+	// no connection at Open and builds nothing after a commit or at Close,
+	// only when this process reads the tree (SyncTree). For a short-lived
+	// process that appends and exits, such as "rath submit", which then
+	// opens one connection fewer; a process that keeps running (a worker,
+	// the console) builds the tree over everyone's commits. Ignored with
+	// AfterCommit, whose heads come from the builds, and on SQLite, whose
+	// appends build the tree. False (the default) builds at Open, after
+	// commits and at Close.
+	LeaveTree bool
 	// HMACKey, if set, keys the hash chain with HMAC-SHA256, so only holders
 	// of the key can produce a chain that verifies. Zero means plain SHA-256.
 	HMACKey []byte

@@ -28,6 +28,10 @@ const defaultDir = "./.rath"
 // help) touch no files.
 type app struct {
 	dir string
+	// leaveTree has the runtime leave the Merkle tree over its commits
+	// to a process that keeps running (rath.StoreOptions.LeaveTree): set
+	// by commands that append and exit, such as submit.
+	leaveTree bool
 	// dsn, if set (--dsn, RATH_DSN), keeps the log in PostgreSQL; dir
 	// then holds only what this process keeps for itself (the memory
 	// index).
@@ -144,7 +148,7 @@ func (a *app) create(ctx context.Context) (*rath.Runtime, error) {
 	}
 	stop := a.connecting(ctx)
 	rt, err := rath.OpenWith(ctx, rath.Options{Dir: a.dir, DSN: a.dsn, HMACKey: a.hmacKey, Sandboxes: a.sandboxes, SigningKey: key, TrustedKeys: a.trustedKeys,
-		TrustedWitnesses: a.trustedWitnesses, KEK: kek})
+		TrustedWitnesses: a.trustedWitnesses, KEK: kek, Store: rath.StoreOptions{LeaveTree: a.leaveTree}})
 	stop()
 	if err != nil {
 		return nil, err

@@ -84,6 +84,9 @@ rath submit --batch runs.jsonl --cassette script.json --workspace /shared/work`,
 				}
 				runs = []checkedRun{c}
 			}
+			// A submit appends and exits: the workers and the console,
+			// which keep running, build the Merkle tree over its commits.
+			a.leaveTree = true
 			rt, err := a.create(ctx)
 			if err != nil {
 				return err
