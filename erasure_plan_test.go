@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath/internal/pgtest"
+	"github.com/gorath/rath/internal/queryplan"
 )
 
 // Every statement an erasure runs finds its rows through an index, on
@@ -77,22 +78,9 @@ func sqlitePlan(t *testing.T, db *sql.DB, q string) []string {
 	for i := range args {
 		args[i] = "x"
 	}
-	rows, err := db.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q, args...)
+	plan, err := queryplan.SQLite(t.Context(), db, q, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", oneLine(q), err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return plan
 }
@@ -121,23 +109,11 @@ func postgresPlan(t *testing.T, ctx context.Context, conn *sql.Conn, i int, q st
 		}
 	}
 	args := strings.Join(vals[:len(pgParam.FindAllString(q, -1))], ", ")
-	rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE `+name+`(`+args+`)`)
+	plan, err := queryplan.Postgres(ctx, conn, `EXECUTE `+name+`(`+args+`)`)
 	if err != nil {
 		t.Fatalf("%s: %v", oneLine(q), err)
 	}
-	defer rows.Close()
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan.WriteString(line + "\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return plan.String()
+	return strings.Join(plan, "\n") + "\n"
 }
 
 func oneLine(q string) string { return strings.Join(strings.Fields(q), " ") }

@@ -122,6 +122,7 @@ var allowedImports = map[string][]string{
 	"internal/pgtest":    {},
 	"internal/netdelay":  {},
 	"internal/proccpu":   {},
+	"internal/queryplan": {},
 	"internal/rathbin":   {},
 	"internal/oidctest":  {},
 	"internal/console":   {".", "access", "approval", "eval", "events", "eventlog", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorath/rath/internal/queryplan"
 	"github.com/gorath/rath/migrations"
 )
 
@@ -41,20 +42,10 @@ func TestBlobCopies_StatementsSearchThePrimaryKey(t *testing.T) {
 		for i := range args {
 			args[i] = "x"
 		}
-		rows, err := s.DB().QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q, args...)
+		plan, err := queryplan.SQLite(t.Context(), s.DB(), q, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
 		joined := strings.Join(plan, "\n")
 		if !searchesTheKey.MatchString(joined) || strings.Contains(joined, "SCAN b") || strings.Contains(joined, "SCAN blobs") {
 			t.Errorf("%s\ndoes not search the primary key:\n%s", q, joined)

@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/queryplan"
 	"github.com/gorath/rath/projections"
 )
 
@@ -135,34 +136,13 @@ func TestReader_LeaseQueriesUseTheUnfinishedRunsIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, q := range projections.LeaseQueries {
-				var plan []string
-				if st.dsn == "" {
-					rows, err := db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, 0)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for rows.Next() {
-						var id, parent, unused int
-						var detail string
-						if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-							t.Fatal(err)
-						}
-						plan = append(plan, detail)
-					}
-					rows.Close()
-				} else {
-					rows, err := db.QueryContext(ctx, `EXPLAIN `+db.Rebind(q), 0)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for rows.Next() {
-						var line string
-						if err := rows.Scan(&line); err != nil {
-							t.Fatal(err)
-						}
-						plan = append(plan, line)
-					}
-					rows.Close()
+				explain := queryplan.SQLite
+				if st.dsn != "" {
+					explain, q = queryplan.Postgres, db.Rebind(q)
+				}
+				plan, err := explain(ctx, db, q, 0)
+				if err != nil {
+					t.Fatal(err)
 				}
 				joined := strings.Join(plan, "\n")
 				whole := strings.Contains(joined, "Seq Scan")
