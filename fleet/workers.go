@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/projections"
 )
 
 // WorkerInfo is one worker process of the fleet as its heartbeats and the
@@ -53,7 +54,7 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 	}
 	held := map[string][]string{}
 	for _, l := range leases {
-		if r, err := rt.Reader().Run(ctx, l.Run); err == nil && (r.Status == "queued" || r.Status == "running") {
+		if l.Status == projections.RunQueued || l.Status == projections.RunRunning {
 			held[l.Worker] = append(held[l.Worker], l.Run)
 		}
 	}

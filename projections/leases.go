@@ -28,7 +28,7 @@ const leaseCols = `l.run, l.worker, l.token, l.expires_at, l.seq, l.version, l.t
 const (
 	expiredLeasesQuery = `SELECT l.run FROM runs r JOIN run_leases l ON l.run = r.id
 		WHERE ` + unfinishedRun + ` AND r.status <> '` + RunWaiting + `' AND l.expires_at < ? ORDER BY l.run`
-	liveLeasesQuery = `SELECT ` + leaseCols + ` FROM runs r JOIN run_leases l ON l.run = r.id
+	liveLeasesQuery = `SELECT ` + leaseCols + `, r.status FROM runs r JOIN run_leases l ON l.run = r.id
 		WHERE ` + unfinishedRun + ` AND l.expires_at > ? ORDER BY l.run`
 )
 
@@ -45,10 +45,16 @@ func (r *Reader) ExpiredLeases(ctx context.Context, nanos int64) ([]string, erro
 	return runs, nil
 }
 
+// LiveLease is a lease that has not expired, with its run's status.
+type LiveLease struct {
+	LeaseRow
+	Status string `db:"status"` // RunQueued, RunRunning or RunWaiting
+}
+
 // LiveLeases returns, in run order, the leases of the runs not finished
 // (queued, running or waiting for a person) that expire after nanos.
-func (r *Reader) LiveLeases(ctx context.Context, nanos int64) ([]LeaseRow, error) {
-	var ls []LeaseRow
+func (r *Reader) LiveLeases(ctx context.Context, nanos int64) ([]LiveLease, error) {
+	var ls []LiveLease
 	err := r.db.SelectContext(ctx, &ls, r.db.Rebind(liveLeasesQuery), nanos)
 	if err != nil {
 		return nil, fmt.Errorf("projections: live leases: %w", err)

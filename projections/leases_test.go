@@ -59,8 +59,12 @@ func TestReader_LeaseReadsFollowTheRunsNotFinished(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := leaseRuns(live); got != "running-live:w1 waiting:w2" {
-				t.Errorf("live leases: %s, want running-live:w1 waiting:w2", got)
+			var rows []projections.LeaseRow
+			for _, l := range live {
+				rows = append(rows, l.LeaseRow)
+			}
+			if got := leaseRuns(rows); got != "running-live:w1 waiting:w2" || live[0].Status != projections.RunRunning || live[1].Status != projections.RunWaiting {
+				t.Errorf("live leases: %s %+v, want running-live:w1 (running) waiting:w2 (waiting)", got, live)
 			}
 			of, err := rt.Reader().LeasesOf(ctx, []string{"running-lapsed", "finished-lapsed", "nolease"})
 			if err != nil {
