@@ -32,9 +32,11 @@ type pgPending struct {
 	// (sequencer.go); prefix and suffix its leaf line around the seq,
 	// from which the server computes its hash.
 	seq, version, at, typeVersion []int64
-	stream, typ, payload          []string
+	stream, typ                   []string
 	runID                         []*string
-	salt, prefix, suffix          [][]byte
+	// payload holds the stored payloads themselves, not copies: pgx
+	// encodes a []byte as text as it encodes a string.
+	payload, salt, prefix, suffix [][]byte
 
 	// queued are the projectors' queued statements (Tx.ExecPipelined),
 	// in the order they were queued: those before sent were sent with a
@@ -122,7 +124,7 @@ func (p *pgPending) addEvent(offset int64, stream string, version int64, typ str
 		run = &runID
 	}
 	p.seq, p.version, p.at, p.typeVersion = append(p.seq, offset), append(p.version, version), append(p.at, at), append(p.typeVersion, int64(typeVersion))
-	p.stream, p.typ, p.payload = append(p.stream, stream), append(p.typ, typ), append(p.payload, string(stored))
+	p.stream, p.typ, p.payload = append(p.stream, stream), append(p.typ, typ), append(p.payload, stored)
 	p.runID, p.salt, p.prefix, p.suffix = append(p.runID, run), append(p.salt, salt), append(p.prefix, prefix), append(p.suffix, suffix)
 }
 
@@ -145,17 +147,17 @@ func (p *pgPending) addEvent(offset int64, stream string, version int64, typ str
 // data-modifying WITH runs every part even though none is referenced.
 const pgBatchInsert = `WITH b AS (
 	INSERT INTO blobs (hash, size, bytes)
-	SELECT u.* FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u(hash, size, bytes)
+	SELECT u.* FROM unnest($1::text[], $2::bigint[], $14::bytea[]) AS u(hash, size, bytes)
 	WHERE NOT EXISTS (SELECT 1 FROM blobs x WHERE x.hash = u.hash OFFSET 0)
 ), e AS (
 	INSERT INTO events (seq, stream, version, type, type_version, run_id, payload, at, hash, salt)
 	SELECT s.seq, u.stream, u.version, u.type, u.type_version, u.run_id, u.payload, u.at,
 		encode(sha256('\x00'::bytea || u.prefix || convert_to(s.seq::text, 'UTF8') || u.suffix), 'hex'), u.salt
-	FROM unnest($4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::text[], $11::bigint[], $12::bytea[], $13::bytea[], $14::bytea[])
+	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::int[], $8::text[], $15::text[], $9::bigint[], $10::bytea[], $11::bytea[], $12::bytea[])
 		AS u(off, stream, version, type, type_version, run_id, payload, at, salt, prefix, suffix),
 		LATERAL (SELECT ` + seqBase + ` + u.off AS seq) AS s
 ), c AS (
-	UPDATE chain_lock SET seq = seq + $15::bigint WHERE id = 1 AND $15::bigint > 0
+	UPDATE chain_lock SET seq = seq + $13::bigint WHERE id = 1 AND $13::bigint > 0
 )
 SELECT pg_notify('` + notifyChannel + `', '')`
 
@@ -168,9 +170,7 @@ SELECT pg_notify('` + notifyChannel + `', '')`
 // latetree.go.)
 func (w *writerState) flushPostgres(ctx context.Context, commit bool) error {
 	p := &w.pend
-	args := []any{nonNil(p.blobHash), nonNil(p.blobSize), nonNil(p.blobBytes),
-		nonNil(p.seq), nonNil(p.stream), nonNil(p.version), nonNil(p.typ), nonNil(p.typeVersion), nonNil(p.runID), nonNil(p.payload), nonNil(p.at),
-		nonNil(p.salt), nonNil(p.prefix), nonNil(p.suffix), int64(len(p.seq))}
+	args := p.batchArgs()
 	var err error
 	if commit || p.unsent() > 0 {
 		var queuedErr, commitErr error
@@ -198,6 +198,19 @@ func (w *writerState) flushPostgres(ctx context.Context, commit bool) error {
 		}
 	}
 	return storageErr(fmt.Sprintf("insert %d events", len(p.seq)), err)
+}
+
+// batchArgs are pgBatchInsert's arguments. The payloads and the blobs'
+// bytes, the batch's bulk, go last: pgx appends each argument to the Bind
+// message's buffer, which grows by a quarter at a time once an argument
+// overflows it, copying all before it, except for an argument that more
+// than doubles it, which it grows to fit; so the bulk's growth comes once,
+// after the small ones'.
+func (p *pgPending) batchArgs() []any {
+	return []any{presized{value: nonNil(p.blobHash), size: p.argsSize()}, nonNil(p.blobSize),
+		nonNil(p.seq), nonNil(p.stream), nonNil(p.version), nonNil(p.typ), nonNil(p.typeVersion), nonNil(p.runID), nonNil(p.at),
+		nonNil(p.salt), nonNil(p.prefix), nonNil(p.suffix), int64(len(p.seq)),
+		nonNil(p.blobBytes), nonNil(p.payload)}
 }
 
 // nonNil is s, or an empty slice for nil: pgx sends a nil slice as NULL,

@@ -143,7 +143,7 @@ func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (
 	if err != nil {
 		return nil, nil, err
 	}
-	wdb = stdlib.OpenDB(*wcfg)
+	wdb = stdlib.OpenDB(*wcfg, stdlib.OptionAfterConnect(registerPresized))
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
 	if opts.PostgresReadPool != nil {
