@@ -123,6 +123,7 @@ var allowedImports = map[string][]string{
 	"internal/netdelay":  {},
 	"internal/proccpu":   {},
 	"internal/queryplan": {},
+	"internal/stalekeys": {"keyring"},
 	"internal/rathbin":   {},
 	"internal/oidctest":  {},
 	"internal/console":   {".", "access", "approval", "eval", "events", "eventlog", "internal/jsonview", "fleet", "flow", "dossier", "internal/textsafe", "memory", "projections", "replay", "sandbox", "session", "telemetry"},
@@ -130,7 +131,7 @@ var allowedImports = map[string][]string{
 	"internal/jsonview":  {".", "checkpoint", "events", "eventlog", "projections"},
 	"internal/shellgate": {},
 	"internal/textsafe":  {},
-	"internal/storetest": {".", "events", "eventlog", "flow", "flow/model/scripted", "keyring", "projections", "replay", "retention", "session"},
+	"internal/storetest": {".", "events", "eventlog", "flow", "flow/model/scripted", "internal/stalekeys", "keyring", "projections", "replay", "retention", "session"},
 
 	"cmd/rath/cli":  {".", "access", "approval", "bundle", "checkpoint", "events", "eventlog", "fleet", "flow", "flow/builtin", "flow/mcptool", "flow/model", "flow/model/scripted", "internal/console", "internal/demo", "dossier", "eval", "internal/jsonview", "internal/textsafe", "keyring", "memory", "projections", "replay", "retention", "sandbox", "session", "session/jsonl", "signkey", "telemetry"},
 	"cmd/rath":      {"cmd/rath/cli"},

@@ -1,74 +1,21 @@
 package storetest
 
 import (
-	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/internal/stalekeys"
 	"github.com/gorath/rath/keyring"
 	"github.com/gorath/rath/projections"
 )
 
-// staleSealer is a process's keyring whose cache has not yet seen an
-// erasure: it keeps every key it read until told to forget it, as a
-// keyring does for up to keyring.Freshness, and as any append does
-// between sealing its content and committing it.
-type staleSealer struct {
-	*keyring.Keyring
-	mu   sync.Mutex // protects keys
-	keys map[string]*keyring.DataKey
-}
-
-func (s *staleSealer) Key(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if dk := s.keys[subject]; dk != nil {
-		return dk, nil
-	}
-	dk, err := s.Keyring.Key(ctx, q, subject)
-	if err == nil {
-		s.keys[subject] = dk
-	}
-	return dk, err
-}
-
-// Cached and FindOrCreate answer from the stale keys too, as Key does.
-func (s *staleSealer) Cached(subject string) *keyring.DataKey {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.keys[subject]
-}
-
-func (s *staleSealer) FindOrCreate(ctx context.Context, q keyring.Querier, subject string) (*keyring.DataKey, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if dk := s.keys[subject]; dk != nil {
-		return dk, nil
-	}
-	dk, err := s.Keyring.FindOrCreate(ctx, q, subject)
-	if err == nil {
-		s.keys[subject] = dk
-	}
-	return dk, err
-}
-
-func (s *staleSealer) Forget(subject string) {
-	s.mu.Lock()
-	delete(s.keys, subject)
-	s.mu.Unlock()
-	s.Keyring.Forget(subject)
-}
-
 // StaleSealer returns a Sealer over kr whose cache has not seen an
-// erasure (staleSealer), for tests of appends sealed under a key erased
+// erasure (stalekeys), for tests of appends sealed under a key erased
 // before they commit.
-func StaleSealer(kr *keyring.Keyring) eventlog.Sealer {
-	return &staleSealer{Keyring: kr, keys: map[string]*keyring.DataKey{}}
-}
+func StaleSealer(kr *keyring.Keyring) eventlog.Sealer { return stalekeys.New(kr) }
 
 // An append sealed under a key that another process erased before the
 // append committed is not lost: the append's transaction finds the key
