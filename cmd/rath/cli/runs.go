@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gorath/rath/internal/jsonview"
+	"github.com/gorath/rath/projections"
 )
 
 type runView = jsonview.Run
@@ -55,11 +57,26 @@ run ids only, one a line.`,
 			if err != nil {
 				return err
 			}
-			rows, err := rt.Reader().Runs(ctx)
+			f := projections.RunsFilter{}
+			for _, st := range status {
+				f.Statuses = append(f.Statuses, jsonview.StatusStored(st))
+			}
+			if !after.IsZero() {
+				f.StartedAfter = clampedUnixNano(after)
+			}
+			n := limit
+			if all {
+				n = 0
+			}
+			rows, total, err := rt.Reader().RunsNewest(ctx, f, n)
 			if err != nil {
 				return err
 			}
-			leases, err := rt.Reader().Leases(ctx)
+			ids := make([]string, len(rows))
+			for i, r := range rows {
+				ids[i] = r.ID
+			}
+			leases, err := rt.Reader().LeasesOf(ctx, ids)
 			if err != nil {
 				return err
 			}
@@ -68,20 +85,11 @@ run ids only, one a line.`,
 				worker[l.Run] = l.Worker
 			}
 			views := make([]runView, 0, len(rows))
-			// Newest first: the store lists them in start order.
-			for _, r := range slices.Backward(rows) {
-				v := jsonview.RunOf(r, worker[r.ID])
-				if len(status) > 0 && !slices.Contains(status, v.Status) {
-					continue
-				}
-				if !after.IsZero() && time.Unix(0, r.StartedAt).Before(after) {
-					continue
-				}
-				views = append(views, v)
+			for _, r := range rows {
+				views = append(views, jsonview.RunOf(r, worker[r.ID]))
 			}
-			if !all && len(views) > limit {
-				fmt.Fprintf(a.stderr, "the newest %d of %s; --all lists every one\n", limit, plural(len(views), "run"))
-				views = views[:limit]
+			if total > len(views) {
+				fmt.Fprintf(a.stderr, "the newest %d of %s; --all lists every one\n", len(views), plural(total, "run"))
 			}
 			if a.json {
 				return a.printJSON(views)
@@ -132,4 +140,17 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%q: want a duration (90m, 24h), a date (2026-11-25) or an RFC 3339 time", s)
+}
+
+// clampedUnixNano is t in Unix nanoseconds, held to the range they
+// reach (UnixNano is undefined beyond it): --since 2999-01-01 selects no
+// run rather than a number that wrapped around.
+func clampedUnixNano(t time.Time) int64 {
+	switch {
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	}
+	return t.UnixNano()
 }
