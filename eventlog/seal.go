@@ -129,7 +129,10 @@ func (s *Store) sealRequest(ctx context.Context, req *request) error {
 	// A request's writes mostly share one subject: the last key found
 	// is kept, and another is looked up (the keyring caches it).
 	var dk *keyring.DataKey
-	var binding []byte
+	// A payload's binding is its stream and type: room for most of them
+	// without an allocation.
+	var bindingBuf [128]byte
+	binding := bindingBuf[:0]
 	for wi := range req.writes {
 		w := &req.writes[wi]
 		if unsealed[w.stream] {
