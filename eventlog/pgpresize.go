@@ -8,18 +8,19 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// pgx encodes a statement's arguments into one buffer it shrinks back to
-// 256 bytes before every statement, and an array's elements are appended
-// to it one by one, so a batch's arguments (about 0.8 KB an event, most
-// of it payloads) grew it in a chain of copies that allocated about five
-// times their size: a third of what a PostgreSQL append allocated, and
-// as garbage, a share of the appending process's CPU. The batch's first
-// argument is therefore presized: its encoding first grows the buffer by
-// the size of all the arguments, once.
+// pgx encodes a statement's arguments into one buffer that it shrinks
+// back to 256 bytes before every statement, appending an array's elements
+// one by one; left alone, a batch's arguments (about 0.8 KB an event,
+// most of it payloads) grow it in a chain of copies that allocates about
+// five times their size, garbage that costs the appending process CPU to
+// collect. So the batch's first argument is presized: its encoding first
+// grows the buffer by the size of all the arguments, once.
 
 // presized is a statement argument whose encoding makes room for size
 // bytes in pgx's buffer before it encodes value. Only a connection that
-// registerPresized ran on can encode it.
+// registerPresized ran on can encode it. pgx keeps one plan per parameter
+// type and Go type, so at a given parameter type value must always be of
+// one Go type (pgBatchInsert presizes its first, a []string).
 type presized struct {
 	value any
 	size  int
