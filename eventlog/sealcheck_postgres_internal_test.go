@@ -122,26 +122,32 @@ func TestPostgres_AKeyCheckAfterTheLockWentOutSeesAnErasure(t *testing.T) {
 		})
 	}()
 	<-entered
-	queued := func(n int) {
-		for len(s.reqs) < n {
-			time.Sleep(time.Millisecond)
-		}
-	}
 	type outcome struct {
 		evs []events.Event
 		err error
 	}
 	noted, chunked := make(chan outcome, 1), make(chan outcome, 1)
+	// queued waits for the writer's queue to hold n requests; an append
+	// that answers before it queued (it failed) ends the test.
+	queued := func(n int, answered chan outcome) {
+		for len(s.reqs) < n {
+			select {
+			case o := <-answered:
+				t.Fatalf("an append answered before the writer took it: %v", o.err)
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
 	go func() {
 		evs, err := s.Append(ctx, events.StreamEvidence, AnyVersion, evidence("x"))
 		noted <- outcome{evs, err}
 	}()
-	queued(1)
+	queued(1, noted)
 	go func() {
 		evs, err := s.Append(alice, "sa", AnyVersion, chunk(1, "after the erasure"))
 		chunked <- outcome{evs, err}
 	}()
-	queued(2)
+	queued(2, chunked)
 	close(release)
 	if err := <-held; err != nil {
 		t.Fatal(err)

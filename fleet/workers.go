@@ -47,7 +47,8 @@ func Workers(ctx context.Context, rt *rath.Runtime, all bool) ([]WorkerInfo, err
 		return nil, fmt.Errorf("fleet: list workers: %w", err)
 	}
 	// The live leases of the runs not finished: not every lease the
-	// store ever had.
+	// store ever had. (LiveLeases keeps those expiring after its time; a
+	// lease expiring at now still counts as held.)
 	leases, err := rt.Reader().LiveLeases(ctx, now.UnixNano()-1)
 	if err != nil {
 		return nil, err

@@ -42,7 +42,9 @@ func (r *Reader) RunsNewest(ctx context.Context, f RunsFilter, limit int) ([]Run
 	}
 	total := len(rs)
 	if limit > 0 && total == limit {
-		if err := r.q.QueryRowContext(ctx, r.db.Rebind(`SELECT COUNT(*) FROM runs`+where), args...).Scan(&total); err != nil {
+		// On db, not the prepared statements' cache: the text varies with
+		// the statuses asked for.
+		if err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT COUNT(*) FROM runs`+where), args...).Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("projections: count runs: %w", err)
 		}
 	}
