@@ -47,6 +47,7 @@ func newPostgresDialect(opts Options) *postgresDialect {
 	}
 	if cfg, err := ParsePostgresDSN(opts.DSN); err == nil { // else open fails
 		boundStalls(cfg)
+		NameConnections(cfg, AppListen)
 		d.listenCfg = cfg
 	}
 	return d

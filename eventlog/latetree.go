@@ -93,7 +93,7 @@ type treeBuilder struct {
 func newTreeBuilder(s *Store) (*treeBuilder, error) {
 	b := &treeBuilder{s: s, hasher: newChainHasher(s.opts.HMACKey),
 		poke: make(chan struct{}, 1), syncs: make(chan *request), quit: make(chan struct{}), done: make(chan struct{})}
-	cfg, err := writerConfig(s.opts, &b.roundTrips)
+	cfg, err := writerConfig(s.opts, AppTree, &b.roundTrips)
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,29 @@ func boundStalls(cfg *pgx.ConnConfig) {
 	cfg.DialFunc = d.DialContext
 }
 
+// The application_name each of rath's connections reports to the server
+// (pg_stat_activity, and the server's log through %a in
+// log_line_prefix), so an operator, or a benchmark reading each backend's
+// CPU, can tell what a connection is for.
+const (
+	AppWriter = "rath writer" // the store's writer: the appends' transactions
+	AppReads  = "rath reads"  // the store's read pool
+	AppTree   = "rath tree"   // the Merkle tree's builder
+	AppListen = "rath listen" // LISTEN for other processes' commits
+	AppKeys   = "rath keys"   // the keyring's pool (finds and makes subjects' keys)
+)
+
+// NameConnections sets on cfg the application_name app, unless the DSN
+// (or PGAPPNAME) set one: the operator's name wins over rath's.
+func NameConnections(cfg *pgx.ConnConfig, app string) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	if _, set := cfg.RuntimeParams["application_name"]; !set {
+		cfg.RuntimeParams["application_name"] = app
+	}
+}
+
 // BoundStalls sets on cfg the TCP keepalives and user timeout the event
 // store's own connections use (both ends), for other pools on the same
 // server: the fleet's job queue holds row locks too, and a stalled peer
@@ -117,18 +140,25 @@ func BoundStalls(cfg *pgx.ConnConfig) { boundStalls(cfg) }
 // stall bounds of the store's own connections, for
 // Options.PostgresReadPool. Like sql.Open, it connects on first use.
 func OpenPostgresReadPool(dsn string) (*sql.DB, error) {
+	return openPool(dsn, AppReads)
+}
+
+// openPool opens a pool on dsn's database with the store's stall bounds,
+// its connections named app.
+func openPool(dsn, app string) (*sql.DB, error) {
 	cfg, err := ParsePostgresDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
 	boundStalls(cfg)
+	NameConnections(cfg, app)
 	return stdlib.OpenDB(*cfg), nil
 }
 
 // openKeys: a pool of keyConns connections with the stall bounds of the
 // store's others. It writes too (a new key, in autocommit).
 func (d *postgresDialect) openKeys(opts Options) (*sql.DB, error) {
-	return OpenPostgresReadPool(opts.DSN)
+	return openPool(opts.DSN, AppKeys)
 }
 
 // openPostgres opens the writer's and the readers' pools on the server
@@ -139,7 +169,8 @@ func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (
 		return nil, nil, err
 	}
 	boundStalls(cfg)
-	wcfg, err := writerConfig(opts, roundTrips)
+	NameConnections(cfg, AppReads)
+	wcfg, err := writerConfig(opts, AppWriter, roundTrips)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,13 +193,15 @@ func openPostgres(ctx context.Context, opts Options, roundTrips *atomic.Int64) (
 }
 
 // writerConfig is the configuration of a connection that writes (the
-// writer's, the tree builder's), its round trips counted in roundTrips.
-func writerConfig(opts Options, roundTrips *atomic.Int64) (*pgx.ConnConfig, error) {
+// writer's, the tree builder's), named app, its round trips counted in
+// roundTrips.
+func writerConfig(opts Options, app string, roundTrips *atomic.Int64) (*pgx.ConnConfig, error) {
 	cfg, err := ParsePostgresDSN(opts.DSN)
 	if err != nil {
 		return nil, err
 	}
 	boundStalls(cfg)
+	NameConnections(cfg, app)
 	wcfg := cfg.Copy()
 	// The chain lock is a row lock: waiting for it longer than the busy
 	// timeout fails the write with ErrBusy, as SQLite's busy_timeout does.

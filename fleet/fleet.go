@@ -41,6 +41,13 @@ const (
 	DefaultDeadAfter   = 2 * time.Second
 )
 
+// The application_name of River's connections on PostgreSQL, beside the
+// event store's (eventlog.AppWriter and the others).
+const (
+	AppRiver       = "rath river"        // River's queries: fetches, completions, the leader
+	AppRiverListen = "rath river listen" // River's LISTEN for inserted jobs
+)
+
 // fetchCooldown is the least time between two of a worker's fetches of
 // jobs. River's default, 100 ms, bounds a worker to Concurrency run
 // starts per 100 ms and makes a run submitted just after a fetch wait
@@ -213,6 +220,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 		// timeout: a worker paused or cut off while River holds a job row
 		// locked is found dead in seconds, not when the kernel gives up.
 		eventlog.BoundStalls(cfg)
+		eventlog.NameConnections(cfg, AppRiver)
 		if opts.SubmitOnly {
 			// An insert-only client listens for nothing, and inserts in
 			// the event store's transactions: it checks River's schema
@@ -229,6 +237,7 @@ func Open(ctx context.Context, rt *rath.Runtime, opts Options) (*Fleet, error) {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
 		eventlog.BoundStalls(pcfg.ConnConfig)
+		eventlog.NameConnections(pcfg.ConnConfig, AppRiverListen)
 		pcfg.MaxConns = 2
 		if f.listener, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 			f.db.Close()

@@ -9,7 +9,8 @@ import (
 
 // River's connections to PostgreSQL (its pool and its listener's) carry
 // the event store's TCP keepalives and user timeout, so that a worker
-// stalled while River holds a job row is cut off in seconds too.
+// stalled while River holds a job row is cut off in seconds too, and
+// names of their own.
 func TestFleet_RiverConnectionsBoundStalls(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -40,5 +41,13 @@ func TestFleet_RiverConnectionsBoundStalls(t *testing.T) {
 		if pool != tt.want || listener != tt.want {
 			t.Errorf("%s: River's pool has %q, its listener %q, want %q", tt.name, pool, listener, tt.want)
 		}
+	}
+	// Each says what it is for, beside the event store's connections.
+	pool, listener, err := fl.Setting(ctx, "application_name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool != fleet.AppRiver || listener != fleet.AppRiverListen {
+		t.Errorf("application_name: River's pool has %q, its listener %q, want %q and %q", pool, listener, fleet.AppRiver, fleet.AppRiverListen)
 	}
 }

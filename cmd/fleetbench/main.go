@@ -178,6 +178,10 @@ type result struct {
 	workerLags           []time.Duration // of the events committed after the workers started
 	appendLags           []time.Duration // append timestamp → delivery
 	workerCPU, serverCPU time.Duration
+	// serverByApp is the server's CPU from the workers' start to the last
+	// run's end, by the application_name of its backends' connections
+	// (backends.go); nil for the raw baseline.
+	serverByApp map[string]time.Duration
 	// workerSelfCPU is the workers' own CPU (no child process), read from
 	// /proc just before they are told to stop; workerCPU less it is the
 	// shell commands they ran.
@@ -302,7 +306,7 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 	}
 	// The subscriber follows the log from its head, as a console or an
 	// exporter would.
-	opts := eventlog.Options{DSN: dsn}
+	opts := eventlog.Options{DSN: withAppName(dsn, subscriberApp)}
 	if c.kek != "" {
 		kek, err := keyring.LoadKEKFile(c.kek)
 		if err != nil {
@@ -335,6 +339,10 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		return res, nil, err
 	}
 
+	running, err := backends(ctx, conn)
+	if err != nil {
+		return res, nil, err
+	}
 	start := time.Now()
 	procs := make([]*exec.Cmd, w)
 	for i := range procs {
@@ -349,6 +357,12 @@ func fleetPhase(ctx context.Context, c config, srv *pgtest.Server, tmp string, w
 		err = fmt.Errorf("the runs did not finish within %s", c.timeout)
 	case <-ctx.Done():
 		err = ctx.Err()
+	}
+	if err == nil {
+		var ran map[int]backend
+		if ran, err = backends(ctx, conn); err == nil {
+			res.serverByApp = cpuByApp(running, ran)
+		}
 	}
 	for _, p := range procs {
 		if own, perr := proccpu.Process(p.Process.Pid); perr == nil {

@@ -54,6 +54,36 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 		return per(r.workerCPU-r.workerSelfCPU, r)
 	})
 	line("server CPU ms/step", func(r result) string { return per(r.serverCPU, r) })
+	// The backends by the connection they serve, from the workers'
+	// start to the last run's end; the rest is the submit, the workers'
+	// stop, the server's own processes and backends that came and went.
+	byApp := func(f func(r result) time.Duration) func(r result) string {
+		return func(r result) string {
+			if r.serverByApp == nil {
+				return dash
+			}
+			return per(f(r), r)
+		}
+	}
+	for _, app := range byConnection {
+		line("  of it "+app, byApp(func(r result) time.Duration { return r.serverByApp[app] }))
+	}
+	line("  of it other connections", byApp(func(r result) time.Duration {
+		var d time.Duration
+		for app, cpu := range r.serverByApp {
+			if !slices.Contains(byConnection, app) {
+				d += cpu
+			}
+		}
+		return d
+	}))
+	line("  of it the rest", byApp(func(r result) time.Duration {
+		d := r.serverCPU
+		for _, cpu := range r.serverByApp {
+			d -= cpu
+		}
+		return d
+	}))
 	line("total CPU ms/step", func(r result) string { return per(r.workerCPU+r.serverCPU, r) })
 	line("rath + server CPU ms/step", func(r result) string {
 		if !r.haveWorker {
