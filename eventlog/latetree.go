@@ -172,8 +172,9 @@ func (b *treeBuilder) loop() {
 // reader here asks.
 func (b *treeBuilder) leaves() bool { return b.s.opts.LeaveTree && b.s.opts.AfterCommit == nil }
 
-// treeStandBy is how long a builder that found another process building
-// waits before it tries again after a commit.
+// treeStandBy is how long a builder that found another process building,
+// or having built since its own last build, waits before it tries again
+// after a commit.
 const treeStandBy = 100 * time.Millisecond
 
 // treeCoalesce is how long the builder waits after a commit before it
@@ -272,6 +273,15 @@ func (b *treeBuilder) build(ctx context.Context, wait bool) (TreeHead, error) {
 			}
 			continue
 		}
+		// Another process built since this one last did: this one's
+		// rows read ahead (pre) were partly built already and its edge
+		// of the tree must be read again. It stands by, as when it finds
+		// the lock taken, so that the processes sharing the log take
+		// turns at building rather than each building the others'
+		// commits a few at a time.
+		if !wait && head.Size != b.size && b.size > 0 {
+			b.idleUntil = time.Now().Add(treeStandBy)
+		}
 		h, more, err := b.extendLocked(ctx, head, stored, end, pre)
 		if errors.Is(err, errTreeMoved) && time.Now().Before(deadline) {
 			// The other builder's commit is done by now (the write
@@ -285,7 +295,10 @@ func (b *treeBuilder) build(ctx context.Context, wait bool) (TreeHead, error) {
 		if h.Size > built.Size {
 			built = h
 		}
-		if !more {
+		// A build after a commit stops at the end it read: the commits
+		// made meanwhile poked this builder again or are their own
+		// process's to build. A reader waiting for the tree builds on.
+		if !more || !wait {
 			return built, nil
 		}
 	}

@@ -41,7 +41,7 @@ func migratedPostgres(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	dsn, err := srv.CreateDatabase(t.Context(), "sealcheck")
+	dsn, err := srv.CreateDatabase(t.Context(), "rath")
 	if err != nil {
 		t.Fatal(err)
 	}
