@@ -138,7 +138,7 @@ var allowedImports = map[string][]string{
 	"cmd/chatbench": {".", "events"},
 	// fleetbench drives the rath binary; it reads the log as a subscriber,
 	// opening sealed content with the key-encryption key it was given.
-	"cmd/fleetbench": {"events", "eventlog", "internal/netdelay", "internal/pgtest", "internal/proccpu", "keyring"},
+	"cmd/fleetbench": {"events", "eventlog", "fleet", "internal/netdelay", "internal/pgtest", "internal/proccpu", "keyring"},
 }
 
 // Each package imports only the rath packages allowedImports lets it.
