@@ -35,12 +35,14 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// until polls a JavaScript condition in the page until it is true.
+// until polls a JavaScript condition in the page until it is true. A
+// poll that lands while the page navigates (signing in or out goes
+// through the identity provider and back) polls again.
 func until(cond string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		for {
 			ok, err := chromedp.Evaluate[bool](cond)(ctx, tg)
-			if err != nil {
+			if err != nil && !navigating(err) {
 				return chromedp.Void{}, err
 			}
 			if ok {
@@ -53,6 +55,19 @@ func until(cond string) chromedp.Action[chromedp.Void] {
 			}
 		}
 	}
+}
+
+// navigating reports whether err is DevTools saying that the page the
+// expression was sent to went away: it navigated, and its next document
+// answers the next poll.
+func navigating(err error) bool {
+	msg := err.Error()
+	for _, m := range []string{"Inspected target navigated or closed", "Cannot find context with specified id", "Execution context was destroyed"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestConsole_InChromium drives the console in headless Chromium: the
