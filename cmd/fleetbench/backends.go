@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,10 +33,12 @@ type backend struct {
 }
 
 // backends reads the CPU so far of every backend of conn's database but
-// conn's own.
+// conn's own, and of the server's own processes (the WAL writer, the
+// checkpointer: no database), each under its kind.
 func backends(ctx context.Context, conn *pgx.Conn) (map[int]backend, error) {
-	rows, err := conn.Query(ctx, `SELECT pid, CASE WHEN application_name <> '' THEN application_name ELSE backend_type END
-		FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	rows, err := conn.Query(ctx, `SELECT pid, CASE WHEN datname IS NULL THEN 'server: ' || backend_type
+			WHEN application_name <> '' THEN application_name ELSE backend_type END
+		FROM pg_stat_activity WHERE (datname = current_database() OR datname IS NULL) AND pid <> pg_backend_pid()`)
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
@@ -87,6 +90,7 @@ func withAppName(dsn, app string) string {
 	}
 	q := u.Query()
 	q.Set("application_name", app)
-	u.RawQuery = q.Encode()
+	// pgx reads a "+" in the DSN's query as itself, not as a space.
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
 	return u.String()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +78,27 @@ func TestVia(t *testing.T) {
 	}
 	if got, want := dbName(4, 2*time.Millisecond), "fleet_w4_d2000us"; got != want {
 		t.Fatalf("dbName = %q, want %q", got, want)
+	}
+}
+
+// The subscriber's DSN names its connections as the server will show
+// them: a name with a space arrives with its space, and the DSN's other
+// parameters are kept.
+func TestWithAppName(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://postgres@127.0.0.1:5432/db?sslmode=disable",
+		"postgres://postgres@127.0.0.1:5432/db?sslmode=disable&application_name=other",
+		"postgres://postgres@127.0.0.1:5432/db",
+	} {
+		cfg, err := eventlog.ParsePostgresDSN(withAppName(dsn, subscriberApp))
+		if err != nil {
+			t.Fatalf("%s: %v", dsn, err)
+		}
+		if got := cfg.RuntimeParams["application_name"]; got != subscriberApp {
+			t.Errorf("%s: application_name %q, want %q", dsn, got, subscriberApp)
+		}
+		if strings.Contains(dsn, "sslmode=disable") && cfg.TLSConfig != nil {
+			t.Errorf("%s: sslmode=disable lost", dsn)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -54,9 +55,10 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 		return per(r.workerCPU-r.workerSelfCPU, r)
 	})
 	line("server CPU ms/step", func(r result) string { return per(r.serverCPU, r) })
-	// The backends by the connection they serve, from the workers'
-	// start to the last run's end; the rest is the submit, the workers'
-	// stop, the server's own processes and backends that came and went.
+	// The backends by the connection they serve, and the server's own
+	// processes, from the workers' start to the last run's end; the rest
+	// is the submit, the workers' stop, the postmaster and the backends
+	// that came and went.
 	byApp := func(f func(r result) time.Duration) func(r result) string {
 		return func(r result) string {
 			if r.serverByApp == nil {
@@ -71,7 +73,16 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	line("  of it other connections", byApp(func(r result) time.Duration {
 		var d time.Duration
 		for app, cpu := range r.serverByApp {
-			if !slices.Contains(byConnection, app) {
+			if !slices.Contains(byConnection, app) && !strings.HasPrefix(app, "server: ") {
+				d += cpu
+			}
+		}
+		return d
+	}))
+	line("  of it the server's own processes", byApp(func(r result) time.Duration {
+		var d time.Duration
+		for app, cpu := range r.serverByApp {
+			if strings.HasPrefix(app, "server: ") {
 				d += cpu
 			}
 		}
