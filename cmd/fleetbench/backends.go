@@ -18,11 +18,16 @@ import (
 // (it follows the log as a console or an exporter would).
 const subscriberApp = "fleetbench subscriber"
 
+// serverOwn stands for the server's own processes (the WAL writer, the
+// checkpointer, the background writer), counted together.
+const serverOwn = "the server's own processes"
+
 // byConnection lists the backends fleetbench reports apart, in the
-// table's order: each rath connection's name, then the subscriber's.
+// table's order: each rath connection's name, the subscriber's, then the
+// server's own.
 var byConnection = []string{
 	eventlog.AppWriter, eventlog.AppReads, eventlog.AppTree, eventlog.AppListen, eventlog.AppKeys,
-	fleet.AppRiver, fleet.AppRiverListen, subscriberApp, "autovacuum worker",
+	fleet.AppRiver, fleet.AppRiverListen, subscriberApp, "autovacuum worker", serverOwn,
 }
 
 // backend is one server process of the database and what it is for:
@@ -34,11 +39,11 @@ type backend struct {
 
 // backends reads the CPU so far of every backend of conn's database but
 // conn's own, and of the server's own processes (the WAL writer, the
-// checkpointer: no database), each under its kind.
+// checkpointer: no database), those under serverOwn.
 func backends(ctx context.Context, conn *pgx.Conn) (map[int]backend, error) {
-	rows, err := conn.Query(ctx, `SELECT pid, CASE WHEN datname IS NULL THEN 'server: ' || backend_type
+	rows, err := conn.Query(ctx, `SELECT pid, CASE WHEN datname IS NULL THEN $1
 			WHEN application_name <> '' THEN application_name ELSE backend_type END
-		FROM pg_stat_activity WHERE (datname = current_database() OR datname IS NULL) AND pid <> pg_backend_pid()`)
+		FROM pg_stat_activity WHERE (datname = current_database() OR datname IS NULL) AND pid <> pg_backend_pid()`, serverOwn)
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}

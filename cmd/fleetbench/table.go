@@ -5,7 +5,6 @@ import (
 	"io"
 	"runtime"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -73,16 +72,7 @@ func printTable(w io.Writer, c config, single, httpCPU time.Duration, rs []resul
 	line("  of it other connections", byApp(func(r result) time.Duration {
 		var d time.Duration
 		for app, cpu := range r.serverByApp {
-			if !slices.Contains(byConnection, app) && !strings.HasPrefix(app, "server: ") {
-				d += cpu
-			}
-		}
-		return d
-	}))
-	line("  of it the server's own processes", byApp(func(r result) time.Duration {
-		var d time.Duration
-		for app, cpu := range r.serverByApp {
-			if strings.HasPrefix(app, "server: ") {
+			if !slices.Contains(byConnection, app) {
 				d += cpu
 			}
 		}
