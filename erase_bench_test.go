@@ -10,7 +10,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/internal/storetest"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
 
 // BenchmarkErase erases one user at a time from a sealed store of 1M
@@ -20,7 +20,7 @@ import (
 func BenchmarkErase(b *testing.B) {
 	const subjects, perSubject = 10_000, 100
 	ctx := b.Context()
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: b.TempDir(), KEK: storetest.MustKEK(b), Store: rath.StoreOptions{Synchronous: "OFF"}})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: b.TempDir(), KEK: keyringtest.KEK(b), Store: rath.StoreOptions{Synchronous: "OFF"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/internal/storetest"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
 
 // An erasure of a memory namespace purges its memories from the memory
@@ -18,7 +19,7 @@ import (
 // one (its files were not rebuilt beside it and swapped in).
 func TestErase_PurgesTheMemoryIndexInPlace(t *testing.T) {
 	ctx := t.Context()
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), KEK: storetest.MustKEK(t)})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), KEK: keyringtest.KEK(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

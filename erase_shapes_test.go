@@ -11,6 +11,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/pgtest"
 	"github.com/gorath/rath/internal/storetest"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/migrations"
 	"github.com/gorath/rath/session"
 )
@@ -161,7 +162,7 @@ func TestErase_SessionsOutsideRunsStillRebuild(t *testing.T) {
 // stopped when the test ends.
 func openSealed(t *testing.T, backend string) (*rath.Runtime, rath.Options) {
 	t.Helper()
-	opts := rath.Options{Dir: t.TempDir(), KEK: storetest.MustKEK(t)}
+	opts := rath.Options{Dir: t.TempDir(), KEK: keyringtest.KEK(t)}
 	if backend == "postgres" {
 		srv, err := pgtest.Start(t.Context(), pgtest.Options{})
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/migrations"
 )
 
@@ -92,14 +93,7 @@ func (r *recordingRedactor) Redact(b []byte) ([]byte, []events.Redaction) {
 // without leaving the count. Nothing stays counted after the append.
 func TestAppend_CountedAsArrivingExceptForAKeyRead(t *testing.T) {
 	dir := t.TempDir()
-	kekFile := filepath.Join(dir, "kek")
-	if err := keyring.GenerateKEKFile(kekFile); err != nil {
-		t.Fatal(err)
-	}
-	kek, err := keyring.LoadKEKFile(kekFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kek := keyringtest.KEK(t)
 	path := filepath.Join(dir, "rath.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
 	if err != nil {

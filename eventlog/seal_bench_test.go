@@ -1,12 +1,12 @@
 package eventlog_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/internal/storetest"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
 
 // BenchmarkAppend_Sealed compares, in one run, appends of typical chunks
@@ -17,14 +17,7 @@ import (
 // sealed/plain metric is what sealing costs, padded/plain what the same
 // bytes cost in clear.
 func BenchmarkAppend_Sealed(b *testing.B) {
-	kekFile := filepath.Join(b.TempDir(), "kek")
-	if err := keyring.GenerateKEKFile(kekFile); err != nil {
-		b.Fatal(err)
-	}
-	kek, err := keyring.LoadKEKFile(kekFile)
-	if err != nil {
-		b.Fatal(err)
-	}
+	kek := keyringtest.KEK(b)
 	plain := MustOpenStore(b, eventlog.Options{Synchronous: "NORMAL"})
 	sealed := MustOpenStore(b, eventlog.Options{Sealer: keyring.New(kek, nil), Synchronous: "NORMAL"})
 	padded := MustOpenStore(b, eventlog.Options{Synchronous: "NORMAL"})

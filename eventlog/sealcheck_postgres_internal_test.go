@@ -4,7 +4,6 @@ package eventlog
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/gorath/rath/internal/pgtest"
 	"github.com/gorath/rath/internal/stalekeys"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/migrations"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
@@ -66,14 +66,7 @@ func migratedPostgres(t *testing.T) string {
 func TestPostgres_AKeyCheckAfterTheLockWentOutSeesAnErasure(t *testing.T) {
 	ctx := t.Context()
 	dsn := migratedPostgres(t)
-	kekFile := filepath.Join(t.TempDir(), "kek")
-	if err := keyring.GenerateKEKFile(kekFile); err != nil {
-		t.Fatal(err)
-	}
-	kek, err := keyring.LoadKEKFile(kekFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kek := keyringtest.KEK(t)
 	rebind := func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
 	s, err := Open(ctx, Options{DSN: dsn, Sealer: stalekeys.New(keyring.New(kek, rebind)),
 		Projectors: []Projector{readsItsSeq{}}})

@@ -10,7 +10,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/internal/storetest"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/session"
 )
@@ -141,7 +141,7 @@ func TestRebuild_EqualsIncremental(t *testing.T) {
 	ctx := t.Context()
 	// With a key-encryption key: the content columns and sealed_by_key
 	// are rebuilt from sealed events.
-	rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), KEK: storetest.MustKEK(t)})
+	rt, err := rath.OpenWith(ctx, rath.Options{Dir: t.TempDir(), KEK: keyringtest.KEK(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
-	"github.com/gorath/rath/internal/storetest"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
 
 // Each of a store's connections tells the server what it is for
@@ -27,7 +27,7 @@ func TestPostgres_ConnectionsSayWhatTheyAreFor(t *testing.T) {
 	}
 	q := ownName.Query()
 	q.Set("application_name", "ops-console")
-	kek := storetest.MustKEK(t)
+	kek := keyringtest.KEK(t)
 	ownName.RawQuery = q.Encode()
 	for _, tt := range []struct {
 		name, dsn string
@@ -59,20 +59,9 @@ func TestPostgres_ConnectionsSayWhatTheyAreFor(t *testing.T) {
 			s.Notify()
 			var got []string
 			for deadline := time.Now().Add(10 * time.Second); ; {
-				got = got[:0]
-				rows, err := s.DB().QueryContext(ctx, `SELECT DISTINCT application_name FROM pg_stat_activity
-					WHERE datname = current_database() AND backend_type = 'client backend' ORDER BY 1`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for rows.Next() {
-					var name string
-					if err := rows.Scan(&name); err != nil {
-						t.Fatal(err)
-					}
-					got = append(got, name)
-				}
-				if err := rows.Close(); err != nil {
+				got = nil
+				if err := s.DB().SelectContext(ctx, &got, `SELECT DISTINCT application_name FROM pg_stat_activity
+					WHERE datname = current_database() AND backend_type = 'client backend' ORDER BY 1`); err != nil {
 					t.Fatal(err)
 				}
 				// The listener dials in the background.

@@ -17,6 +17,7 @@ import (
 	"github.com/gorath/rath/internal/proccpu"
 	"github.com/gorath/rath/internal/storetest"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 )
@@ -119,7 +120,7 @@ func BenchmarkPostgres_AppendSealed(b *testing.B) {
 	if err := rath.Migrate(b.Context(), tg.DSN); err != nil {
 		b.Fatal(err)
 	}
-	kr := keyring.New(storetest.MustKEK(b), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
+	kr := keyring.New(keyringtest.KEK(b), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
 	sealed, err := eventlog.Open(b.Context(), eventlog.Options{DSN: tg.DSN, Sealer: kr})
 	if err != nil {
 		b.Fatal(err)

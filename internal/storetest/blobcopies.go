@@ -9,6 +9,7 @@ import (
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
 
 // testBlobCopies: the same blob bytes appended by two subjects are
@@ -20,7 +21,7 @@ import (
 func testBlobCopies(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
-	rt, _ := openSealed(t, tg, MustKEK(t))
+	rt, _ := openSealed(t, tg, keyringtest.KEK(t))
 	shared := []byte(strings.Repeat("the same attachment bytes ", 8))
 	own := []byte(strings.Repeat("only alice has these bytes ", 8))
 	addr, ownAddr := eventlog.BlobHash(shared), eventlog.BlobHash(own)

@@ -9,6 +9,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/stalekeys"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/projections"
 )
 
@@ -25,7 +26,7 @@ func StaleSealer(kr *keyring.Keyring) eventlog.Sealer { return stalekeys.New(kr)
 func testSealedAfterErasure(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
-	kek := MustKEK(t)
+	kek := keyringtest.KEK(t)
 	rt, _ := openSealed(t, tg, kek)
 	rebind := rt.Store().DB().Rebind
 	other, err := eventlog.Open(ctx, eventlog.Options{

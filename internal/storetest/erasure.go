@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,22 +15,8 @@ import (
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
-
-// MustKEK writes a key-encryption key in a directory of the test's and
-// loads it.
-func MustKEK(t testing.TB) keyring.KEK {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kek")
-	if err := keyring.GenerateKEKFile(path); err != nil {
-		t.Fatal(err)
-	}
-	kek, err := keyring.LoadKEKFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kek
-}
 
 // openSealed opens tg with kek, and gives subjects keys as a writer
 // sealing their content would (another keyring over the same table).
@@ -84,7 +69,7 @@ func testErasure(t *testing.T, b Backend) {
 	ctx := t.Context()
 	t.Run("key gone, record written, verify lists it", func(t *testing.T) {
 		tg := b.New(t)
-		kek := MustKEK(t)
+		kek := keyringtest.KEK(t)
 		rt, ids := openSealed(t, tg, kek, "user:alice", "user:bob")
 		res, err := rt.Erase(ctx, rath.EraseOptions{Subject: "user:alice", By: "dpo", Reason: "erasure request 42"})
 		if err != nil {
@@ -158,7 +143,7 @@ func testErasure(t *testing.T, b Backend) {
 	})
 	t.Run("at once, one record", func(t *testing.T) {
 		tg := b.New(t)
-		rt, _ := openSealed(t, tg, MustKEK(t), "user:alice")
+		rt, _ := openSealed(t, tg, keyringtest.KEK(t), "user:alice")
 		var wg sync.WaitGroup
 		errs := make([]error, 4)
 		for i := range errs {
@@ -195,7 +180,7 @@ func testErasure(t *testing.T, b Backend) {
 func testErasureWhileAppending(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
-	kek := MustKEK(t)
+	kek := keyringtest.KEK(t)
 	// Each subject starts with a key, so some erasures succeed however
 	// the goroutines are scheduled.
 	subjects := []string{"user:s0", "user:s1", "user:s2"}

@@ -8,6 +8,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/projections"
 )
 
@@ -39,7 +40,7 @@ func testRebuildInBulk(t *testing.T, b Backend) {
 // incrementally built ones row for row.
 func testRebuildReadsEveryKind(t *testing.T, b Backend) {
 	ctx := t.Context()
-	rt, _ := openSealed(t, b.New(t), MustKEK(t))
+	rt, _ := openSealed(t, b.New(t), keyringtest.KEK(t))
 	s := rt.Store()
 	AgentLog(t, rt, 50, 10) // forks, merges, provider and tool calls: two pages
 	sess, err := rt.NewUserSession(ctx, "kept whole")

@@ -11,6 +11,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/projections"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -109,7 +110,7 @@ func TestPostgres_ARebuildOfSealedContentReadsEachKeyOnce(t *testing.T) {
 	ctx := t.Context()
 	target := postgresTarget(t)
 	var reads keyReads
-	kr := keyring.New(storetest.MustKEK(t), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
+	kr := keyring.New(keyringtest.KEK(t), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
 	s := tracedStore(t, target, &reads, eventlog.Options{Sealer: kr})
 	const subjects, runs = 8, 10
 	for u := range subjects {

@@ -14,6 +14,7 @@ import (
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
 
 // CountInDir counts needle in every file under dir, as grep -rc would
@@ -56,14 +57,7 @@ func countIn(t testing.TB, files []string, needle string) int {
 func testSealed(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
-	kekFile := filepath.Join(t.TempDir(), "kek")
-	if err := keyring.GenerateKEKFile(kekFile); err != nil {
-		t.Fatal(err)
-	}
-	kek, err := keyring.LoadKEKFile(kekFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kek := keyringtest.KEK(t)
 	const sealedCanary, clearCanary = "canary-sealed-41c9e", "canary-clear-41c9e"
 	appendContent := func(rt *rath.Runtime, ctx context.Context, run, stream, canary string) (blob string) {
 		t.Helper()
@@ -146,13 +140,8 @@ func testSealed(t *testing.T, b Backend) {
 	if _, err := rath.OpenWith(ctx, tg.Options()); !errors.Is(err, keyring.ErrKEK) {
 		t.Fatalf("open without the KEK: %v, want ErrKEK", err)
 	}
-	other := filepath.Join(t.TempDir(), "other")
-	if err := keyring.GenerateKEKFile(other); err != nil {
-		t.Fatal(err)
-	}
-	otherKEK, _ := keyring.LoadKEKFile(other)
 	wrong := tg.Options()
-	wrong.KEK = otherKEK
+	wrong.KEK = keyringtest.KEK(t)
 	if _, err := rath.OpenWith(ctx, wrong); !errors.Is(err, keyring.ErrKEK) {
 		t.Fatalf("open with another KEK: %v, want ErrKEK", err)
 	}

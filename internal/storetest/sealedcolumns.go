@@ -8,6 +8,7 @@ import (
 	"github.com/gorath/rath"
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/projections"
 )
 
@@ -21,7 +22,7 @@ func testSealedColumns(t *testing.T, b Backend) {
 	ctx := t.Context()
 	tg := b.New(t)
 	opts := tg.Options()
-	opts.KEK = MustKEK(t)
+	opts.KEK = keyringtest.KEK(t)
 	rt, err := rath.OpenWith(ctx, opts)
 	if err != nil {
 		t.Fatal(err)

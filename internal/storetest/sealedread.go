@@ -11,6 +11,7 @@ import (
 	"github.com/gorath/rath/eventlog"
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
 
 // A reader that opens sealed content while it holds a read connection
@@ -21,7 +22,7 @@ import (
 // reader holds it, and a fresh process's keyring knows no key yet.
 func testSealedReadHoldingTheReadPool(t *testing.T, b Backend) {
 	tg := b.New(t)
-	kek := MustKEK(t)
+	kek := keyringtest.KEK(t)
 	rt, _ := openSealed(t, tg, kek)
 	alice := events.ContextWithSubject(t.Context(), "user:alice")
 	const canary = "canary-5e2a: read while holding the pool"

@@ -18,6 +18,7 @@ import (
 	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/internal/storetest"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/projections"
 	"github.com/gorath/rath/session"
 )
@@ -317,7 +318,7 @@ func TestPostgres_SealedAppendsCommitLateWithoutARedo(t *testing.T) {
 	ctx := t.Context()
 	tg := postgresTarget(t)
 	opts := tg.Options()
-	opts.KEK = storetest.MustKEK(t)
+	opts.KEK = keyringtest.KEK(t)
 	alice := events.ContextWithSubject(ctx, "user:alice")
 	// A first runtime makes alice's key and session; the second, a
 	// writer that knows nothing yet, is the one measured.
@@ -383,7 +384,7 @@ func TestPostgres_NewSubjectsCostTheWriterNoRoundTrips(t *testing.T) {
 	if err := rath.Migrate(ctx, tg.DSN); err != nil {
 		t.Fatal(err)
 	}
-	kr := keyring.New(storetest.MustKEK(t), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
+	kr := keyring.New(keyringtest.KEK(t), func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })
 	st, err := eventlog.Open(ctx, eventlog.Options{DSN: tg.DSN, Sealer: kr})
 	if err != nil {
 		t.Fatal(err)
@@ -468,7 +469,7 @@ func TestPostgres_AnErasureCommittedWhileAnAppendWaitsForTheLockIsSeen(t *testin
 	if err := rath.Migrate(ctx, tg.DSN); err != nil {
 		t.Fatal(err)
 	}
-	kek := storetest.MustKEK(t)
+	kek := keyringtest.KEK(t)
 	rebind := func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
 	// The appender's keyring keeps the key it read, as every keyring does
 	// for up to keyring.Freshness: the append seals under the key the
