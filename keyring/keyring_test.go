@@ -16,23 +16,10 @@ import (
 	"time"
 
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/migrations"
 	_ "modernc.org/sqlite"
 )
-
-// mustKEK writes a fresh key-encryption key file and loads it.
-func mustKEK(t testing.TB) keyring.KEK {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kek")
-	if err := keyring.GenerateKEKFile(path); err != nil {
-		t.Fatal(err)
-	}
-	k, err := keyring.LoadKEKFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // mustSQLite returns a migrated SQLite database in a temporary directory.
 func mustSQLite(t testing.TB) *sql.DB {
@@ -113,7 +100,7 @@ func TestLoadKEKFile_Errors(t *testing.T) {
 }
 
 func TestKEK_UnwrapWithAnotherKEK(t *testing.T) {
-	a, b := mustKEK(t), mustKEK(t)
+	a, b := keyringtest.KEK(t), keyringtest.KEK(t)
 	w, err := a.Wrap(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +161,7 @@ func TestSealedForm(t *testing.T) {
 // into its placeholders.
 func keyringTests(t *testing.T, db *sql.DB, rebind func(string) string) {
 	ctx := t.Context()
-	kek := mustKEK(t)
+	kek := keyringtest.KEK(t)
 	kr := keyring.New(kek, rebind)
 	create := func(subject string) {
 		t.Helper()
@@ -249,7 +236,7 @@ func keyringTests(t *testing.T, db *sql.DB, rebind func(string) string) {
 	if err := keyring.CheckKEK(ctx, db, rebind, nil); !errors.Is(err, keyring.ErrKEK) {
 		t.Fatalf("check with no KEK: %v, want ErrKEK", err)
 	}
-	other := mustKEK(t)
+	other := keyringtest.KEK(t)
 	if err := keyring.CheckKEK(ctx, db, rebind, other); !errors.Is(err, keyring.ErrKEK) {
 		t.Fatalf("check with another KEK: %v, want ErrKEK", err)
 	}
@@ -406,7 +393,7 @@ func (q *countingQuerier) QueryRowContext(ctx context.Context, query string, arg
 // once per Freshness) wait for one read of it instead of each reading it.
 func TestEpoch_OneReadForConcurrentCallers(t *testing.T) {
 	q := &countingQuerier{DB: mustSQLite(t)}
-	kr := keyring.New(mustKEK(t), nil)
+	kr := keyring.New(keyringtest.KEK(t), nil)
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
@@ -453,7 +440,7 @@ func TestSeal_ConcurrentSealsOfEveryLength(t *testing.T) {
 func aliceKey(t *testing.T) (*sql.DB, *keyring.Keyring, *keyring.DataKey) {
 	t.Helper()
 	db := mustSQLite(t)
-	kr := keyring.New(mustKEK(t), nil)
+	kr := keyring.New(keyringtest.KEK(t), nil)
 	dk, err := kr.Create(t.Context(), db, "user:alice")
 	if err != nil {
 		t.Fatal(err)
@@ -483,7 +470,7 @@ func (q *statementCounter) QueryRowContext(ctx context.Context, query string, ar
 func TestCreate_OneStatementForANewKey(t *testing.T) {
 	ctx := t.Context()
 	q := &statementCounter{DB: mustSQLite(t)}
-	kr := keyring.New(mustKEK(t), nil)
+	kr := keyring.New(keyringtest.KEK(t), nil)
 	made, err := kr.Create(ctx, q, "run:r1")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorath/rath/internal/pgtest"
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 	"github.com/gorath/rath/migrations"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
@@ -47,7 +48,7 @@ func TestFindOrCreate_Postgres(t *testing.T) {
 	ctx := t.Context()
 	db := migratedDB(t, "findorcreate")
 	rebind := func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
-	kek := mustKEK(t)
+	kek := keyringtest.KEK(t)
 	q := &statementCounter{DB: db}
 	kr, other := keyring.New(kek, rebind), keyring.New(kek, rebind)
 

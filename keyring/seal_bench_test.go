@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gorath/rath/keyring"
+	"github.com/gorath/rath/keyring/keyringtest"
 )
 
 // BenchmarkSeal seals a typical chunk's payload (about 400 bytes) under
@@ -12,7 +13,7 @@ import (
 // the sealed form's encoding.
 func BenchmarkSeal(b *testing.B) {
 	db := mustSQLite(b)
-	kr := keyring.New(mustKEK(b), nil)
+	kr := keyring.New(keyringtest.KEK(b), nil)
 	ctx := b.Context()
 	if _, err := kr.Create(ctx, db, "user:bench"); err != nil {
 		b.Fatal(err)
