@@ -11,7 +11,10 @@
 // server's processes run as the postgres user and the directory is handed
 // to it. The postmaster is a direct child of the test process with a
 // parent-death signal, so a test binary that crashes takes its server down
-// with it.
+// with it. Its directory stays behind, though (as it does when a test ends
+// the binary with os.Exit): the process holds a lock on a file in each of
+// its servers' directories, and Start removes every directory whose lock
+// has been let go.
 //
 // This package is for tests only; it imports nothing from rath.
 package pgtest

@@ -42,6 +42,9 @@ type Server struct {
 	args []string
 	cmd  *exec.Cmd
 	cred *syscall.Credential
+	// owner is dir's owner file, locked while dir is this process's
+	// (leftovers.go).
+	owner *os.File
 
 	logMu sync.Mutex
 	log   bytes.Buffer
@@ -63,26 +66,32 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	dir, err := os.MkdirTemp("", "rath-pgtest-")
+	removeLeftovers(os.TempDir(), time.Now())
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	s := &Server{dir: dir, bin: bin}
+	owner, err := own(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgtest: lock %s: %w", dir, err)
+	}
+	s := &Server{dir: dir, bin: bin, owner: owner}
 	if os.Geteuid() == 0 {
 		// The server refuses root: hand the directory to the postgres user.
 		cred, err := postgresUser()
 		if err != nil {
-			os.RemoveAll(dir)
+			s.remove()
 			return nil, err
 		}
 		s.cred = cred
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			os.RemoveAll(dir)
+			s.remove()
 			return nil, fmt.Errorf("pgtest: chown %s: %w", dir, err)
 		}
 	}
 	if err := s.initdb(ctx); err != nil {
-		os.RemoveAll(dir)
+		s.remove()
 		return nil, err
 	}
 	if err := s.start(ctx, opts.Settings); err != nil {
@@ -285,7 +294,8 @@ func (s *Server) launch() (<-chan struct{}, error) {
 }
 
 // Stop shuts the server down (fast mode) and removes its directory. It is
-// safe to call more than once.
+// safe to call more than once. A directory whose process died without
+// Stop is removed by a later Start (leftovers.go).
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
 		if s.cmd != nil && s.cmd.Process != nil {
@@ -297,8 +307,14 @@ func (s *Server) Stop() {
 				<-s.exited
 			}
 		}
-		os.RemoveAll(s.dir)
+		s.remove()
 	})
+}
+
+// remove deletes the server's directory, then lets its owner file go.
+func (s *Server) remove() {
+	os.RemoveAll(s.dir)
+	s.owner.Close()
 }
 
 // logWriter collects the server's output; its two pipes write concurrently.

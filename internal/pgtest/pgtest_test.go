@@ -15,7 +15,12 @@ import (
 
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { pgtest.Main(m, func(s *pgtest.Server) { pg = s }) }
+func TestMain(m *testing.M) {
+	if os.Getenv(leaveEnv) != "" {
+		os.Exit(leaveAServer())
+	}
+	pgtest.Main(m, func(s *pgtest.Server) { pg = s })
+}
 
 func TestServer_CreateDatabaseAndExec(t *testing.T) {
 	ctx := context.Background()

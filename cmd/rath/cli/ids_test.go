@@ -43,27 +43,33 @@ func TestRun_NewIDsDifferAcrossStores(t *testing.T) {
 }
 
 // newChildEnv makes the test binary run `rath new` repeatedly against a
-// store; its value is "dir count tag".
+// store; its value is "dir count tag". TestMain hands it to newChild
+// before it starts the binary's PostgreSQL server, which a child neither
+// needs nor would stop.
 const newChildEnv = "RATH_CLI_TEST_NEW_CHILD"
+
+// newChild runs `rath new` count times against dir, each opening the
+// store anew as a separate command would, and prints the ids: the child
+// process of TestRun_NewInConcurrentProcesses.
+func newChild(spec string) int {
+	f := strings.Fields(spec)
+	n, _ := strconv.Atoi(f[1])
+	for i := range n {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), Config{}, []string{"--dir", f[0], "new", fmt.Sprintf("%s-%d", f[2], i)}, strings.NewReader(""), &out, &errb); code != 0 {
+			fmt.Fprintf(os.Stderr, "rath new: exit %d: %s", code, errb.String())
+			return 1
+		}
+		fmt.Print(out.String())
+	}
+	return 0
+}
 
 // TestRun_NewInConcurrentProcesses: processes each running `rath new`
 // against one store at the same time derive ids from seeds of their own,
 // so their ids are disjoint by construction instead of colliding and being
 // retried; every command succeeds and every session holds its own text.
 func TestRun_NewInConcurrentProcesses(t *testing.T) {
-	if v := os.Getenv(newChildEnv); v != "" {
-		f := strings.Fields(v)
-		n, _ := strconv.Atoi(f[1])
-		for i := range n {
-			var out, errb bytes.Buffer
-			// Each invocation opens the store anew, as a separate `rath new` would.
-			if code := Run(context.Background(), Config{}, []string{"--dir", f[0], "new", fmt.Sprintf("%s-%d", f[2], i)}, strings.NewReader(""), &out, &errb); code != 0 {
-				t.Fatalf("rath new: exit %d: %s", code, errb.String())
-			}
-			fmt.Print(out.String())
-		}
-		os.Exit(0)
-	}
 	const procs, each = 3, 15
 	dir := filepath.Join(t.TempDir(), "store")
 	mustRun(t, dir, "new", "first") // the store exists before the children race
@@ -73,7 +79,7 @@ func TestRun_NewInConcurrentProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	for p := range procs {
 		wg.Go(func() {
-			cmd := execpkg.CommandContext(ctx, os.Args[0], "-test.run=^TestRun_NewInConcurrentProcesses$")
+			cmd := execpkg.CommandContext(ctx, os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d p%d", newChildEnv, dir, each, p))
 			var errb bytes.Buffer
 			cmd.Stderr = &errb

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(multiprocessChild(role))
 	}
+	if spec := os.Getenv(newChildEnv); spec != "" {
+		os.Exit(newChild(spec))
+	}
 	// One PostgreSQL server for the binary's --dsn tests.
 	pgtest.Main(m, func(s *pgtest.Server) { pgServer = s }, stock.Remove)
 }
