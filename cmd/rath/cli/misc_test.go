@@ -18,7 +18,11 @@ func TestRun_UsageErrors(t *testing.T) {
 	}{
 		{"unknown command", []string{"bogus"}, `unknown command "bogus"`, "Try: rath --help"},
 		{"misspelt command", []string{"sesions"}, `unknown command "sesions"`, "Try: rath sessions"},
-		{"unknown flag", []string{"sessions", "--nope"}, "unknown flag: --nope", "Try: rath sessions --json"},
+		{"unknown flag", []string{"sessions", "--nope"}, "unknown flag: --nope\n", "Try: rath sessions --json"},
+		{"misspelt flag", []string{"runs", "--stauts", "failed"}, "unknown flag: --stauts (did you mean --status?)", "Try: rath runs"},
+		{"misspelt flag with a value", []string{"events", "--strem=x"}, "unknown flag: --strem (did you mean --stream?)", "Try: rath events"},
+		{"misspelt inherited flag", []string{"sessions", "--dri", "x"}, "unknown flag: --dri (did you mean --dir?)", "Try: rath sessions"},
+		{"unknown shorthand", []string{"sessions", "-z"}, "unknown shorthand flag: 'z' in -z\n", "Try: rath sessions"},
 		{"show without id", []string{"show"}, "accepts 1 arg(s)", "Try: rath show "},
 		{"extra argument", []string{"sessions", "x"}, "unknown command", "Try: rath sessions"},
 		{"bad graph format", []string{"graph", "--format", "svg"}, `--format "svg"`, "Try: rath graph"},

@@ -57,9 +57,7 @@ rath approve --as ann $(rath approvals -q --run RUN)`,
 	root.SuggestionsMinimumDistance = 2
 	root.PersistentFlags().StringVar(&a.dir, "dir", a.dir, "runtime directory holding rath.db (env RATH_DIR)")
 	root.PersistentFlags().StringVar(&a.dsn, "dsn", a.dsn, "keep the log in PostgreSQL instead: postgres://… (env RATH_DSN); --dir then holds only per-process files")
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &usageError{err: err, hint: hint(cmd)}
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newSessionsCmd(a),
 		newShowCmd(a),

@@ -1,6 +1,12 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
 
 // nearestCommand is the subcommand of root closest to typed: the one
 // with the fewest edits (a swap of two neighbours counts as one), ties
@@ -23,6 +29,38 @@ func nearestCommand(root *cobra.Command, typed string) string {
 		return ""
 	}
 	return best
+}
+
+// nearestFlag is the flag of cmd (its own and those it inherits)
+// closest to the long flag typed, by the rule of nearestCommand, or ""
+// when none is near enough. Hidden and deprecated flags are not offered.
+func nearestFlag(cmd *cobra.Command, typed string) string {
+	best, bestD, bestP := "", -1, -1
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Deprecated != "" {
+			return
+		}
+		d, p := editDistance(typed, f.Name), sharedPrefix(typed, f.Name)
+		if bestD < 0 || d < bestD || (d == bestD && p > bestP) {
+			best, bestD, bestP = f.Name, d, p
+		}
+	})
+	if bestD < 0 || bestD > max(1, len(typed)/2) {
+		return ""
+	}
+	return best
+}
+
+// flagError is cmd's error for a flag it could not parse: for an unknown
+// long flag near one of cmd's, it names that one.
+func flagError(cmd *cobra.Command, err error) error {
+	var unknown *pflag.NotExistError
+	if errors.As(err, &unknown) && unknown.GetSpecifiedShortnames() == "" {
+		if near := nearestFlag(cmd, unknown.GetSpecifiedName()); near != "" {
+			err = fmt.Errorf("%w (did you mean --%s?)", err, near)
+		}
+	}
+	return &usageError{err: err, hint: hint(cmd)}
 }
 
 // editDistance is the optimal string alignment distance: insertions,
