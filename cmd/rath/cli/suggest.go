@@ -8,43 +8,43 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// nearestCommand is the subcommand of root closest to typed: the one
-// with the fewest edits (a swap of two neighbours counts as one), ties
-// going to the longer shared prefix. Nothing is suggested when even the
-// nearest needs more edits than half the typed word.
+// nearestCommand is the subcommand of root (a name or an alias) closest
+// to typed, by the rule of nearest.
 func nearestCommand(root *cobra.Command, typed string) string {
-	best, bestD, bestP := "", -1, -1
+	var names []string
 	for _, c := range root.Commands() {
-		if !c.IsAvailableCommand() {
-			continue
-		}
-		for _, name := range append([]string{c.Name()}, c.Aliases...) {
-			d, p := editDistance(typed, name), sharedPrefix(typed, name)
-			if bestD < 0 || d < bestD || (d == bestD && p > bestP) {
-				best, bestD, bestP = name, d, p
-			}
+		if c.IsAvailableCommand() {
+			names = append(append(names, c.Name()), c.Aliases...)
 		}
 	}
-	if bestD < 0 || bestD > max(1, len(typed)/2) {
-		return ""
-	}
-	return best
+	return nearest(typed, names)
 }
 
 // nearestFlag is the flag of cmd (its own and those it inherits)
-// closest to the long flag typed, by the rule of nearestCommand, or ""
-// when none is near enough. Hidden and deprecated flags are not offered.
+// closest to the long flag typed, by the rule of nearest. Hidden and
+// deprecated flags are not offered.
 func nearestFlag(cmd *cobra.Command, typed string) string {
-	best, bestD, bestP := "", -1, -1
+	var names []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Hidden || f.Deprecated != "" {
-			return
-		}
-		d, p := editDistance(typed, f.Name), sharedPrefix(typed, f.Name)
-		if bestD < 0 || d < bestD || (d == bestD && p > bestP) {
-			best, bestD, bestP = f.Name, d, p
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
 		}
 	})
+	return nearest(typed, names)
+}
+
+// nearest is the name closest to typed: the one with the fewest edits (a
+// swap of two neighbours counts as one), ties going to the longer shared
+// prefix. It is "" when even the nearest needs more edits than half the
+// typed word.
+func nearest(typed string, names []string) string {
+	best, bestD, bestP := "", -1, -1
+	for _, name := range names {
+		d, p := editDistance(typed, name), sharedPrefix(typed, name)
+		if bestD < 0 || d < bestD || (d == bestD && p > bestP) {
+			best, bestD, bestP = name, d, p
+		}
+	}
 	if bestD < 0 || bestD > max(1, len(typed)/2) {
 		return ""
 	}
