@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -18,6 +17,12 @@ type RunsFilter struct {
 	// StartedAfter keeps runs started at or after it (Unix ns); zero
 	// keeps all.
 	StartedAfter int64
+	// Before keeps runs started before this seq (a page's cursor: the
+	// last row's StartedSeq); zero keeps all.
+	Before int64
+	// Text keeps runs whose id, workflow, sessions or error hold it;
+	// empty keeps all. Sealed columns hold ciphertext and do not match.
+	Text string
 }
 
 // RunsNewest returns the newest limit runs f selects, newest first, and
@@ -26,32 +31,47 @@ type RunsFilter struct {
 // columns), so a page costs the same on a store of any size but for the
 // count, which reads no content.
 func (r *Reader) RunsNewest(ctx context.Context, f RunsFilter, limit int) ([]RunRow, int, error) {
-	where, args, err := f.where()
+	rs, err := r.RunsPage(ctx, f, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	query := `SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at, tenant FROM runs` + where + ` ORDER BY started_seq DESC`
-	pageArgs := args
-	if limit > 0 {
-		query += ` LIMIT ?`
-		pageArgs = append(slices.Clip(args), limit)
-	}
-	var rs []RunRow
-	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(query), pageArgs...); err != nil {
-		return nil, 0, fmt.Errorf("projections: runs: %w", err)
-	}
 	total := len(rs)
 	if limit > 0 && total == limit {
+		where, args, err := f.where()
+		if err != nil {
+			return nil, 0, err
+		}
 		// On db, not the prepared statements' cache: the text varies with
-		// the statuses asked for.
+		// the filters.
 		if err := r.db.QueryRowContext(ctx, r.db.Rebind(`SELECT COUNT(*) FROM runs`+where), args...).Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("projections: count runs: %w", err)
 		}
 	}
-	if err := r.OpenRuns(ctx, rs); err != nil {
-		return nil, 0, err
-	}
 	return rs, total, nil
+}
+
+// RunsPage returns the newest limit runs f selects, newest first, opened,
+// without a count: a page of a list that counts otherwise, or not at all
+// (the console asks for one more than it shows, to know whether a next
+// page exists). limit < 1 returns every one.
+func (r *Reader) RunsPage(ctx context.Context, f RunsFilter, limit int) ([]RunRow, error) {
+	where, args, err := f.where()
+	if err != nil {
+		return nil, err
+	}
+	query := `SELECT id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at, tenant FROM runs` + where + ` ORDER BY started_seq DESC`
+	if limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	var rs []RunRow
+	if err := r.db.SelectContext(ctx, &rs, r.db.Rebind(query), args...); err != nil {
+		return nil, fmt.Errorf("projections: runs: %w", err)
+	}
+	if err := r.OpenRuns(ctx, rs); err != nil {
+		return nil, err
+	}
+	return rs, nil
 }
 
 // where is f's WHERE clause (with its leading space, "" for none) and
@@ -69,8 +89,21 @@ func (f RunsFilter) where() (string, []any, error) {
 	if f.StartedAfter != 0 {
 		conds, args = append(conds, `started_at >= ?`), append(args, f.StartedAfter)
 	}
+	if f.Before != 0 {
+		conds, args = append(conds, `started_seq < ?`), append(args, f.Before)
+	}
+	if f.Text != "" {
+		p := likePattern(f.Text)
+		conds = append(conds, `(id LIKE ? ESCAPE '\' OR workflow LIKE ? ESCAPE '\' OR input_session LIKE ? ESCAPE '\' OR output_session LIKE ? ESCAPE '\' OR error LIKE ? ESCAPE '\')`)
+		args = append(args, p, p, p, p, p)
+	}
 	if len(conds) == 0 {
 		return "", nil, nil
 	}
 	return " WHERE " + strings.Join(conds, " AND "), args, nil
+}
+
+// likePattern matches s anywhere, quoted for LIKE ... ESCAPE '\'.
+func likePattern(s string) string {
+	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // RunsNewest pages the runs list in the database: the newest first, the
-// filters applied before the limit, and the count of all it selects.
+// filters (status, start time, a page's cursor, text) applied before the
+// limit, and the count of all it selects.
 func TestReader_RunsNewestPagesInTheDatabase(t *testing.T) {
 	for _, st := range bothStores(t) {
 		t.Run(st.name, func(t *testing.T) {
@@ -34,7 +35,7 @@ func TestReader_RunsNewestPagesInTheDatabase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r3Started := all[3].StartedAt
+			r3Started, r3Seq := all[3].StartedAt, all[3].StartedSeq
 			for _, c := range []struct {
 				name  string
 				f     projections.RunsFilter
@@ -50,6 +51,12 @@ func TestReader_RunsNewestPagesInTheDatabase(t *testing.T) {
 				{"started since r3", projections.RunsFilter{StartedAfter: r3Started}, 1, []string{"r5"}, 3},
 				{"both filters", projections.RunsFilter{Statuses: []string{"ok"}, StartedAfter: r3Started}, 5, []string{"r4"}, 1},
 				{"none selected", projections.RunsFilter{Statuses: []string{"canceled"}}, 3, []string{}, 0},
+				{"started before r3 (a page's cursor)", projections.RunsFilter{Before: r3Seq}, 0, []string{"r2", "r1", "r0"}, 3},
+				{"text in a session", projections.RunsFilter{Text: "in-r4"}, 0, []string{"r4"}, 1},
+				{"text in an error", projections.RunsFilter{Text: "no"}, 0, []string{"r3"}, 1},
+				{"text in an id", projections.RunsFilter{Text: "r1"}, 0, []string{"r1"}, 1},
+				{"a LIKE wildcard is a character", projections.RunsFilter{Text: "r_"}, 0, []string{}, 0},
+				{"text and a cursor", projections.RunsFilter{Text: "in-r", Before: r3Seq}, 2, []string{"r2", "r1"}, 3},
 			} {
 				rows, total, err := rt.Reader().RunsNewest(ctx, c.f, c.limit)
 				if err != nil {

@@ -71,8 +71,6 @@ type RunsPage struct {
 	NextBefore int64 `json:"next_before,omitempty"`
 }
 
-const runCols = `id, workflow, input_session, output_session, seed, code_version, status, error, parent_run, started_seq, finished_seq, started_at, finished_at`
-
 func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {
@@ -83,11 +81,6 @@ func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 		return 0, fmt.Errorf("%s=%q: want an integer from %d to %d", name, v, lo, hi)
 	}
 	return n, nil
-}
-
-// likePattern quotes s for LIKE ... ESCAPE '\'.
-func likePattern(s string) string {
-	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
 }
 
 func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
@@ -117,37 +110,17 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 // runsPage reads one page of runs, newest first, started before seq
 // `before` (0: the newest), then their summaries in one query.
 func (s *Server) runsPage(ctx context.Context, limit int, before int64, status, q string, since int64) (RunsPage, error) {
-	db := s.db(ctx)
-	conds, args := []string{}, []any{}
-	if since > 0 {
-		conds, args = append(conds, "started_at >= ?"), append(args, since)
-	}
 	counts, err := s.statusCounts(ctx, since)
 	if err != nil {
 		return RunsPage{}, err
 	}
-	if before > 0 {
-		conds, args = append(conds, "started_seq < ?"), append(args, before)
-	}
+	f := projections.RunsFilter{StartedAfter: since, Before: before, Text: q}
 	if status != "" {
-		conds, args = append(conds, "status = ?"), append(args, jsonview.StatusStored(status))
+		f.Statuses = []string{jsonview.StatusStored(status)}
 	}
-	if q != "" {
-		p := likePattern(q)
-		conds = append(conds, `(id LIKE ? ESCAPE '\' OR workflow LIKE ? ESCAPE '\' OR input_session LIKE ? ESCAPE '\' OR output_session LIKE ? ESCAPE '\' OR error LIKE ? ESCAPE '\')`)
-		args = append(args, p, p, p, p, p)
-	}
-	query := `SELECT ` + runCols + ` FROM runs`
-	if len(conds) > 0 {
-		query += " WHERE " + strings.Join(conds, " AND ")
-	}
-	query += " ORDER BY started_seq DESC LIMIT ?"
-	args = append(args, limit+1)
-	var rows []projections.RunRow
-	if err := db.SelectContext(ctx, &rows, db.Rebind(query), args...); err != nil {
-		return RunsPage{}, fmt.Errorf("runs: %w", err)
-	}
-	if err := s.reader(ctx).OpenRuns(ctx, rows); err != nil {
+	// One more than the page, to know whether another follows.
+	rows, err := s.reader(ctx).RunsPage(ctx, f, limit+1)
+	if err != nil {
 		return RunsPage{}, fmt.Errorf("runs: %w", err)
 	}
 	page := RunsPage{Runs: []RunView{}, Counts: counts, Priced: len(s.opts.Prices) > 0}
