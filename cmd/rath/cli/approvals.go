@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -160,7 +161,7 @@ func (a *app) printWaiting(ctx context.Context, rt *rath.Runtime, run string, w 
 	}
 	fmt.Fprintf(w, "run %s waits for a person (exit code %d):\n", termSafe(run), ExitWaiting)
 	printPending(w, vs)
-	fmt.Fprintf(w, "decide with: rath approve ID [--note TEXT] | rath reject ID --reason TEXT | rath answer ID --json '{...}'\n")
+	fmt.Fprintf(w, "decide with: rath approve ID [--note TEXT] | rath reject ID --reason TEXT | rath answer ID [--json '{...}']\n")
 	fmt.Fprintf(w, "then continue it with: rath resume %s\n", termSafe(run))
 }
 
@@ -188,7 +189,7 @@ func approver(as string) (by, issuer, via string) {
 	return id.Subject, id.Issuer, id.Via
 }
 
-func newDecideCmd(a *app, use, short, example string, build func(cmd *cobra.Command) (approval.Decision, error)) (*cobra.Command, *string) {
+func newDecideCmd(a *app, use, short, example string, build func(cmd *cobra.Command, id string) (approval.Decision, error)) (*cobra.Command, *string) {
 	var as string
 	cmd := &cobra.Command{
 		Use:     use,
@@ -196,7 +197,7 @@ func newDecideCmd(a *app, use, short, example string, build func(cmd *cobra.Comm
 		Example: example,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			d, err := build(cmd)
+			d, err := build(cmd, argv[0])
 			if err != nil {
 				return err
 			}
@@ -244,7 +245,7 @@ func newApproveCmd(a *app) *cobra.Command {
 	cmd, _ := newDecideCmd(a, "approve ID", "Approve a tool call a run waits on (optionally with edited arguments)",
 		`rath approve apr-0123456789abcdef --note "looks safe"
 rath approve apr-0123456789abcdef --args '{"cmd":"ls"}'`,
-		func(*cobra.Command) (approval.Decision, error) {
+		func(*cobra.Command, string) (approval.Decision, error) {
 			return approval.Decision{Decision: events.DecisionApproved, Note: note, EditedArguments: edited}, nil
 		})
 	cmd.Long = `approve records that the tool call of request ID may run, with exactly the
@@ -260,7 +261,7 @@ func newRejectCmd(a *app) *cobra.Command {
 	var reason string
 	cmd, _ := newDecideCmd(a, "reject ID --reason TEXT", "Reject a tool call a run waits on; the model reads the reason as the tool's result",
 		`rath reject apr-0123456789abcdef --reason "do not touch production"`,
-		func(cmd *cobra.Command) (approval.Decision, error) {
+		func(cmd *cobra.Command, _ string) (approval.Decision, error) {
 			if strings.TrimSpace(reason) == "" {
 				return approval.Decision{}, usagef(cmd, "--reason is required: the model reads it")
 			}
@@ -273,16 +274,51 @@ func newRejectCmd(a *app) *cobra.Command {
 
 func newAnswerCmd(a *app) *cobra.Command {
 	var answer, note string
-	cmd, _ := newDecideCmd(a, "answer ID --json VALUE", "Answer a question a run waits on, with JSON matching its schema",
-		`rath answer apr-0123456789abcdef --json '{"branch":"main"}'`,
-		func(cmd *cobra.Command) (approval.Decision, error) {
+	cmd, _ := newDecideCmd(a, "answer ID [--json VALUE]", "Answer a question a run waits on, with JSON matching its schema (asked for at a terminal)",
+		`rath answer apr-0123456789abcdef --json '{"branch":"main"}'
+rath answer apr-0123456789abcdef`,
+		func(cmd *cobra.Command, id string) (approval.Decision, error) {
 			if answer == "" {
-				return approval.Decision{}, usagef(cmd, "--json is required: the answer, as JSON")
+				if !isTerminalReader(a.stdin) {
+					return approval.Decision{}, usagef(cmd, "--json is required when the input is not a terminal: the answer, as JSON")
+				}
+				asked, err := a.askAnswer(cmd, id)
+				if err != nil {
+					return approval.Decision{}, err
+				}
+				answer = string(asked)
 			}
 			return approval.Decision{Decision: events.DecisionAnswered, Note: note, Answer: json.RawMessage(answer)}, nil
 		})
+	cmd.Long = `answer records the answer to question ID, which must match the question's
+JSON Schema (rath approvals shows both). With --json the answer is given
+whole. Without it, at a terminal, answer asks for it: field by field when
+the schema is an object of strings, numbers, integers and booleans, each
+checked as it is typed, else as one JSON value; it then shows the answer
+as it will be recorded and records it on "y".`
 	// Here --json is the answer: this command prints text only.
-	cmd.Flags().StringVar(&answer, "json", "", "the answer, JSON matching the question's schema")
+	cmd.Flags().StringVar(&answer, "json", "", "the answer, JSON matching the question's schema (without it, at a terminal, answer asks)")
 	cmd.Flags().StringVar(&note, "note", "", "a remark, recorded with the decision")
 	return cmd
+}
+
+// askAnswer asks the person at the terminal for the answer to question
+// id (promptAnswer), after checking that it is a question still pending.
+func (a *app) askAnswer(cmd *cobra.Command, id string) (json.RawMessage, error) {
+	ctx := cmd.Context()
+	rt, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := approval.Load(ctx, rt.Store(), id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case st.Request.Kind != events.ApprovalQuestion:
+		return nil, fmt.Errorf("%s is a tool call, not a question: rath approve or rath reject it", termSafe(id))
+	case !st.Pending():
+		return nil, fmt.Errorf("%s is decided already: %s by %s", termSafe(id), st.Decision.Decision, termSafe(st.Decision.By))
+	}
+	return promptAnswer(bufio.NewReader(a.stdin), a.stderr, st.Request)
 }

@@ -233,18 +233,8 @@ func asking() flow.Workflow {
 // it replays.
 func TestApprovals_AnswerAQuestion(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	ctx := t.Context()
-	rt, err := rath.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, _ := rt.NewUserSession(ctx, "scale up")
-	run, err := rt.Start(ctx, "asking", asking(), in)
-	if !errors.Is(err, flow.ErrWaiting) {
-		t.Fatalf("start: %v", err)
-	}
-	rt.Close()
+	dir, run := storeWaitingOn(t, "asking", asking())
 	cfg := Config{Setup: func(_ context.Context, rt *rath.Runtime) error {
 		rt.Register("asking", asking())
 		return nil
@@ -271,13 +261,13 @@ func TestApprovals_AnswerAQuestion(t *testing.T) {
 	if cli("events", "--json").stdout != head {
 		t.Fatal("refused answers changed the log")
 	}
-	if r := cli("resume", run.ID); r.code != ExitWaiting || !strings.Contains(r.stderr, id) {
+	if r := cli("resume", run); r.code != ExitWaiting || !strings.Contains(r.stderr, id) {
 		t.Fatalf("resume before the answer: exit %d\n%s", r.code, r.stderr)
 	}
 	if r := cli("answer", id, "--json", `{"n": 3}`, "--as", "ops"); r.code != 0 || !strings.Contains(r.stdout, "answered by ops") {
 		t.Fatalf("answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r := cli("resume", run.ID)
+	r := cli("resume", run)
 	if r.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
 	}
@@ -288,7 +278,7 @@ func TestApprovals_AnswerAQuestion(t *testing.T) {
 	if show := cli("show", out[1]).stdout; !strings.Contains(show, `replicas: {"n":3}`) || !strings.Contains(show, "answered by ops") {
 		t.Fatalf("show:\n%s", show)
 	}
-	if r := cli("replay", run.ID); r.code != 0 {
+	if r := cli("replay", run); r.code != 0 {
 		t.Fatalf("replay: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

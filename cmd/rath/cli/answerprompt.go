@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"golang.org/x/term"
+
+	"github.com/gorath/rath/approval"
+	"github.com/gorath/rath/events"
+)
+
+// errNotRecorded is a person's "no" at the end of an interactive answer.
+var errNotRecorded = errors.New("the answer was not recorded: nothing was written")
+
+// errInputEnded is the end of the input before an answer was whole.
+var errInputEnded = errors.New("the input ended before the answer was whole: nothing was written")
+
+// isTerminalReader reports whether r is a terminal a person types at.
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// promptAnswer asks the person at in and out for the answer to the
+// question req asks: field by field when its schema is an object of
+// strings, numbers, integers and booleans (what an MCP server's form
+// asks for), else as one JSON value. Each field is checked against its
+// schema as it is typed, and asked again until it passes. The whole
+// answer is shown, exactly as it will be recorded, and recorded only on
+// a "y". Everything the question says (its text, field names,
+// descriptions, choices) is shown terminal-safe: the model or a server
+// wrote it.
+func promptAnswer(in *bufio.Reader, out io.Writer, req *events.ApprovalRequested) (json.RawMessage, error) {
+	fmt.Fprintf(out, "question %s: %s\n", termSafe(req.ID), termSafe(req.Question))
+	var schema *jsonschema.Schema
+	if req.Schema != "" {
+		schema = new(jsonschema.Schema)
+		if err := json.Unmarshal([]byte(req.Schema), schema); err != nil {
+			return nil, fmt.Errorf("the question's schema: %w", err)
+		}
+	}
+	var answer json.RawMessage
+	var err error
+	if fields, ok := formFields(schema); ok {
+		answer, err = promptForm(in, out, schema, fields)
+	} else {
+		answer, err = promptJSON(in, out, req.Schema)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "answer: %s\n", termSafe(string(answer)))
+	yes, err := promptLine(in, out, "record this answer? [y/N] ")
+	if err != nil {
+		return nil, err
+	}
+	if !isYes(yes) {
+		return nil, errNotRecorded
+	}
+	return answer, nil
+}
+
+// formFields are the properties of an object schema of primitive fields,
+// the required ones first in their order, then the others by name; ok is
+// false for any other schema.
+func formFields(s *jsonschema.Schema) (fields []string, ok bool) {
+	if s == nil || s.Type != "object" || len(s.Properties) == 0 {
+		return nil, false
+	}
+	for name, p := range s.Properties {
+		if p == nil || !slices.Contains([]string{"string", "integer", "number", "boolean"}, p.Type) {
+			return nil, false
+		}
+		if !slices.Contains(s.Required, name) {
+			fields = append(fields, name)
+		}
+	}
+	slices.Sort(fields)
+	var required []string
+	for _, name := range s.Required {
+		if _, ok := s.Properties[name]; ok && !slices.Contains(required, name) {
+			required = append(required, name)
+		}
+	}
+	return append(required, fields...), true
+}
+
+func promptForm(in *bufio.Reader, out io.Writer, s *jsonschema.Schema, fields []string) (json.RawMessage, error) {
+	answer := map[string]any{}
+	for _, name := range fields {
+		p := s.Properties[name]
+		res, err := p.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("the question's schema, field %s: %w", termSafe(name), err)
+		}
+		required := slices.Contains(s.Required, name)
+		label := fieldLabel(name, p, required)
+		for {
+			line, err := promptLine(in, out, label)
+			if err != nil {
+				return nil, err
+			}
+			if line == "" && !required {
+				break
+			}
+			v, err := fieldValue(p.Type, line)
+			if err == nil {
+				err = res.Validate(v)
+			}
+			if err != nil {
+				fmt.Fprintf(out, "  not valid: %s\n", termSafe(strings.TrimPrefix(err.Error(), "validating root: ")))
+				continue
+			}
+			answer[name] = v
+			break
+		}
+	}
+	b, err := json.Marshal(answer)
+	if err != nil {
+		return nil, err
+	}
+	return events.CanonicalizeJSON(b)
+}
+
+// fieldLabel is the prompt of one field: its name, type, whether it is
+// required, its choices and its description.
+func fieldLabel(name string, p *jsonschema.Schema, required bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s", termSafe(name), p.Type)
+	if required {
+		b.WriteString(", required")
+	} else {
+		b.WriteString(", Enter to leave out")
+	}
+	if len(p.Enum) > 0 {
+		choices := make([]string, len(p.Enum))
+		for i, e := range p.Enum {
+			choices[i] = termSafe(fmt.Sprint(e))
+		}
+		fmt.Fprintf(&b, ", one of %s", strings.Join(choices, " | "))
+	}
+	if p.Type == "boolean" {
+		b.WriteString(", y or n")
+	}
+	b.WriteString(")")
+	if d := strings.TrimSpace(p.Title + " " + p.Description); d != "" {
+		fmt.Fprintf(&b, " %s", termSafe(d))
+	}
+	b.WriteString(": ")
+	return b.String()
+}
+
+// fieldValue converts what was typed to a value of JSON type typ.
+func fieldValue(typ, line string) (any, error) {
+	switch typ {
+	case "integer":
+		n, err := strconv.ParseInt(line, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", line)
+		}
+		// As json.Unmarshal gives numbers, which the schema validates.
+		return float64(n), nil
+	case "number":
+		f, err := strconv.ParseFloat(line, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", line)
+		}
+		return f, nil
+	case "boolean":
+		switch strings.ToLower(line) {
+		case "y", "yes", "true":
+			return true, nil
+		case "n", "no", "false":
+			return false, nil
+		}
+		return nil, fmt.Errorf("%q is not y or n", line)
+	}
+	return line, nil
+}
+
+// promptJSON asks for the whole answer as JSON, again until it matches
+// the schema.
+func promptJSON(in *bufio.Reader, out io.Writer, schema string) (json.RawMessage, error) {
+	if schema != "" {
+		fmt.Fprintf(out, "the answer's JSON Schema: %s\n", termSafe(schema))
+	}
+	for {
+		line, err := promptLine(in, out, "answer (JSON, on one line): ")
+		if err != nil {
+			return nil, err
+		}
+		canon, err := approval.CheckAnswer(schema, json.RawMessage(line))
+		if err != nil {
+			fmt.Fprintf(out, "  not valid: %s\n", termSafe(err.Error()))
+			continue
+		}
+		return json.RawMessage(canon), nil
+	}
+}
+
+// promptLine writes label and reads one line, without its end and the
+// spaces around it.
+func promptLine(in *bufio.Reader, out io.Writer, label string) (string, error) {
+	fmt.Fprint(out, label)
+	line, err := in.ReadString('\n')
+	if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+		fmt.Fprintln(out)
+		if errors.Is(err, io.EOF) {
+			return "", errInputEnded
+		}
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
+}
+
+func isYes(s string) bool {
+	s = strings.ToLower(s)
+	return s == "y" || s == "yes"
+}
