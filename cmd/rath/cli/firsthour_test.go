@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// runs filters by status, start time and count; graph and sessions keep
+// runs filters by status, start time, text and count; graph and sessions keep
 // one run's sessions with --run; an unknown run id is hinted at.
 func TestRuns_FiltersAndRunScope(t *testing.T) {
 	t.Parallel()
@@ -42,6 +42,10 @@ func TestRuns_FiltersAndRunScope(t *testing.T) {
 		{[]string{"--since", "2000-01-01"}, len(all)},
 		{[]string{"--since", "2999-01-01"}, 0},
 		{[]string{"--status", "done", "--limit", "1"}, 1},
+		{[]string{"--search", first.ID}, 1},
+		{[]string{"--search", first.Input}, 1},
+		{[]string{"--search", "%"}, 0},
+		{[]string{"--search", "run-", "--status", "done"}, 2},
 	} {
 		got := decodeJSON[[]runView](t, mustRun(t, dir, append([]string{"runs", "--json"}, tc.argv...)...))
 		if len(got) != tc.want {

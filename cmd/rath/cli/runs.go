@@ -22,7 +22,7 @@ var statusWords = []string{"queued", "running", "waiting", "done", "failed", "ca
 
 func newRunsCmd(a *app) *cobra.Command {
 	var status []string
-	var since string
+	var since, search string
 	var limit int
 	var all, quiet bool
 	cmd := &cobra.Command{
@@ -31,10 +31,12 @@ func newRunsCmd(a *app) *cobra.Command {
 		Long: `runs lists the recorded runs, newest first: workflow, status, start time,
 input and output sessions, parent run, worker. --status keeps runs with
 one of the given statuses, --since those started within a duration (1h)
-or after a time (2026-11-25 or RFC 3339); of what is left, the newest
+or after a time (2026-11-25 or RFC 3339), --search those whose id,
+workflow, input or output session or error holds the text; of what is
+left, the newest
 --limit (default 20) are listed, or every one with --all. -q prints the
 run ids only, one a line.`,
-		Example: "rath runs --status failed,canceled --since 24h\nrath runs -q --status waiting\nrath runs --all --json",
+		Example: "rath runs --status failed,canceled --since 24h\nrath runs -q --status waiting\nrath runs --search timeout --all --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, st := range status {
@@ -57,7 +59,7 @@ run ids only, one a line.`,
 			if err != nil {
 				return err
 			}
-			f := projections.RunsFilter{}
+			f := projections.RunsFilter{Text: search}
 			for _, st := range status {
 				f.Statuses = append(f.Statuses, jsonview.StatusStored(st))
 			}
@@ -110,6 +112,7 @@ run ids only, one a line.`,
 	}
 	cmd.Flags().StringSliceVar(&status, "status", nil, "only runs with these statuses (comma-separated): "+strings.Join(statusWords, ", "))
 	cmd.Flags().StringVar(&since, "since", "", "only runs started within this duration (90m, 24h) or after this time (2026-11-25, RFC 3339)")
+	cmd.Flags().StringVar(&search, "search", "", "only runs whose id, workflow, input or output session or error holds this text")
 	cmd.Flags().IntVar(&limit, "limit", defaultRunsLimit, "list the newest N runs")
 	cmd.Flags().BoolVar(&all, "all", false, "list every run (no --limit)")
 	quietFlag(cmd, &quiet, "run")
