@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/gorath/rath/eventlog"
 )
 
 // Bounds of the tenants' pools Scopes keeps on PostgreSQL.
@@ -27,7 +29,9 @@ const (
 	// max_connections (100) for a few servers on one cluster.
 	DefaultTenantConns = 16
 	// TenantPoolApp is the application_name the tenants' connections log
-	// in with, so that pg_stat_activity tells them apart.
+	// in with, so that pg_stat_activity tells them apart; a DSN's
+	// application_name (or PGAPPNAME) wins, as for every connection of
+	// the store.
 	TenantPoolApp = "rath tenant"
 )
 
@@ -112,7 +116,12 @@ func (s *Scopes) pool(ctx context.Context, tenant string) (*sqlx.DB, error) {
 		cfg := c.Conn().Config()
 		cfg.RuntimeParams["rath.tenant"] = tenant
 		cfg.RuntimeParams["role"] = "rath_tenant"
-		cfg.RuntimeParams["application_name"] = TenantPoolApp
+		// rath's name for the tenants' connections, unless the DSN (or
+		// PGAPPNAME, or the program's pool) named the application: then
+		// that name, as for the store's own connections.
+		if app := cfg.RuntimeParams["application_name"]; app == "" || app == eventlog.AppReads {
+			cfg.RuntimeParams["application_name"] = TenantPoolApp
+		}
 		// Every connection of every tenant's pool is dialed through
 		// the budget, and gives its slot back when closed.
 		dial := cfg.DialFunc

@@ -115,6 +115,40 @@ func TestScopes_ConnectionBudget(t *testing.T) {
 	waitFor(t, func() bool { return open(t) <= budget })
 }
 
+// A tenant's connections are named rath tenant, or what the DSN names
+// the application, as the store's own connections are.
+func TestScopes_ConnectionsNamed(t *testing.T) {
+	for _, tt := range []struct {
+		name, query, want string
+	}{
+		{"rath's name", "", projections.TenantPoolApp},
+		{"the DSN's", "&application_name=ops", "ops"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			dsn, err := server.CreateDatabase(ctx, fmt.Sprintf("named%d", dbs.Add(1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := store{name: "postgres", dir: t.TempDir(), dsn: dsn + tt.query}.open(t)
+			defer rt.Close()
+			scopes := projections.NewScopes(rt.Store().DB(), projections.ScopesOptions{})
+			defer scopes.Close()
+			sc, err := scopes.Scope(ctx, "t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var app string
+			if err := sc.GetContext(ctx, &app, `SELECT current_setting('application_name')`); err != nil {
+				t.Fatal(err)
+			}
+			if app != tt.want {
+				t.Fatalf("a tenant's connection is named %q, want %q", app, tt.want)
+			}
+		})
+	}
+}
+
 // waitFor polls cond until it holds, failing after 10 s: for what
 // another process or goroutine does, never to pace the test.
 func waitFor(t *testing.T, cond func() bool) {
