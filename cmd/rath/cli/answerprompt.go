@@ -33,7 +33,7 @@ func isTerminalReader(r io.Reader) bool {
 // promptAnswer asks the person at in and out for the answer to the
 // question req asks: field by field when its schema is an object of
 // strings, numbers, integers and booleans (what an MCP server's form
-// asks for), else as one JSON value. Each field is checked against its
+// asks for), as typed when it is one of those, else as one JSON value. Each field is checked against its
 // schema as it is typed, and asked again until it passes. The whole
 // answer is shown, exactly as it will be recorded, and recorded only on
 // a "y". Everything the question says (its text, field names,
@@ -52,6 +52,8 @@ func promptAnswer(in *bufio.Reader, out io.Writer, req *events.ApprovalRequested
 	var err error
 	if fields, ok := formFields(schema); ok {
 		answer, err = promptForm(in, out, schema, fields)
+	} else if primitive(schema) {
+		answer, err = promptValue(in, out, schema)
 	} else {
 		answer, err = promptJSON(in, out, req.Schema)
 	}
@@ -69,6 +71,16 @@ func promptAnswer(in *bufio.Reader, out io.Writer, req *events.ApprovalRequested
 	return answer, nil
 }
 
+// primitiveTypes are the JSON types a person types as they are, without
+// JSON's quotes.
+var primitiveTypes = []string{"string", "integer", "number", "boolean"}
+
+// primitive reports whether s asks for one string, number, integer or
+// boolean.
+func primitive(s *jsonschema.Schema) bool {
+	return s != nil && slices.Contains(primitiveTypes, s.Type)
+}
+
 // formFields are the properties of an object schema of primitive fields,
 // the required ones first in their order, then the others by name; ok is
 // false for any other schema.
@@ -77,7 +89,7 @@ func formFields(s *jsonschema.Schema) (fields []string, ok bool) {
 		return nil, false
 	}
 	for name, p := range s.Properties {
-		if p == nil || !slices.Contains([]string{"string", "integer", "number", "boolean"}, p.Type) {
+		if !primitive(p) {
 			return nil, false
 		}
 		if !slices.Contains(s.Required, name) {
@@ -97,34 +109,57 @@ func formFields(s *jsonschema.Schema) (fields []string, ok bool) {
 func promptForm(in *bufio.Reader, out io.Writer, s *jsonschema.Schema, fields []string) (json.RawMessage, error) {
 	answer := map[string]any{}
 	for _, name := range fields {
-		p := s.Properties[name]
-		res, err := p.Resolve(nil)
-		if err != nil {
-			return nil, fmt.Errorf("the question's schema, field %s: %w", termSafe(name), err)
-		}
 		required := slices.Contains(s.Required, name)
-		label := fieldLabel(name, p, required)
-		for {
-			line, err := promptLine(in, out, label)
-			if err != nil {
-				return nil, err
-			}
-			if line == "" && !required {
-				break
-			}
-			v, err := fieldValue(p.Type, line)
-			if err == nil {
-				err = res.Validate(v)
-			}
-			if err != nil {
-				fmt.Fprintf(out, "  not valid: %s\n", termSafe(strings.TrimPrefix(err.Error(), "validating root: ")))
-				continue
-			}
+		v, err := promptField(in, out, name, s.Properties[name], required)
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
 			answer[name] = v
-			break
 		}
 	}
-	b, err := json.Marshal(answer)
+	return canonicalAnswer(answer)
+}
+
+// promptValue asks for an answer that is one primitive value.
+func promptValue(in *bufio.Reader, out io.Writer, s *jsonschema.Schema) (json.RawMessage, error) {
+	v, err := promptField(in, out, "answer", s, true)
+	if err != nil {
+		return nil, err
+	}
+	return canonicalAnswer(v)
+}
+
+// promptField asks for one primitive value of schema p, again until it
+// matches; nil when the field is not required and left empty.
+func promptField(in *bufio.Reader, out io.Writer, name string, p *jsonschema.Schema, required bool) (any, error) {
+	res, err := p.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("the question's schema, field %s: %w", termSafe(name), err)
+	}
+	label := fieldLabel(name, p, required)
+	for {
+		line, err := promptLine(in, out, label)
+		if err != nil {
+			return nil, err
+		}
+		if line == "" && !required {
+			return nil, nil
+		}
+		v, err := fieldValue(p.Type, line)
+		if err == nil {
+			err = res.Validate(v)
+		}
+		if err != nil {
+			fmt.Fprintf(out, "  not valid: %s\n", termSafe(strings.TrimPrefix(err.Error(), "validating root: ")))
+			continue
+		}
+		return v, nil
+	}
+}
+
+func canonicalAnswer(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

@@ -252,6 +252,8 @@ func TestPromptAnswer(t *testing.T) {
 		{"a number", `{"type":"object","properties":{"t":{"type":"number","maximum":1}}}`, "1.5\n0.25\ny\n", `{"t":0.25}`, nil},
 		{"declined", formSchema, "1\ngreen\n\n\n\n", "", errNotRecorded},
 		{"input ends", formSchema, "1\n", "", errInputEnded},
+		{"one string, of choices", `{"type":"string","enum":["yes","no"]}`, "maybe\nno\ny\n", `"no"`, nil},
+		{"one integer", `{"type":"integer","maximum":9}`, "10\n4\ny\n", `4`, nil},
 		{"not a form: JSON", `{"type":"array","items":{"type":"string"}}`, "[1]\n[\"a\", \"b\"]\ny\n", `["a","b"]`, nil},
 		{"no schema: any JSON", "", "not json\n{\"k\": true}\ny\n", `{"k":true}`, nil},
 	}

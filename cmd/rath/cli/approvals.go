@@ -294,7 +294,8 @@ rath answer apr-0123456789abcdef`,
 JSON Schema (rath approvals shows both). With --json the answer is given
 whole. Without it, at a terminal, answer asks for it: field by field when
 the schema is an object of strings, numbers, integers and booleans, each
-checked as it is typed, else as one JSON value; it then shows the answer
+checked as it is typed; as typed when the answer is one such value; else
+as one JSON value; it then shows the answer
 as it will be recorded and records it on "y".`
 	// Here --json is the answer: this command prints text only.
 	cmd.Flags().StringVar(&answer, "json", "", "the answer, JSON matching the question's schema (without it, at a terminal, answer asks)")
