@@ -129,10 +129,16 @@ soak: deps build
 	$(GO) test -tags '$(TAGS) soak' -run 'TestTenants_RandomRequestsSeeOnlyTheirTenant' -timeout 30m -v ./internal/console
 	RATH_TEST_BINARY=$(CURDIR)/bin/rath $(GO) test -tags '$(TAGS) soak' -run 'TestServe_TenantsRandomRequests|TestErase_CanarySweep|TestErase_ChaosWithWorkersAndAppenders' -timeout 30m -v ./cmd/rath/cli
 
-# fuzz runs each fuzz target for a short while.
+# fuzz runs every fuzz target (each func Fuzz... in a _test.go file) for
+# FUZZTIME: go test fuzzes one target at a time, named exactly.
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./events
-	$(GO) test -run '^$$' -fuzz FuzzTreeRow -fuzztime 30s ./events
+	@set -e; grep -rHo --include='*_test.go' --exclude-dir=node_modules '^func Fuzz[A-Za-z0-9_]*' . | sort | \
+	while IFS=: read -r file fn; do \
+	  target=$${fn#func }; dir=$$(dirname "$$file"); \
+	  echo "fuzz $$dir $$target for $(FUZZTIME)"; \
+	  $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) "$$dir"; \
+	done
 
 clean:
 	rm -rf bin .tools
