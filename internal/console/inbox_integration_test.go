@@ -4,6 +4,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gorath/rath"
+	"github.com/gorath/rath/approval"
+	"github.com/gorath/rath/events"
 	"github.com/gorath/rath/flow"
 	"github.com/gorath/rath/flow/model/scripted"
 	"github.com/gorath/rath/internal/console"
@@ -88,5 +91,71 @@ func TestConsole_InboxShowsHiddenCharacters(t *testing.T) {
 	}
 	if strings.ContainsAny(shown, "\u2066\u2067\u2069\u200b") {
 		t.Errorf("the inbox draws hidden characters raw:\n%q", shown)
+	}
+}
+
+// formQuestion is an MCP-style form: an object of primitive fields, one
+// of whose descriptions tries to reach the page raw.
+const formQuestion = `{"type":"object","properties":{
+	"n": {"type":"integer","minimum":1,"description":"how many \u001b[31mreplicas \u202e"},
+	"color": {"type":"string","enum":["red","green"]},
+	"dry_run": {"type":"boolean"},
+	"note": {"type":"string"}},
+	"required":["n","color"]}`
+
+// A question whose schema is a form is answered in the console field by
+// field: the fields are drawn in order with their descriptions escaped,
+// a required one left empty is refused in the page, a value the schema
+// refuses is refused by the server (the request stays pending), and the
+// answer recorded is the one the fields hold.
+func TestConsole_AnswersAFormQuestion(t *testing.T) {
+	rt := newRuntime(t)
+	ask := flow.Named("ask", flow.Func(func(ctx context.Context, s *session.Session) (*session.Session, error) {
+		ans, err := flow.Ask(ctx, s, flow.Question{Text: "Scale up?", Schema: json.RawMessage(formQuestion)})
+		if err != nil {
+			return s, err
+		}
+		return s.Append(ctx, session.Chunk{Role: events.RoleUser, Content: string(ans)})
+	}))
+	in, _ := rt.NewUserSession(t.Context(), "scale")
+	if _, err := rt.Start(t.Context(), "ask", ask, in, rath.WithRunID("run-form")); !errors.Is(err, flow.ErrWaiting) {
+		t.Fatalf("start: %v", err)
+	}
+	pending, err := rt.Reader().PendingApprovals(t.Context())
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending: %v %+v", err, pending)
+	}
+	id := pending[0].ID
+	srv, err := console.New(console.Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := openPage(t, srv)
+	p.step("the inbox", chromedp.Navigate(p.url+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`#approvals .approval .answer-form`)))
+	labels := p.text(`Array.from(document.querySelectorAll('.answer-form .answer-label')).map(l => l.innerText.trim()).join("\n")`)
+	for _, want := range []string{`n (integer, required) how many \x1b[31mreplicas \u202e`, "color (string, required)", "dry_run (boolean)", "note (string)"} {
+		if !strings.Contains(labels, want) {
+			t.Errorf("the form's labels lack %q:\n%s", want, labels)
+		}
+	}
+	if strings.Index(labels, "n (integer") > strings.Index(labels, "color (") || strings.Index(labels, "color (") > strings.Index(labels, "dry_run (") {
+		t.Errorf("the fields are not in order (required first, then by name):\n%s", labels)
+	}
+	field := func(name string) string { return `document.querySelector('.answer-form [data-field="` + name + `"]')` }
+	status := `document.getElementById("status").textContent`
+	p.step("a required field left empty", chromedp.Evaluate[chromedp.Void](`document.querySelector('.answer-go').click()`), until(status+`.includes("n is required")`))
+	p.step("a value the schema refuses", chromedp.Evaluate[chromedp.Void](field("n")+`.value = "0"; `+field("color")+`.value = "1"; document.querySelector('.answer-go').click()`),
+		until(status+`.includes("minimum")`))
+	if st, err := approval.Load(t.Context(), rt.Store(), id); err != nil || !st.Pending() {
+		t.Fatalf("after a refused answer: %v, pending %v", err, err == nil && st.Pending())
+	}
+	p.step("answer", chromedp.Evaluate[chromedp.Void](field("n")+`.value = "3"; `+field("dry_run")+`.value = "0"; document.querySelector('.answer-go').click()`),
+		until(`!!document.querySelector('.decided') && document.querySelector('.decided').textContent.includes("answered by")`), p.shot("form-answered.png"))
+	st, err := approval.Load(t.Context(), rt.Store(), id)
+	if err != nil || st.Pending() {
+		t.Fatalf("after the answer: %v", err)
+	}
+	if got, want := st.Decision.Answer, `{"color":"green","dry_run":true,"n":3}`; got != want {
+		t.Fatalf("recorded answer %s, want %s", got, want)
 	}
 }

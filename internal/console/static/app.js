@@ -477,14 +477,26 @@
       } catch (e) { fail(e); }
     }
     if (a.kind === "question") {
-      const answer = el("input", { class: "answer", placeholder: "answer as JSON", size: 40 });
       const send = el("button", { class: "answer-go" }, "Answer");
+      const form = answerForm(a.schema);
+      let read;
+      if (form) {
+        row.append(el("div", { class: "answer-form" }, ...form.labels));
+        read = form.read;
+      } else {
+        if (a.schema !== undefined) row.append(el("div", { class: "field" }, el("span", { class: "fname" }, "answer's schema: "), el("span", { class: "payload mono" }, JSON.stringify(a.schema))));
+        const answer = el("input", { class: "answer", placeholder: "answer as JSON", size: 40 });
+        row.append(el("div", { class: "filters" }, answer));
+        read = () => {
+          try { return JSON.parse(answer.value); } catch (e) { throw new Error("The answer must be JSON: " + e.message); }
+        };
+      }
       send.addEventListener("click", () => {
         let parsed;
-        try { parsed = JSON.parse(answer.value); } catch (e) { fail(new Error("The answer must be JSON: " + e.message)); return; }
+        try { parsed = read(); } catch (e) { fail(e); return; }
         decide({ decision: "answer", answer: parsed, note: note.value });
       });
-      row.append(el("div", { class: "filters" }, answer, note, send));
+      row.append(el("div", { class: "filters" }, note, send));
     } else {
       const original = a.arguments !== undefined ? JSON.stringify(a.arguments, null, 2) : "";
       const edit = el("textarea", { class: "edit-args mono", rows: Math.min(12, original.split("\n").length + 1), cols: 70, spellcheck: "false", "aria-label": "arguments to run" });
@@ -503,6 +515,58 @@
         el("div", { class: "filters" }, note, approve, reject));
     }
     return row;
+  }
+
+  // answerForm is a question's answer as a form when its schema is an
+  // object of strings, numbers, integers and booleans (what an MCP
+  // server's form asks for): an input a field, the required ones first,
+  // a choice a select; null for any other schema. Field names,
+  // descriptions and choices come from a model or a server: el draws
+  // them as text, escaped (visible). read returns the answer, or throws what
+  // is missing or not a number; the server checks it against the schema.
+  function answerForm(schema) {
+    const prim = ["string", "integer", "number", "boolean"];
+    const props = schema && schema.type === "object" && schema.properties;
+    if (!props || typeof props !== "object") return null;
+    const names = Object.keys(props);
+    if (names.length === 0 || names.some((n) => !props[n] || !prim.includes(props[n].type))) return null;
+    const required = [...new Set((schema.required || []).filter((n) => names.includes(n)))];
+    const order = [...required, ...names.filter((n) => !required.includes(n)).sort()];
+    const fields = order.map((name) => {
+      const p = props[name], req = required.includes(name);
+      let input;
+      if (Array.isArray(p.enum) || p.type === "boolean") {
+        const choices = Array.isArray(p.enum) ? p.enum : [true, false];
+        input = el("select", { class: "answer-field", "data-field": name },
+          el("option", { value: "" }, req ? "choose" : "leave out"),
+          ...choices.map((c, i) => el("option", { value: String(i) }, String(c))));
+        input.choice = choices;
+      } else {
+        input = el("input", { class: "answer-field", "data-field": name, type: p.type === "string" ? "text" : "number", step: p.type === "integer" ? "1" : "any", size: 30 });
+      }
+      const label = el("label", { class: "answer-label" }, el("span", { class: "mono" }, name),
+        " (" + p.type + (req ? ", required" : "") + ")" + (p.description ? " " + p.description : "") + " ", input);
+      return { name, p, req, input, label };
+    });
+    function read() {
+      const out = {};
+      for (const f of fields) {
+        const v = f.input.value;
+        if (v === "") {
+          if (f.req) throw new Error(f.name + " is required");
+          continue;
+        }
+        if (f.input.choice) out[f.name] = f.input.choice[Number(v)];
+        else if (f.p.type === "string") out[f.name] = v;
+        else {
+          const n = Number(v);
+          if (!Number.isFinite(n)) throw new Error(f.name + " is not a number");
+          out[f.name] = n;
+        }
+      }
+      return out;
+    }
+    return { labels: fields.map((f) => f.label), read };
   }
 
   // waitingBox is the banner of a run that waits for a person: each
