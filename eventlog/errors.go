@@ -18,6 +18,9 @@ var (
 	ErrBlobNotFound = errors.New("eventlog: blob not found")
 	// ErrNotFound is returned when no event has the requested seq.
 	ErrNotFound = errors.New("eventlog: not found")
+	// ErrFewReadConns is returned by SeveralReads when the read pool has
+	// fewer connections than the reader holds at once.
+	ErrFewReadConns = errors.New("eventlog: too few read connections")
 )
 
 // ConflictError reports an append whose expected stream version did not

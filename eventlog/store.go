@@ -226,6 +226,10 @@ type Store struct {
 	notifyMu sync.Mutex // protects notifyCh
 	notifyCh chan struct{}
 
+	// severalReads is the turn of the one reader that holds several read
+	// connections at once (SeveralReads).
+	severalReads chan struct{}
+
 	rehash rehashes // blobs the Redactor changed
 	// legacyRows writes rows as before the compact row format (hex hash,
 	// whole payloads): tests build mixed logs with it.
@@ -403,7 +407,8 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		done:     make(chan struct{}),
 		notifyCh: make(chan struct{}),
 
-		roundTrips: roundTrips,
+		severalReads: make(chan struct{}, 1),
+		roundTrips:   roundTrips,
 	}
 	if err := s.w.init(ctx, s); err != nil {
 		s.w.closeStmts()
@@ -506,6 +511,27 @@ func (s *Store) Target() string { return s.d.target() }
 // snapshots already). Roll it back when done.
 func (s *Store) Snapshot(ctx context.Context) (*sqlx.Tx, error) {
 	return s.rdb.BeginTxx(ctx, s.d.snapshotOptions())
+}
+
+// SeveralReads runs fn as the one caller at a time that holds need of the
+// read pool's connections at once (projections.Check holds a snapshot
+// and reads the log beside it). Such readers that each held one
+// connection and waited for another could take the whole pool and wait
+// for each other for ever; taking turns, the one at work waits at most
+// for the single-statement readers to give theirs back. It fails with
+// ErrFewReadConns when the pool has fewer than need connections, and
+// with ctx's error when its turn does not come in time.
+func (s *Store) SeveralReads(ctx context.Context, need int, fn func(context.Context) error) error {
+	if s.opts.ReadConns < need {
+		return fmt.Errorf("%w: this reader holds %d at once, and the store's read pool has %d (eventlog.Options.ReadConns)", ErrFewReadConns, need, s.opts.ReadConns)
+	}
+	select {
+	case s.severalReads <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.severalReads }()
+	return fn(ctx)
 }
 
 // Notify returns a channel that is closed at the next commit. Call it again

@@ -88,23 +88,45 @@ func (d *Difference) Is(target error) bool { return target == ErrMismatch }
 // exactly the events up to that head, as the projector writes them in the
 // events' own transactions), rebuilds events 1..head into a scratch
 // in-memory database, and compares the two table by table, row by row.
-// Appends in this or another process may go on meanwhile. It holds two of
-// the store's read connections at once (the snapshot, and the scan of the
-// log), so the read pool needs at least two. A log that does not rebuild
-// (an event the projector refuses) is an error matching ErrInconsistent.
+// Appends in this or another process may go on meanwhile. It holds three
+// of the store's read connections at once (the snapshot, the scan of the
+// log and the rebuild's reads beside it): the read pool needs at least
+// three (else an error matching eventlog.ErrFewReadConns), and the checks
+// of one store take turns (eventlog.Store.SeveralReads), so that many at
+// once cannot hold the pool between them and wait for each other. A log
+// that does not rebuild (an event the projector refuses) is an error
+// matching ErrInconsistent.
 func Check(ctx context.Context, store *eventlog.Store, opts CheckOptions) (*CheckReport, error) {
 	if opts.Max <= 0 {
 		opts.Max = 1
 	}
-	snap, err := store.Snapshot(ctx)
+	var rep *CheckReport
+	err := store.SeveralReads(ctx, checkReads, func(ctx context.Context) error {
+		var err error
+		rep, err = check(ctx, store, opts)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("projections: check: %w", err)
+	}
+	return rep, nil
+}
+
+// checkReads is how many read connections a check holds at once: its
+// snapshot, the log's scan (decodeLog) and the rebuild's own reads
+// beside it (blobs, sessions).
+const checkReads = 3
+
+func check(ctx context.Context, store *eventlog.Store, opts CheckOptions) (*CheckReport, error) {
+	snap, err := store.Snapshot(ctx)
+	if err != nil {
+		return nil, err
 	}
 	defer snap.Rollback()
 	rep := &CheckReport{Tables: Tables}
 	// The first read fixes the snapshot; everything below reads in it.
 	if err := snap.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&rep.Seq); err != nil {
-		return nil, fmt.Errorf("projections: check: read head: %w", err)
+		return nil, fmt.Errorf("read head: %w", err)
 	}
 	sc, err := openScratch(ctx)
 	if err != nil {
@@ -119,7 +141,7 @@ func Check(ctx context.Context, store *eventlog.Store, opts CheckOptions) (*Chec
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("projections: check: rebuild into scratch: %w", err)
+		return nil, fmt.Errorf("rebuild into scratch: %w", err)
 	}
 	for _, t := range Tables {
 		if err := compareTable(ctx, snap, sc.store.DB(), t, rep, opts.Max); err != nil {
