@@ -88,12 +88,12 @@ func (d *Difference) Is(target error) bool { return target == ErrMismatch }
 // exactly the events up to that head, as the projector writes them in the
 // events' own transactions), rebuilds events 1..head into a scratch
 // in-memory database, and compares the two table by table, row by row.
-// Appends in this or another process may go on meanwhile. It holds three
-// of the store's read connections at once (the snapshot, the scan of the
-// log and the rebuild's reads beside it): the read pool needs at least
-// three (else an error matching eventlog.ErrFewReadConns), and the checks
-// of one store take turns (eventlog.Store.SeveralReads), so that many at
-// once cannot hold the pool between them and wait for each other. A log
+// Appends in this or another process may go on meanwhile. It holds one of
+// the store's read connections for its snapshot while it reads the log on
+// another: the read pool needs at least two (else an error matching
+// eventlog.ErrFewReadConns), and the checks of one store take turns
+// (eventlog.Store.SeveralReads), so that many at once cannot hold the
+// whole pool in snapshots and wait for each other. A log
 // that does not rebuild (an event the projector refuses) is an error
 // matching ErrInconsistent.
 func Check(ctx context.Context, store *eventlog.Store, opts CheckOptions) (*CheckReport, error) {
@@ -112,10 +112,11 @@ func Check(ctx context.Context, store *eventlog.Store, opts CheckOptions) (*Chec
 	return rep, nil
 }
 
-// checkReads is how many read connections a check holds at once: its
-// snapshot, the log's scan (decodeLog) and the rebuild's own reads
-// beside it (blobs, sessions).
-const checkReads = 3
+// checkReads is how many read connections a check needs at once: its
+// snapshot's, held for the whole check, and one for the reads beside it
+// (the log's pages, the rebuild's lookups), each of which gives its
+// connection back when done.
+const checkReads = 2
 
 func check(ctx context.Context, store *eventlog.Store, opts CheckOptions) (*CheckReport, error) {
 	snap, err := store.Snapshot(ctx)

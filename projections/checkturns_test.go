@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +49,7 @@ func TestCheck_ConcurrentChecksTakeTurns(t *testing.T) {
 }
 
 // A read pool of one connection cannot hold a check's snapshot and read
-// the log beside it: Check says so at once.
+// the log beside it: Check says so at once. Two are enough.
 func TestCheck_RefusesAPoolTooSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -61,13 +60,18 @@ func TestCheck_RefusesAPoolTooSmall(t *testing.T) {
 	}
 	defer rt.Close()
 	populate(t, rt, 5)
-	small, err := eventlog.Open(ctx, eventlog.Options{Path: filepath.Join(dir, rath.DBFile), ReadConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer small.Close()
-	_, err = projections.Check(ctx, small, projections.CheckOptions{})
-	if err == nil || !strings.Contains(err.Error(), "read connections") {
-		t.Fatalf("a check on a one-connection pool: %v", err)
+	for _, tt := range []struct {
+		conns   int
+		refused bool
+	}{{1, true}, {2, false}} {
+		pool, err := eventlog.Open(ctx, eventlog.Options{Path: filepath.Join(dir, rath.DBFile), ReadConns: tt.conns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := projections.Check(ctx, pool, projections.CheckOptions{})
+		pool.Close()
+		if refused := errors.Is(err, eventlog.ErrFewReadConns); refused != tt.refused || (!refused && (err != nil || !rep.OK())) {
+			t.Errorf("a check on a %d-connection pool: %v, want refused %v", tt.conns, err, tt.refused)
+		}
 	}
 }
