@@ -131,7 +131,7 @@ func TestConsole_AnswersAFormQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := openPage(t, srv)
-	p.step("the inbox", chromedp.Navigate(p.url+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`#approvals .approval .answer-form`)))
+	p.step("the inbox", chromedp.Navigate(p.url+"/#/approvals"), chromedp.WaitVisible(chromedp.CSS(`#approvals .approval .answer-form`)), p.shot("form.png"))
 	labels := p.text(`Array.from(document.querySelectorAll('.answer-form .answer-label')).map(l => l.innerText.trim()).join("\n")`)
 	for _, want := range []string{`n (integer, required) how many \x1b[31mreplicas \u202e`, "color (string, required)", "dry_run (boolean)", "note (string)"} {
 		if !strings.Contains(labels, want) {
