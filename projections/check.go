@@ -93,9 +93,9 @@ func (d *Difference) Is(target error) bool { return target == ErrMismatch }
 // another: the read pool needs at least two (else an error matching
 // eventlog.ErrFewReadConns), and the checks of one store take turns
 // (eventlog.Store.SeveralReads), so that many at once cannot hold the
-// whole pool in snapshots and wait for each other. A log
-// that does not rebuild (an event the projector refuses) is an error
-// matching ErrInconsistent.
+// whole pool in snapshots and wait for each other. A log that does not
+// rebuild (an event the projector refuses) is an error matching
+// ErrInconsistent.
 func Check(ctx context.Context, store *eventlog.Store, opts CheckOptions) (*CheckReport, error) {
 	if opts.Max <= 0 {
 		opts.Max = 1
@@ -164,17 +164,17 @@ type scratch struct {
 func openScratch(ctx context.Context) (*scratch, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("projections: scratch name: %w", err)
+		return nil, fmt.Errorf("scratch name: %w", err)
 	}
 	name := "rath-check-" + hex.EncodeToString(b[:])
 	keeper, err := migrations.OpenInMemory(ctx, eventlog.DSN(name, true, "busy_timeout(10000)"))
 	if err != nil {
-		return nil, fmt.Errorf("projections: scratch: %w", err)
+		return nil, fmt.Errorf("scratch: %w", err)
 	}
 	st, err := eventlog.Open(ctx, eventlog.Options{Path: name, InMemory: true, Synchronous: "OFF", BlobThreshold: -1, ReadConns: 1})
 	if err != nil {
 		keeper.Close()
-		return nil, fmt.Errorf("projections: open scratch: %w", err)
+		return nil, fmt.Errorf("open scratch: %w", err)
 	}
 	return &scratch{keeper: keeper, store: st}, nil
 }
@@ -192,12 +192,12 @@ type cursor struct {
 func newCursor(ctx context.Context, q sqlx.QueryerContext, table string) (*cursor, error) {
 	rows, err := q.QueryxContext(ctx, `SELECT * FROM `+table+` ORDER BY `+strings.Join(tableKeys[table], ", "))
 	if err != nil {
-		return nil, fmt.Errorf("projections: check %s: %w", table, err)
+		return nil, fmt.Errorf("table %s: %w", table, err)
 	}
 	cols, err := rows.Columns()
 	if err != nil {
 		rows.Close()
-		return nil, fmt.Errorf("projections: check %s: %w", table, err)
+		return nil, fmt.Errorf("table %s: %w", table, err)
 	}
 	c := &cursor{rows: rows, cols: cols}
 	c.next()
@@ -279,7 +279,7 @@ func compareTable(ctx context.Context, stored, rebuilt sqlx.QueryerContext, tabl
 			rc.next()
 		}
 		if sc.err != nil || rc.err != nil {
-			return fmt.Errorf("projections: check %s: %w", table, errors.Join(sc.err, rc.err))
+			return fmt.Errorf("table %s: %w", table, errors.Join(sc.err, rc.err))
 		}
 	}
 	return nil

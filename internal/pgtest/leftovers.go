@@ -44,39 +44,35 @@ func own(dir string) (*os.File, error) {
 // owners are gone, stopping a server still running in one first. Each
 // left-over cluster holds tens of megabytes (hundreds after a suite's
 // databases), and a machine whose tests are killed now and then would
-// otherwise fill its disk with them. It returns what it removed.
-func removeLeftovers(parent string, now time.Time) []string {
+// otherwise fill its disk with them.
+func removeLeftovers(parent string, now time.Time) {
 	dirs, _ := filepath.Glob(filepath.Join(parent, dirPrefix+"*"))
-	var removed []string
 	for _, dir := range dirs {
-		if removeIfLeft(dir, now) {
-			removed = append(removed, dir)
-		}
+		removeIfLeft(dir, now)
 	}
-	return removed
 }
 
-func removeIfLeft(dir string, now time.Time) bool {
+// removeIfLeft removes dir if its owner is gone (see removeLeftovers).
+func removeIfLeft(dir string, now time.Time) {
 	f, err := os.Open(filepath.Join(dir, ownerLock))
 	switch {
 	case err == nil:
 		// Held while removing: a second sweeper finds it locked, or gone.
 		defer f.Close()
 		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-			return false // its owner is alive
+			return // its owner is alive
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		info, err := os.Stat(dir)
 		if err != nil || now.Sub(info.ModTime()) < orphanAge {
-			return false
+			return
 		}
 	default:
-		return false
+		return
 	}
-	if !stopOrphan(filepath.Join(dir, "data")) {
-		return false
+	if stopOrphan(filepath.Join(dir, "data")) {
+		os.RemoveAll(dir)
 	}
-	return os.RemoveAll(dir) == nil
 }
 
 // stopOrphan makes sure no server runs on dataDir: it stops one whose

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"golang.org/x/term"
 
 	"github.com/gorath/rath/approval"
 	"github.com/gorath/rath/events"
@@ -24,19 +22,13 @@ var errNotRecorded = errors.New("the answer was not recorded: nothing was writte
 // errInputEnded is the end of the input before an answer was whole.
 var errInputEnded = errors.New("the input ended before the answer was whole: nothing was written")
 
-// isTerminalReader reports whether r is a terminal a person types at.
-func isTerminalReader(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // promptAnswer asks the person at in and out for the answer to the
 // question req asks: field by field when its schema is an object of
 // strings, numbers, integers and booleans (what an MCP server's form
-// asks for), as typed when it is one of those, else as one JSON value. Each field is checked against its
-// schema as it is typed, and asked again until it passes. The whole
-// answer is shown, exactly as it will be recorded, and recorded only on
-// a "y". Everything the question says (its text, field names,
+// asks for), as typed when it is one of those, else as one JSON value.
+// Each value is checked against its schema as it is typed, and asked
+// again until it passes. The whole answer is shown, exactly as it will
+// be recorded, and recorded only on a "y". Everything the question says (its text, field names,
 // descriptions, choices) is shown terminal-safe: the model or a server
 // wrote it.
 func promptAnswer(in *bufio.Reader, out io.Writer, req *events.ApprovalRequested) (json.RawMessage, error) {

@@ -279,7 +279,7 @@ func newAnswerCmd(a *app) *cobra.Command {
 rath answer apr-0123456789abcdef`,
 		func(cmd *cobra.Command, id string) (approval.Decision, error) {
 			if answer == "" {
-				if !isTerminalReader(a.stdin) {
+				if !isTerminal(a.stdin) {
 					return approval.Decision{}, usagef(cmd, "--json is required when the input is not a terminal: the answer, as JSON")
 				}
 				asked, err := a.askAnswer(cmd, id)
@@ -295,8 +295,8 @@ JSON Schema (rath approvals shows both). With --json the answer is given
 whole. Without it, at a terminal, answer asks for it: field by field when
 the schema is an object of strings, numbers, integers and booleans, each
 checked as it is typed; as typed when the answer is one such value; else
-as one JSON value; it then shows the answer
-as it will be recorded and records it on "y".`
+as one JSON value. It then shows the answer as it will be recorded and
+records it on "y".`
 	// Here --json is the answer: this command prints text only.
 	cmd.Flags().StringVar(&answer, "json", "", "the answer, JSON matching the question's schema (without it, at a terminal, answer asks)")
 	cmd.Flags().StringVar(&note, "note", "", "a remark, recorded with the decision")

@@ -77,10 +77,10 @@ func (t *termWriter) Flush() error {
 	return err
 }
 
-// isTerminal reports whether w is a terminal, where progress can be
-// redrawn in place.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether stream (an output, where progress can be
+// redrawn in place, or an input a person types at) is a terminal.
+func isTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
