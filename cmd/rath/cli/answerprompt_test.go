@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	execpkg "os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,9 +49,22 @@ func askingForm() flow.Workflow {
 // person.
 func storeWaitingOn(t *testing.T, name string, wf flow.Workflow) (dir, run string) {
 	t.Helper()
-	dir = t.TempDir()
+	store, run := waitingOn(t, "sqlite", name, wf)
+	return store[1], run
+}
+
+// waitingOn starts wf as a program does, in a new store of backend, and
+// returns the store's flags (storeFor) and the run, which waits for a
+// person.
+func waitingOn(t *testing.T, backend, name string, wf flow.Workflow) (store []string, run string) {
+	t.Helper()
+	store = storeFor(t, backend)
+	opts := rath.Options{Dir: store[1]}
+	if backend == "postgres" {
+		opts.DSN = store[3]
+	}
 	ctx := t.Context()
-	rt, err := rath.Open(ctx, dir)
+	rt, err := rath.OpenWith(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +77,7 @@ func storeWaitingOn(t *testing.T, name string, wf flow.Workflow) (dir, run strin
 	if !errors.Is(err, flow.ErrWaiting) {
 		t.Fatalf("start: %v", err)
 	}
-	return dir, r.ID
+	return store, r.ID
 }
 
 // terminal is a process run on a pseudo-terminal, as a person runs it.
@@ -153,11 +167,19 @@ func (term *terminal) wait() int {
 // shows the whole answer and records it only on "y": a "n" writes
 // nothing. What the question says reaches the terminal escaped.
 func TestAnswer_AtATerminalAsksFieldByField(t *testing.T) {
-	t.Parallel()
-	dir, _ := storeWaitingOn(t, "asking", askingForm())
+	for _, backend := range bothStores() {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			answerAtATerminal(t, backend)
+		})
+	}
+}
+
+func answerAtATerminal(t *testing.T, backend string) {
+	store, _ := waitingOn(t, backend, "asking", askingForm())
 	bin := stockRath(t)
 	rath := func(argv ...string) result {
-		return rathEnv(t, bareEnv(t), append([]string{"--dir", dir}, argv...)...)
+		return rathEnv(t, bareEnv(t), append(slices.Clip(store), argv...)...)
 	}
 	id := strings.TrimSpace(rath("approvals", "-q").stdout)
 	if !requestID.MatchString(id) {
@@ -186,7 +208,7 @@ func TestAnswer_AtATerminalAsksFieldByField(t *testing.T) {
 	}
 
 	log := rath("events", "--json").stdout
-	declined := startAtTerminal(t, bin, "--dir", dir, "answer", id, "--as", "ops")
+	declined := startAtTerminal(t, bin, append(slices.Clip(store), "answer", id, "--as", "ops")...)
 	fill(declined)
 	declined.send("n")
 	if code := declined.wait(); code != ExitFailure || !strings.Contains(declined.shown(), "not recorded") {
@@ -196,7 +218,7 @@ func TestAnswer_AtATerminalAsksFieldByField(t *testing.T) {
 		t.Fatal("a declined answer changed the log")
 	}
 
-	answered := startAtTerminal(t, bin, "--dir", dir, "answer", id, "--as", "ops")
+	answered := startAtTerminal(t, bin, append(slices.Clip(store), "answer", id, "--as", "ops")...)
 	fill(answered)
 	answered.send("y")
 	if code := answered.wait(); code != 0 || !strings.Contains(answered.shown(), id+" answered by ops") {
